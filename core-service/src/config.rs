@@ -1,0 +1,88 @@
+//! core-service settings, from environment variables (documented in README.md).
+
+use crate::query::Limits;
+use service_runtime::{env_opt, env_or};
+use std::net::SocketAddr;
+
+/// Everything core-service reads from its environment.
+#[derive(Clone)]
+pub struct Settings {
+    /// DATABASE_URL (required): the PostgreSQL database to serve.
+    pub database_url: String,
+    /// DATABASE_SCHEMA (default `public`): the Postgres schema whose tables are collections.
+    pub database_schema: String,
+    /// DB_POOL_MAX (default 16): connections in the pool.
+    pub pool_max: u32,
+    /// CORE_GRPC_ADDR (default `127.0.0.1:50051`): gRPC listen address; port 0 = any free port.
+    pub grpc_addr: SocketAddr,
+    /// ADMIN_EMAIL (default `admin@example.com`): the bootstrap admin created on first start.
+    pub admin_email: String,
+    /// ADMIN_PASSWORD: the bootstrap admin's password (random and logged once when unset).
+    pub admin_password: Option<String>,
+    /// ADMIN_TOKEN: the bootstrap admin's static token (kept in sync on every start).
+    pub admin_token: Option<String>,
+    /// QUERY_LIMIT_DEFAULT (default 100), QUERY_LIMIT_MAX (default unlimited).
+    pub limits: Limits,
+    /// STATIC_TOKEN_CACHE_TTL (seconds, default 30): how long a token lookup is cached.
+    pub token_cache_ttl_secs: u64,
+}
+
+impl Settings {
+    /// Reads the settings. Errors: DATABASE_URL missing, or a variable that does not parse.
+    pub fn from_env() -> anyhow::Result<Self> {
+        let database_url = env_opt("DATABASE_URL").ok_or_else(|| anyhow::anyhow!("DATABASE_URL is required"))?;
+        let default_limit = env_or("QUERY_LIMIT_DEFAULT", 100i64)?;
+        let max = env_or("QUERY_LIMIT_MAX", -1i64)?;
+        Ok(Self {
+            database_url,
+            database_schema: env_or("DATABASE_SCHEMA", "public".to_string())?,
+            pool_max: env_or("DB_POOL_MAX", 16u32)?,
+            grpc_addr: env_or("CORE_GRPC_ADDR", SocketAddr::from(([127, 0, 0, 1], 50051)))?,
+            admin_email: env_or("ADMIN_EMAIL", "admin@example.com".to_string())?,
+            admin_password: env_opt("ADMIN_PASSWORD"),
+            admin_token: env_opt("ADMIN_TOKEN"),
+            limits: Limits { default: default_limit, max: (max >= 0).then_some(max), nested_default: default_limit },
+            token_cache_ttl_secs: env_or("STATIC_TOKEN_CACHE_TTL", 30u64)?,
+        })
+    }
+}
+
+impl std::fmt::Debug for Settings {
+    /// Prints the settings without secrets (the database URL's password is masked).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("database_url", &mask_url(&self.database_url))
+            .field("database_schema", &self.database_schema)
+            .field("pool_max", &self.pool_max)
+            .field("grpc_addr", &self.grpc_addr)
+            .field("admin_email", &self.admin_email)
+            .field("admin_password", &self.admin_password.as_ref().map(|_| "***"))
+            .field("admin_token", &self.admin_token.as_ref().map(|_| "***"))
+            .field("limits", &self.limits)
+            .field("token_cache_ttl_secs", &self.token_cache_ttl_secs)
+            .finish()
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:***@host/db`.
+pub fn mask_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s + 3 => {
+            let creds = &url[s + 3..at];
+            match creds.find(':') {
+                Some(c) => format!("{}{}:***{}", &url[..s + 3], &creds[..c], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn masks_passwords_only() {
+        assert_eq!(super::mask_url("postgres://u:pw@h:5432/d"), "postgres://u:***@h:5432/d");
+        assert_eq!(super::mask_url("postgres://u@h/d"), "postgres://u@h/d");
+    }
+}

@@ -1,0 +1,55 @@
+//! Database access: the pool, the system-table migrations, and the one mapping of database
+//! errors to API errors (by SQLSTATE; Postgres's own text never reaches a client).
+
+use cdapi_proto::{ApiError, ErrorCode};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection, PgPool};
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Opens the pool (`max` connections, 5 s acquire timeout).
+pub async fn connect(url: &str, max: u32) -> Result<PgPool, sqlx::Error> {
+    let options = PgConnectOptions::from_str(url)?.application_name("cdapi-core");
+    PgPoolOptions::new()
+        .max_connections(max)
+        .acquire_timeout(Duration::from_secs(5))
+        .test_before_acquire(false)
+        .connect_with(options)
+        .await
+}
+
+/// Runs the migrations in `core-service/migrations` inside the `cdapi` Postgres schema
+/// ([`crate::schema::introspect::SYSTEM_SCHEMA`]) (its
+/// bookkeeping table too, so the served schema stays untouched). Idempotent.
+pub async fn migrate(url: &str) -> anyhow::Result<()> {
+    let mut conn = sqlx::PgConnection::connect(url).await?;
+    sqlx::query("CREATE SCHEMA IF NOT EXISTS cdapi").execute(&mut conn).await?;
+    sqlx::query("SET search_path TO cdapi").execute(&mut conn).await?;
+    sqlx::migrate!("./migrations").run(&mut conn).await?;
+    conn.close().await?;
+    Ok(())
+}
+
+/// Maps a database error to the API error a client sees; internal causes are logged here.
+pub fn map_error(e: sqlx::Error) -> ApiError {
+    if let sqlx::Error::Database(db) = &e {
+        let code = db.code().unwrap_or_default();
+        if code.starts_with("22") {
+            // data exception: a bound value does not fit its column's type (bad date, enum label...).
+            return ApiError::invalid_query("A value in the query does not match its field's type");
+        }
+        if code == "57014" {
+            return ApiError::new(ErrorCode::ServiceUnavailable, "The query took too long and was cancelled.");
+        }
+    }
+    match e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
+            tracing::error!(error = %e, "database unavailable");
+            ApiError::new(ErrorCode::ServiceUnavailable, "The database is unavailable.")
+        }
+        other => {
+            tracing::error!(error = %other, "database error");
+            ApiError::internal()
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! ItemsService: reads (this version), writes and exports answer INVALID_QUERY/not yet.
+
+use super::request_span;
+use crate::AppState;
+use crate::query::read::{ReadStatement, read_many, read_one, read_singleton};
+use crate::schema::Collection;
+use bytes::Bytes;
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::items_service_server::ItemsService;
+use cdapi_proto::v1::*;
+use sqlx::Row;
+use std::sync::Arc;
+use tonic::{Request, Response, Status};
+use tracing::Instrument;
+
+/// The ItemsService implementation over the shared application state.
+pub struct Items {
+    state: Arc<AppState>,
+}
+
+impl Items {
+    /// Wraps the state.
+    pub fn new(state: Arc<AppState>) -> Self {
+        Self { state }
+    }
+
+    /// Authenticates, looks the collection up and checks read access (admin only until
+    /// permissions land). Unknown collection and no access are both FORBIDDEN (spec rule 6).
+    async fn readable(&self, md: &tonic::metadata::MetadataMap, name: &str) -> Result<(Arc<crate::schema::Schema>, Arc<Collection>), ApiError> {
+        let who = self.state.auth.authenticate(md).await?;
+        let schema = self.state.schema.load_full();
+        let collection = schema.collection(name).cloned().ok_or_else(ApiError::forbidden)?;
+        if !who.admin {
+            return Err(ApiError::forbidden());
+        }
+        Ok((schema, collection))
+    }
+
+    /// Runs a planned read; returns (data JSON, meta JSON or empty).
+    async fn run(&self, st: ReadStatement) -> Result<(Option<String>, Bytes), ApiError> {
+        let row = st.sql.query().fetch_one(&self.state.pool).await.map_err(crate::db::map_error)?;
+        let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
+        let mut meta = Vec::new();
+        if st.total_count {
+            let n: Option<i64> = row.try_get("total_count").map_err(crate::db::map_error)?;
+            meta.push(format!("\"total_count\":{}", n.unwrap_or(0)));
+        }
+        if st.filter_count {
+            let n: Option<i64> = row.try_get("filter_count").map_err(crate::db::map_error)?;
+            meta.push(format!("\"filter_count\":{}", n.unwrap_or(0)));
+        }
+        let meta = if meta.is_empty() { Bytes::new() } else { Bytes::from(format!("{{{}}}", meta.join(","))) };
+        Ok((data, meta))
+    }
+
+    async fn singleton(&self, collection: &Collection, schema: &crate::schema::Schema, q: &Query) -> Result<Bytes, ApiError> {
+        let st = read_singleton(schema, collection, q, &self.state.limits)?;
+        let (data, _) = self.run(st).await?;
+        // No row yet: Directus answers an object of the fields' defaults; ours are null.
+        Ok(Bytes::from(data.unwrap_or_else(|| "{}".to_owned())))
+    }
+}
+
+fn not_yet<T>(what: &str) -> Result<Response<T>, Status> {
+    Err(ApiError::new(cdapi_proto::ErrorCode::MethodNotAllowed, format!("{what} is not available yet.")).into())
+}
+
+#[tonic::async_trait]
+impl ItemsService for Items {
+    async fn read_items(&self, req: Request<ReadItemsRequest>) -> Result<Response<ReadItemsResponse>, Status> {
+        let span = request_span("ReadItems", &req);
+        async move {
+            let (schema, collection) = self.readable(req.metadata(), &req.get_ref().collection).await?;
+            let q = req.get_ref().query.clone().unwrap_or_default();
+            if collection.singleton {
+                let data = self.singleton(&collection, &schema, &q).await?;
+                return Ok(Response::new(ReadItemsResponse { data, meta: Bytes::new() }));
+            }
+            let st = read_many(&schema, &collection, &q, &self.state.limits)?;
+            let (data, meta) = self.run(st).await?;
+            Ok(Response::new(ReadItemsResponse { data: Bytes::from(data.unwrap_or_else(|| "[]".into())), meta }))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
+    }
+
+    async fn read_item(&self, req: Request<ReadItemRequest>) -> Result<Response<ItemResponse>, Status> {
+        let span = request_span("ReadItem", &req);
+        async move {
+            let r = req.get_ref();
+            let (schema, collection) = self.readable(req.metadata(), &r.collection).await?;
+            let q = r.query.clone().unwrap_or_default();
+            let st = read_one(&schema, &collection, &r.key, &q, &self.state.limits)?;
+            let (data, _) = self.run(st).await?;
+            let data = data.ok_or_else(ApiError::forbidden)?;
+            Ok(Response::new(ItemResponse { data: Bytes::from(data) }))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
+    }
+
+    async fn read_singleton(&self, req: Request<ReadSingletonRequest>) -> Result<Response<ItemResponse>, Status> {
+        let span = request_span("ReadSingleton", &req);
+        async move {
+            let r = req.get_ref();
+            let (schema, collection) = self.readable(req.metadata(), &r.collection).await?;
+            if !collection.singleton {
+                return Err(ApiError::invalid_query(format!("Collection \"{}\" is not a singleton", collection.name)));
+            }
+            let data = self.singleton(&collection, &schema, &r.query.clone().unwrap_or_default()).await?;
+            Ok(Response::new(ItemResponse { data }))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
+    }
+
+    async fn aggregate(&self, req: Request<ReadItemsRequest>) -> Result<Response<ReadItemsResponse>, Status> {
+        self.readable(req.metadata(), &req.get_ref().collection).await?;
+        Err(crate::query::not_supported("The \"aggregate\" parameter").into())
+    }
+
+    type ExportItemsStream = tokio_stream::Empty<Result<ExportChunk, Status>>;
+
+    async fn export_items(&self, req: Request<ExportItemsRequest>) -> Result<Response<Self::ExportItemsStream>, Status> {
+        self.readable(req.metadata(), &req.get_ref().collection).await?;
+        Err(crate::query::not_supported("The \"export\" parameter").into())
+    }
+
+    async fn create_item(&self, _: Request<CreateItemRequest>) -> Result<Response<ItemResponse>, Status> {
+        not_yet("Creating items")
+    }
+    async fn create_items(&self, _: Request<CreateItemsRequest>) -> Result<Response<ItemsResponse>, Status> {
+        not_yet("Creating items")
+    }
+    async fn update_item(&self, _: Request<UpdateItemRequest>) -> Result<Response<ItemResponse>, Status> {
+        not_yet("Updating items")
+    }
+    async fn update_items(&self, _: Request<UpdateItemsRequest>) -> Result<Response<ItemsResponse>, Status> {
+        not_yet("Updating items")
+    }
+    async fn update_singleton(&self, _: Request<UpdateSingletonRequest>) -> Result<Response<ItemResponse>, Status> {
+        not_yet("Updating items")
+    }
+    async fn delete_item(&self, _: Request<DeleteItemRequest>) -> Result<Response<DeleteResponse>, Status> {
+        not_yet("Deleting items")
+    }
+    async fn delete_items(&self, _: Request<DeleteItemsRequest>) -> Result<Response<DeleteResponse>, Status> {
+        not_yet("Deleting items")
+    }
+}

@@ -1,0 +1,109 @@
+//! SchemaService: the snapshot as protobuf, and reload on demand (admin only).
+
+use super::request_span;
+use crate::AppState;
+use crate::schema::{FieldRelation, Schema};
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::schema_service_server::SchemaService;
+use cdapi_proto::v1::{self as pb, GetSchemaRequest, ReloadSchemaRequest, SchemaSnapshot};
+use std::sync::Arc;
+use tonic::{Request, Response, Status};
+use tracing::Instrument;
+
+/// The SchemaService implementation.
+pub struct SchemaApi {
+    state: Arc<AppState>,
+}
+
+impl SchemaApi {
+    /// Wraps the state.
+    pub fn new(state: Arc<AppState>) -> Self {
+        Self { state }
+    }
+
+    async fn admin(&self, md: &tonic::metadata::MetadataMap) -> Result<(), ApiError> {
+        if self.state.auth.authenticate(md).await?.admin { Ok(()) } else { Err(ApiError::forbidden()) }
+    }
+}
+
+/// The snapshot as its protobuf message (relations listed once, from their many side).
+pub fn to_proto(schema: &Schema) -> SchemaSnapshot {
+    let mut relations = Vec::new();
+    let collections = schema
+        .collections
+        .values()
+        .map(|c| {
+            for f in &c.fields {
+                if let Some(FieldRelation::M2O { related, junction_field, .. }) = &f.relation {
+                    let one_field = schema
+                        .collection(related)
+                        .and_then(|r| {
+                            r.fields.iter().find(|a| {
+                                matches!(&a.relation, Some(FieldRelation::O2M { related, related_field, .. })
+                                    if *related == c.name && *related_field == f.name)
+                            })
+                        })
+                        .map(|a| a.name.clone())
+                        .unwrap_or_default();
+                    relations.push(pb::Relation {
+                        kind: if junction_field.is_some() { pb::RelationKind::M2m } else { pb::RelationKind::M2o } as i32,
+                        many_collection: c.name.clone(),
+                        many_field: f.name.clone(),
+                        one_collection: related.clone(),
+                        one_field,
+                        junction_field: junction_field.clone().unwrap_or_default(),
+                        ..Default::default()
+                    });
+                }
+            }
+            pb::Collection {
+                name: c.name.clone(),
+                primary_key: c.primary_key.clone(),
+                singleton: c.singleton,
+                read_only: c.read_only,
+                fields: c
+                    .fields
+                    .iter()
+                    .map(|f| pb::Field {
+                        name: f.name.clone(),
+                        r#type: f.field_type.as_str().to_owned(),
+                        db_type: f.db_type.clone(),
+                        nullable: f.nullable,
+                        has_default: f.has_default,
+                        primary_key: f.primary_key,
+                        enum_values: f.enum_values.clone(),
+                        max_length: f.max_length,
+                        alias: f.is_alias(),
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    SchemaSnapshot { version: schema.version, collections, relations }
+}
+
+#[tonic::async_trait]
+impl SchemaService for SchemaApi {
+    async fn get_schema(&self, req: Request<GetSchemaRequest>) -> Result<Response<SchemaSnapshot>, Status> {
+        let span = request_span("GetSchema", &req);
+        async move {
+            self.admin(req.metadata()).await?;
+            Ok(Response::new(to_proto(&self.state.schema.load())))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
+    }
+
+    async fn reload_schema(&self, req: Request<ReloadSchemaRequest>) -> Result<Response<SchemaSnapshot>, Status> {
+        let span = request_span("ReloadSchema", &req);
+        async move {
+            self.admin(req.metadata()).await?;
+            let schema = self.state.reload_schema().await?;
+            Ok(Response::new(to_proto(&schema)))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
+    }
+}

@@ -1,0 +1,94 @@
+//! core-service: owns items. It introspects the served PostgreSQL database into a schema
+//! snapshot, turns typed gRPC queries into one SQL statement each, and checks who is calling.
+//!
+//! Layout:
+//! - [`config`]: settings from the environment.
+//! - [`db`]: pool, system-table migrations, database error mapping.
+//! - [`schema`]: the snapshot (collections, fields, relations) and its introspection.
+//! - [`query`]: the query engine (fields, filter, search, sort, pagination, meta → SQL).
+//! - [`auth`]: token checks and the bootstrap admin.
+//! - [`grpc`]: ItemsService and SchemaService.
+//!
+//! [`run`] serves on a given listener until a shutdown future resolves, so tests can use port 0.
+
+pub mod auth;
+pub mod config;
+pub mod db;
+pub mod grpc;
+pub mod query;
+pub mod schema;
+
+use arc_swap::ArcSwap;
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::items_service_server::ItemsServiceServer;
+use cdapi_proto::v1::schema_service_server::SchemaServiceServer;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// State shared by every request.
+pub struct AppState {
+    /// The database pool.
+    pub pool: sqlx::PgPool,
+    /// The current schema snapshot; read lock-free, swapped on reload.
+    pub schema: ArcSwap<schema::Schema>,
+    /// Token checks.
+    pub auth: auth::Authenticator,
+    /// `limit` rules.
+    pub limits: query::Limits,
+    db_schema: String,
+    version: AtomicU64,
+}
+
+impl AppState {
+    /// Re-introspects the database and swaps the snapshot in. Errors: database errors.
+    pub async fn reload_schema(&self) -> Result<Arc<schema::Schema>, ApiError> {
+        let version = self.version.fetch_add(1, Ordering::SeqCst) + 1;
+        let snapshot = schema::introspect::introspect(&self.pool, &self.db_schema, version)
+            .await
+            .map_err(db::map_error)?;
+        let snapshot = Arc::new(snapshot);
+        self.schema.store(snapshot.clone());
+        tracing::info!(version, collections = snapshot.collections.len(), "schema snapshot loaded");
+        Ok(snapshot)
+    }
+}
+
+/// Connects, migrates, bootstraps the admin, loads the schema, then serves gRPC (items, schema,
+/// health, reflection) on `listener` until `shutdown` resolves; in-flight calls finish first.
+/// Errors: start-up failures (database unreachable, migration failed).
+pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    let pool = db::connect(&settings.database_url, settings.pool_max).await?;
+    db::migrate(&settings.database_url).await?;
+    auth::bootstrap_admin(&pool, &settings.admin_email, settings.admin_password.as_deref(), settings.admin_token.as_deref()).await?;
+    let state = Arc::new(AppState {
+        auth: auth::Authenticator::new(pool.clone(), Duration::from_secs(settings.token_cache_ttl_secs)),
+        pool,
+        schema: ArcSwap::from_pointee(schema::Schema::default()),
+        limits: settings.limits,
+        db_schema: settings.database_schema.clone(),
+        version: AtomicU64::new(0),
+    });
+    state.reload_schema().await.map_err(|e| anyhow::anyhow!("loading the schema failed: {e}"))?;
+
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    health_reporter.set_serving::<ItemsServiceServer<grpc::items::Items>>().await;
+    health_reporter.set_serving::<SchemaServiceServer<grpc::schema::SchemaApi>>().await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(cdapi_proto::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+
+    tracing::info!(addr = %listener.local_addr()?, "core-service listening (gRPC)");
+    tonic::transport::Server::builder()
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(ItemsServiceServer::new(grpc::items::Items::new(state.clone())))
+        .add_service(SchemaServiceServer::new(grpc::schema::SchemaApi::new(state.clone())))
+        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown)
+        .await?;
+    state.pool.close().await;
+    tracing::info!("core-service stopped");
+    Ok(())
+}

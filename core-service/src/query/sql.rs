@@ -1,0 +1,121 @@
+//! The one place where SQL text is assembled: identifier quoting and bound parameters.
+//! Every identifier reaching SQL comes from the schema snapshot and passes through [`ident`];
+//! every value is a parameter (`$n`), bound as text (or text[]) and cast to the column's type.
+
+/// Quotes an identifier for Postgres (`"a""b"`). The only identifier quoting in the service.
+pub fn ident(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 2);
+    out.push('"');
+    for c in name.chars() {
+        if c == '"' {
+            out.push('"');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+/// A bound value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    /// Bound as `text`; SQL casts it to the target type.
+    Text(String),
+    /// Bound as `text[]`.
+    TextArray(Vec<String>),
+    /// Bound as `int8` (limits and offsets).
+    Int(i64),
+}
+
+/// A statement under construction: SQL text plus its parameters in `$n` order.
+#[derive(Debug, Default)]
+pub struct Sql {
+    /// The SQL text.
+    pub text: String,
+    /// Parameters; `params[i]` is `$(i+1)`.
+    pub params: Vec<Param>,
+    alias_counter: usize,
+}
+
+impl Sql {
+    /// Adds a parameter and returns its placeholder (`$3`).
+    pub fn param(&mut self, p: Param) -> String {
+        self.params.push(p);
+        format!("${}", self.params.len())
+    }
+
+    /// `CAST($n AS <db_type>)` for a text value. `db_type` comes from the snapshot
+    /// (`format_type()` output, already valid SQL).
+    pub fn cast_param(&mut self, value: String, db_type: &str) -> String {
+        let p = self.param(Param::Text(value));
+        format!("CAST({p} AS {db_type})")
+    }
+
+    /// A fresh table alias (`t1`, `t2`, ...); `t0` is the root.
+    pub fn next_alias(&mut self, prefix: char) -> String {
+        self.alias_counter += 1;
+        format!("{prefix}{}", self.alias_counter)
+    }
+
+    /// Binds the parameters to a sqlx query over this statement's text.
+    pub fn query(&self) -> sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        // Safe: identifiers are quoted by `ident` and every value is a bound parameter.
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(self.text.as_str()));
+        for p in &self.params {
+            q = match p {
+                Param::Text(s) => q.bind(s.as_str()),
+                Param::TextArray(v) => q.bind(v.as_slice()),
+                Param::Int(i) => q.bind(*i),
+            };
+        }
+        q
+    }
+}
+
+/// `"schema"."table"`.
+pub fn table(db_schema: &str, collection: &str) -> String {
+    format!("{}.{}", ident(db_schema), ident(collection))
+}
+
+/// `alias."column"`.
+pub fn column(alias: &str, name: &str) -> String {
+    format!("{alias}.{}", ident(name))
+}
+
+/// Escapes LIKE metacharacters (`\`, `%`, `_`) so a value matches literally
+/// (directus-facts.md: "better: escape % and _").
+pub fn escape_like(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_quoted_and_inner_quotes_doubled() {
+        assert_eq!(ident("film"), "\"film\"");
+        assert_eq!(ident("we\"ird"), "\"we\"\"ird\"");
+        assert_eq!(table("public", "bıgınt"), "\"public\".\"bıgınt\"");
+    }
+
+    #[test]
+    fn params_are_numbered_in_order() {
+        let mut sql = Sql::default();
+        assert_eq!(sql.param(Param::Int(1)), "$1");
+        assert_eq!(sql.cast_param("5".into(), "integer"), "CAST($2 AS integer)");
+        assert_eq!(sql.params.len(), 2);
+    }
+
+    #[test]
+    fn like_metacharacters_are_escaped() {
+        assert_eq!(escape_like("50%_a\\b"), "50\\%\\_a\\\\b");
+    }
+}

@@ -1,0 +1,223 @@
+//! Builds a [`Schema`] from pg_catalog and the system tables (`cdapi.collections`,
+//! `cdapi.relations`).
+//!
+//! Rules (issue 2): tables, partitioned tables, views, materialised views and foreign tables are
+//! collections; partitions are hidden, and foreign keys declared on partitions are lifted to
+//! their parent; domains are typed as their base type; single-column foreign keys are M2O
+//! relations with a reverse O2M alias (see [`super::naming`]); a table whose primary key is
+//! exactly two foreign-key columns is a junction (M2M), as is any relation configured with a
+//! `junction_field`. Composite foreign keys are not relations.
+
+use super::naming::{ForeignKey, default_aliases};
+use super::{Collection, Field, FieldRelation, FieldType, Schema};
+use sqlx::PgPool;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+/// The Postgres schema holding the system tables.
+pub const SYSTEM_SCHEMA: &str = "cdapi";
+
+const COLLECTIONS_SQL: &str = r#"
+SELECT c.relname::text, c.relkind::text
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+ORDER BY c.relname"#;
+
+const COLUMNS_SQL: &str = r#"
+SELECT c.relname::text, a.attname::text,
+       format_type(a.atttypid, NULL) AS db_type,
+       bt.typname::text AS base_type, bt.typcategory::text, bt.typtype::text,
+       NOT a.attnotnull AS nullable,
+       (a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '') AS has_default,
+       CASE WHEN bt.typname IN ('varchar', 'bpchar') AND a.atttypmod > 4 THEN a.atttypmod - 4 END AS max_length,
+       (SELECT array_agg(e.enumlabel::text ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = bt.oid) AS enum_values
+FROM pg_attribute a
+JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_type t ON t.oid = a.atttypid
+JOIN pg_type bt ON bt.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
+WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+  AND a.attnum > 0 AND NOT a.attisdropped
+ORDER BY c.relname, a.attnum"#;
+
+const PRIMARY_KEYS_SQL: &str = r#"
+SELECT c.relname::text, array_agg(a.attname::text ORDER BY k.ord)
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+WHERE n.nspname = $1 AND i.indisprimary AND NOT c.relispartition
+GROUP BY c.relname"#;
+
+const FOREIGN_KEYS_SQL: &str = r#"
+SELECT DISTINCT COALESCE(pc.relname, mc.relname)::text AS many_table, ma.attname::text AS many_column,
+       oc.relname::text AS one_table, oa.attname::text AS one_column
+FROM pg_constraint con
+JOIN pg_class mc ON mc.oid = con.conrelid
+JOIN pg_namespace mn ON mn.oid = mc.relnamespace
+LEFT JOIN pg_inherits inh ON mc.relispartition AND inh.inhrelid = mc.oid
+LEFT JOIN pg_class pc ON pc.oid = inh.inhparent
+JOIN pg_attribute ma ON ma.attrelid = con.conrelid AND ma.attnum = con.conkey[1]
+JOIN pg_class oc ON oc.oid = con.confrelid
+JOIN pg_namespace onn ON onn.oid = oc.relnamespace
+JOIN pg_attribute oa ON oa.attrelid = con.confrelid AND oa.attnum = con.confkey[1]
+WHERE con.contype = 'f' AND cardinality(con.conkey) = 1 AND con.conparentid = 0
+  AND mn.nspname = $1 AND onn.nspname = $1 AND NOT oc.relispartition
+ORDER BY 1, 2, 3, 4"#;
+
+/// Row of `cdapi.relations`.
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct RelationSetting {
+    many_collection: String,
+    many_field: String,
+    one_field: Option<String>,
+    junction_field: Option<String>,
+}
+
+/// Reads the database structure of `db_schema` and the system tables into a new snapshot.
+/// Errors: database errors only (an unknown type becomes [`FieldType::Unknown`], never an error).
+pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<Schema, sqlx::Error> {
+    let tables: Vec<(String, String)> = sqlx::query_as(COLLECTIONS_SQL).bind(db_schema).fetch_all(pool).await?;
+    type ColumnRow = (String, String, String, String, String, String, bool, bool, Option<i32>, Option<Vec<String>>);
+    let columns: Vec<ColumnRow> = sqlx::query_as(COLUMNS_SQL).bind(db_schema).fetch_all(pool).await?;
+    let pks: HashMap<String, Vec<String>> =
+        sqlx::query_as::<_, (String, Vec<String>)>(PRIMARY_KEYS_SQL).bind(db_schema).fetch_all(pool).await?.into_iter().collect();
+    let fk_rows: Vec<(String, String, String, String)> =
+        sqlx::query_as(FOREIGN_KEYS_SQL).bind(db_schema).fetch_all(pool).await?;
+    let singletons: HashSet<String> = sqlx::query_scalar::<_, String>("SELECT collection FROM cdapi.collections WHERE singleton")
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .collect();
+    let settings: HashMap<(String, String), RelationSetting> = sqlx::query_as::<_, RelationSetting>(
+        "SELECT many_collection, many_field, one_field, junction_field FROM cdapi.relations",
+    )
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .map(|r| ((r.many_collection.clone(), r.many_field.clone()), r))
+    .collect();
+
+    let mut fields: HashMap<String, Vec<Field>> = HashMap::new();
+    for (table, name, db_type, base, category, typtype, nullable, has_default, max_length, enum_values) in columns {
+        let primary_key = pks.get(&table).is_some_and(|k| k.contains(&name));
+        fields.entry(table).or_default().push(Field {
+            field_type: classify(&base, &category, &typtype),
+            name,
+            db_type,
+            nullable,
+            has_default,
+            primary_key,
+            enum_values: enum_values.unwrap_or_default(),
+            max_length,
+            relation: None,
+        });
+    }
+
+    // Foreign keys (first one per column wins), and junction detection.
+    let mut seen = HashSet::new();
+    let fks: Vec<ForeignKey> = fk_rows
+        .into_iter()
+        .filter(|(m, f, _, _)| seen.insert((m.clone(), f.clone())))
+        .map(|(many_collection, many_field, one_collection, one_field_column)| ForeignKey {
+            many_collection,
+            many_field,
+            one_collection,
+            one_field_column,
+        })
+        .collect();
+    let junction_of = |fk: &ForeignKey| -> Option<String> {
+        if let Some(s) = settings.get(&(fk.many_collection.clone(), fk.many_field.clone())) {
+            if s.junction_field.is_some() {
+                return s.junction_field.clone();
+            }
+        }
+        let pk = pks.get(&fk.many_collection)?;
+        let fk_cols: Vec<&ForeignKey> = fks.iter().filter(|o| o.many_collection == fk.many_collection).collect();
+        (pk.len() == 2 && fk_cols.len() == 2 && fk_cols.iter().all(|o| pk.contains(&o.many_field)))
+            .then(|| fk_cols.iter().find(|o| o.many_field != fk.many_field).map(|o| o.many_field.clone()))
+            .flatten()
+    };
+    let taken: HashMap<String, HashSet<String>> =
+        fields.iter().map(|(t, fs)| (t.clone(), fs.iter().map(|f| f.name.clone()).collect())).collect();
+    let defaults = default_aliases(&fks, &taken);
+
+    let mut aliases: HashMap<String, Vec<Field>> = HashMap::new();
+    for (fk, default_alias) in fks.iter().zip(defaults) {
+        let junction_field = junction_of(fk);
+        if let Some(f) = fields
+            .get_mut(&fk.many_collection)
+            .and_then(|fs| fs.iter_mut().find(|f| f.name == fk.many_field))
+        {
+            f.relation = Some(FieldRelation::M2O {
+                related: fk.one_collection.clone(),
+                related_field: fk.one_field_column.clone(),
+                junction_field: junction_field.clone(),
+            });
+        }
+        let alias = match settings.get(&(fk.many_collection.clone(), fk.many_field.clone())) {
+            Some(s) => s.one_field.clone(),
+            None => default_alias,
+        };
+        let Some(alias) = alias else { continue };
+        if taken.get(&fk.one_collection).is_some_and(|t| t.contains(&alias)) {
+            tracing::warn!(collection = %fk.one_collection, alias, "O2M alias name is a column name; alias skipped");
+            continue;
+        }
+        aliases.entry(fk.one_collection.clone()).or_default().push(Field {
+            name: alias,
+            field_type: FieldType::Alias,
+            db_type: String::new(),
+            nullable: true,
+            has_default: false,
+            primary_key: false,
+            enum_values: Vec::new(),
+            max_length: None,
+            relation: Some(FieldRelation::O2M {
+                related: fk.many_collection.clone(),
+                related_field: fk.many_field.clone(),
+                local_field: fk.one_field_column.clone(),
+                junction_field,
+            }),
+        });
+    }
+
+    let mut collections = BTreeMap::new();
+    for (name, relkind) in tables {
+        let mut fs = fields.remove(&name).unwrap_or_default();
+        fs.extend(aliases.remove(&name).unwrap_or_default());
+        let primary_key = pks.get(&name).cloned().unwrap_or_default();
+        let read_only = matches!(relkind.as_str(), "v" | "m");
+        let singleton = singletons.contains(&name);
+        collections.insert(name.clone(), Arc::new(Collection::new(name, primary_key, singleton, read_only, fs)));
+    }
+    Ok(Schema { version, db_schema: db_schema.to_owned(), collections })
+}
+
+/// Maps a (domain-resolved) Postgres type to a [`FieldType`].
+fn classify(base: &str, category: &str, typtype: &str) -> FieldType {
+    if category == "A" {
+        return FieldType::Csv;
+    }
+    if typtype == "e" {
+        return FieldType::String;
+    }
+    match base {
+        "int2" | "int4" => FieldType::Integer,
+        "int8" => FieldType::BigInteger,
+        "float4" | "float8" => FieldType::Float,
+        "numeric" | "money" => FieldType::Decimal,
+        "varchar" | "bpchar" | "char" => FieldType::String,
+        "text" | "citext" | "name" => FieldType::Text,
+        "bool" => FieldType::Boolean,
+        "json" | "jsonb" => FieldType::Json,
+        "uuid" => FieldType::Uuid,
+        "date" => FieldType::Date,
+        "timestamp" => FieldType::DateTime,
+        "timestamptz" => FieldType::Timestamp,
+        "time" | "timetz" => FieldType::Time,
+        "bytea" => FieldType::Binary,
+        _ => FieldType::Unknown,
+    }
+}

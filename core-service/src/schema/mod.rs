@@ -1,0 +1,192 @@
+//! The schema snapshot: collections, fields and relations of the served database, built by
+//! [`introspect`] from pg_catalog and the system tables. Immutable once built; shared as
+//! `Arc<Schema>` and swapped atomically on reload (no lock on the read path).
+
+pub mod introspect;
+mod naming;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// One snapshot of the served database's structure.
+#[derive(Debug, Default)]
+pub struct Schema {
+    /// Increases on every rebuild within the process's life.
+    pub version: u64,
+    /// Postgres schema holding the user collections (DATABASE_SCHEMA, default `public`).
+    pub db_schema: String,
+    /// Collections by name.
+    pub collections: BTreeMap<String, Arc<Collection>>,
+}
+
+impl Schema {
+    /// Looks a collection up by name.
+    pub fn collection(&self, name: &str) -> Option<&Arc<Collection>> {
+        self.collections.get(name)
+    }
+}
+
+/// A table, partitioned table or view exposed as a collection.
+#[derive(Debug)]
+pub struct Collection {
+    /// Collection (= table) name.
+    pub name: String,
+    /// Primary key fields in key order; empty for views. More than one = composite key, whose
+    /// text form is the values joined by `,` (e.g. `GET /items/film_actor/1,23`).
+    pub primary_key: Vec<String>,
+    /// Configured as a singleton in `cdapi.collections`.
+    pub singleton: bool,
+    /// Views and materialised views.
+    pub read_only: bool,
+    /// Columns in table order, then O2M alias fields.
+    pub fields: Vec<Field>,
+    index: HashMap<String, usize>,
+}
+
+impl Collection {
+    /// Builds a collection and its field index.
+    pub fn new(name: String, primary_key: Vec<String>, singleton: bool, read_only: bool, fields: Vec<Field>) -> Self {
+        let index = fields.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect();
+        Self { name, primary_key, singleton, read_only, fields, index }
+    }
+
+    /// A field by name.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.index.get(name).map(|&i| &self.fields[i])
+    }
+
+    /// The primary key fields (empty for views).
+    pub fn primary_key_fields(&self) -> impl Iterator<Item = &Field> {
+        self.primary_key.iter().filter_map(|k| self.field(k))
+    }
+}
+
+/// What kind of value a field holds (Directus type names, spec: "Resources and their fields").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldType {
+    /// int2, int4 (and domains over them).
+    Integer,
+    /// int8.
+    BigInteger,
+    /// float4, float8.
+    Float,
+    /// numeric.
+    Decimal,
+    /// varchar, char(n), enums.
+    String,
+    /// text, citext, name.
+    Text,
+    /// bool.
+    Boolean,
+    /// json, jsonb.
+    Json,
+    /// uuid.
+    Uuid,
+    /// date.
+    Date,
+    /// timestamp without time zone.
+    DateTime,
+    /// timestamptz.
+    Timestamp,
+    /// time, timetz.
+    Time,
+    /// bytea.
+    Binary,
+    /// Arrays (`text[]`...).
+    Csv,
+    /// O2M alias: no column.
+    Alias,
+    /// Anything else (tsvector, geometric types...): readable, not searchable.
+    Unknown,
+}
+
+impl FieldType {
+    /// The Directus type name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Integer => "integer",
+            Self::BigInteger => "bigInteger",
+            Self::Float => "float",
+            Self::Decimal => "decimal",
+            Self::String => "string",
+            Self::Text => "text",
+            Self::Boolean => "boolean",
+            Self::Json => "json",
+            Self::Uuid => "uuid",
+            Self::Date => "date",
+            Self::DateTime => "dateTime",
+            Self::Timestamp => "timestamp",
+            Self::Time => "time",
+            Self::Binary => "binary",
+            Self::Csv => "csv",
+            Self::Alias => "alias",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// Text-like types: searched by `search`, compared with LIKE without a cast.
+    pub fn is_textual(self) -> bool {
+        matches!(self, Self::String | Self::Text)
+    }
+
+    /// Whole-number types (values are checked in Rust before they reach SQL).
+    pub fn is_integer(self) -> bool {
+        matches!(self, Self::Integer | Self::BigInteger)
+    }
+}
+
+/// A field of a collection: a column, or an O2M alias.
+#[derive(Debug, Clone)]
+pub struct Field {
+    /// Field (= column or alias) name.
+    pub name: String,
+    /// Value type.
+    pub field_type: FieldType,
+    /// Postgres type as `format_type(oid, NULL)` prints it, used for casts of bound values
+    /// (e.g. `integer`, `mpaa_rating`, `text[]`); empty for aliases.
+    pub db_type: String,
+    /// Column accepts NULL.
+    pub nullable: bool,
+    /// Column has a default, identity or generated value.
+    pub has_default: bool,
+    /// Part of the primary key.
+    pub primary_key: bool,
+    /// Labels of an enum type, in sort order.
+    pub enum_values: Vec<String>,
+    /// Length limit of varchar(n)/char(n).
+    pub max_length: Option<i32>,
+    /// The relation this field takes part in, if any.
+    pub relation: Option<FieldRelation>,
+}
+
+impl Field {
+    /// True for O2M alias fields (no column behind them).
+    pub fn is_alias(&self) -> bool {
+        self.field_type == FieldType::Alias
+    }
+}
+
+/// How a field relates to another collection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldRelation {
+    /// This column is a foreign key: its value is `related.related_field` (usually the key).
+    M2O {
+        /// The referenced collection.
+        related: String,
+        /// The referenced column.
+        related_field: String,
+        /// When this collection is a junction: the junction's other foreign key (M2M).
+        junction_field: Option<String>,
+    },
+    /// Alias listing the items of `related` whose `related_field` points at this item's `local_field`.
+    O2M {
+        /// The collection holding the foreign key.
+        related: String,
+        /// The foreign key column in `related`.
+        related_field: String,
+        /// The column of this collection the foreign key references.
+        local_field: String,
+        /// For an M2M: the junction's other foreign key (the path to the far side).
+        junction_field: Option<String>,
+    },
+}

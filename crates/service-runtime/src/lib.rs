@@ -1,0 +1,77 @@
+//! Start-up pieces every binary shares: tracing set-up and the shutdown signal.
+//!
+//! Layout: [`init_tracing`] (RUST_LOG filter, LOG_FORMAT `text`|`json`), [`shutdown_signal`]
+//! (SIGINT, SIGTERM, and stdin EOF when SHUTDOWN_ON_STDIN_EOF=1, which lets a parent process —
+//! the test harness, the local launcher — stop its children simply by exiting), [`env_or`].
+
+use std::str::FromStr;
+
+/// Installs the global tracing subscriber. `RUST_LOG` filters (default `info`); `LOG_FORMAT=json`
+/// prints one JSON object per event with its span fields (e.g. `request_id`), anything else
+/// prints human-readable lines. Logs go to stderr.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+    let result = if json {
+        builder.json().with_current_span(true).with_span_list(false).try_init()
+    } else {
+        builder.with_ansi(false).try_init()
+    };
+    if let Err(e) = result {
+        eprintln!("tracing already initialised: {e}");
+    }
+}
+
+/// Resolves when the process should shut down gracefully: Ctrl-C, SIGTERM, or — when
+/// `SHUTDOWN_ON_STDIN_EOF=1` — standard input reaching end of file.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    let stdin_eof = async {
+        if std::env::var("SHUTDOWN_ON_STDIN_EOF").as_deref() == Ok("1") {
+            use tokio::io::AsyncReadExt;
+            let mut stdin = tokio::io::stdin();
+            let mut buf = [0u8; 64];
+            while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => tracing::info!("SIGINT received, shutting down"),
+        _ = term => tracing::info!("SIGTERM received, shutting down"),
+        _ = stdin_eof => tracing::info!("stdin closed, shutting down"),
+    }
+}
+
+/// Reads env var `name` parsed as `T`, or `default` when unset or empty.
+/// Errors: the variable is set but does not parse (message names the variable).
+pub fn env_or<T: FromStr>(name: &str, default: T) -> anyhow::Result<T>
+where
+    T::Err: std::fmt::Display,
+{
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => {
+            v.trim().parse().map_err(|e| anyhow::anyhow!("environment variable {name}={v:?} is invalid: {e}"))
+        }
+        _ => Ok(default),
+    }
+}
+
+/// Reads an optional env var (unset or empty = `None`).
+pub fn env_opt(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}

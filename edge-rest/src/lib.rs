@@ -1,0 +1,42 @@
+//! edge-rest: the public REST API. It parses HTTP requests into the typed gRPC query, calls the
+//! core, and renders replies (status codes, Directus error bodies). No business rules here.
+//!
+//! Layout: [`config`] (settings), [`query_string`] (query string → query object),
+//! [`routes`] (routing and translation to gRPC), [`reply`] (responses and error rendering).
+//! [`run`] serves on a given listener until a shutdown future resolves.
+
+pub mod config;
+pub mod query_string;
+pub mod reply;
+pub mod routes;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use warp::Filter;
+
+/// Serves the REST API on `listener` until `shutdown` resolves (in-flight requests finish).
+/// Errors: an invalid CORE_GRPC_URL.
+pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    let channel = tonic::transport::Endpoint::from_shared(settings.core_url.clone())?
+        .tcp_nodelay(true)
+        .timeout(Duration::from_millis(settings.core_timeout_ms))
+        .connect_timeout(Duration::from_secs(5))
+        .http2_keep_alive_interval(Duration::from_secs(30))
+        .connect_lazy();
+    let state = Arc::new(routes::EdgeState::new(channel, settings.max_payload_size));
+    let routes = warp::method()
+        .and(warp::path::full())
+        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
+        .and(warp::header::headers_cloned())
+        .and(warp::body::bytes())
+        .then(move |method, path: warp::path::FullPath, query, headers, body| {
+            let state = state.clone();
+            let req = routes::HttpRequest { method, path: path.as_str().to_owned(), query, headers, body };
+            async move { routes::handle(state, req).await }
+        });
+    tracing::info!(addr = %listener.local_addr()?, core = %settings.core_url, "edge-rest listening (HTTP)");
+    warp::serve(routes).incoming(listener).graceful(shutdown).run().await;
+    tracing::info!("edge-rest stopped");
+    Ok(())
+}

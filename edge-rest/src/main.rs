@@ -1,0 +1,10 @@
+//! edge-rest binary: reads settings, binds REST_HOST:REST_PORT, serves until SIGTERM/Ctrl-C.
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    service_runtime::init_tracing();
+    let settings = edge_rest::config::Settings::from_env()?;
+    tracing::info!(?settings, "edge-rest starting");
+    let listener = tokio::net::TcpListener::bind((settings.host, settings.port)).await?;
+    edge_rest::run(settings, listener, service_runtime::shutdown_signal()).await
+}

@@ -1,0 +1,169 @@
+//! The REST query string → the Directus query object (JSON), which
+//! [`cdapi_proto::query_json::query_from_json`] turns into the typed query.
+//!
+//! Forms accepted (spec: Global query parameters; directus-facts.md "Filters"):
+//! - plain `limit=10`, `fields=id,title`, repeated `fields=a&fields=b` (→ array);
+//! - brackets `filter[title][_eq]=x`, `fields[]=id`, `filter[_or][0][id][_eq]=1` (indices → arrays),
+//!   `deep[tags][_limit]=2`, `alias[n]=name`, `aggregate[count]=*`;
+//! - JSON values `filter={"title":{"_eq":"x"}}` (parsed later, per parameter).
+//! In the bracket form of `filter` and `deep`, the strings `true`, `false` and `null` become
+//! typed values. `access_token` is taken out and returned separately.
+
+use cdapi_proto::ApiError;
+use serde_json::{Map, Value as Json};
+
+/// The parsed query object and the `access_token` parameter, if any.
+#[derive(Debug, Default)]
+pub struct ParsedQuery {
+    /// The query object (keys as in the spec: `fields`, `filter`, ...).
+    pub query: Map<String, Json>,
+    /// `?access_token=` (spec: Authentication, ways to pass the token).
+    pub access_token: Option<String>,
+}
+
+/// Parses a raw (still percent-encoded) query string. Errors: INVALID_QUERY for keys whose
+/// bracket paths conflict (e.g. `filter=x&filter[a]=y`).
+pub fn parse(raw: &str) -> Result<ParsedQuery, ApiError> {
+    let mut root = Json::Object(Map::new());
+    let mut access_token = None;
+    for (key, value) in form_urlencoded::parse(raw.as_bytes()) {
+        if key == "access_token" {
+            access_token = Some(value.into_owned());
+            continue;
+        }
+        let (base, segments) = split_key(&key);
+        if base.is_empty() {
+            continue;
+        }
+        let typed = !segments.is_empty() && (base == "filter" || base == "deep");
+        let value = if typed { typed_value(&value) } else { Json::String(value.into_owned()) };
+        let mut path = Vec::with_capacity(segments.len() + 1);
+        path.push(base);
+        path.extend(segments);
+        insert(&mut root, &path, value).map_err(|_| {
+            ApiError::invalid_query(format!("The query parameter \"{key}\" conflicts with another one"))
+        })?;
+    }
+    let Json::Object(query) = root else { return Err(ApiError::internal()) };
+    Ok(ParsedQuery { query, access_token })
+}
+
+/// `filter[a][b]` → (`filter`, [`a`, `b`]); a key without brackets has no segments.
+fn split_key(key: &str) -> (&str, Vec<&str>) {
+    let Some(open) = key.find('[') else { return (key, Vec::new()) };
+    let base = &key[..open];
+    let mut segments = Vec::new();
+    let mut rest = &key[open..];
+    while let Some(stripped) = rest.strip_prefix('[') {
+        match stripped.find(']') {
+            Some(close) => {
+                segments.push(&stripped[..close]);
+                rest = &stripped[close + 1..];
+            }
+            None => {
+                // Unbalanced: treat the remainder as part of the last segment, as qs does.
+                segments.push(stripped);
+                rest = "";
+            }
+        }
+    }
+    (base, segments)
+}
+
+fn typed_value(v: &str) -> Json {
+    match v {
+        "true" => Json::Bool(true),
+        "false" => Json::Bool(false),
+        "null" => Json::Null,
+        other => Json::String(other.to_owned()),
+    }
+}
+
+struct Conflict;
+
+fn insert(target: &mut Json, path: &[&str], value: Json) -> Result<(), Conflict> {
+    let Some((seg, rest)) = path.split_first() else {
+        match target {
+            Json::Null if !matches!(value, Json::Null) => *target = value,
+            Json::Null => *target = Json::Null,
+            Json::Array(items) => items.push(value),
+            Json::Object(_) => return Err(Conflict),
+            other => {
+                let old = std::mem::take(other);
+                *other = Json::Array(vec![old, value]);
+            }
+        }
+        return Ok(());
+    };
+    if seg.is_empty() {
+        if target.is_null() {
+            *target = Json::Array(Vec::new());
+        }
+        let Json::Array(items) = target else { return Err(Conflict) };
+        if rest.is_empty() {
+            items.push(value);
+            return Ok(());
+        }
+        items.push(Json::Null);
+        let last = items.len() - 1;
+        return insert(&mut items[last], rest, value);
+    }
+    if let Ok(idx) = seg.parse::<usize>() {
+        if idx < 1000 && (target.is_null() || target.is_array()) {
+            if target.is_null() {
+                *target = Json::Array(Vec::new());
+            }
+            let Json::Array(items) = target else { return Err(Conflict) };
+            if items.len() <= idx {
+                items.resize(idx + 1, Json::Null);
+            }
+            return insert(&mut items[idx], rest, value);
+        }
+    }
+    if target.is_null() {
+        *target = Json::Object(Map::new());
+    }
+    let Json::Object(map) = target else { return Err(Conflict) };
+    insert(map.entry((*seg).to_owned()).or_insert(Json::Null), rest, value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn p(raw: &str) -> Json {
+        Json::Object(parse(raw).map(|p| p.query).unwrap_or_default())
+    }
+
+    #[test]
+    fn bracket_forms_build_nested_objects_and_arrays() {
+        assert_eq!(
+            p("filter[title][_eq]=Hello%20World&filter[id][_in]=1,2&fields[]=id&fields[]=title&limit=5"),
+            json!({"filter": {"title": {"_eq": "Hello World"}, "id": {"_in": "1,2"}}, "fields": ["id", "title"], "limit": "5"})
+        );
+        assert_eq!(
+            p("filter[_or][0][id][_eq]=1&filter[_or][1][rating][_null]=true"),
+            json!({"filter": {"_or": [{"id": {"_eq": "1"}}, {"rating": {"_null": true}}]}})
+        );
+        assert_eq!(p("fields=a&fields=b"), json!({"fields": ["a", "b"]}));
+        assert_eq!(p("deep[tags][_limit]=2"), json!({"deep": {"tags": {"_limit": "2"}}}));
+    }
+
+    #[test]
+    fn json_values_stay_strings_for_later_parsing() {
+        assert_eq!(
+            p("filter=%7B%22id%22%3A%7B%22_eq%22%3A1%7D%7D"),
+            json!({"filter": "{\"id\":{\"_eq\":1}}"})
+        );
+    }
+
+    #[test]
+    fn access_token_is_separated_and_conflicts_are_errors() -> Result<(), ApiError> {
+        let parsed = parse("access_token=abc&limit=1")?;
+        assert_eq!(parsed.access_token.as_deref(), Some("abc"));
+        assert!(!parsed.query.contains_key("access_token"));
+        assert!(parse("filter[a][_eq]=1&filter[a]=2").is_err());
+        Ok(())
+    }
+}

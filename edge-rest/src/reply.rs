@@ -1,0 +1,46 @@
+//! Building HTTP responses: JSON bodies assembled from the core's JSON bytes without
+//! re-serialising item data, and the one mapping of [`ApiError`] to HTTP (status from the
+//! spec's table, Directus error body).
+
+use bytes::Bytes;
+use cdapi_proto::{ApiError, ErrorCode};
+use http::{HeaderValue, StatusCode, header};
+use warp::reply::{Reply, Response};
+
+/// A response with a body, status and content type.
+pub fn with_body(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response {
+    let mut res = Reply::into_response(body.into().to_vec());
+    *res.status_mut() = status;
+    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    res
+}
+
+/// `{"data": <data>}` or `{"data": <data>, "meta": <meta>}` from raw JSON pieces.
+pub fn data(data: &[u8], meta: &[u8]) -> Response {
+    let mut body = Vec::with_capacity(data.len() + meta.len() + 20);
+    body.extend_from_slice(b"{\"data\":");
+    body.extend_from_slice(data);
+    if !meta.is_empty() {
+        body.extend_from_slice(b",\"meta\":");
+        body.extend_from_slice(meta);
+    }
+    body.push(b'}');
+    with_body(StatusCode::OK, "application/json; charset=utf-8", body)
+}
+
+/// The Directus error body with the code's HTTP status (directus-facts.md: "Error body").
+pub fn error(e: &ApiError) -> Response {
+    let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if e.code == ErrorCode::InternalServerError {
+        tracing::error!(message = %e.message, "internal error");
+    }
+    with_body(status, "application/json; charset=utf-8", e.to_body().to_string())
+}
+
+/// 405 with the `Allow` header listing the methods of the route.
+pub fn method_not_allowed(method: &http::Method, allow: &'static str) -> Response {
+    let e = ApiError::new(ErrorCode::MethodNotAllowed, format!("Method {method} is not allowed on this route."));
+    let mut res = error(&e);
+    res.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+    res
+}

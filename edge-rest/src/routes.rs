@@ -1,0 +1,207 @@
+//! The REST routes (spec: "Item endpoints (REST)"; Directus paths) and their translation into
+//! gRPC calls. One catch-all warp filter hands every request to [`handle`], so unknown routes
+//! get ROUTE_NOT_FOUND and wrong methods 405 with `Allow`, in Directus's error body.
+
+use crate::query_string;
+use crate::reply;
+use bytes::Bytes;
+use cdapi_proto::query_json::query_from_json;
+use cdapi_proto::v1::items_service_client::ItemsServiceClient;
+use cdapi_proto::v1::{Query, ReadItemRequest, ReadItemsRequest};
+use cdapi_proto::{ApiError, ErrorCode};
+use http::{HeaderMap, Method, StatusCode};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tonic::transport::Channel;
+use warp::reply::Response;
+
+/// What every request handler needs.
+pub struct EdgeState {
+    /// Items client on a shared HTTP/2 channel to the core.
+    pub items: ItemsServiceClient<Channel>,
+    /// Health client for `/server/health`.
+    pub health: tonic_health::pb::health_client::HealthClient<Channel>,
+    /// Largest accepted body (bytes).
+    pub max_payload_size: u64,
+    request_counter: AtomicU64,
+}
+
+impl EdgeState {
+    /// State over a (lazily connecting) channel to the core.
+    pub fn new(channel: Channel, max_payload_size: u64) -> Self {
+        Self {
+            items: ItemsServiceClient::new(channel.clone()),
+            health: tonic_health::pb::health_client::HealthClient::new(channel),
+            max_payload_size,
+            request_counter: AtomicU64::new(0),
+        }
+    }
+
+    /// The request id: the client's `X-Request-Id` when it is a short token, else a new one
+    /// (process start time and a counter, hex).
+    fn request_id(&self, headers: &HeaderMap) -> String {
+        if let Some(id) = headers.get("x-request-id").and_then(|v| v.to_str().ok()) {
+            if !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                return id.to_owned();
+            }
+        }
+        static START: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+        let start = START.get_or_init(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+        });
+        format!("{:x}-{:x}", start & 0xffff_ffff_ffff, self.request_counter.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// One incoming HTTP request, as the catch-all filter extracts it.
+pub struct HttpRequest {
+    /// Method (SEARCH included).
+    pub method: Method,
+    /// Path, still percent-encoded.
+    pub path: String,
+    /// Raw query string (without `?`).
+    pub query: String,
+    /// Headers.
+    pub headers: HeaderMap,
+    /// Body.
+    pub body: Bytes,
+}
+
+/// Routes one request and always answers (errors become Directus error bodies).
+pub async fn handle(state: Arc<EdgeState>, req: HttpRequest) -> Response {
+    let request_id = state.request_id(&req.headers);
+    let span = tracing::info_span!("http", method = %req.method, path = %req.path, request_id = %request_id);
+    let _entered = span.enter();
+    drop(_entered);
+    let mut res = match route(&state, &req, &request_id).await {
+        Ok(res) => res,
+        Err(e) => reply::error(&e),
+    };
+    if let Ok(v) = http::HeaderValue::from_str(&request_id) {
+        res.headers_mut().insert("x-request-id", v);
+    }
+    tracing::debug!(parent: &span, status = res.status().as_u16(), "request done");
+    res
+}
+
+fn decode(segment: &str) -> String {
+    percent_encoding::percent_decode_str(segment).decode_utf8_lossy().into_owned()
+}
+
+async fn route(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Result<Response, ApiError> {
+    let search = Method::from_bytes(b"SEARCH").map_err(|_| ApiError::internal())?;
+    let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
+    match segments.as_slice() {
+        ["server", "ping"] => match req.method {
+            Method::GET => Ok(reply::with_body(StatusCode::OK, "text/plain; charset=utf-8", "pong")),
+            _ => Ok(reply::method_not_allowed(&req.method, "GET")),
+        },
+        ["server", "health"] => match req.method {
+            Method::GET => Ok(health(state).await),
+            _ => Ok(reply::method_not_allowed(&req.method, "GET")),
+        },
+        ["items", collection] if !collection.is_empty() => {
+            let collection = decode(collection);
+            if req.method == Method::GET {
+                let (query, token) = url_query(req)?;
+                read_items(state, req, request_id, collection, query, token).await
+            } else if req.method == search {
+                let (_, token) = url_query(req)?;
+                let query = search_body(req, state.max_payload_size)?;
+                read_items(state, req, request_id, collection, query, token).await
+            } else {
+                Ok(reply::method_not_allowed(&req.method, "GET, SEARCH"))
+            }
+        }
+        ["items", collection, key] if !collection.is_empty() && !key.is_empty() => {
+            if req.method != Method::GET {
+                return Ok(reply::method_not_allowed(&req.method, "GET"));
+            }
+            let (query, token) = url_query(req)?;
+            let mut call = tonic::Request::new(ReadItemRequest { collection: decode(collection), key: decode(key), query: Some(query) });
+            set_metadata(&mut call, req, request_id, token)?;
+            let res = state.items.clone().read_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        _ => Err(ApiError::new(ErrorCode::RouteNotFound, format!("Route {} doesn't exist.", req.path))),
+    }
+}
+
+async fn read_items(state: &EdgeState, req: &HttpRequest, request_id: &str, collection: String, query: Query, token: Option<String>) -> Result<Response, ApiError> {
+    let mut call = tonic::Request::new(ReadItemsRequest { collection, query: Some(query) });
+    set_metadata(&mut call, req, request_id, token)?;
+    let res = state.items.clone().read_items(call).await.map_err(|s| ApiError::from_status(&s))?;
+    Ok(reply::data(&res.get_ref().data, &res.get_ref().meta))
+}
+
+/// The query string as a typed query, plus `?access_token=`.
+fn url_query(req: &HttpRequest) -> Result<(Query, Option<String>), ApiError> {
+    let parsed = query_string::parse(&req.query)?;
+    Ok((query_from_json(&parsed.query)?, parsed.access_token))
+}
+
+/// `SEARCH` body: `{"query": {...}}` (spec: List items with body query). Errors:
+/// UNSUPPORTED_MEDIA_TYPE unless JSON, INVALID_PAYLOAD for a malformed body.
+fn search_body(req: &HttpRequest, max: u64) -> Result<Query, ApiError> {
+    if req.body.len() as u64 > max {
+        return Err(ApiError::invalid_payload(format!("The body is larger than {max} bytes")));
+    }
+    let is_json = req
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
+    if !is_json {
+        return Err(ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            "Unsupported media type: the body must be application/json.",
+        ));
+    }
+    let body: serde_json::Value =
+        serde_json::from_slice(&req.body).map_err(|e| ApiError::invalid_payload(format!("The body is not valid JSON: {e}")))?;
+    match body.get("query") {
+        Some(serde_json::Value::Object(q)) => query_from_json(q),
+        None if body.is_object() => Ok(Query::default()),
+        _ => Err(ApiError::invalid_payload("\"query\" must be an object")),
+    }
+}
+
+/// Forwards the caller's token (header or `?access_token=`, not both: directus-facts.md) and the
+/// request id to the core as gRPC metadata.
+fn set_metadata<T>(call: &mut tonic::Request<T>, req: &HttpRequest, request_id: &str, query_token: Option<String>) -> Result<(), ApiError> {
+    let header = req.headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let bearer = match (header, query_token) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid_payload(
+                "The access token must be sent either in the Authorization header or as access_token, not both",
+            ));
+        }
+        (Some(h), None) => Some(h.to_owned()),
+        (None, Some(t)) => Some(format!("Bearer {t}")),
+        (None, None) => None,
+    };
+    let md = call.metadata_mut();
+    if let Some(b) = bearer {
+        let v = b.parse().map_err(|_| ApiError::new(ErrorCode::InvalidCredentials, "Invalid user credentials."))?;
+        md.insert("authorization", v);
+    }
+    if let Ok(v) = request_id.parse() {
+        md.insert("x-request-id", v);
+    }
+    Ok(())
+}
+
+/// `GET /server/health`: `{"status":"ok"}` when the core answers SERVING, else 503 `error`.
+async fn health(state: &EdgeState) -> Response {
+    use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
+    let ok = matches!(
+        state.health.clone().check(HealthCheckRequest { service: String::new() }).await,
+        Ok(r) if r.get_ref().status == ServingStatus::Serving as i32
+    );
+    let (status, body) = if ok {
+        (StatusCode::OK, r#"{"status":"ok"}"#)
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"error"}"#)
+    };
+    reply::with_body(status, "application/health+json", body)
+}

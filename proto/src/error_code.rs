@@ -1,0 +1,310 @@
+//! The spec's error codes (spec: "Errors"; directus-facts.md: "Error body") and the one place
+//! where they are mapped to gRPC codes and HTTP statuses.
+//!
+//! On the wire a failed call is a `tonic::Status` whose message is the human message, whose
+//! metadata `error-code` holds the code (ASCII, e.g. `FORBIDDEN`) and whose metadata
+//! `error-extensions-bin` holds an optional JSON object with the code's extensions
+//! (e.g. `{"reason":"..."}` for INVALID_QUERY).
+
+use tonic::metadata::{MetadataValue, BinaryMetadataValue};
+
+/// Metadata key carrying the spec error code.
+pub const ERROR_CODE_KEY: &str = "error-code";
+/// Metadata key carrying the JSON extensions (binary metadata).
+pub const ERROR_EXTENSIONS_KEY: &str = "error-extensions-bin";
+
+/// Every error code the API returns. `as_str()` is the code as clients see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// 400: validation of the item failed.
+    FailedValidation,
+    /// 403: not allowed, or the item does not exist (spec rule 6).
+    Forbidden,
+    /// 403: the token is invalid.
+    InvalidToken,
+    /// 401: the token is valid but expired.
+    TokenExpired,
+    /// 401: wrong username/password or access token.
+    InvalidCredentials,
+    /// 401: caller IP not allow-listed.
+    InvalidIp,
+    /// 401: wrong one-time password.
+    InvalidOtp,
+    /// 400: the payload is invalid.
+    InvalidPayload,
+    /// 400: the query parameters cannot be used.
+    InvalidQuery,
+    /// 415: unsupported payload format or Content-Type.
+    UnsupportedMediaType,
+    /// 429: rate limit hit.
+    RequestsExceeded,
+    /// 404: the endpoint does not exist.
+    RouteNotFound,
+    /// 405: the endpoint exists but not with this method (Directus behaviour).
+    MethodNotAllowed,
+    /// 503: an external service could not be used.
+    ServiceUnavailable,
+    /// 422: an illegal action was attempted.
+    UnprocessableContent,
+    /// 400: a unique constraint was violated (Directus `RECORD_NOT_UNIQUE`).
+    RecordNotUnique,
+    /// 400: a foreign key does not point at an existing item.
+    InvalidForeignKey,
+    /// 500: anything unexpected; details only in logs.
+    InternalServerError,
+}
+
+impl ErrorCode {
+    /// Every code, for lookups by name.
+    pub const ALL: [ErrorCode; 18] = [
+        Self::FailedValidation,
+        Self::Forbidden,
+        Self::InvalidToken,
+        Self::TokenExpired,
+        Self::InvalidCredentials,
+        Self::InvalidIp,
+        Self::InvalidOtp,
+        Self::InvalidPayload,
+        Self::InvalidQuery,
+        Self::UnsupportedMediaType,
+        Self::RequestsExceeded,
+        Self::RouteNotFound,
+        Self::MethodNotAllowed,
+        Self::ServiceUnavailable,
+        Self::UnprocessableContent,
+        Self::RecordNotUnique,
+        Self::InvalidForeignKey,
+        Self::InternalServerError,
+    ];
+
+    /// The code as it appears in `extensions.code`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FailedValidation => "FAILED_VALIDATION",
+            Self::Forbidden => "FORBIDDEN",
+            Self::InvalidToken => "INVALID_TOKEN",
+            Self::TokenExpired => "TOKEN_EXPIRED",
+            Self::InvalidCredentials => "INVALID_CREDENTIALS",
+            Self::InvalidIp => "INVALID_IP",
+            Self::InvalidOtp => "INVALID_OTP",
+            Self::InvalidPayload => "INVALID_PAYLOAD",
+            Self::InvalidQuery => "INVALID_QUERY",
+            Self::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            Self::RequestsExceeded => "REQUESTS_EXCEEDED",
+            Self::RouteNotFound => "ROUTE_NOT_FOUND",
+            Self::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            Self::ServiceUnavailable => "SERVICE_UNAVAILABLE",
+            Self::UnprocessableContent => "UNPROCESSABLE_CONTENT",
+            Self::RecordNotUnique => "RECORD_NOT_UNIQUE",
+            Self::InvalidForeignKey => "INVALID_FOREIGN_KEY",
+            Self::InternalServerError => "INTERNAL_SERVER_ERROR",
+        }
+    }
+
+    /// Parses a code name; unknown names are `None`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// HTTP status of the code (spec: "Errors").
+    pub fn http_status(self) -> u16 {
+        match self {
+            Self::FailedValidation
+            | Self::InvalidPayload
+            | Self::InvalidQuery
+            | Self::RecordNotUnique
+            | Self::InvalidForeignKey => 400,
+            Self::TokenExpired | Self::InvalidCredentials | Self::InvalidIp | Self::InvalidOtp => 401,
+            Self::Forbidden | Self::InvalidToken => 403,
+            Self::RouteNotFound => 404,
+            Self::MethodNotAllowed => 405,
+            Self::UnsupportedMediaType => 415,
+            Self::UnprocessableContent => 422,
+            Self::RequestsExceeded => 429,
+            Self::ServiceUnavailable => 503,
+            Self::InternalServerError => 500,
+        }
+    }
+
+    /// gRPC status code used when the error crosses a gRPC boundary.
+    pub fn grpc_code(self) -> tonic::Code {
+        use tonic::Code;
+        match self {
+            Self::FailedValidation
+            | Self::InvalidPayload
+            | Self::InvalidQuery
+            | Self::UnsupportedMediaType
+            | Self::InvalidForeignKey => Code::InvalidArgument,
+            Self::RecordNotUnique => Code::AlreadyExists,
+            Self::Forbidden | Self::InvalidIp => Code::PermissionDenied,
+            Self::InvalidToken
+            | Self::TokenExpired
+            | Self::InvalidCredentials
+            | Self::InvalidOtp => Code::Unauthenticated,
+            Self::RequestsExceeded => Code::ResourceExhausted,
+            Self::RouteNotFound => Code::NotFound,
+            Self::MethodNotAllowed => Code::Unimplemented,
+            Self::ServiceUnavailable => Code::Unavailable,
+            Self::UnprocessableContent => Code::FailedPrecondition,
+            Self::InternalServerError => Code::Internal,
+        }
+    }
+
+    /// Code assumed for a Status that carries no `error-code` metadata (e.g. from a proxy).
+    pub fn from_grpc_code(code: tonic::Code) -> Self {
+        use tonic::Code;
+        match code {
+            Code::InvalidArgument => Self::InvalidPayload,
+            Code::PermissionDenied => Self::Forbidden,
+            Code::Unauthenticated => Self::InvalidCredentials,
+            Code::ResourceExhausted => Self::RequestsExceeded,
+            Code::NotFound => Self::RouteNotFound,
+            Code::Unavailable | Code::DeadlineExceeded => Self::ServiceUnavailable,
+            Code::FailedPrecondition => Self::UnprocessableContent,
+            _ => Self::InternalServerError,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An API error as every process handles it: code, human message and extensions.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ApiError {
+    /// The spec code.
+    pub code: ErrorCode,
+    /// Human message, e.g. `Invalid query. Unknown field "x".` (Directus wording).
+    pub message: String,
+    /// Extra `extensions` members besides `code` (a JSON object), e.g. `{"reason": "..."}`.
+    pub extensions: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ApiError {
+    /// An error with a message and no extensions.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), extensions: serde_json::Map::new() }
+    }
+
+    /// INVALID_QUERY with `reason` (message `Invalid query. <reason>.` as Directus words it).
+    pub fn invalid_query(reason: impl Into<String>) -> Self {
+        Self::with_reason(ErrorCode::InvalidQuery, "Invalid query", reason.into())
+    }
+
+    /// INVALID_PAYLOAD with `reason` (message `Invalid payload. <reason>.`).
+    pub fn invalid_payload(reason: impl Into<String>) -> Self {
+        Self::with_reason(ErrorCode::InvalidPayload, "Invalid payload", reason.into())
+    }
+
+    /// FORBIDDEN with Directus's message.
+    pub fn forbidden() -> Self {
+        Self::new(ErrorCode::Forbidden, "You don't have permission to access this.")
+    }
+
+    /// INTERNAL_SERVER_ERROR with Directus's message (the cause belongs in logs only).
+    pub fn internal() -> Self {
+        Self::new(ErrorCode::InternalServerError, "An unexpected error occurred.")
+    }
+
+    fn with_reason(code: ErrorCode, prefix: &str, reason: String) -> Self {
+        let trimmed = reason.trim_end_matches('.');
+        let mut extensions = serde_json::Map::new();
+        extensions.insert("reason".into(), serde_json::Value::String(trimmed.to_owned()));
+        Self { code, message: format!("{prefix}. {trimmed}."), extensions }
+    }
+
+    /// Encodes the error as a `tonic::Status` (see module docs for the metadata keys).
+    pub fn to_status(&self) -> tonic::Status {
+        let mut status = tonic::Status::new(self.code.grpc_code(), self.message.clone());
+        let md = status.metadata_mut();
+        md.insert(ERROR_CODE_KEY, MetadataValue::from_static(self.code.as_str()));
+        if !self.extensions.is_empty() {
+            let json = serde_json::Value::Object(self.extensions.clone()).to_string();
+            md.insert_bin(ERROR_EXTENSIONS_KEY, BinaryMetadataValue::from_bytes(json.as_bytes()));
+        }
+        status
+    }
+
+    /// Decodes a `tonic::Status` received from a service. A status without our metadata (a
+    /// transport failure) becomes SERVICE_UNAVAILABLE or the code's closest spec code.
+    pub fn from_status(status: &tonic::Status) -> Self {
+        let md = status.metadata();
+        let code = md
+            .get(ERROR_CODE_KEY)
+            .and_then(|v| v.to_str().ok())
+            .and_then(ErrorCode::parse);
+        let Some(code) = code else {
+            let code = ErrorCode::from_grpc_code(status.code());
+            return match code {
+                ErrorCode::ServiceUnavailable => {
+                    Self::new(code, "Service unavailable: a backend service could not be reached.")
+                }
+                ErrorCode::InternalServerError => Self::internal(),
+                _ => Self::new(code, status.message()),
+            };
+        };
+        let extensions = md
+            .get_bin(ERROR_EXTENSIONS_KEY)
+            .and_then(|v| v.to_bytes().ok())
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| match v {
+                serde_json::Value::Object(m) => Some(m),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Self { code, message: status.message().to_owned(), extensions }
+    }
+
+    /// The Directus error body: `{"errors":[{"message":..,"extensions":{"code":..,..}}]}`.
+    pub fn to_body(&self) -> serde_json::Value {
+        let mut ext = serde_json::Map::new();
+        ext.insert("code".into(), serde_json::Value::String(self.code.as_str().into()));
+        for (k, v) in &self.extensions {
+            ext.insert(k.clone(), v.clone());
+        }
+        serde_json::json!({"errors": [{"message": self.message, "extensions": ext}]})
+    }
+}
+
+impl From<ApiError> for tonic::Status {
+    fn from(e: ApiError) -> Self {
+        e.to_status()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_round_trip_keeps_code_message_and_extensions() {
+        let e = ApiError::invalid_query("Unknown field \"nope\"");
+        let back = ApiError::from_status(&e.to_status());
+        assert_eq!(back, e);
+        assert_eq!(back.message, "Invalid query. Unknown field \"nope\".");
+        assert_eq!(back.extensions["reason"], "Unknown field \"nope\"");
+    }
+
+    #[test]
+    fn every_code_parses_back_and_maps_to_spec_status() {
+        for c in ErrorCode::ALL {
+            assert_eq!(ErrorCode::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(ErrorCode::Forbidden.http_status(), 403);
+        assert_eq!(ErrorCode::TokenExpired.http_status(), 401);
+        assert_eq!(ErrorCode::InvalidToken.http_status(), 403);
+        assert_eq!(ErrorCode::RequestsExceeded.http_status(), 429);
+        assert_eq!(ErrorCode::UnprocessableContent.http_status(), 422);
+    }
+
+    #[test]
+    fn transport_failures_become_service_unavailable() {
+        let e = ApiError::from_status(&tonic::Status::unavailable("connection refused"));
+        assert_eq!(e.code, ErrorCode::ServiceUnavailable);
+        assert!(!e.message.contains("refused"));
+    }
+}

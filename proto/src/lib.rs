@@ -1,0 +1,22 @@
+//! The gRPC contract between the edges, internal callers and the services (package `cdapi.v1`),
+//! plus the pieces every process must agree on.
+//!
+//! Layout:
+//! - [`v1`]: code generated from `proto/cdapi/v1/*.proto` (messages, clients, servers).
+//! - [`error_code`]: the spec's error codes, their gRPC and HTTP mapping, and how they travel
+//!   in a `tonic::Status`.
+//! - [`query_json`]: the Directus query object (JSON, as REST and GraphQL receive it) → [`v1::Query`].
+
+pub mod error_code;
+pub mod query_json;
+
+/// Generated code of package `cdapi.v1`.
+#[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]
+pub mod v1 {
+    tonic::include_proto!("cdapi.v1");
+}
+
+/// Encoded `FileDescriptorSet` of every `cdapi.v1` file, for gRPC server reflection.
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cdapi_descriptor.bin"));
+
+pub use error_code::{ApiError, ErrorCode};

@@ -1,0 +1,386 @@
+//! The Directus query object (JSON) → [`Query`]. Both edges use this one translation: REST
+//! builds the JSON from the query string or from the `SEARCH` body's `query`, GraphQL from its
+//! arguments. Shapes follow the spec's "Global query parameters" and directus-facts.md.
+//!
+//! Accepted spellings per key: `fields`/`sort`/`groupBy`/`meta` as a comma-separated string or
+//! an array of strings; `filter`/`deep`/`alias`/`aggregate` as an object or as a string holding
+//! JSON; `limit`/`offset`/`page` as an integer or an integer string. Unknown keys are ignored,
+//! as Directus does. Every other mistake is an INVALID_QUERY [`ApiError`].
+
+use crate::error_code::ApiError;
+use crate::v1::{
+    AggregateCall, AggregateFunction, ExportFormat, FieldCondition, Filter, FilterGroup, MetaCount,
+    NullValue, Operator, Quantifier, Query, RelationFilter, Value, ValueList, filter, value,
+};
+use serde_json::Value as Json;
+
+type Result<T> = std::result::Result<T, ApiError>;
+
+/// Maximum nesting of filters and deep objects (directus-facts.md: "Limits").
+pub const MAX_DEPTH: usize = 10;
+
+/// Translates a whole query object (`{"fields":..,"filter":..,..}`) into a [`Query`].
+/// Errors: INVALID_QUERY naming the parameter and what is wrong with it.
+pub fn query_from_json(obj: &serde_json::Map<String, Json>) -> Result<Query> {
+    let mut q = Query::default();
+    for (key, v) in obj {
+        match key.as_str() {
+            "fields" => q.fields = string_list(key, v)?,
+            "filter" => q.filter = filter_from_json(&json_param(key, v)?, 0)?,
+            "search" => q.search = Some(plain_string(key, v)?),
+            "sort" => q.sort = string_list(key, v)?,
+            "limit" => q.limit = Some(integer(key, v)?),
+            "offset" => q.offset = Some(integer(key, v)?),
+            "page" => q.page = Some(integer(key, v)?),
+            "meta" => q.meta = meta(v)?,
+            "aggregate" => q.aggregate = aggregate(&json_param(key, v)?)?,
+            "groupBy" => q.group_by = string_list(key, v)?,
+            "deep" => q.deep = deep_map(&json_param(key, v)?, 0)?,
+            "alias" => q.alias = alias(&json_param(key, v)?)?,
+            "version" => q.version = Some(plain_string(key, v)?),
+            "export" => q.export = Some(export(v)? as i32),
+            _ => {}
+        }
+    }
+    Ok(q)
+}
+
+/// Translates one filter object. `Ok(None)` for an empty object (no condition).
+/// `depth` counts nesting levels so far; past [`MAX_DEPTH`] the filter is refused.
+pub fn filter_from_json(v: &Json, depth: usize) -> Result<Option<Filter>> {
+    if depth > MAX_DEPTH {
+        return Err(ApiError::invalid_query("Max relational depth exceeded"));
+    }
+    let Json::Object(map) = v else {
+        return Err(ApiError::invalid_query("\"filter\" must be an object"));
+    };
+    let mut parts = Vec::new();
+    for (key, val) in map {
+        match key.as_str() {
+            "_and" | "_or" => {
+                let Json::Array(items) = val else {
+                    return Err(ApiError::invalid_query(format!("\"{key}\" must be an array of filters")));
+                };
+                let mut children = Vec::with_capacity(items.len());
+                for item in items {
+                    if let Some(f) = filter_from_json(item, depth + 1)? {
+                        children.push(f);
+                    }
+                }
+                let group = FilterGroup { filters: children };
+                parts.push(Filter {
+                    node: Some(if key == "_and" { filter::Node::And(group) } else { filter::Node::Or(group) }),
+                });
+            }
+            k if k.starts_with('_') => {
+                return Err(ApiError::invalid_query(format!(
+                    "\"{k}\" cannot be used here: a filter's keys are field names, \"_and\" or \"_or\""
+                )));
+            }
+            field => field_filter(field, val, depth, &mut parts)?,
+        }
+    }
+    Ok(match parts.len() {
+        0 => None,
+        1 => parts.pop(),
+        _ => Some(Filter { node: Some(filter::Node::And(FilterGroup { filters: parts })) }),
+    })
+}
+
+fn field_filter(field: &str, val: &Json, depth: usize, out: &mut Vec<Filter>) -> Result<()> {
+    let Json::Object(ops) = val else {
+        return Err(ApiError::invalid_query(format!(
+            "The filter on \"{field}\" must be an object such as {{\"_eq\": value}}"
+        )));
+    };
+    let mut nested = serde_json::Map::new();
+    for (op, operand) in ops {
+        if let Some(operator) = operator_from_name(op) {
+            out.push(Filter {
+                node: Some(filter::Node::Condition(FieldCondition {
+                    field: field.to_owned(),
+                    operator: operator as i32,
+                    value: Some(value_from_json(operand)),
+                })),
+            });
+        } else if op == "_some" || op == "_none" {
+            let quantifier = if op == "_some" { Quantifier::Some } else { Quantifier::None };
+            out.push(Filter {
+                node: Some(filter::Node::Relation(Box::new(RelationFilter {
+                    field: field.to_owned(),
+                    quantifier: quantifier as i32,
+                    filter: filter_from_json(operand, depth + 1)?.map(Box::new),
+                }))),
+            });
+        } else if op.starts_with('_') {
+            return Err(ApiError::invalid_query(format!("Unknown filter operator \"{op}\"")));
+        } else {
+            nested.insert(op.clone(), operand.clone());
+        }
+    }
+    if !nested.is_empty() {
+        out.push(Filter {
+            node: Some(filter::Node::Relation(Box::new(RelationFilter {
+                field: field.to_owned(),
+                quantifier: Quantifier::Unspecified as i32,
+                filter: filter_from_json(&Json::Object(nested), depth + 1)?.map(Box::new),
+            }))),
+        });
+    }
+    Ok(())
+}
+
+/// `_eq` → [`Operator::Eq`] etc. `None` for names that are not comparison operators
+/// (including `_and`, `_or`, `_some`, `_none`).
+pub fn operator_from_name(name: &str) -> Option<Operator> {
+    let name = name.strip_prefix('_')?;
+    let op = Operator::from_str_name(&format!("OPERATOR_{}", name.to_ascii_uppercase()))?;
+    (op != Operator::Unspecified && name.chars().all(|c| c.is_ascii_lowercase() || c == '_')).then_some(op)
+}
+
+/// The REST spelling of an operator (`_eq`).
+pub fn operator_name(op: Operator) -> String {
+    let upper = op.as_str_name().trim_start_matches("OPERATOR_");
+    format!("_{}", upper.to_ascii_lowercase())
+}
+
+/// JSON → [`Value`]. Integers that fit `i64` stay integers; other numbers become floats.
+pub fn value_from_json(v: &Json) -> Value {
+    let kind = match v {
+        Json::Null => value::Kind::Null(NullValue::NullValue as i32),
+        Json::Bool(b) => value::Kind::Boolean(*b),
+        Json::String(s) => value::Kind::String(s.clone()),
+        Json::Number(n) => match n.as_i64() {
+            Some(i) => value::Kind::Integer(i),
+            None => value::Kind::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Json::Array(items) => value::Kind::List(ValueList { values: items.iter().map(value_from_json).collect() }),
+        Json::Object(_) => value::Kind::String(v.to_string()),
+    };
+    Value { kind: Some(kind) }
+}
+
+fn json_param(key: &str, v: &Json) -> Result<Json> {
+    match v {
+        Json::String(s) => serde_json::from_str(s)
+            .map_err(|e| ApiError::invalid_query(format!("\"{key}\" is not valid JSON: {e}"))),
+        other => Ok(other.clone()),
+    }
+}
+
+fn plain_string(key: &str, v: &Json) -> Result<String> {
+    match v {
+        Json::String(s) => Ok(s.clone()),
+        Json::Number(n) => Ok(n.to_string()),
+        _ => Err(ApiError::invalid_query(format!("\"{key}\" must be a string"))),
+    }
+}
+
+fn string_list(key: &str, v: &Json) -> Result<Vec<String>> {
+    let split = |s: &str| -> Vec<String> {
+        s.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned).collect()
+    };
+    match v {
+        Json::String(s) if s.trim_start().starts_with('[') => string_list(key, &json_param(key, v)?),
+        Json::String(s) => Ok(split(s)),
+        Json::Array(items) => {
+            let mut out = Vec::new();
+            for item in items {
+                match item {
+                    Json::String(s) => out.extend(split(s)),
+                    _ => return Err(ApiError::invalid_query(format!("\"{key}\" must contain only strings"))),
+                }
+            }
+            Ok(out)
+        }
+        _ => Err(ApiError::invalid_query(format!("\"{key}\" must be a string or an array of strings"))),
+    }
+}
+
+fn integer(key: &str, v: &Json) -> Result<i64> {
+    let parsed = match v {
+        Json::Number(n) => n.as_i64(),
+        Json::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    };
+    parsed.ok_or_else(|| ApiError::invalid_query(format!("\"{key}\" has to be an integer")))
+}
+
+fn meta(v: &Json) -> Result<Vec<i32>> {
+    let mut out = Vec::new();
+    for name in string_list("meta", v)? {
+        match name.as_str() {
+            "*" => {
+                out = vec![MetaCount::TotalCount as i32, MetaCount::FilterCount as i32];
+                break;
+            }
+            "total_count" => out.push(MetaCount::TotalCount as i32),
+            "filter_count" => out.push(MetaCount::FilterCount as i32),
+            other => return Err(ApiError::invalid_query(format!("Unknown meta \"{other}\""))),
+        }
+    }
+    out.dedup();
+    Ok(out)
+}
+
+fn aggregate(v: &Json) -> Result<Vec<AggregateCall>> {
+    let Json::Object(map) = v else {
+        return Err(ApiError::invalid_query("\"aggregate\" must be an object such as {\"count\": \"*\"}"));
+    };
+    let mut out = Vec::with_capacity(map.len());
+    for (name, fields) in map {
+        let function = match name.as_str() {
+            "count" => AggregateFunction::Count,
+            "countDistinct" => AggregateFunction::CountDistinct,
+            "sum" => AggregateFunction::Sum,
+            "sumDistinct" => AggregateFunction::SumDistinct,
+            "avg" => AggregateFunction::Avg,
+            "avgDistinct" => AggregateFunction::AvgDistinct,
+            "min" => AggregateFunction::Min,
+            "max" => AggregateFunction::Max,
+            "countAll" => AggregateFunction::CountAll,
+            other => return Err(ApiError::invalid_query(format!("Unknown aggregate function \"{other}\""))),
+        };
+        out.push(AggregateCall { function: function as i32, fields: string_list("aggregate", fields)? });
+    }
+    Ok(out)
+}
+
+fn alias(v: &Json) -> Result<std::collections::HashMap<String, String>> {
+    let Json::Object(map) = v else {
+        return Err(ApiError::invalid_query("\"alias\" must be an object of alias → field"));
+    };
+    map.iter()
+        .map(|(k, v)| match v {
+            Json::String(field) if !field.contains('.') => Ok((k.clone(), field.clone())),
+            Json::String(_) => Err(ApiError::invalid_query(format!(
+                "Alias \"{k}\" must name a field of the same level, not a nested path"
+            ))),
+            _ => Err(ApiError::invalid_query(format!("Alias \"{k}\" must be a string"))),
+        })
+        .collect()
+}
+
+fn deep_map(v: &Json, depth: usize) -> Result<std::collections::HashMap<String, Query>> {
+    if depth > MAX_DEPTH {
+        return Err(ApiError::invalid_query("Max relational depth exceeded"));
+    }
+    let Json::Object(map) = v else {
+        return Err(ApiError::invalid_query("\"deep\" must be an object keyed by relational field"));
+    };
+    let mut out = std::collections::HashMap::new();
+    for (field, nested) in map {
+        let Json::Object(nested) = nested else {
+            return Err(ApiError::invalid_query(format!("\"deep.{field}\" must be an object")));
+        };
+        let mut q = Query::default();
+        let mut children = serde_json::Map::new();
+        for (k, v) in nested {
+            match k.as_str() {
+                "_filter" => q.filter = filter_from_json(&json_param(k, v)?, depth + 1)?,
+                "_search" => q.search = Some(plain_string(k, v)?),
+                "_sort" => q.sort = string_list(k, v)?,
+                "_limit" => q.limit = Some(integer(k, v)?),
+                "_offset" => q.offset = Some(integer(k, v)?),
+                "_page" => q.page = Some(integer(k, v)?),
+                "_alias" => q.alias = alias(&json_param(k, v)?)?,
+                k if k.starts_with('_') => {
+                    return Err(ApiError::invalid_query(format!("\"{k}\" is not a deep query parameter")));
+                }
+                _ => {
+                    children.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        if !children.is_empty() {
+            q.deep = deep_map(&Json::Object(children), depth + 1)?;
+        }
+        out.insert(field.clone(), q);
+    }
+    Ok(out)
+}
+
+fn export(v: &Json) -> Result<ExportFormat> {
+    match v.as_str() {
+        Some("csv") => Ok(ExportFormat::Csv),
+        Some("json") => Ok(ExportFormat::Json),
+        Some("xml") => Ok(ExportFormat::Xml),
+        Some("yaml") => Ok(ExportFormat::Yaml),
+        _ => Err(ApiError::invalid_query("\"export\" must be one of csv, json, xml, yaml")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn q(v: Json) -> Result<Query> {
+        query_from_json(v.as_object().ok_or_else(ApiError::internal)?)
+    }
+
+    #[test]
+    fn lists_accept_strings_and_arrays() -> Result<()> {
+        let a = q(json!({"fields": "id, title,author.*", "sort": ["-id", "title"]}))?;
+        assert_eq!(a.fields, ["id", "title", "author.*"]);
+        assert_eq!(a.sort, ["-id", "title"]);
+        let b = q(json!({"fields": "[\"id\",\"title\"]"}))?;
+        assert_eq!(b.fields, ["id", "title"]);
+        Ok(())
+    }
+
+    #[test]
+    fn filter_tree_has_conditions_relations_and_groups() -> Result<()> {
+        let query = q(json!({"filter": "{\"_or\":[{\"id\":{\"_eq\":1}},{\"author\":{\"name\":{\"_contains\":\"a\"}}}],\"rating\":{\"_gte\":2,\"_lte\":4}}"}))?;
+        let Some(Filter { node: Some(filter::Node::And(and)) }) = query.filter else {
+            panic!("expected a top-level AND, got {:?}", query.filter);
+        };
+        assert_eq!(and.filters.len(), 3);
+        let Some(filter::Node::Or(or)) = &and.filters[0].node else { panic!("expected OR first") };
+        let Some(filter::Node::Relation(rel)) = &or.filters[1].node else { panic!("expected relation") };
+        assert_eq!(rel.field, "author");
+        assert_eq!(rel.quantifier, Quantifier::Unspecified as i32);
+        Ok(())
+    }
+
+    #[test]
+    fn bad_input_is_invalid_query() {
+        for bad in [
+            json!({"limit": "ten"}),
+            json!({"filter": "{not json"}),
+            json!({"filter": {"title": {"_like": "x"}}}),
+            json!({"filter": {"_eq": 1}}),
+            json!({"filter": {"title": "x"}}),
+            json!({"meta": "everything"}),
+            json!({"alias": {"a": "author.name"}}),
+        ] {
+            let err = q(bad.clone()).expect_err(&bad.to_string());
+            assert_eq!(err.code, crate::ErrorCode::InvalidQuery, "{bad}");
+        }
+    }
+
+    #[test]
+    fn operator_names_round_trip() {
+        for name in ["_eq", "_nin", "_istarts_with", "_nintersects_bbox", "_between"] {
+            let op = operator_from_name(name).expect(name);
+            assert_eq!(operator_name(op), name);
+        }
+        assert!(operator_from_name("_some").is_none());
+        assert!(operator_from_name("_EQ").is_none());
+        assert!(operator_from_name("eq").is_none());
+    }
+
+    #[test]
+    fn deep_nests_and_depth_is_limited() -> Result<()> {
+        let query = q(json!({"deep": {"tags": {"_limit": 2, "tags_id": {"_filter": {"name": {"_eq": "x"}}}}}}))?;
+        let tags = &query.deep["tags"];
+        assert_eq!(tags.limit, Some(2));
+        assert!(tags.deep["tags_id"].filter.is_some());
+        let mut f = json!({"id": {"_eq": 1}});
+        for _ in 0..12 {
+            f = json!({"rel": f});
+        }
+        assert!(filter_from_json(&f, 0).is_err());
+        Ok(())
+    }
+}
