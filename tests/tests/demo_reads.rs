@@ -1,0 +1,26 @@
+//! The project's demo schema (deploy/demo/demo.sql) serves nested data, including the configured
+//! M2M alias `articles.tags`.
+
+use e2e_tests::{Dataset, app, get, sql_json};
+use serde_json::Value;
+
+#[tokio::test]
+async fn articles_with_author_and_tags() {
+    let app = app(Dataset::Demo);
+    let r = get(app, "/items/articles?fields=*,author.*&limit=2").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let data = r.body["data"].as_array().cloned().unwrap_or_default();
+    assert_eq!(data.len(), 2);
+    for a in &data {
+        let id = a["id"].as_i64().unwrap_or_default();
+        let author = sql_json(app, &format!("SELECT to_json(au.name)::text FROM articles ar JOIN authors au ON au.id = ar.author WHERE ar.id = {id}")).await;
+        assert_eq!(a["author"]["name"], author);
+        assert!(a["author"]["articles"].is_array(), "O2M alias on authors: {a}");
+        let tags = sql_json(app, &format!("SELECT coalesce(json_agg(id ORDER BY id), '[]')::text FROM articles_tags WHERE articles_id = {id}")).await;
+        assert_eq!(a["tags"], tags, "`*` lists the junction keys under the configured alias");
+    }
+    let r = get(app, "/items/articles/1?fields=title,tags.tags_id.name").await;
+    let names: Vec<Value> = r.body["data"]["tags"].as_array().map(|t| t.iter().map(|x| x["tags_id"]["name"].clone()).collect()).unwrap_or_default();
+    let truth = sql_json(app, "SELECT coalesce(json_agg(t.name ORDER BY at.id), '[]')::text FROM articles_tags at JOIN tags t ON t.id = at.tags_id WHERE at.articles_id = 1").await;
+    assert_eq!(Value::Array(names), truth);
+}
