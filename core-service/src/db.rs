@@ -23,6 +23,8 @@ pub async fn connect(url: &str, max: u32) -> Result<PgPool, sqlx::Error> {
 /// bookkeeping table too, so the served schema stays untouched). Idempotent.
 pub async fn migrate(url: &str) -> anyhow::Result<()> {
     let mut conn = sqlx::PgConnection::connect(url).await?;
+    // "already exists, skipping" notices are expected on every start after the first.
+    sqlx::query("SET client_min_messages TO warning").execute(&mut conn).await?;
     sqlx::query("CREATE SCHEMA IF NOT EXISTS cdapi").execute(&mut conn).await?;
     sqlx::query("SET search_path TO cdapi").execute(&mut conn).await?;
     sqlx::migrate!("./migrations").run(&mut conn).await?;

@@ -158,7 +158,20 @@ VALUES ('articles_tags', 'articles_id', 'articles', 'tags', 'tags_id'),
 ON CONFLICT (many_collection, many_field)
     DO UPDATE SET one_field = EXCLUDED.one_field, junction_field = EXCLUDED.junction_field;
 
+-- A singleton collection: the site's settings, one row, read as a plain object.
+CREATE TABLE settings (
+    id          serial PRIMARY KEY,
+    site_name   text NOT NULL,
+    tagline     text,
+    per_page    int NOT NULL DEFAULT 10,
+    featured    int REFERENCES articles(id) ON DELETE SET NULL
+);
+INSERT INTO settings (site_name, tagline, per_page, featured)
+VALUES ('cdapi demo', 'Content served from PostgreSQL in one statement per read', 20, 1);
+INSERT INTO cdapi.collections (collection, singleton) VALUES ('settings', true)
+ON CONFLICT (collection) DO UPDATE SET singleton = EXCLUDED.singleton;
+
 COMMIT;
 
 -- Fresh statistics so the first API queries get sensible plans.
-ANALYZE authors, articles, tags, articles_tags, comments;
+ANALYZE authors, articles, tags, articles_tags, comments, settings;

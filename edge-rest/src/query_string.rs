@@ -6,6 +6,7 @@
 //! - brackets `filter[title][_eq]=x`, `fields[]=id`, `filter[_or][0][id][_eq]=1` (indices → arrays),
 //!   `deep[tags][_limit]=2`, `alias[n]=name`, `aggregate[count]=*`;
 //! - JSON values `filter={"title":{"_eq":"x"}}` (parsed later, per parameter).
+//!
 //! In the bracket form of `filter` and `deep`, the strings `true`, `false` and `null` become
 //! typed values. `access_token` is taken out and returned separately.
 
@@ -108,17 +109,18 @@ fn insert(target: &mut Json, path: &[&str], value: Json) -> Result<(), Conflict>
         let last = items.len() - 1;
         return insert(&mut items[last], rest, value);
     }
-    if let Ok(idx) = seg.parse::<usize>() {
-        if idx < 1000 && (target.is_null() || target.is_array()) {
-            if target.is_null() {
-                *target = Json::Array(Vec::new());
-            }
-            let Json::Array(items) = target else { return Err(Conflict) };
-            if items.len() <= idx {
-                items.resize(idx + 1, Json::Null);
-            }
-            return insert(&mut items[idx], rest, value);
+    if let Ok(idx) = seg.parse::<usize>()
+        && idx < 1000
+        && (target.is_null() || target.is_array())
+    {
+        if target.is_null() {
+            *target = Json::Array(Vec::new());
         }
+        let Json::Array(items) = target else { return Err(Conflict) };
+        if items.len() <= idx {
+            items.resize(idx + 1, Json::Null);
+        }
+        return insert(&mut items[idx], rest, value);
     }
     if target.is_null() {
         *target = Json::Object(Map::new());

@@ -40,10 +40,12 @@ impl EdgeState {
     /// The request id: the client's `X-Request-Id` when it is a short token, else a new one
     /// (process start time and a counter, hex).
     fn request_id(&self, headers: &HeaderMap) -> String {
-        if let Some(id) = headers.get("x-request-id").and_then(|v| v.to_str().ok()) {
-            if !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
-                return id.to_owned();
-            }
+        if let Some(id) = headers.get("x-request-id").and_then(|v| v.to_str().ok())
+            && !id.is_empty()
+            && id.len() <= 64
+            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return id.to_owned();
         }
         static START: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
         let start = START.get_or_init(|| {
@@ -71,8 +73,6 @@ pub struct HttpRequest {
 pub async fn handle(state: Arc<EdgeState>, req: HttpRequest) -> Response {
     let request_id = state.request_id(&req.headers);
     let span = tracing::info_span!("http", method = %req.method, path = %req.path, request_id = %request_id);
-    let _entered = span.enter();
-    drop(_entered);
     let mut res = match route(&state, &req, &request_id).await {
         Ok(res) => res,
         Err(e) => reply::error(&e),

@@ -1,6 +1,8 @@
 //! The project's demo schema (deploy/demo/demo.sql) serves nested data, including the configured
 //! M2M alias `articles.tags`.
 
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
 use e2e_tests::{Dataset, app, get, sql_json};
 use serde_json::Value;
 
@@ -23,4 +25,17 @@ async fn articles_with_author_and_tags() {
     let names: Vec<Value> = r.body["data"]["tags"].as_array().map(|t| t.iter().map(|x| x["tags_id"]["name"].clone()).collect()).unwrap_or_default();
     let truth = sql_json(app, "SELECT coalesce(json_agg(t.name ORDER BY at.id), '[]')::text FROM articles_tags at JOIN tags t ON t.id = at.tags_id WHERE at.articles_id = 1").await;
     assert_eq!(Value::Array(names), truth);
+}
+
+#[tokio::test]
+async fn singleton_reads_as_a_plain_object() {
+    let app = app(Dataset::Demo);
+    let r = get(app, "/items/settings?fields=site_name,per_page,featured.title").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let truth = sql_json(
+        app,
+        "SELECT json_build_object('site_name', s.site_name, 'per_page', s.per_page, 'featured', json_build_object('title', a.title))::text FROM settings s JOIN articles a ON a.id = s.featured",
+    )
+    .await;
+    assert_eq!(r.body["data"], truth);
 }

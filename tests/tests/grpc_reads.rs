@@ -1,6 +1,8 @@
 //! An internal caller reads over gRPC with the generated client; the same query through REST
 //! gives the same data.
 
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
 use cdapi_proto::v1::{

@@ -1,5 +1,7 @@
 //! REST reads on Pagila checked against SQL ground truth (issue 2, "Tests").
 
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
 use e2e_tests::{Dataset, app, column, get, sql_json};
 use serde_json::{Value, json};
 

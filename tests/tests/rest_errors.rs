@@ -1,5 +1,7 @@
 //! Bad input on the REST edge: each gets the spec's code and HTTP status, never a 500.
 
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
 use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error, get, send};
 use reqwest::Method;
 

@@ -2,6 +2,8 @@
 //! database driver's own statement log (sqlx logs each statement it executes at debug level on
 //! target `sqlx::query`), tied to the request by its request id.
 
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
 use e2e_tests::{ADMIN_TOKEN, Dataset, app, send};
 use reqwest::Method;
 use std::time::Duration;

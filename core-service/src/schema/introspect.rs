@@ -128,10 +128,10 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
         })
         .collect();
     let junction_of = |fk: &ForeignKey| -> Option<String> {
-        if let Some(s) = settings.get(&(fk.many_collection.clone(), fk.many_field.clone())) {
-            if s.junction_field.is_some() {
-                return s.junction_field.clone();
-            }
+        if let Some(s) = settings.get(&(fk.many_collection.clone(), fk.many_field.clone()))
+            && s.junction_field.is_some()
+        {
+            return s.junction_field.clone();
         }
         let pk = pks.get(&fk.many_collection)?;
         let fk_cols: Vec<&ForeignKey> = fks.iter().filter(|o| o.many_collection == fk.many_collection).collect();
