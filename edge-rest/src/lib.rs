@@ -15,6 +15,14 @@ use std::sync::Arc;
 use std::time::Duration;
 use warp::Filter;
 
+/// The body stream as `Bytes` chunks.
+fn body_bytes(
+    body: impl futures_util::Stream<Item = Result<impl bytes::Buf, warp::Error>> + Send + 'static,
+) -> impl futures_util::Stream<Item = Result<bytes::Bytes, warp::Error>> + Send {
+    use futures_util::StreamExt;
+    body.map(|chunk| chunk.map(|mut b| b.copy_to_bytes(b.remaining())))
+}
+
 /// Serves the REST API on `listener` until `shutdown` resolves (in-flight requests finish).
 /// Errors: an invalid CORE_GRPC_URL.
 pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
@@ -29,11 +37,12 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
         .and(warp::path::full())
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
         .and(warp::header::headers_cloned())
-        .and(warp::body::bytes())
+        .and(warp::body::stream())
         .then(move |method, path: warp::path::FullPath, query, headers, body| {
             let state = state.clone();
-            let req = routes::HttpRequest { method, path: path.as_str().to_owned(), query, headers, body };
-            async move { routes::handle(state, req).await }
+            let req = routes::HttpRequest { method, path: path.as_str().to_owned(), query, headers };
+            let body: routes::Body = Box::pin(body_bytes(body));
+            async move { routes::handle(state, req, body).await }
         });
     tracing::info!(addr = %listener.local_addr()?, core = %settings.core_url, "edge-rest listening (HTTP)");
     warp::serve(routes).incoming(listener).graceful(shutdown).run().await;

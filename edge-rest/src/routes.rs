@@ -65,15 +65,34 @@ pub struct HttpRequest {
     pub query: String,
     /// Headers.
     pub headers: HeaderMap,
-    /// Body.
-    pub body: Bytes,
+}
+
+/// A request body, read only by the routes that need one, and only up to MAX_PAYLOAD_SIZE.
+pub type Body = std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<Bytes, warp::Error>> + Send>>;
+
+/// Reads `body` into memory, refusing more than `max` bytes (413 CONTENT_TOO_LARGE) without
+/// buffering the excess.
+async fn read_body(mut body: Body, max: u64) -> Result<Bytes, ApiError> {
+    use futures_util::StreamExt;
+    let mut buf = Vec::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| ApiError::invalid_payload(format!("The body could not be read: {e}")))?;
+        if (buf.len() + chunk.len()) as u64 > max {
+            return Err(ApiError::new(
+                ErrorCode::ContentTooLarge,
+                format!("The request body is larger than {max} bytes."),
+            ));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(buf))
 }
 
 /// Routes one request and always answers (errors become Directus error bodies).
-pub async fn handle(state: Arc<EdgeState>, req: HttpRequest) -> Response {
+pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Response {
     let request_id = state.request_id(&req.headers);
     let span = tracing::info_span!("http", method = %req.method, path = %req.path, request_id = %request_id);
-    let mut res = match route(&state, &req, &request_id).await {
+    let mut res = match route(&state, &req, body, &request_id).await {
         Ok(res) => res,
         Err(e) => reply::error(&e),
     };
@@ -88,7 +107,7 @@ fn decode(segment: &str) -> String {
     percent_encoding::percent_decode_str(segment).decode_utf8_lossy().into_owned()
 }
 
-async fn route(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Result<Response, ApiError> {
+async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
     let search = Method::from_bytes(b"SEARCH").map_err(|_| ApiError::internal())?;
     let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     match segments.as_slice() {
@@ -107,7 +126,7 @@ async fn route(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Result
                 read_items(state, req, request_id, collection, query, token).await
             } else if req.method == search {
                 let (_, token) = url_query(req)?;
-                let query = search_body(req, state.max_payload_size)?;
+                let query = search_body(req, body, state.max_payload_size).await?;
                 read_items(state, req, request_id, collection, query, token).await
             } else {
                 Ok(reply::method_not_allowed(&req.method, "GET, SEARCH"))
@@ -141,11 +160,9 @@ fn url_query(req: &HttpRequest) -> Result<(Query, Option<String>), ApiError> {
 }
 
 /// `SEARCH` body: `{"query": {...}}` (spec: List items with body query). Errors:
-/// UNSUPPORTED_MEDIA_TYPE unless JSON, INVALID_PAYLOAD for a malformed body.
-fn search_body(req: &HttpRequest, max: u64) -> Result<Query, ApiError> {
-    if req.body.len() as u64 > max {
-        return Err(ApiError::invalid_payload(format!("The body is larger than {max} bytes")));
-    }
+/// UNSUPPORTED_MEDIA_TYPE unless JSON, INVALID_PAYLOAD for a malformed body,
+/// CONTENT_TOO_LARGE past MAX_PAYLOAD_SIZE.
+async fn search_body(req: &HttpRequest, body: Body, max: u64) -> Result<Query, ApiError> {
     let is_json = req
         .headers
         .get(http::header::CONTENT_TYPE)
@@ -157,8 +174,9 @@ fn search_body(req: &HttpRequest, max: u64) -> Result<Query, ApiError> {
             "Unsupported media type: the body must be application/json.",
         ));
     }
+    let bytes = read_body(body, max).await?;
     let body: serde_json::Value =
-        serde_json::from_slice(&req.body).map_err(|e| ApiError::invalid_payload(format!("The body is not valid JSON: {e}")))?;
+        serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid_payload(format!("The body is not valid JSON: {e}")))?;
     match body.get("query") {
         Some(serde_json::Value::Object(q)) => query_from_json(q),
         None if body.is_object() => Ok(Query::default()),

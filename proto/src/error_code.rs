@@ -34,6 +34,8 @@ pub enum ErrorCode {
     InvalidPayload,
     /// 400: the query parameters cannot be used.
     InvalidQuery,
+    /// 413: the request body is larger than allowed (Directus `CONTENT_TOO_LARGE`).
+    ContentTooLarge,
     /// 415: unsupported payload format or Content-Type.
     UnsupportedMediaType,
     /// 429: rate limit hit.
@@ -56,7 +58,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for lookups by name.
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 19] = [
         Self::FailedValidation,
         Self::Forbidden,
         Self::InvalidToken,
@@ -66,6 +68,7 @@ impl ErrorCode {
         Self::InvalidOtp,
         Self::InvalidPayload,
         Self::InvalidQuery,
+        Self::ContentTooLarge,
         Self::UnsupportedMediaType,
         Self::RequestsExceeded,
         Self::RouteNotFound,
@@ -89,6 +92,7 @@ impl ErrorCode {
             Self::InvalidOtp => "INVALID_OTP",
             Self::InvalidPayload => "INVALID_PAYLOAD",
             Self::InvalidQuery => "INVALID_QUERY",
+            Self::ContentTooLarge => "CONTENT_TOO_LARGE",
             Self::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             Self::RequestsExceeded => "REQUESTS_EXCEEDED",
             Self::RouteNotFound => "ROUTE_NOT_FOUND",
@@ -118,6 +122,7 @@ impl ErrorCode {
             Self::Forbidden | Self::InvalidToken => 403,
             Self::RouteNotFound => 404,
             Self::MethodNotAllowed => 405,
+            Self::ContentTooLarge => 413,
             Self::UnsupportedMediaType => 415,
             Self::UnprocessableContent => 422,
             Self::RequestsExceeded => 429,
@@ -134,6 +139,7 @@ impl ErrorCode {
             | Self::InvalidPayload
             | Self::InvalidQuery
             | Self::UnsupportedMediaType
+            | Self::ContentTooLarge
             | Self::InvalidForeignKey => Code::InvalidArgument,
             Self::RecordNotUnique => Code::AlreadyExists,
             Self::Forbidden | Self::InvalidIp => Code::PermissionDenied,

@@ -75,3 +75,12 @@ async fn server_endpoints() {
     let r = send(app, Method::GET, "/server/ping", None, &[], None).await;
     assert_eq!(r.status, 200);
 }
+
+#[tokio::test]
+async fn oversized_bodies_are_refused() {
+    let app = app(Dataset::Pagila);
+    let search = Method::from_bytes(b"SEARCH").unwrap_or(Method::GET);
+    let big = format!("{{\"query\":{{\"search\":\"{}\"}}}}", "x".repeat(1_100_000));
+    let r = send(app, search, "/items/film", Some(ADMIN_TOKEN), &[], Some(("application/json", big))).await;
+    assert_error(&r, 413, "CONTENT_TOO_LARGE", "SEARCH over MAX_PAYLOAD_SIZE");
+}
