@@ -86,7 +86,11 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         .add_service(reflection)
         .add_service(ItemsServiceServer::new(grpc::items::Items::new(state.clone())))
         .add_service(SchemaServiceServer::new(grpc::schema::SchemaApi::new(state.clone())))
-        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(listener), shutdown)
+        .serve_with_incoming_shutdown(
+            // TCP_NODELAY: without it small replies wait ~40 ms for delayed ACKs (Nagle).
+            tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
+            shutdown,
+        )
         .await?;
     state.pool.close().await;
     tracing::info!("core-service stopped");

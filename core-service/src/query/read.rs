@@ -275,10 +275,13 @@ fn select_list(sql: &mut Sql, schema: &Schema, select: &Select<'_>, alias: &str,
                     None => (format!("{} AS k", pk_expr(related, &t)), format!("array_to_json(array_agg({j}.k))")),
                 };
                 let limit = sql.param(Param::Int(limits.nested_default));
+                // The related rows are selected in a fenced subquery (OFFSET 0) and sorted after:
+                // otherwise the planner may walk the whole primary key index in order, filtering
+                // on the foreign key, to satisfy ORDER BY key LIMIT n (seen: 185 ms instead of 2).
                 format!(
-                    "(SELECT coalesce({agg}, '[]'::json) FROM (SELECT {list} FROM {} {t} WHERE {} = {}{} LIMIT {limit}) {j}) AS {}",
+                    "(SELECT coalesce({agg}, '[]'::json) FROM (SELECT {list} FROM (SELECT * FROM {} WHERE {} = {} OFFSET 0) {t}{} LIMIT {limit}) {j}) AS {}",
                     table(&schema.db_schema, &related.name),
-                    column(&t, related_field),
+                    ident(related_field),
                     column(alias, local_field),
                     pk_order(related, &t),
                     ident(key)
