@@ -147,9 +147,12 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
 }
 
 async fn read_items(state: &EdgeState, req: &HttpRequest, request_id: &str, collection: String, query: Query, token: Option<String>) -> Result<Response, ApiError> {
+    let aggregate = !query.aggregate.is_empty() || !query.group_by.is_empty();
     let mut call = tonic::Request::new(ReadItemsRequest { collection, query: Some(query) });
     set_metadata(&mut call, req, request_id, token)?;
-    let res = state.items.clone().read_items(call).await.map_err(|s| ApiError::from_status(&s))?;
+    let mut items = state.items.clone();
+    let res = if aggregate { items.aggregate(call).await } else { items.read_items(call).await };
+    let res = res.map_err(|s| ApiError::from_status(&s))?;
     Ok(reply::data(&res.get_ref().data, &res.get_ref().meta))
 }
 

@@ -2,7 +2,8 @@
 
 use super::request_span;
 use crate::AppState;
-use crate::query::read::{ReadStatement, read_many, read_one, read_singleton};
+use crate::query::read::ReadStatement;
+use crate::query::{Planner, Variables};
 use crate::schema::Collection;
 use bytes::Bytes;
 use cdapi_proto::ApiError;
@@ -26,14 +27,14 @@ impl Items {
 
     /// Authenticates, looks the collection up and checks read access (admin only until
     /// permissions land). Unknown collection and no access are both FORBIDDEN (spec rule 6).
-    async fn readable(&self, md: &tonic::metadata::MetadataMap, name: &str) -> Result<(Arc<crate::schema::Schema>, Arc<Collection>), ApiError> {
+    async fn readable(&self, md: &tonic::metadata::MetadataMap, name: &str) -> Result<(Arc<crate::schema::Schema>, Arc<Collection>, Variables), ApiError> {
         let who = self.state.auth.authenticate(md).await?;
         let schema = self.state.schema.load_full();
         let collection = schema.collection(name).cloned().ok_or_else(ApiError::forbidden)?;
         if !who.admin {
             return Err(ApiError::forbidden());
         }
-        Ok((schema, collection))
+        Ok((schema, collection, Variables { user: who.user, role: None }))
     }
 
     /// Runs a planned read; returns (data JSON, meta JSON or empty).
@@ -53,8 +54,8 @@ impl Items {
         Ok((data, meta))
     }
 
-    async fn singleton(&self, collection: &Collection, schema: &crate::schema::Schema, q: &Query) -> Result<Bytes, ApiError> {
-        let st = read_singleton(schema, collection, q, &self.state.limits)?;
+    async fn singleton(&self, collection: &Collection, schema: &crate::schema::Schema, vars: &Variables, q: &Query) -> Result<Bytes, ApiError> {
+        let st = Planner::new(schema, self.state.limits, vars).read_singleton(collection, q)?;
         let (data, _) = self.run(st).await?;
         // No row yet: Directus answers an object of the fields' defaults; ours are null.
         Ok(Bytes::from(data.unwrap_or_else(|| "{}".to_owned())))
@@ -70,13 +71,13 @@ impl ItemsService for Items {
     async fn read_items(&self, req: Request<ReadItemsRequest>) -> Result<Response<ReadItemsResponse>, Status> {
         let span = request_span("ReadItems", &req);
         async move {
-            let (schema, collection) = self.readable(req.metadata(), &req.get_ref().collection).await?;
+            let (schema, collection, vars) = self.readable(req.metadata(), &req.get_ref().collection).await?;
             let q = req.get_ref().query.clone().unwrap_or_default();
             if collection.singleton {
-                let data = self.singleton(&collection, &schema, &q).await?;
+                let data = self.singleton(&collection, &schema, &vars, &q).await?;
                 return Ok(Response::new(ReadItemsResponse { data, meta: Bytes::new() }));
             }
-            let st = read_many(&schema, &collection, &q, &self.state.limits)?;
+            let st = Planner::new(&schema, self.state.limits, &vars).read_many(&collection, &q)?;
             let (data, meta) = self.run(st).await?;
             Ok(Response::new(ReadItemsResponse { data: Bytes::from(data.unwrap_or_else(|| "[]".into())), meta }))
         }
@@ -89,9 +90,9 @@ impl ItemsService for Items {
         let span = request_span("ReadItem", &req);
         async move {
             let r = req.get_ref();
-            let (schema, collection) = self.readable(req.metadata(), &r.collection).await?;
+            let (schema, collection, vars) = self.readable(req.metadata(), &r.collection).await?;
             let q = r.query.clone().unwrap_or_default();
-            let st = read_one(&schema, &collection, &r.key, &q, &self.state.limits)?;
+            let st = Planner::new(&schema, self.state.limits, &vars).read_one(&collection, &r.key, &q)?;
             let (data, _) = self.run(st).await?;
             let data = data.ok_or_else(ApiError::forbidden)?;
             Ok(Response::new(ItemResponse { data: Bytes::from(data) }))
@@ -105,11 +106,11 @@ impl ItemsService for Items {
         let span = request_span("ReadSingleton", &req);
         async move {
             let r = req.get_ref();
-            let (schema, collection) = self.readable(req.metadata(), &r.collection).await?;
+            let (schema, collection, vars) = self.readable(req.metadata(), &r.collection).await?;
             if !collection.singleton {
                 return Err(ApiError::invalid_query(format!("Collection \"{}\" is not a singleton", collection.name)));
             }
-            let data = self.singleton(&collection, &schema, &r.query.clone().unwrap_or_default()).await?;
+            let data = self.singleton(&collection, &schema, &vars, &r.query.clone().unwrap_or_default()).await?;
             Ok(Response::new(ItemResponse { data }))
         }
         .instrument(span)
@@ -118,8 +119,17 @@ impl ItemsService for Items {
     }
 
     async fn aggregate(&self, req: Request<ReadItemsRequest>) -> Result<Response<ReadItemsResponse>, Status> {
-        self.readable(req.metadata(), &req.get_ref().collection).await?;
-        Err(crate::query::not_supported("The \"aggregate\" parameter").into())
+        let span = request_span("Aggregate", &req);
+        async move {
+            let (schema, collection, vars) = self.readable(req.metadata(), &req.get_ref().collection).await?;
+            let q = req.get_ref().query.clone().unwrap_or_default();
+            let st = Planner::new(&schema, self.state.limits, &vars).aggregate(&collection, &q)?;
+            let (data, meta) = self.run(st).await?;
+            Ok(Response::new(ReadItemsResponse { data: Bytes::from(data.unwrap_or_else(|| "[]".into())), meta }))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
     }
 
     type ExportItemsStream = tokio_stream::Empty<Result<ExportChunk, Status>>;

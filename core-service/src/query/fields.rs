@@ -1,15 +1,24 @@
-//! `fields` (spec: Global query parameters, `fields`) → a [`Select`] tree resolved against the
-//! schema: which columns to output, which relations to expand, under which keys.
+//! `fields` with `alias` and `deep` (spec: Global query parameters) → a [`Select`] tree
+//! resolved against the schema: which columns to output, under which keys, which relations to
+//! expand, and the nested query (`deep`) of each to-many relation.
 //!
 //! Rules: `*` selects every field of that level (relations as keys: an M2O's key value, an
-//! O2M's array of keys); `*.*` also expands every relation of that level with `*`; a dot path
-//! expands one relation; naming a field explicitly with a path wins over the wildcard's
-//! expansion. Unknown fields: FORBIDDEN (Directus). A path through a non-relational field:
-//! INVALID_QUERY.
+//! O2M's array of keys); `*.*` also expands every relation of that level with `*` (and so on at
+//! any depth); a dot path expands one relation; naming a field explicitly with a path wins over
+//! the wildcard's expansion. `alias[new]=field` adds the key `new` for the same-level `field`,
+//! which `fields` and `deep` then address as `new` (so one relation can be read twice with
+//! different `deep`). Functions (`year(date)`) are output under the call as written.
+//! Unknown fields: FORBIDDEN (Directus). Paths through non-relational fields, `deep` on a
+//! non-relation: INVALID_QUERY.
 
-use super::{MAX_RELATIONAL_DEPTH, forbidden_field, not_supported};
-use crate::schema::{Collection, Field, FieldRelation, Schema};
+use super::functions::{self, Call};
+use super::{MAX_RELATIONAL_DEPTH, Planner, forbidden_field};
+use crate::schema::{Collection, Field, FieldRelation};
 use cdapi_proto::ApiError;
+use cdapi_proto::v1::Query;
+use std::sync::LazyLock;
+
+static NO_QUERY: LazyLock<Query> = LazyLock::new(Query::default);
 
 /// The `fields` paths of one level, parsed but not yet resolved.
 #[derive(Debug, Default)]
@@ -27,7 +36,7 @@ impl FieldTree {
             tree.star = true;
         }
         for path in paths {
-            let segments: Vec<&str> = path.split('.').collect();
+            let segments: Vec<&str> = if path.contains('(') { vec![path.as_str()] } else { path.split('.').collect() };
             if segments.iter().any(|s| s.is_empty()) {
                 return Err(ApiError::invalid_query(format!("\"{path}\" is not a valid field path")));
             }
@@ -80,6 +89,13 @@ pub enum Column<'a> {
         /// The column.
         field: &'a Field,
     },
+    /// A function of a field, e.g. `year(published_at)`.
+    Function {
+        /// Output key (the call as written).
+        key: String,
+        /// The call.
+        call: Call<'a>,
+    },
     /// An M2O expanded into the related item (object or null).
     M2O {
         /// Output key.
@@ -103,65 +119,115 @@ pub enum Column<'a> {
         related: &'a Collection,
         /// `None`: keys only.
         select: Option<Select<'a>>,
+        /// The `deep` query of this relation (filter, sort, limit... of the nested list).
+        query: &'a Query,
     },
 }
 
-/// Resolves a field tree on `collection`. Errors: FORBIDDEN for unknown fields,
-/// INVALID_QUERY for paths through non-relational fields and for functions (not yet supported).
-pub fn resolve<'a>(schema: &'a Schema, collection: &'a Collection, tree: &FieldTree) -> Result<Select<'a>, ApiError> {
-    let mut columns = Vec::new();
-    let mut used = std::collections::HashSet::new();
-    for (name, _) in &tree.named {
-        if name.contains('(') {
-            return Err(not_supported(&format!("The function call \"{name}\" in fields")));
+impl<'a> Planner<'a> {
+    /// Resolves a field tree on `collection` with the `alias` and `deep` of `level`.
+    pub fn resolve<'t>(&self, collection: &'t Collection, tree: &'t FieldTree, level: &'t Query) -> Result<Select<'t>, ApiError>
+    where
+        'a: 't,
+    {
+        for (name, field) in &level.alias {
+            if collection.field(name).is_some() {
+                return Err(ApiError::invalid_query(format!("Alias \"{name}\" is already a field of \"{}\"", collection.name)));
+            }
+            if collection.field(field).is_none() {
+                return Err(forbidden_field(&collection.name, field));
+            }
         }
-        if collection.field(name).is_none() {
-            return Err(forbidden_field(&collection.name, name));
+        let target = |key: &str| -> Option<&'t Field> {
+            collection.field(level.alias.get(key).map(String::as_str).unwrap_or(key))
+        };
+        for (key, deep) in &level.deep {
+            let field = target(key).ok_or_else(|| forbidden_field(&collection.name, key))?;
+            match &field.relation {
+                Some(FieldRelation::O2M { .. }) => {}
+                Some(FieldRelation::M2O { .. }) if has_list_params(deep) => {
+                    return Err(ApiError::invalid_query(format!(
+                        "deep.{key}: filter, sort, search and pagination apply to to-many relations; \"{key}\" is a many-to-one"
+                    )));
+                }
+                Some(FieldRelation::M2O { .. }) => {}
+                None => return Err(ApiError::invalid_query(format!("deep.{key}: \"{key}\" is not a relation"))),
+            }
+        }
+        let mut columns = Vec::new();
+        let mut used = std::collections::HashSet::new();
+        for (name, _) in &tree.named {
+            if name.contains('(') {
+                continue;
+            }
+            if target(name).is_none() {
+                return Err(forbidden_field(&collection.name, name));
+            }
+        }
+        if tree.star {
+            for field in &collection.fields {
+                let named = tree.named.iter().find(|(n, _)| *n == field.name);
+                let children = match named {
+                    Some((_, Some(c))) => Some(c),
+                    _ if field.relation.is_some() => tree.star_children.as_deref(),
+                    _ => None,
+                };
+                used.insert(field.name.as_str());
+                columns.push(self.column(collection, field.name.clone(), field, children, level)?);
+            }
+        }
+        for (name, children) in &tree.named {
+            if !used.insert(name.as_str()) {
+                continue;
+            }
+            if let Some(call) = functions::parse(name)? {
+                if children.is_some() {
+                    return Err(ApiError::invalid_query(format!("\"{name}\" has no nested fields")));
+                }
+                // Checked now so a bad call fails before any SQL is written.
+                let mut probe = Planner::new(self.schema, self.limits, self.vars);
+                probe.function_expr(collection, "t", &call)?;
+                columns.push(Column::Function { key: name.clone(), call });
+                continue;
+            }
+            let Some(field) = target(name) else { continue };
+            columns.push(self.column(collection, name.clone(), field, children.as_ref(), level)?);
+        }
+        Ok(Select { collection, columns })
+    }
+
+    fn column<'t>(
+        &self,
+        collection: &'t Collection,
+        key: String,
+        field: &'t Field,
+        children: Option<&'t FieldTree>,
+        level: &'t Query,
+    ) -> Result<Column<'t>, ApiError>
+    where
+        'a: 't,
+    {
+        let deep = level.deep.get(&key).unwrap_or(&NO_QUERY);
+        match (&field.relation, children) {
+            (None, Some(_)) => Err(ApiError::invalid_query(format!(
+                "Field \"{}\" of collection \"{}\" is not a relation; nested fields cannot be selected from it",
+                field.name, collection.name
+            ))),
+            (None, None) | (Some(FieldRelation::M2O { .. }), None) => Ok(Column::Value { key, field }),
+            (Some(FieldRelation::M2O { related, related_field, .. }), Some(tree)) => {
+                let related = self.collection(related)?;
+                Ok(Column::M2O { key, field, related_field, select: self.resolve(related, tree, deep)? })
+            }
+            (Some(FieldRelation::O2M { related, related_field, local_field, .. }), children) => {
+                let related = self.collection(related)?;
+                let select = children.map(|t| self.resolve(related, t, deep)).transpose()?;
+                Ok(Column::O2M { key, related_field, local_field, related, select, query: deep })
+            }
         }
     }
-    if tree.star {
-        for field in &collection.fields {
-            let named = tree.named.iter().find(|(n, _)| *n == field.name);
-            let children = match named {
-                Some((_, Some(c))) => Some(c),
-                _ if field.relation.is_some() => tree.star_children.as_deref(),
-                _ => None,
-            };
-            used.insert(field.name.as_str());
-            columns.push(column(schema, collection, field, children)?);
-        }
-    }
-    for (name, children) in &tree.named {
-        if !used.insert(name.as_str()) {
-            continue;
-        }
-        let Some(field) = collection.field(name) else { continue };
-        columns.push(column(schema, collection, field, children.as_ref())?);
-    }
-    Ok(Select { collection, columns })
 }
 
-fn column<'a>(
-    schema: &'a Schema,
-    collection: &'a Collection,
-    field: &'a Field,
-    children: Option<&FieldTree>,
-) -> Result<Column<'a>, ApiError> {
-    let key = field.name.clone();
-    match (&field.relation, children) {
-        (None, Some(_)) => Err(ApiError::invalid_query(format!(
-            "Field \"{}\" of collection \"{}\" is not a relation; nested fields cannot be selected from it",
-            field.name, collection.name
-        ))),
-        (None, None) | (Some(FieldRelation::M2O { .. }), None) => Ok(Column::Value { key, field }),
-        (Some(FieldRelation::M2O { related, related_field, .. }), Some(tree)) => {
-            let related = schema.collection(related).ok_or_else(ApiError::internal)?;
-            Ok(Column::M2O { key, field, related_field, select: resolve(schema, related, tree)? })
-        }
-        (Some(FieldRelation::O2M { related, related_field, local_field, .. }), children) => {
-            let related = schema.collection(related).ok_or_else(ApiError::internal)?;
-            let select = children.map(|t| resolve(schema, related, t)).transpose()?;
-            Ok(Column::O2M { key, related_field, local_field, related, select })
-        }
-    }
+/// Whether a nested query carries list parameters (only meaningful on to-many relations).
+fn has_list_params(q: &Query) -> bool {
+    q.filter.is_some() || q.search.is_some() || !q.sort.is_empty() || q.limit.is_some() || q.offset.is_some() || q.page.is_some()
 }

@@ -1,15 +1,20 @@
 //! The query engine: a typed [`Query`](cdapi_proto::v1::Query) plus the schema snapshot become
 //! ONE SQL statement whose single row carries the response JSON, built inside Postgres.
 //!
-//! Layout: [`sql`] (text, identifiers, parameters), [`fields`] (the `fields` tree → a select
-//! tree), [`filter`] (filter tree and `search` → WHERE), [`read`] (statements for read many,
-//! read one, singleton, with sort, pagination and meta counts).
+//! Layout: [`sql`] (text, identifiers, parameters), [`fields`] (the `fields` tree with `alias`
+//! and `deep` → a select tree), [`functions`] (`year(field)`, `count(field)`...), [`filter`]
+//! (filter tree, dynamic variables and `search` → WHERE), [`read`] (statements for read many,
+//! read one, singleton: nested selects, sort, pagination, meta counts), [`aggregate`]
+//! (`aggregate` + `groupBy`). Every planning step is a method of [`Planner`].
 
+pub mod aggregate;
 pub mod fields;
 pub mod filter;
+pub mod functions;
 pub mod read;
 pub mod sql;
 
+use crate::schema::Schema;
 use cdapi_proto::ApiError;
 
 /// Limits on `limit` (spec: "Limits"; env QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX).
@@ -26,6 +31,40 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self { default: 100, max: None, nested_default: 100 }
+    }
+}
+
+/// Values of the dynamic variables of a request (directus-facts.md: `$CURRENT_USER`,
+/// `$CURRENT_ROLE`; `$NOW` is the database's clock).
+#[derive(Debug, Clone, Default)]
+pub struct Variables {
+    /// The caller's user id (`$CURRENT_USER`); `None` for the public role.
+    pub user: Option<String>,
+    /// The caller's role id (`$CURRENT_ROLE`); `None` until roles exist.
+    pub role: Option<String>,
+}
+
+/// Plans one statement: the schema and request context it reads, and the SQL it writes.
+pub struct Planner<'a> {
+    /// The schema snapshot.
+    pub schema: &'a Schema,
+    /// `limit` rules.
+    pub limits: Limits,
+    /// Dynamic variable values.
+    pub vars: &'a Variables,
+    /// The statement under construction.
+    pub sql: sql::Sql,
+}
+
+impl<'a> Planner<'a> {
+    /// A planner with an empty statement.
+    pub fn new(schema: &'a Schema, limits: Limits, vars: &'a Variables) -> Self {
+        Self { schema, limits, vars, sql: sql::Sql::default() }
+    }
+
+    /// The collection `name` of the snapshot (internal error if a relation points nowhere).
+    pub fn collection(&self, name: &str) -> Result<&'a crate::schema::Collection, ApiError> {
+        self.schema.collection(name).map(|c| c.as_ref()).ok_or_else(ApiError::internal)
     }
 }
 
