@@ -51,13 +51,13 @@ impl Authenticator {
     /// header or an unknown token; SERVICE_UNAVAILABLE when the database cannot be asked.
     pub async fn authenticate(&self, md: &MetadataMap) -> Result<Accountability, ApiError> {
         let Some(header) = md.get("authorization") else { return Ok(Accountability::public()) };
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(invalid_credentials)?;
+        let header = header.to_str().map_err(|_| invalid_credentials())?;
+        // Other schemes (Basic ...) carry no token of ours: the public role, as Directus does.
+        let Some((scheme, token)) = header.split_once(' ') else { return Ok(Accountability::public()) };
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Ok(Accountability::public());
+        }
+        let token = Some(token.trim()).filter(|t| !t.is_empty()).ok_or_else(invalid_credentials)?;
         let hash = token_hash(token);
         if let Some(hit) = self.cached(&hash) {
             return hit.ok_or_else(invalid_credentials);
@@ -104,6 +104,14 @@ pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>,
         .fetch_optional(pool)
         .await?;
     let token_hash = token.map(token_hash);
+    if let Some(hash) = &token_hash {
+        // The token belongs to the bootstrap admin alone (e.g. after ADMIN_EMAIL changed).
+        sqlx::query("UPDATE cdapi.users SET token_hash = NULL WHERE token_hash = $1 AND lower(email) <> lower($2)")
+            .bind(hash)
+            .bind(email)
+            .execute(pool)
+            .await?;
+    }
     if let Some(id) = existing {
         if let Some(hash) = token_hash {
             sqlx::query("UPDATE cdapi.users SET token_hash = $1 WHERE id = $2::uuid")

@@ -7,9 +7,12 @@ use sqlx::{Connection, PgPool};
 use std::str::FromStr;
 use std::time::Duration;
 
-/// Opens the pool (`max` connections, 5 s acquire timeout).
-pub async fn connect(url: &str, max: u32) -> Result<PgPool, sqlx::Error> {
-    let options = PgConnectOptions::from_str(url)?.application_name("cdapi-core");
+/// Opens the pool (`max` connections, 5 s acquire timeout); every statement is cancelled after
+/// `statement_timeout_ms` milliseconds (0 = never).
+pub async fn connect(url: &str, max: u32, statement_timeout_ms: u64) -> Result<PgPool, sqlx::Error> {
+    let options = PgConnectOptions::from_str(url)?
+        .application_name("cdapi-core")
+        .options([("statement_timeout", format!("{statement_timeout_ms}ms"))]);
     PgPoolOptions::new()
         .max_connections(max)
         .acquire_timeout(Duration::from_secs(5))
@@ -30,6 +33,11 @@ pub async fn migrate(url: &str) -> anyhow::Result<()> {
     sqlx::migrate!("./migrations").run(&mut conn).await?;
     conn.close().await?;
     Ok(())
+}
+
+/// True for SQLSTATE class 22 (data exception): a bound value does not fit its type.
+pub fn is_data_exception(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22")))
 }
 
 /// Maps a database error to the API error a client sees; internal causes are logged here.

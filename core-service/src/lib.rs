@@ -60,7 +60,7 @@ impl AppState {
 /// health, reflection) on `listener` until `shutdown` resolves; in-flight calls finish first.
 /// Errors: start-up failures (database unreachable, migration failed).
 pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-    let pool = db::connect(&settings.database_url, settings.pool_max).await?;
+    let pool = db::connect(&settings.database_url, settings.pool_max, settings.statement_timeout_ms).await?;
     db::migrate(&settings.database_url).await?;
     auth::bootstrap_admin(&pool, &settings.admin_email, settings.admin_password.as_deref(), settings.admin_token.as_deref()).await?;
     let state = Arc::new(AppState {

@@ -1,11 +1,12 @@
 //! edge-rest: the public REST API. It parses HTTP requests into the typed gRPC query, calls the
 //! core, and renders replies (status codes, Directus error bodies). No business rules here.
 //!
-//! Layout: [`config`] (settings), [`query_string`] (query string → query object),
+//! Layout: [`config`] (settings), [`export`] (file formats of `export=`), [`query_string`] (query string → query object),
 //! [`routes`] (routing and translation to gRPC), [`reply`] (responses and error rendering).
 //! [`run`] serves on a given listener until a shutdown future resolves.
 
 pub mod config;
+pub mod export;
 pub mod query_string;
 pub mod reply;
 pub mod routes;
@@ -33,6 +34,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
         .http2_keep_alive_interval(Duration::from_secs(30))
         .connect_lazy();
     let state = Arc::new(routes::EdgeState::new(channel, settings.max_payload_size));
+    // Item data can exceed tonic's 4 MiB default (limit=-1 on a large collection).
     let routes = warp::method()
         .and(warp::path::full())
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())

@@ -27,12 +27,20 @@ pub struct ParsedQuery {
 pub fn parse(raw: &str) -> Result<ParsedQuery, ApiError> {
     let mut root = Json::Object(Map::new());
     let mut access_token = None;
-    for (key, value) in form_urlencoded::parse(raw.as_bytes()) {
+    for (count, (key, value)) in form_urlencoded::parse(raw.as_bytes()).enumerate() {
+        if count >= MAX_PARAMETERS {
+            return Err(ApiError::invalid_query(format!("More than {MAX_PARAMETERS} query parameters")));
+        }
         if key == "access_token" {
             access_token = Some(value.into_owned());
             continue;
         }
         let (base, segments) = split_key(&key);
+        if segments.len() > MAX_SEGMENTS {
+            return Err(ApiError::invalid_query(format!(
+                "The query parameter \"{base}\" nests deeper than {MAX_SEGMENTS} brackets"
+            )));
+        }
         if base.is_empty() {
             continue;
         }
@@ -45,8 +53,27 @@ pub fn parse(raw: &str) -> Result<ParsedQuery, ApiError> {
             ApiError::invalid_query(format!("The query parameter \"{key}\" conflicts with another one"))
         })?;
     }
+    compact(&mut root);
     let Json::Object(query) = root else { return Err(ApiError::internal()) };
     Ok(ParsedQuery { query, access_token })
+}
+
+/// Most parameters one query string may hold.
+pub const MAX_PARAMETERS: usize = 1000;
+/// Most bracket segments one key may have (`filter[a][b]...`); deeper filters use the JSON form
+/// or SEARCH. Bounds the recursion of parsing.
+pub const MAX_SEGMENTS: usize = 24;
+
+/// Removes the holes that sparse indices leave (`filter[_or][1]...` alone), as qs does.
+fn compact(v: &mut Json) {
+    match v {
+        Json::Array(items) => {
+            items.retain(|i| !i.is_null());
+            items.iter_mut().for_each(compact);
+        }
+        Json::Object(map) => map.values_mut().for_each(compact),
+        _ => {}
+    }
 }
 
 /// `filter[a][b]` → (`filter`, [`a`, `b`]); a key without brackets has no segments.
@@ -150,6 +177,15 @@ mod tests {
         );
         assert_eq!(p("fields=a&fields=b"), json!({"fields": ["a", "b"]}));
         assert_eq!(p("deep[tags][_limit]=2"), json!({"deep": {"tags": {"_limit": "2"}}}));
+    }
+
+    #[test]
+    fn sparse_indices_are_compacted_and_depth_is_capped() {
+        assert_eq!(p("filter[_or][1][id][_eq]=1"), json!({"filter": {"_or": [{"id": {"_eq": "1"}}]}}));
+        let deep = format!("a{}=1", "[b]".repeat(MAX_SEGMENTS + 1));
+        assert!(parse(&deep).is_err());
+        let many = (0..=MAX_PARAMETERS).map(|i| format!("k{i}=1")).collect::<Vec<_>>().join("&");
+        assert!(parse(&many).is_err());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::reply;
 use bytes::Bytes;
 use cdapi_proto::query_json::query_from_json;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
-use cdapi_proto::v1::{Query, ReadItemRequest, ReadItemsRequest};
+use cdapi_proto::v1::{ExportFormat, ExportItemsRequest, Query, ReadItemRequest, ReadItemsRequest};
 use cdapi_proto::{ApiError, ErrorCode};
 use http::{HeaderMap, Method, StatusCode};
 use std::sync::Arc;
@@ -30,7 +30,7 @@ impl EdgeState {
     /// State over a (lazily connecting) channel to the core.
     pub fn new(channel: Channel, max_payload_size: u64) -> Self {
         Self {
-            items: ItemsServiceClient::new(channel.clone()),
+            items: ItemsServiceClient::new(channel.clone()).max_decoding_message_size(usize::MAX),
             health: tonic_health::pb::health_client::HealthClient::new(channel),
             max_payload_size,
             request_counter: AtomicU64::new(0),
@@ -147,6 +147,9 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
 }
 
 async fn read_items(state: &EdgeState, req: &HttpRequest, request_id: &str, collection: String, query: Query, token: Option<String>) -> Result<Response, ApiError> {
+    if query.export.is_some() {
+        return export(state, req, request_id, collection, query, token).await;
+    }
     let aggregate = !query.aggregate.is_empty() || !query.group_by.is_empty();
     let mut call = tonic::Request::new(ReadItemsRequest { collection, query: Some(query) });
     set_metadata(&mut call, req, request_id, token)?;
@@ -154,6 +157,52 @@ async fn read_items(state: &EdgeState, req: &HttpRequest, request_id: &str, coll
     let res = if aggregate { items.aggregate(call).await } else { items.read_items(call).await };
     let res = res.map_err(|s| ApiError::from_status(&s))?;
     Ok(reply::data(&res.get_ref().data, &res.get_ref().meta))
+}
+
+/// `export=...`: streams the download (see [`crate::export`]). Errors before the first item
+/// (bad query, no access) are ordinary error responses; a failure later cuts the download short.
+async fn export(state: &EdgeState, req: &HttpRequest, request_id: &str, collection: String, query: Query, token: Option<String>) -> Result<Response, ApiError> {
+    let format = ExportFormat::try_from(query.export.unwrap_or_default()).unwrap_or(ExportFormat::Json);
+    let file = format!("{collection} {}", crate::export::timestamp(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+    ));
+    let mut call = tonic::Request::new(ExportItemsRequest { collection, query: Some(query) });
+    set_metadata(&mut call, req, request_id, token)?;
+    let mut stream = state.items.clone().export_items(call).await.map_err(|s| ApiError::from_status(&s))?.into_inner();
+    let first = stream.message().await.map_err(|s| ApiError::from_status(&s))?;
+    let mut renderer = crate::export::Renderer::new(format);
+    let (content_type, ext) = renderer.kind();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let mut next = first;
+        loop {
+            let Some(chunk) = next else {
+                let _ = tx.send(Ok(renderer.finish())).await;
+                return;
+            };
+            let piece = renderer.chunk(&chunk.data).map_err(std::io::Error::other);
+            let failed = piece.is_err();
+            if tx.send(piece).await.is_err() || failed {
+                return;
+            }
+            next = match stream.message().await {
+                Ok(n) => n,
+                Err(s) => {
+                    tracing::error!(message = %s.message(), "export stream failed");
+                    let _ = tx.send(Err(std::io::Error::other("export failed"))).await;
+                    return;
+                }
+            };
+        }
+    });
+    let mut res = warp::reply::Reply::into_response(warp::reply::stream(tokio_stream::wrappers::ReceiverStream::new(rx)));
+    let headers = res.headers_mut();
+    headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
+    let disposition = format!("attachment; filename=\"{}.{ext}\"", file.replace(['"', '\\', '\r', '\n'], "_"));
+    if let Ok(v) = http::HeaderValue::from_str(&disposition) {
+        headers.insert(http::header::CONTENT_DISPOSITION, v);
+    }
+    Ok(res)
 }
 
 /// The query string as a typed query, plus `?access_token=`.

@@ -165,7 +165,7 @@ impl ErrorCode {
             Code::Unauthenticated => Self::InvalidCredentials,
             Code::ResourceExhausted => Self::RequestsExceeded,
             Code::NotFound => Self::RouteNotFound,
-            Code::Unavailable | Code::DeadlineExceeded => Self::ServiceUnavailable,
+            Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => Self::ServiceUnavailable,
             Code::FailedPrecondition => Self::UnprocessableContent,
             _ => Self::InternalServerError,
         }

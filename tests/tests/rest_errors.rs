@@ -34,7 +34,10 @@ async fn bad_queries_get_their_codes() {
         ("/items/film?deep[nope][_limit]=1", 403, "FORBIDDEN"),
         ("/items/film?alias[a]=language_id.name", 400, "INVALID_QUERY"),
         ("/items/film?alias[title]=description", 400, "INVALID_QUERY"),
-        ("/items/film?export=csv", 400, "INVALID_QUERY"),
+        ("/items/film?filter[special_features][_in]=Trailers", 400, "INVALID_QUERY"),
+        ("/items/film?fields=*.*.*.*.*.*.*.*.*.*", 400, "INVALID_QUERY"),
+        ("/items/film/3000000000", 403, "FORBIDDEN"),
+        ("/items/rental/2022-01-01", 403, "FORBIDDEN"),
         ("/items/film?fields=decade(last_update)", 400, "INVALID_QUERY"),
         ("/items/film?fields=year(title)", 400, "INVALID_QUERY"),
         ("/items/film?fields=count(title)", 400, "INVALID_QUERY"),
@@ -60,6 +63,10 @@ async fn tokens_are_checked() {
     assert_error(&r, 403, "FORBIDDEN", "no token");
     let r = send(app, Method::GET, "/items/film?limit=1", Some("wrong"), &[], None).await;
     assert_error(&r, 401, "INVALID_CREDENTIALS", "bad token");
+    let r = send(app, Method::GET, "/items/film?limit=1", None, &[("authorization", "Basic YTpi")], None).await;
+    assert_error(&r, 403, "FORBIDDEN", "another scheme is the public role");
+    let r = send(app, Method::GET, "/items/film?limit=1", None, &[("authorization", &format!("BEARER {ADMIN_TOKEN}"))], None).await;
+    assert_eq!(r.status, 200, "scheme is case-insensitive: {}", r.body);
     let r = send(app, Method::GET, &format!("/items/film?limit=1&access_token={ADMIN_TOKEN}"), None, &[], None).await;
     assert_eq!(r.status, 200, "query token: {}", r.body);
     let r = send(app, Method::GET, &format!("/items/film?limit=1&access_token={ADMIN_TOKEN}"), Some(ADMIN_TOKEN), &[], None).await;

@@ -215,10 +215,12 @@ impl<'a> Planner<'a> {
             ))),
             (None, None) | (Some(FieldRelation::M2O { .. }), None) => Ok(Column::Value { key, field }),
             (Some(FieldRelation::M2O { related, related_field, .. }), Some(tree)) => {
+                self.count_expansion()?;
                 let related = self.collection(related)?;
                 Ok(Column::M2O { key, field, related_field, select: self.resolve(related, tree, deep)? })
             }
             (Some(FieldRelation::O2M { related, related_field, local_field, .. }), children) => {
+                self.count_expansion()?;
                 let related = self.collection(related)?;
                 let select = children.map(|t| self.resolve(related, t, deep)).transpose()?;
                 Ok(Column::O2M { key, related_field, local_field, related, select, query: deep })

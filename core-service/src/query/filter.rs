@@ -203,6 +203,22 @@ impl Planner<'_> {
         let t = self.target(collection, alias, &c.field)?;
         let op = Operator::try_from(c.operator).unwrap_or(Operator::Unspecified);
         let v = c.value.as_ref();
+        let ordering = matches!(op, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte | Operator::Between | Operator::Nbetween);
+        let refused = match t.field_type {
+            // json has no equality or order in Postgres.
+            FieldType::Json => ordering || matches!(op, Operator::Eq | Operator::Neq | Operator::In | Operator::Nin),
+            // arrays compare as whole arrays; a list of candidates makes no sense.
+            FieldType::Csv => matches!(op, Operator::In | Operator::Nin),
+            _ => false,
+        };
+        if refused {
+            return Err(ApiError::invalid_query(format!(
+                "\"{}\" cannot be used on field \"{}\" of type {}",
+                operator_name(op),
+                t.name,
+                t.field_type.as_str()
+            )));
+        }
         let col = t.expr.clone();
         let as_text = if t.field_type.is_textual() && !t.is_enum { col.clone() } else { format!("{col}::text") };
         let need = |o: Option<Operand>| o.ok_or_else(|| ApiError::invalid_query(format!("\"{}\" needs a value", operator_name(op))));

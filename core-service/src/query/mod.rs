@@ -54,12 +54,27 @@ pub struct Planner<'a> {
     pub vars: &'a Variables,
     /// The statement under construction.
     pub sql: sql::Sql,
+    /// Relations expanded so far (bounded by [`MAX_EXPANSIONS`]).
+    expansions: std::cell::Cell<usize>,
 }
 
 impl<'a> Planner<'a> {
     /// A planner with an empty statement.
     pub fn new(schema: &'a Schema, limits: Limits, vars: &'a Variables) -> Self {
-        Self { schema, limits, vars, sql: sql::Sql::default() }
+        Self { schema, limits, vars, sql: sql::Sql::default(), expansions: std::cell::Cell::new(0) }
+    }
+
+    /// Counts one expanded relation; INVALID_QUERY past [`MAX_EXPANSIONS`] (`*.*.*...` on a
+    /// densely related schema grows exponentially).
+    pub fn count_expansion(&self) -> Result<(), ApiError> {
+        let n = self.expansions.get() + 1;
+        self.expansions.set(n);
+        if n > MAX_EXPANSIONS {
+            return Err(ApiError::invalid_query(format!(
+                "The query expands more than {MAX_EXPANSIONS} relations; select fewer nested fields"
+            )));
+        }
+        Ok(())
     }
 
     /// The collection `name` of the snapshot (internal error if a relation points nowhere).
@@ -71,6 +86,9 @@ impl<'a> Planner<'a> {
 /// Maximum depth of relational paths in `fields`, `filter` and `sort`
 /// (directus-facts.md: "Limits").
 pub const MAX_RELATIONAL_DEPTH: usize = 10;
+
+/// Most relations one statement may expand into nested data.
+pub const MAX_EXPANSIONS: usize = 300;
 
 /// FORBIDDEN for a field that does not exist or may not be read, worded as Directus does.
 pub fn forbidden_field(collection: &str, field: &str) -> ApiError {

@@ -20,6 +20,14 @@ pub struct Joins {
     joined: Vec<(String, String)>,
 }
 
+/// The parts of a list statement.
+struct ListSql {
+    /// `SELECT ... FROM ... ORDER BY ... LIMIT ...`, one row per item.
+    select: String,
+    /// ` WHERE ...` (filter and search) or empty.
+    where_sql: String,
+}
+
 /// A planned read: the statement and what its row holds.
 #[derive(Debug)]
 pub struct ReadStatement {
@@ -36,9 +44,8 @@ fn refuse_unsupported(q: &Query, single: bool) -> Result<(), ApiError> {
     if !q.aggregate.is_empty() || !q.group_by.is_empty() {
         return Err(ApiError::invalid_query("\"aggregate\" and \"groupBy\" are answered by the Aggregate call"));
     }
-    let unsupported = [(q.export.is_some(), "export"), (q.version.is_some(), "version")];
-    if let Some((_, name)) = unsupported.iter().find(|(on, _)| *on) {
-        return Err(not_supported(&format!("The \"{name}\" parameter")));
+    if q.version.is_some() {
+        return Err(not_supported("The \"version\" parameter"));
     }
     if single && !q.meta.is_empty() {
         return Err(ApiError::invalid_query("\"meta\" applies to lists of items only"));
@@ -80,6 +87,40 @@ impl Planner<'_> {
     /// INVALID_QUERY (bad parameters).
     pub fn read_many(mut self, collection: &Collection, q: &Query) -> Result<ReadStatement, ApiError> {
         refuse_unsupported(q, false)?;
+        if q.export.is_some() {
+            return Err(ApiError::invalid_query("\"export\" is answered by the ExportItems call"));
+        }
+        let list = self.list_sql(collection, q)?;
+        let from = table(&self.schema.db_schema, &collection.name);
+        let total_count = q.meta.contains(&(MetaCount::TotalCount as i32));
+        let filter_count = q.meta.contains(&(MetaCount::FilterCount as i32));
+        let total = if total_count { format!("(SELECT count(*) FROM {from} t0)") } else { "NULL::int8".into() };
+        let filtered = if filter_count {
+            format!("(SELECT count(*) FROM {from} t0{})", list.where_sql)
+        } else {
+            "NULL::int8".into()
+        };
+        self.sql.text = format!(
+            "SELECT (SELECT coalesce(array_to_json(array_agg(j0)), '[]'::json) FROM ({}) j0)::text AS data, {total} AS total_count, {filtered} AS filter_count",
+            list.select
+        );
+        Ok(ReadStatement { sql: self.sql, total_count, filter_count })
+    }
+
+    /// Plans an export (spec `export`): the same rows as [`Self::read_many`], as a statement
+    /// returning one row per item (column `item`, JSON text), so the result can be streamed.
+    pub fn export_rows(mut self, collection: &Collection, q: &Query) -> Result<Sql, ApiError> {
+        refuse_unsupported(&Query { export: None, ..q.clone() }, false)?;
+        if !q.meta.is_empty() {
+            return Err(ApiError::invalid_query("\"meta\" cannot be exported"));
+        }
+        let list = self.list_sql(collection, q)?;
+        self.sql.text = format!("SELECT row_to_json(j0)::text AS item FROM ({}) j0", list.select);
+        Ok(self.sql)
+    }
+
+    /// The paged, filtered, sorted SELECT of a list, and its WHERE clause for counts.
+    fn list_sql(&mut self, collection: &Collection, q: &Query) -> Result<ListSql, ApiError> {
         let tree = FieldTree::parse(&q.fields)?;
         let select = self.resolve(collection, &tree, q)?;
         let list = self.select_list(&select, "t0")?;
@@ -89,14 +130,7 @@ impl Planner<'_> {
         let page = self.limit_offset(limit, offset);
         let from = table(&self.schema.db_schema, &collection.name);
         let where_sql = wheres.as_deref().map(|w| format!(" WHERE {w}")).unwrap_or_default();
-        let total_count = q.meta.contains(&(MetaCount::TotalCount as i32));
-        let filter_count = q.meta.contains(&(MetaCount::FilterCount as i32));
-        let total = if total_count { format!("(SELECT count(*) FROM {from} t0)") } else { "NULL::int8".into() };
-        let filtered = if filter_count { format!("(SELECT count(*) FROM {from} t0{where_sql})") } else { "NULL::int8".into() };
-        self.sql.text = format!(
-            "SELECT (SELECT coalesce(array_to_json(array_agg(j0)), '[]'::json) FROM (SELECT {list} FROM {from} t0{joins}{where_sql}{order}{page}) j0)::text AS data, {total} AS total_count, {filtered} AS filter_count"
-        );
-        Ok(ReadStatement { sql: self.sql, total_count, filter_count })
+        Ok(ListSql { select: format!("SELECT {list} FROM {from} t0{joins}{where_sql}{order}{page}"), where_sql })
     }
 
     /// Plans `GET /items/:collection/:id` (spec: Get item). `key` is the primary key's text form
@@ -104,6 +138,9 @@ impl Planner<'_> {
     /// Errors: FORBIDDEN (no such key shape), INVALID_QUERY.
     pub fn read_one(mut self, collection: &Collection, key: &str, q: &Query) -> Result<ReadStatement, ApiError> {
         refuse_unsupported(q, true)?;
+        if q.export.is_some() {
+            return Err(ApiError::invalid_query("\"export\" applies to lists of items"));
+        }
         if collection.primary_key.is_empty() {
             return Err(ApiError::invalid_query(format!(
                 "Collection \"{}\" has no primary key; its items cannot be read by key",
@@ -125,16 +162,23 @@ impl Planner<'_> {
         Ok(ReadStatement { sql: self.sql, total_count: false, filter_count: false })
     }
 
-    /// Plans `GET /items/:singleton` (spec: Get singleton): the collection's first row, or NULL.
+    /// Plans `GET /items/:singleton` (spec: Get singleton): the collection's first row (that
+    /// matches `filter`/`search`, if given), or NULL. Sort and pagination do not apply.
     pub fn read_singleton(mut self, collection: &Collection, q: &Query) -> Result<ReadStatement, ApiError> {
         refuse_unsupported(q, true)?;
+        if q.export.is_some() || !q.sort.is_empty() || q.limit.is_some() || q.offset.is_some() || q.page.is_some() {
+            return Err(ApiError::invalid_query(
+                "\"export\", \"sort\", \"limit\", \"offset\" and \"page\" do not apply to a singleton",
+            ));
+        }
         let tree = FieldTree::parse(&q.fields)?;
         let select = self.resolve(collection, &tree, q)?;
         let list = self.select_list(&select, "t0")?;
         let from = table(&self.schema.db_schema, &collection.name);
+        let where_sql = self.where_clause(collection, "t0", q)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
         let order = pk_order(collection, "t0");
         self.sql.text = format!(
-            "SELECT (SELECT row_to_json(j0) FROM (SELECT {list} FROM {from} t0{order} LIMIT 1) j0)::text AS data, NULL::int8 AS total_count, NULL::int8 AS filter_count"
+            "SELECT (SELECT row_to_json(j0) FROM (SELECT {list} FROM {from} t0{where_sql}{order} LIMIT 1) j0)::text AS data, NULL::int8 AS total_count, NULL::int8 AS filter_count"
         );
         Ok(ReadStatement { sql: self.sql, total_count: false, filter_count: false })
     }
@@ -224,6 +268,11 @@ impl Planner<'_> {
                 (Some(FieldRelation::O2M { .. }), _) => {
                     return Err(ApiError::invalid_query(format!(
                         "Cannot {purpose} by \"{path}\": \"{seg}\" is a to-many relation (use count({seg}))"
+                    )));
+                }
+                (_, true) if field.field_type == crate::schema::FieldType::Json => {
+                    return Err(ApiError::invalid_query(format!(
+                        "Cannot {purpose} by \"{path}\": JSON values have no order"
                     )));
                 }
                 (_, true) => return Ok(column(&alias, seg)),

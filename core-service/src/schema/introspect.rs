@@ -25,7 +25,7 @@ ORDER BY c.relname"#;
 
 const COLUMNS_SQL: &str = r#"
 SELECT c.relname::text, a.attname::text,
-       format_type(a.atttypid, NULL) AS db_type,
+       format_type(bt.oid, NULL) AS db_type,
        bt.typname::text AS base_type, bt.typcategory::text, bt.typtype::text,
        NOT a.attnotnull AS nullable,
        (a.atthasdef OR a.attidentity <> '' OR a.attgenerated <> '') AS has_default,
@@ -51,13 +51,12 @@ WHERE n.nspname = $1 AND i.indisprimary AND NOT c.relispartition
 GROUP BY c.relname"#;
 
 const FOREIGN_KEYS_SQL: &str = r#"
-SELECT DISTINCT COALESCE(pc.relname, mc.relname)::text AS many_table, ma.attname::text AS many_column,
+SELECT DISTINCT pc.relname::text AS many_table, ma.attname::text AS many_column,
        oc.relname::text AS one_table, oa.attname::text AS one_column
 FROM pg_constraint con
 JOIN pg_class mc ON mc.oid = con.conrelid
 JOIN pg_namespace mn ON mn.oid = mc.relnamespace
-LEFT JOIN pg_inherits inh ON mc.relispartition AND inh.inhrelid = mc.oid
-LEFT JOIN pg_class pc ON pc.oid = inh.inhparent
+JOIN pg_class pc ON pc.oid = CASE WHEN mc.relispartition THEN pg_partition_root(mc.oid) ELSE mc.oid END
 JOIN pg_attribute ma ON ma.attrelid = con.conrelid AND ma.attnum = con.conkey[1]
 JOIN pg_class oc ON oc.oid = con.confrelid
 JOIN pg_namespace onn ON onn.oid = oc.relnamespace
@@ -117,8 +116,10 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
 
     // Foreign keys (first one per column wins), and junction detection.
     let mut seen = HashSet::new();
+    let names: HashSet<&str> = tables.iter().map(|(n, _)| n.as_str()).collect();
     let fks: Vec<ForeignKey> = fk_rows
         .into_iter()
+        .filter(|(m, _, o, _)| names.contains(m.as_str()) && names.contains(o.as_str()))
         .filter(|(m, f, _, _)| seen.insert((m.clone(), f.clone())))
         .map(|(many_collection, many_field, one_collection, one_field_column)| ForeignKey {
             many_collection,
@@ -161,8 +162,10 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
             None => default_alias,
         };
         let Some(alias) = alias else { continue };
-        if taken.get(&fk.one_collection).is_some_and(|t| t.contains(&alias)) {
-            tracing::warn!(collection = %fk.one_collection, alias, "O2M alias name is a column name; alias skipped");
+        let clashes = taken.get(&fk.one_collection).is_some_and(|t| t.contains(&alias))
+            || aliases.get(&fk.one_collection).is_some_and(|a| a.iter().any(|f| f.name == alias));
+        if clashes {
+            tracing::warn!(collection = %fk.one_collection, alias, "O2M alias name is already a field; alias skipped");
             continue;
         }
         aliases.entry(fk.one_collection.clone()).or_default().push(Field {
