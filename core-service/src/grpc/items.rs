@@ -168,7 +168,7 @@ impl ItemsService for Items {
                         }
                     }
                     if buf.len() >= CHUNK {
-                        let chunk = ExportChunk { data: Bytes::from(std::mem::take(&mut buf)), ..Default::default() };
+                        let chunk = ExportChunk { data: Bytes::from(std::mem::take(&mut buf)) };
                         if tx.send(Ok(chunk)).await.is_err() {
                             return; // the client went away
                         }
@@ -176,7 +176,7 @@ impl ItemsService for Items {
                     }
                 }
                 if !buf.is_empty() {
-                    let _ = tx.send(Ok(ExportChunk { data: Bytes::from(buf), ..Default::default() })).await;
+                    let _ = tx.send(Ok(ExportChunk { data: Bytes::from(buf) })).await;
                 }
             }
             .instrument(span),
