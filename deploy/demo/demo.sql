@@ -158,6 +158,49 @@ VALUES ('articles_tags', 'articles_id', 'articles', 'tags', 'tags_id'),
 ON CONFLICT (many_collection, many_field)
     DO UPDATE SET one_field = EXCLUDED.one_field, junction_field = EXCLUDED.junction_field;
 
+-- Many-to-Any: an article's body is a list of blocks, each a heading or a text block, through
+-- the junction articles_blocks (collection = which table, item = that table's key as text).
+CREATE TABLE headings (
+    id    serial PRIMARY KEY,
+    title text NOT NULL,
+    level int NOT NULL DEFAULT 2
+);
+CREATE TABLE text_blocks (
+    id   serial PRIMARY KEY,
+    body text NOT NULL
+);
+CREATE TABLE articles_blocks (
+    id          serial PRIMARY KEY,
+    articles_id int REFERENCES articles(id) ON DELETE CASCADE,
+    collection  varchar(64) NOT NULL,
+    item        varchar(64) NOT NULL,
+    sort        int
+);
+CREATE INDEX articles_blocks_articles_idx ON articles_blocks (articles_id);
+-- Blocks for the first 200 articles: heading, text, text.
+INSERT INTO headings (id, title, level)
+SELECT g, 'Section ' || g || ': ' || (ARRAY['Why', 'How', 'Results', 'Next steps'])[1 + g % 4], 2 + g % 2
+FROM generate_series(1, 200) AS g;
+INSERT INTO text_blocks (id, body)
+SELECT g, 'Paragraph ' || g || ' explains the idea in plain words.'
+FROM generate_series(1, 400) AS g;
+INSERT INTO articles_blocks (articles_id, collection, item, sort)
+SELECT a, b.collection, b.item, b.sort
+FROM generate_series(1, 200) AS a
+CROSS JOIN LATERAL (VALUES ('headings', a::text, 1), ('text_blocks', (2 * a - 1)::text, 2), ('text_blocks', (2 * a)::text, 3)) AS b(collection, item, sort);
+DO $$
+BEGIN
+    PERFORM setval(pg_get_serial_sequence('headings', 'id'), 200);
+    PERFORM setval(pg_get_serial_sequence('text_blocks', 'id'), 400);
+END
+$$;
+INSERT INTO cdapi.relations (many_collection, many_field, one_collection, one_field, junction_field, one_collection_field, one_allowed_collections)
+VALUES ('articles_blocks', 'articles_id', 'articles', 'blocks', 'item', NULL, NULL),
+       ('articles_blocks', 'item', NULL, NULL, 'articles_id', 'collection', ARRAY['headings', 'text_blocks'])
+ON CONFLICT (many_collection, many_field) DO UPDATE
+    SET one_field = EXCLUDED.one_field, junction_field = EXCLUDED.junction_field,
+        one_collection_field = EXCLUDED.one_collection_field, one_allowed_collections = EXCLUDED.one_allowed_collections;
+
 -- A singleton collection: the site's settings, one row, read as a plain object.
 CREATE TABLE settings (
     id          serial PRIMARY KEY,
@@ -174,4 +217,4 @@ ON CONFLICT (collection) DO UPDATE SET singleton = EXCLUDED.singleton;
 COMMIT;
 
 -- Fresh statistics so the first API queries get sensible plans.
-ANALYZE authors, articles, tags, articles_tags, comments, settings;
+ANALYZE authors, articles, tags, articles_tags, comments, settings, headings, text_blocks, articles_blocks;

@@ -39,3 +39,40 @@ async fn singleton_reads_as_a_plain_object() {
     .await;
     assert_eq!(r.body["data"], truth);
 }
+
+#[tokio::test]
+async fn many_to_any_blocks_read_and_filter() {
+    let app = app(Dataset::Demo);
+    // every allowed collection expanded
+    let r = get(app, "/items/articles/3?fields=id,blocks.collection,blocks.item.*&deep[blocks][_sort]=sort").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let truth = sql_json(
+        app,
+        "SELECT json_agg(json_build_object('collection', b.collection, 'item', CASE b.collection \
+           WHEN 'headings' THEN (SELECT row_to_json(h) FROM headings h WHERE h.id = b.item::int) \
+           ELSE (SELECT row_to_json(t) FROM text_blocks t WHERE t.id = b.item::int) END) ORDER BY b.sort)::text \
+         FROM articles_blocks b WHERE b.articles_id = 3",
+    )
+    .await;
+    assert_eq!(r.body["data"]["blocks"], truth);
+    // scope syntax: only headings expanded, text blocks keep their key
+    let r = get(app, "/items/articles/3?fields=blocks.item:headings.title&deep[blocks][_sort]=sort").await;
+    let blocks = r.body["data"]["blocks"].as_array().cloned().unwrap_or_default();
+    assert_eq!(blocks.len(), 3, "{}", r.body);
+    assert!(blocks[0]["item"]["title"].is_string(), "{}", r.body);
+    assert!(blocks[1]["item"].is_string(), "{}", r.body);
+    // filter through the M2A scope
+    let r = get(app, "/items/articles?fields=id&limit=-1&filter[blocks][item:headings][title][_starts_with]=Section 1:").await;
+    let truth = sql_json(
+        app,
+        "SELECT json_agg(DISTINCT b.articles_id)::text FROM articles_blocks b JOIN headings h ON b.collection = 'headings' AND h.id = b.item::int WHERE h.title LIKE 'Section 1:%'",
+    )
+    .await;
+    let ids: Vec<Value> = r.body["data"].as_array().map(|a| a.iter().map(|x| x["id"].clone()).collect()).unwrap_or_default();
+    assert_eq!(Value::Array(ids), truth);
+    // bad scopes
+    let r = get(app, "/items/articles_blocks?fields=item:authors.name").await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let r = get(app, "/items/articles_blocks?filter[item][title][_eq]=x").await;
+    assert_eq!(r.status, 400, "{}", r.body);
+}

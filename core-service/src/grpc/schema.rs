@@ -34,6 +34,16 @@ pub fn to_proto(schema: &Schema) -> SchemaSnapshot {
         .values()
         .map(|c| {
             for f in &c.fields {
+                if let Some(FieldRelation::M2A { collection_field, allowed }) = &f.relation {
+                    relations.push(pb::Relation {
+                        kind: pb::RelationKind::M2a as i32,
+                        many_collection: c.name.clone(),
+                        many_field: f.name.clone(),
+                        one_collection_field: collection_field.clone(),
+                        one_allowed_collections: allowed.clone(),
+                        ..Default::default()
+                    });
+                }
                 if let Some(FieldRelation::M2O { related, junction_field, .. }) = &f.relation {
                     let one_field = schema
                         .collection(related)

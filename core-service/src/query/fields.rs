@@ -8,6 +8,9 @@
 //! the wildcard's expansion. `alias[new]=field` adds the key `new` for the same-level `field`,
 //! which `fields` and `deep` then address as `new` (so one relation can be read twice with
 //! different `deep`). Functions (`year(date)`) are output under the call as written.
+//! Many-to-Any fields (spec: Relational field kinds): `item.*` expands the item of every allowed
+//! collection, `item:headings.title` only that collection's (scope syntax); rows of collections
+//! not expanded keep the raw key.
 //! Unknown fields: FORBIDDEN (Directus). Paths through non-relational fields, `deep` on a
 //! non-relation: INVALID_QUERY.
 
@@ -107,6 +110,18 @@ pub enum Column<'a> {
         /// What to output of the related item.
         select: Select<'a>,
     },
+    /// A Many-to-Any field expanded: for each listed collection, the item when the row's
+    /// collection field names it; rows of other collections keep the raw key.
+    M2A {
+        /// Output key.
+        key: String,
+        /// The column holding the item's key.
+        field: &'a Field,
+        /// The column naming the item's collection.
+        collection_field: &'a str,
+        /// What to output per collection.
+        branches: Vec<Select<'a>>,
+    },
     /// An O2M alias: array of the related items' keys, or of related items when `select` is set.
     O2M {
         /// Output key.
@@ -145,25 +160,44 @@ impl<'a> Planner<'a> {
             let field = target(key).ok_or_else(|| forbidden_field(&collection.name, key))?;
             match &field.relation {
                 Some(FieldRelation::O2M { .. }) => {}
-                Some(FieldRelation::M2O { .. }) if has_list_params(deep) => {
+                Some(FieldRelation::M2O { .. }) | Some(FieldRelation::M2A { .. }) if has_list_params(deep) => {
                     return Err(ApiError::invalid_query(format!(
                         "deep.{key}: filter, sort, search and pagination apply to to-many relations; \"{key}\" is a many-to-one"
                     )));
                 }
-                Some(FieldRelation::M2O { .. }) => {}
+                Some(FieldRelation::M2O { .. }) | Some(FieldRelation::M2A { .. }) => {}
                 None => return Err(ApiError::invalid_query(format!("deep.{key}: \"{key}\" is not a relation"))),
             }
         }
         let mut columns = Vec::new();
         let mut used = std::collections::HashSet::new();
-        for (name, _) in &tree.named {
+        // `item:headings.title`: Many-to-Any scopes, by field.
+        let mut scoped: Vec<(&'t str, &'t str, &'t FieldTree)> = Vec::new();
+        for (name, children) in &tree.named {
             if name.contains('(') {
+                continue;
+            }
+            if let Some((field, scope)) = name.split_once(':') {
+                let f = target(field).ok_or_else(|| forbidden_field(&collection.name, field))?;
+                let Some(FieldRelation::M2A { allowed, .. }) = &f.relation else {
+                    return Err(ApiError::invalid_query(format!("\"{name}\": \"{field}\" is not a many-to-any field")));
+                };
+                if !allowed.iter().any(|c| c == scope) {
+                    return Err(ApiError::invalid_query(format!("\"{name}\": \"{scope}\" is not a collection \"{field}\" can hold")));
+                }
+                let children = children.as_ref().ok_or_else(|| {
+                    ApiError::invalid_query(format!("\"{name}\" needs nested fields, e.g. {name}.*"))
+                })?;
+                scoped.push((field, scope, children));
                 continue;
             }
             if target(name).is_none() {
                 return Err(forbidden_field(&collection.name, name));
             }
         }
+        let scopes_of = |field: &str| -> Vec<(&'t str, &'t FieldTree)> {
+            scoped.iter().filter(|(f, _, _)| *f == field).map(|(_, c, t)| (*c, *t)).collect()
+        };
         if tree.star {
             for field in &collection.fields {
                 let named = tree.named.iter().find(|(n, _)| *n == field.name);
@@ -173,11 +207,18 @@ impl<'a> Planner<'a> {
                     _ => None,
                 };
                 used.insert(field.name.as_str());
-                columns.push(self.column(collection, field.name.clone(), field, children, level)?);
+                let scopes = scopes_of(&field.name);
+                columns.push(self.column(collection, field.name.clone(), field, children, &scopes, level)?);
+            }
+        }
+        for (field, _, _) in &scoped {
+            if used.insert(field) {
+                let f = target(field).ok_or_else(ApiError::internal)?;
+                columns.push(self.column(collection, (*field).to_owned(), f, None, &scopes_of(field), level)?);
             }
         }
         for (name, children) in &tree.named {
-            if !used.insert(name.as_str()) {
+            if name.contains(':') || !used.insert(name.as_str()) {
                 continue;
             }
             if let Some(call) = functions::parse(name)? {
@@ -191,7 +232,7 @@ impl<'a> Planner<'a> {
                 continue;
             }
             let Some(field) = target(name) else { continue };
-            columns.push(self.column(collection, name.clone(), field, children.as_ref(), level)?);
+            columns.push(self.column(collection, name.clone(), field, children.as_ref(), &[], level)?);
         }
         Ok(Select { collection, columns })
     }
@@ -202,12 +243,30 @@ impl<'a> Planner<'a> {
         key: String,
         field: &'t Field,
         children: Option<&'t FieldTree>,
+        scopes: &[(&'t str, &'t FieldTree)],
         level: &'t Query,
     ) -> Result<Column<'t>, ApiError>
     where
         'a: 't,
     {
         let deep = level.deep.get(&key).unwrap_or(&NO_QUERY);
+        if let Some(FieldRelation::M2A { collection_field, allowed }) = &field.relation {
+            if children.is_none() && scopes.is_empty() {
+                return Ok(Column::Value { key, field });
+            }
+            let mut branches = Vec::new();
+            for name in allowed {
+                let tree = scopes.iter().find(|(c, _)| c == name).map(|(_, t)| *t).or(children);
+                let Some(tree) = tree else { continue };
+                let related = self.collection(name)?;
+                if related.primary_key.len() != 1 {
+                    continue;
+                }
+                self.count_expansion()?;
+                branches.push(self.resolve(related, tree, deep)?);
+            }
+            return Ok(Column::M2A { key, field, collection_field, branches });
+        }
         match (&field.relation, children) {
             (None, Some(_)) => Err(ApiError::invalid_query(format!(
                 "Field \"{}\" of collection \"{}\" is not a relation; nested fields cannot be selected from it",
@@ -219,6 +278,7 @@ impl<'a> Planner<'a> {
                 let related = self.collection(related)?;
                 Ok(Column::M2O { key, field, related_field, select: self.resolve(related, tree, deep)? })
             }
+            (Some(FieldRelation::M2A { .. }), _) => Err(ApiError::internal()),
             (Some(FieldRelation::O2M { related, related_field, local_field, .. }), children) => {
                 self.count_expansion()?;
                 let related = self.collection(related)?;

@@ -70,6 +70,9 @@ impl Planner<'_> {
         if functions::parse(&r.field)?.is_some() {
             return Err(ApiError::invalid_query(format!("\"{}\" is a function, not a relation", r.field)));
         }
+        if let Some((name, scope)) = r.field.split_once(':') {
+            return self.m2a_relation(collection, alias, name, scope, r, depth);
+        }
         let field = collection.field(&r.field).ok_or_else(|| forbidden_field(&collection.name, &r.field))?;
         let quantifier = Quantifier::try_from(r.quantifier).unwrap_or(Quantifier::Unspecified);
         let inner = self.sql.next_alias('t');
@@ -85,6 +88,12 @@ impl Planner<'_> {
             }
             Some(FieldRelation::O2M { related, related_field, local_field, .. }) => {
                 (related, format!("{} = {}", column(&inner, related_field), column(alias, local_field)))
+            }
+            Some(FieldRelation::M2A { .. }) => {
+                return Err(ApiError::invalid_query(format!(
+                    "\"{}\" is a many-to-any field: filter one collection's items with \"{}:<collection>\"",
+                    field.name, field.name
+                )));
             }
             None => {
                 return Err(ApiError::invalid_query(format!(
@@ -103,6 +112,39 @@ impl Planner<'_> {
             table(&self.schema.db_schema, &related.name)
         );
         Ok(if quantifier == Quantifier::None { format!("NOT {exists}") } else { exists })
+    }
+
+    /// `{"item:headings": {...}}`: rows whose item is in `scope` and matches the nested filter.
+    fn m2a_relation(&mut self, collection: &Collection, alias: &str, name: &str, scope: &str, r: &RelationFilter, depth: usize) -> Result<String, ApiError> {
+        let field = collection.field(name).ok_or_else(|| forbidden_field(&collection.name, name))?;
+        let Some(FieldRelation::M2A { collection_field, allowed }) = &field.relation else {
+            return Err(ApiError::invalid_query(format!("\"{}\": \"{name}\" is not a many-to-any field", r.field)));
+        };
+        if !allowed.iter().any(|c| c == scope) {
+            return Err(ApiError::invalid_query(format!("\"{}\": \"{scope}\" is not a collection \"{name}\" can hold", r.field)));
+        }
+        if Quantifier::try_from(r.quantifier).unwrap_or(Quantifier::Unspecified) != Quantifier::Unspecified {
+            return Err(ApiError::invalid_query("\"_some\"/\"_none\" only apply to to-many relations"));
+        }
+        let related = self.collection(scope)?;
+        let Some(pk) = related.primary_key_fields().next().filter(|_| related.primary_key.len() == 1) else {
+            return Err(ApiError::invalid_query(format!("\"{scope}\" needs a single-column primary key")));
+        };
+        let inner = self.sql.next_alias('t');
+        let nested = match &r.filter {
+            Some(f) => self.filter(related, &inner, f, depth + 1)?,
+            None => "TRUE".into(),
+        };
+        let p = self.sql.param(Param::Text(scope.to_owned()));
+        // CASE keeps the cast from running on keys of other collections.
+        Ok(format!(
+            "CASE WHEN {} = {p} THEN EXISTS (SELECT 1 FROM {} {inner} WHERE {} = CAST({} AS {}) AND {nested}) ELSE FALSE END",
+            column(alias, collection_field),
+            table(&self.schema.db_schema, &related.name),
+            column(&inner, &pk.name),
+            column(alias, &field.name),
+            pk.db_type
+        ))
     }
 
     fn target(&mut self, collection: &Collection, alias: &str, name: &str) -> Result<Target, ApiError> {

@@ -270,6 +270,11 @@ impl Planner<'_> {
                         "Cannot {purpose} by \"{path}\": \"{seg}\" is a to-many relation (use count({seg}))"
                     )));
                 }
+                (Some(FieldRelation::M2A { .. }), false) => {
+                    return Err(ApiError::invalid_query(format!(
+                        "Cannot {purpose} by \"{path}\": \"{seg}\" is a many-to-any field"
+                    )));
+                }
                 (_, true) if field.field_type == crate::schema::FieldType::Json => {
                     return Err(ApiError::invalid_query(format!(
                         "Cannot {purpose} by \"{path}\": JSON values have no order"
@@ -326,6 +331,25 @@ impl Planner<'_> {
                         column(alias, &field.name),
                         ident(key)
                     )
+                }
+                Column::M2A { key, field, collection_field, branches } => {
+                    let mut cases = String::new();
+                    for branch in branches {
+                        let Some(pk) = branch.collection.primary_key_fields().next() else { continue };
+                        let t = self.sql.next_alias('t');
+                        let j = self.sql.next_alias('j');
+                        let list = self.select_list(branch, &t)?;
+                        let name = self.sql.param(Param::Text(branch.collection.name.clone()));
+                        cases.push_str(&format!(
+                            " WHEN {} = {name} THEN (SELECT row_to_json({j}) FROM (SELECT {list} FROM {} {t} WHERE {} = CAST({} AS {})) {j})",
+                            column(alias, collection_field),
+                            table(&self.schema.db_schema, &branch.collection.name),
+                            column(&t, &pk.name),
+                            column(alias, &field.name),
+                            pk.db_type
+                        ));
+                    }
+                    format!("CASE{cases} ELSE to_json({}) END AS {}", column(alias, &field.name), ident(key))
                 }
                 Column::O2M { key, related_field, local_field, related, select: nested, query } => {
                     let t = self.sql.next_alias('t');

@@ -6,7 +6,9 @@
 //! their parent; domains are typed as their base type; single-column foreign keys are M2O
 //! relations with a reverse O2M alias (see [`super::naming`]); a table whose primary key is
 //! exactly two foreign-key columns is a junction (M2M), as is any relation configured with a
-//! `junction_field`. Composite foreign keys are not relations.
+//! `junction_field`. Composite foreign keys are not relations. A `cdapi.relations` row without
+//! `one_collection` but with `one_collection_field` and `one_allowed_collections` makes its
+//! `many_field` a Many-to-Any field.
 
 use super::naming::{ForeignKey, default_aliases};
 use super::{Collection, Field, FieldRelation, FieldType, Schema};
@@ -70,8 +72,11 @@ ORDER BY 1, 2, 3, 4"#;
 struct RelationSetting {
     many_collection: String,
     many_field: String,
+    one_collection: Option<String>,
     one_field: Option<String>,
     junction_field: Option<String>,
+    one_collection_field: Option<String>,
+    one_allowed_collections: Option<Vec<String>>,
 }
 
 /// Reads the database structure of `db_schema` and the system tables into a new snapshot.
@@ -90,7 +95,7 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
     .into_iter()
     .collect();
     let settings: HashMap<(String, String), RelationSetting> = sqlx::query_as::<_, RelationSetting>(
-        "SELECT many_collection, many_field, one_field, junction_field FROM cdapi.relations",
+        "SELECT many_collection, many_field, one_collection, one_field, junction_field, one_collection_field, one_allowed_collections FROM cdapi.relations",
     )
     .fetch_all(pool)
     .await?
@@ -184,6 +189,20 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
                 junction_field,
             }),
         });
+    }
+
+    // Many-to-Any: configured rows without one_collection, naming the collection column.
+    for s in settings.values().filter(|s| s.one_collection.is_none()) {
+        let (Some(collection_field), Some(allowed)) = (&s.one_collection_field, &s.one_allowed_collections) else { continue };
+        let allowed: Vec<String> = allowed.iter().filter(|c| names.contains(c.as_str())).cloned().collect();
+        let Some(fs) = fields.get_mut(&s.many_collection) else { continue };
+        if !fs.iter().any(|f| f.name == *collection_field) {
+            tracing::warn!(collection = %s.many_collection, collection_field, "M2A collection field missing; relation skipped");
+            continue;
+        }
+        if let Some(f) = fs.iter_mut().find(|f| f.name == s.many_field && f.relation.is_none()) {
+            f.relation = Some(FieldRelation::M2A { collection_field: collection_field.clone(), allowed });
+        }
     }
 
     let mut collections = BTreeMap::new();

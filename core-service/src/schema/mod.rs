@@ -178,6 +178,14 @@ pub enum FieldRelation {
         /// When this collection is a junction: the junction's other foreign key (M2M).
         junction_field: Option<String>,
     },
+    /// Many-to-Any: this column holds the key of an item of the collection named by the
+    /// `collection_field` column of the same row (configured in `cdapi.relations`).
+    M2A {
+        /// The column naming the related collection.
+        collection_field: String,
+        /// Collections the item may belong to.
+        allowed: Vec<String>,
+    },
     /// Alias listing the items of `related` whose `related_field` points at this item's `local_field`.
     O2M {
         /// The collection holding the foreign key.

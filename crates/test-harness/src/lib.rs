@@ -4,7 +4,8 @@
 //! tests; the processes stop when the test binary exits (their stdin closes:
 //! SHUTDOWN_ON_STDIN_EOF=1).
 //!
-//! Configuration: TEST_DATABASE_ADMIN_URL (default `postgres://postgres@127.0.0.1:5432/postgres`),
+//! Configuration: CDAPI_REPO_ROOT (default: found above the working directory),
+//! TEST_DATABASE_ADMIN_URL (default `postgres://postgres@127.0.0.1:5432/postgres`),
 //! a superuser URL used with `psql` to create the databases. Binaries are taken from the
 //! directory of the running test binary's profile (`<target>/debug/`), so build them first
 //! (`deploy/local/test` does).
@@ -58,9 +59,18 @@ pub fn app(dataset: Dataset) -> &'static TestApp {
     }
 }
 
-/// The repository root (this crate lives in `crates/test-harness`).
+/// The repository root: CDAPI_REPO_ROOT, else the nearest directory above the working
+/// directory (cargo runs tests in their package's directory) holding `deploy/demo/demo.sql`.
+/// Found at run time, not compiled in, so a binary built from another clone cannot point at it.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    if let Some(root) = std::env::var_os("CDAPI_REPO_ROOT") {
+        return PathBuf::from(root);
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    cwd.ancestors()
+        .find(|d| d.join("deploy/demo/demo.sql").exists())
+        .map(Path::to_path_buf)
+        .unwrap_or(cwd)
 }
 
 fn admin_url() -> String {
