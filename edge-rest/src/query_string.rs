@@ -7,7 +7,7 @@
 //!   `deep[tags][_limit]=2`, `alias[n]=name`, `aggregate[count]=*`;
 //! - JSON values `filter={"title":{"_eq":"x"}}` (parsed later, per parameter).
 //!
-//! In the bracket form of `filter` and `deep`, the strings `true`, `false` and `null` become
+//! In the bracket form of `filter`, `deep` and `having`, the strings `true`, `false` and `null` become
 //! typed values. `access_token` is taken out and returned separately.
 
 use cdapi_proto::ApiError;
@@ -44,7 +44,7 @@ pub fn parse(raw: &str) -> Result<ParsedQuery, ApiError> {
         if base.is_empty() {
             continue;
         }
-        let typed = !segments.is_empty() && (base == "filter" || base == "deep");
+        let typed = !segments.is_empty() && matches!(base, "filter" | "deep" | "having");
         let value = if typed { typed_value(&value) } else { Json::String(value.into_owned()) };
         let mut path = Vec::with_capacity(segments.len() + 1);
         path.push(base);

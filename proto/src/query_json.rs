@@ -39,6 +39,7 @@ pub fn query_from_json(obj: &serde_json::Map<String, Json>) -> Result<Query> {
             "alias" => q.alias = alias(&json_param(key, v)?)?,
             "version" => q.version = Some(plain_string(key, v)?),
             "export" => q.export = Some(export(v)? as i32),
+            "having" => q.having = filter_from_json(&json_param(key, v)?, 0)?,
             _ => {}
         }
     }

@@ -131,6 +131,24 @@ async fn aggregate_and_group_by_match_sql() {
 }
 
 #[tokio::test]
+async fn having_filters_groups_on_their_results() {
+    let app = app(Dataset::Pagila);
+    let r = get(app, "/items/payment?aggregate[count]=*&aggregate[sum]=amount&groupBy[]=customer_id&having[count][_gte]=40&having[sum][amount][_gt]=150&sort=customer_id").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let truth = sql_json(
+        app,
+        "SELECT coalesce(json_agg(json_build_object('customer_id', customer_id, 'count', c, 'sum', json_build_object('amount', s::text)) ORDER BY customer_id), '[]')::text          FROM (SELECT customer_id, count(*) c, sum(amount) s FROM payment GROUP BY customer_id HAVING count(*) >= 40 AND sum(amount) > 150) x",
+    )
+    .await;
+    assert!(truth.as_array().is_some_and(|a| !a.is_empty()));
+    assert_eq!(r.body["data"], truth);
+    let r = get(app, "/items/payment?aggregate[count]=*&groupBy[]=staff_id&having={\"avg\":{\"amount\":{\"_gt\":1}}}").await;
+    assert_eq!(r.status, 400, "having on an aggregate not requested: {}", r.body);
+    let r = get(app, "/items/payment?having[count][_gt]=1").await;
+    assert_eq!(r.status, 400, "having without aggregate: {}", r.body);
+}
+
+#[tokio::test]
 async fn aggregate_over_grpc_equals_rest() {
     let app = app(Dataset::Pagila);
     let mut items = ItemsServiceClient::connect(app.grpc_url.clone()).await.expect("connect");

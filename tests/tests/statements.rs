@@ -22,6 +22,8 @@ async fn nested_reads_are_one_statement() {
         "/items/film?fields=*,language_id.*,actors.actor_id.*&filter[actors][actor_id][last_name][_starts_with]=G&sort=-language_id.name&meta=*&limit=20",
         "/items/customer?fields=*,address_id.city_id.country_id.*,rental.inventory_id.film_id.title&limit=5&search=mary",
         "/items/film/10?fields=*.*",
+        "/items/film?fields=title,first.actor_id.last_name,count(actors)&alias[first]=actors&deep[first][_sort]=-actor_id&deep[first][_limit]=2&filter[year(last_update)][_gte]=2000&sort=-count(actors)",
+        "/items/rental?aggregate[count]=*&aggregate[max]=rental_date&groupBy[]=staff_id.first_name&groupBy[]=month(rental_date)",
     ];
     // Warm up: the first request of a token looks the token up (a separate, cached statement).
     let warm = send(app, Method::GET, "/items/language?limit=1", Some(ADMIN_TOKEN), &[], None).await;

@@ -7,14 +7,23 @@
 //! exactly: sums and averages of bigint/numeric fields are strings (directus-facts.md). Filter
 //! and search select the rows; `limit`/`offset`/`page` page the groups; `sort` may name group
 //! keys. Better than Directus: groupBy follows M2O paths (`author.name`) and functions
-//! (`year(published_at)`).
+//! (`year(published_at)`), and `having` (an extension) filters groups on their results, e.g.
+//! `having[count][_gt]=10` or `having[sum][amount][_gte]=100`.
 
 use super::read::{Joins, ReadStatement, pagination};
 use super::sql::{column, ident, table};
 use super::{Planner, forbidden_field};
 use crate::schema::{Collection, Field, FieldType};
 use cdapi_proto::ApiError;
-use cdapi_proto::v1::{AggregateFunction, Query};
+use cdapi_proto::query_json::operator_name;
+use cdapi_proto::v1::{AggregateFunction, Filter, Operator, Query, filter, value};
+use std::collections::HashMap;
+
+/// An aggregate result `having` can compare: its SQL and the type its operands are cast to.
+struct HavingTarget {
+    expr: String,
+    db_type: String,
+}
 
 impl Planner<'_> {
     /// Plans an aggregate read. Errors: INVALID_QUERY (a function on a field it does not apply
@@ -35,6 +44,7 @@ impl Planner<'_> {
             groups.push((g.as_str(), expr));
         }
         let mut seen = std::collections::HashSet::new();
+        let mut targets: HashMap<String, HavingTarget> = HashMap::new();
         for call in &q.aggregate {
             let function = AggregateFunction::try_from(call.function).unwrap_or(AggregateFunction::Unspecified);
             let name = function_key(function)?;
@@ -43,6 +53,7 @@ impl Planner<'_> {
             }
             if function == AggregateFunction::CountAll || (function == AggregateFunction::Count && call.fields.iter().any(|f| f == "*")) {
                 columns.push(format!("count(*) AS {}", ident(name)));
+                targets.insert(name.to_owned(), HavingTarget { expr: "count(*)".into(), db_type: "bigint".into() });
                 continue;
             }
             if call.fields.is_empty() {
@@ -51,7 +62,9 @@ impl Planner<'_> {
             let mut pairs = Vec::new();
             for f in &call.fields {
                 let field = collection.field(f).ok_or_else(|| forbidden_field(&collection.name, f))?;
-                pairs.push(format!("'{}', {}", f.replace('\'', "''"), aggregate_expr(function, field, "t0")?));
+                let (output, raw, db_type) = aggregate_expr(function, field, "t0")?;
+                pairs.push(format!("'{}', {output}", f.replace('\'', "''")));
+                targets.insert(format!("{name}.{f}"), HavingTarget { expr: raw, db_type });
             }
             if pairs.len() > 50 {
                 return Err(ApiError::invalid_query(format!("aggregate[{name}] takes at most 50 fields")));
@@ -79,6 +92,10 @@ impl Planner<'_> {
             format!(" GROUP BY {}", (1..=groups.len()).map(|i| i.to_string()).collect::<Vec<_>>().join(", "))
         };
         let order_sql = if order.is_empty() { String::new() } else { format!(" ORDER BY {}", order.join(", ")) };
+        let having_sql = match &q.having {
+            Some(f) => format!(" HAVING {}", self.having(f, "", &targets)?),
+            None => String::new(),
+        };
         let page = if groups.is_empty() {
             String::new()
         } else {
@@ -86,11 +103,94 @@ impl Planner<'_> {
             self.limit_offset(limit, offset)
         };
         self.sql.text = format!(
-            "SELECT (SELECT coalesce(array_to_json(array_agg(j0)), '[]'::json) FROM (SELECT {} FROM {from} t0{}{where_sql}{group_sql}{order_sql}{page}) j0)::text AS data, NULL::int8 AS total_count, NULL::int8 AS filter_count",
+            "SELECT (SELECT coalesce(array_to_json(array_agg(j0)), '[]'::json) FROM (SELECT {} FROM {from} t0{}{where_sql}{group_sql}{having_sql}{order_sql}{page}) j0)::text AS data, NULL::int8 AS total_count, NULL::int8 AS filter_count",
             columns.join(", "),
             joins.sql
         );
         Ok(ReadStatement { sql: self.sql, total_count: false, filter_count: false })
+    }
+}
+
+impl Planner<'_> {
+    /// Compiles `having` over the aggregate results in `targets` (keys `count`,
+    /// `<function>.<field>`); `prefix` joins nested keys (`{"sum": {"amount": ...}}`).
+    fn having(&mut self, f: &Filter, prefix: &str, targets: &HashMap<String, HavingTarget>) -> Result<String, ApiError> {
+        let key = |name: &str| if prefix.is_empty() { name.to_owned() } else { format!("{prefix}.{name}") };
+        match &f.node {
+            None => Ok("TRUE".into()),
+            Some(filter::Node::And(g)) | Some(filter::Node::Or(g)) => {
+                let joiner = if matches!(f.node, Some(filter::Node::And(_))) { " AND " } else { " OR " };
+                let parts = g.filters.iter().map(|c| self.having(c, prefix, targets)).collect::<Result<Vec<_>, _>>()?;
+                Ok(if parts.is_empty() { "TRUE".into() } else { format!("({})", parts.join(joiner)) })
+            }
+            Some(filter::Node::Relation(r)) => match &r.filter {
+                Some(inner) => self.having(inner, &key(&r.field), targets),
+                None => Ok("TRUE".into()),
+            },
+            Some(filter::Node::Condition(c)) => {
+                let name = key(&c.field);
+                let t = targets.get(&name).ok_or_else(|| {
+                    ApiError::invalid_query(format!(
+                        "\"having\" can only use requested aggregates (count, <function>.<field>); \"{name}\" is not one"
+                    ))
+                })?;
+                let op = Operator::try_from(c.operator).unwrap_or(Operator::Unspecified);
+                let values: Vec<String> = match c.value.as_ref().and_then(|v| v.kind.as_ref()) {
+                    None | Some(value::Kind::Null(_)) => Vec::new(),
+                    Some(value::Kind::List(l)) => l.values.iter().filter_map(|v| scalar(v.kind.as_ref())).collect(),
+                    Some(value::Kind::String(s)) if matches!(op, Operator::In | Operator::Nin | Operator::Between | Operator::Nbetween) => {
+                        s.split(',').map(|p| p.trim().to_owned()).collect()
+                    }
+                    other => scalar(other).into_iter().collect(),
+                };
+                let mut cast = |v: &String| self.sql.cast_param(v.clone(), &t.db_type);
+                let one = |values: &[String]| -> Result<String, ApiError> {
+                    values.first().cloned().ok_or_else(|| ApiError::invalid_query(format!("\"{}\" needs a value", operator_name(op))))
+                };
+                let e = &t.expr;
+                Ok(match op {
+                    Operator::Eq | Operator::Neq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
+                        let sym = match op {
+                            Operator::Eq => "=",
+                            Operator::Neq => "<>",
+                            Operator::Lt => "<",
+                            Operator::Lte => "<=",
+                            Operator::Gt => ">",
+                            _ => ">=",
+                        };
+                        let v = one(&values)?;
+                        format!("{e} {sym} {}", cast(&v))
+                    }
+                    Operator::In | Operator::Nin if values.is_empty() => (if op == Operator::In { "FALSE" } else { "TRUE" }).into(),
+                    Operator::In | Operator::Nin => {
+                        let list: Vec<String> = values.iter().map(&mut cast).collect();
+                        format!("{e} {}IN ({})", if op == Operator::Nin { "NOT " } else { "" }, list.join(", "))
+                    }
+                    Operator::Between | Operator::Nbetween if values.len() == 2 => {
+                        let (lo, hi) = (cast(&values[0]), cast(&values[1]));
+                        format!("{e} {}BETWEEN {lo} AND {hi}", if op == Operator::Nbetween { "NOT " } else { "" })
+                    }
+                    Operator::Null => format!("{e} IS NULL"),
+                    Operator::Nnull => format!("{e} IS NOT NULL"),
+                    _ => {
+                        return Err(ApiError::invalid_query(format!(
+                            "\"{}\" cannot be used in \"having\"",
+                            operator_name(op)
+                        )));
+                    }
+                })
+            }
+        }
+    }
+}
+
+fn scalar(v: Option<&value::Kind>) -> Option<String> {
+    match v? {
+        value::Kind::String(s) => Some(s.clone()),
+        value::Kind::Integer(i) => Some(i.to_string()),
+        value::Kind::Float(f) => Some(f.to_string()),
+        value::Kind::Boolean(b) => Some(b.to_string()),
+        _ => None,
     }
 }
 
@@ -110,9 +210,10 @@ fn function_key(f: AggregateFunction) -> Result<&'static str, ApiError> {
     })
 }
 
-/// SQL of one aggregate over one field. Sums and averages need a numeric field; bigint and
-/// numeric results are returned as text so that no client rounds them.
-fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<String, ApiError> {
+/// SQL of one aggregate over one field: (output expression, raw expression for `having`,
+/// the raw result's Postgres type). Sums and averages need a numeric field; bigint and numeric
+/// results are output as text so that no client rounds them.
+fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<(String, String, String), ApiError> {
     if field.is_alias() {
         return Err(ApiError::invalid_query(format!(
             "\"{}\" is a one-to-many field; aggregate over the related collection instead",
@@ -133,18 +234,23 @@ fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<St
             )))
         }
     };
-    Ok(match f {
-        AggregateFunction::Count => format!("count({col})"),
-        AggregateFunction::CountDistinct => format!("count(DISTINCT {col})"),
+    let distinct = |d: bool| if d { "DISTINCT " } else { "" };
+    let (raw, db_type, text) = match f {
+        AggregateFunction::Count | AggregateFunction::CountDistinct => {
+            (format!("count({}{col})", distinct(f == AggregateFunction::CountDistinct)), "bigint".to_owned(), false)
+        }
         AggregateFunction::Sum | AggregateFunction::SumDistinct => {
             need_numeric()?;
-            let d = if f == AggregateFunction::SumDistinct { "DISTINCT " } else { "" };
-            if exact_text { format!("sum({d}{col})::text") } else { format!("sum({d}{col})") }
+            (format!("sum({}{col})", distinct(f == AggregateFunction::SumDistinct)), "numeric".to_owned(), exact_text)
         }
         AggregateFunction::Avg | AggregateFunction::AvgDistinct => {
             need_numeric()?;
-            let d = if f == AggregateFunction::AvgDistinct { "DISTINCT " } else { "" };
-            if exact_text { format!("avg({d}{col})::text") } else { format!("avg({d}{col})::float8") }
+            let raw = format!("avg({}{col})", distinct(f == AggregateFunction::AvgDistinct));
+            if exact_text {
+                (raw, "numeric".to_owned(), true)
+            } else {
+                return Ok((format!("{raw}::float8"), raw, "numeric".to_owned()));
+            }
         }
         AggregateFunction::Min | AggregateFunction::Max => {
             if matches!(field.field_type, FieldType::Json | FieldType::Csv | FieldType::Unknown | FieldType::Binary | FieldType::Boolean) {
@@ -155,10 +261,12 @@ fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<St
                 )));
             }
             let func = if f == AggregateFunction::Min { "min" } else { "max" };
-            if exact_text { format!("{func}({col})::text") } else { format!("{func}({col})") }
+            (format!("{func}({col})"), field.db_type.clone(), exact_text)
         }
         AggregateFunction::CountAll | AggregateFunction::Unspecified => {
             return Err(ApiError::invalid_query("countAll takes no field"));
         }
-    })
+    };
+    let output = if text { format!("{raw}::text") } else { raw.clone() };
+    Ok((output, raw, db_type))
 }

@@ -41,8 +41,8 @@ pub struct ReadStatement {
 
 /// Refuses the parameters this version does not implement, so none is silently ignored.
 fn refuse_unsupported(q: &Query, single: bool) -> Result<(), ApiError> {
-    if !q.aggregate.is_empty() || !q.group_by.is_empty() {
-        return Err(ApiError::invalid_query("\"aggregate\" and \"groupBy\" are answered by the Aggregate call"));
+    if !q.aggregate.is_empty() || !q.group_by.is_empty() || q.having.is_some() {
+        return Err(ApiError::invalid_query("\"aggregate\", \"groupBy\" and \"having\" are answered by the Aggregate call"));
     }
     if q.version.is_some() {
         return Err(not_supported("The \"version\" parameter"));
