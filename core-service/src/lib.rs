@@ -56,6 +56,26 @@ impl AppState {
     }
 }
 
+/// The SQL (parameters inlined) of a read of `collection` with the Directus query object
+/// `query_json`, by `key` when given; aggregates when the query has `aggregate`/`groupBy`.
+/// Errors: database unreachable, unknown collection, invalid query.
+pub async fn plan_sql(settings: &config::Settings, collection: &str, query_json: &str, key: Option<&str>) -> anyhow::Result<String> {
+    let pool = db::connect(&settings.database_url, 1, 0).await?;
+    let schema = schema::introspect::introspect(&pool, &settings.database_schema, 1).await?;
+    let c = schema.collection(collection).ok_or_else(|| anyhow::anyhow!("no collection {collection:?}"))?;
+    let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(query_json)?;
+    let q = cdapi_proto::query_json::query_from_json(&obj).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let vars = query::Variables::default();
+    let planner = query::Planner::new(&schema, settings.limits, &vars);
+    let st = match key {
+        Some(k) => planner.read_one(c, k, &q),
+        None if !q.aggregate.is_empty() || !q.group_by.is_empty() => planner.aggregate(c, &q),
+        None => planner.read_many(c, &q),
+    }
+    .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    Ok(st.sql.inline())
+}
+
 /// Connects, migrates, bootstraps the admin, loads the schema, then serves gRPC (items, schema,
 /// health, reflection) on `listener` until `shutdown` resolves; in-flight calls finish first.
 /// Errors: start-up failures (database unreachable, migration failed).

@@ -1,5 +1,11 @@
-//! core-service binary. `core-service` serves; `core-service migrate` runs the system-table
-//! migrations and exits (for launchers and Kubernetes migration jobs).
+//! core-service binary.
+//! - `core-service`: serves gRPC.
+//! - `core-service migrate`: runs the system-table migrations and exits (launchers, Kubernetes
+//!   migration jobs).
+//! - `core-service sql COLLECTION QUERY_JSON [KEY]`: prints the one SQL statement a read would
+//!   run (parameters written in as literals), for benchmarks against raw Postgres (pgbench) and
+//!   for debugging. QUERY_JSON is a Directus query object, e.g. `{"fields":"*,author.*"}`;
+//!   with KEY it is a read by primary key.
 
 use core_service::config::Settings;
 
@@ -7,12 +13,26 @@ use core_service::config::Settings;
 async fn main() -> anyhow::Result<()> {
     service_runtime::init_tracing();
     let settings = Settings::from_env()?;
-    if std::env::args().nth(1).as_deref() == Some("migrate") {
-        core_service::db::migrate(&settings.database_url).await?;
-        tracing::info!("migrations applied");
-        return Ok(());
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("migrate") => {
+            core_service::db::migrate(&settings.database_url).await?;
+            tracing::info!("migrations applied");
+            Ok(())
+        }
+        Some("sql") => {
+            let (Some(collection), Some(query)) = (args.get(2), args.get(3)) else {
+                anyhow::bail!("usage: core-service sql COLLECTION QUERY_JSON [KEY]");
+            };
+            let sql = core_service::plan_sql(&settings, collection, query, args.get(4).map(String::as_str)).await?;
+            println!("{sql}");
+            Ok(())
+        }
+        Some(other) => anyhow::bail!("unknown command {other:?} (commands: migrate, sql)"),
+        None => {
+            tracing::info!(?settings, "core-service starting");
+            let listener = tokio::net::TcpListener::bind(settings.grpc_addr).await?;
+            core_service::run(settings, listener, service_runtime::shutdown_signal()).await
+        }
     }
-    tracing::info!(?settings, "core-service starting");
-    let listener = tokio::net::TcpListener::bind(settings.grpc_addr).await?;
-    core_service::run(settings, listener, service_runtime::shutdown_signal()).await
 }

@@ -72,6 +72,39 @@ impl Sql {
     }
 }
 
+impl Sql {
+    /// The statement with every parameter written in as a literal, for tools (`core-service
+    /// sql`, pgbench comparisons); never used to run requests.
+    pub fn inline(&self) -> String {
+        let literal = |p: &Param| match p {
+            Param::Text(s) => format!("'{}'::text", s.replace('\'', "''")),
+            Param::TextArray(v) => {
+                let items: Vec<String> = v.iter().map(|s| format!("'{}'", s.replace('\'', "''"))).collect();
+                format!("ARRAY[{}]::text[]", items.join(", "))
+            }
+            Param::Int(i) => format!("{i}::int8"),
+        };
+        let mut out = String::with_capacity(self.text.len());
+        let mut chars = self.text.char_indices().peekable();
+        while let Some((_, c)) = chars.next() {
+            if c == '$' && chars.peek().is_some_and(|(_, d)| d.is_ascii_digit()) {
+                let mut n = 0usize;
+                while let Some((_, d)) = chars.peek().copied().filter(|(_, d)| d.is_ascii_digit()) {
+                    n = n * 10 + (d as usize - '0' as usize);
+                    chars.next();
+                }
+                match n.checked_sub(1).and_then(|i| self.params.get(i)) {
+                    Some(p) => out.push_str(&literal(p)),
+                    None => out.push_str(&format!("${n}")),
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+}
+
 /// `"schema"."table"`.
 pub fn table(db_schema: &str, collection: &str) -> String {
     format!("{}.{}", ident(db_schema), ident(collection))
@@ -112,6 +145,18 @@ mod tests {
         assert_eq!(sql.param(Param::Int(1)), "$1");
         assert_eq!(sql.cast_param("5".into(), "integer"), "CAST($2 AS integer)");
         assert_eq!(sql.params.len(), 2);
+    }
+
+    #[test]
+    fn inline_writes_literals_for_placeholders() {
+        let mut sql = Sql::default();
+        let a = sql.cast_param("it's".into(), "text");
+        for i in 0..9 {
+            sql.param(Param::Int(i));
+        }
+        let b = sql.param(Param::TextArray(vec!["x".into(), "y".into()]));
+        sql.text = format!("SELECT {a}, {b}, $2");
+        assert_eq!(sql.inline(), "SELECT CAST('it''s'::text AS text), ARRAY['x', 'y']::text[], 0::int8");
     }
 
     #[test]
