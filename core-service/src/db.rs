@@ -40,6 +40,55 @@ pub fn is_data_exception(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22")))
 }
 
+/// Maps an error of a write: constraint violations name their field (from Postgres's detail,
+/// `Key (email)=(x) already exists.`), as Directus does; the rest as [`map_error`].
+/// 23505 → RECORD_NOT_UNIQUE {collection, field, value}; 23503 → INVALID_FOREIGN_KEY {field};
+/// 23502 → FAILED_VALIDATION {field, type: required}; 23514 and class 22 → FAILED_VALIDATION.
+pub fn map_write_error(e: sqlx::Error) -> ApiError {
+    use crate::write::payload::failed;
+    let sqlx::Error::Database(db) = &e else { return map_error(e) };
+    let code = db.code().unwrap_or_default().to_string();
+    let pg = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>();
+    let detail = pg.and_then(|p| p.detail()).unwrap_or_default();
+    // "Key (col)=(value) ..." → (col, value)
+    let key = detail.strip_prefix("Key (").and_then(|rest| {
+        let (col, rest) = rest.split_once(")=(")?;
+        let value = rest.rsplit_once(')').map(|(v, _)| v).unwrap_or(rest);
+        Some((col.to_owned(), value.to_owned()))
+    });
+    let table = pg.and_then(|p| p.table()).unwrap_or_default().to_owned();
+    match code.as_str() {
+        "23505" => {
+            let (field, value) = key.unwrap_or_default();
+            let mut err = ApiError::new(ErrorCode::RecordNotUnique, format!("Value for field \"{field}\" in collection \"{table}\" has to be unique."));
+            err.extensions.insert("collection".into(), table.into());
+            err.extensions.insert("field".into(), field.into());
+            err.extensions.insert("value".into(), value.into());
+            err
+        }
+        "23503" => {
+            let (field, value) = key.unwrap_or_default();
+            let message = if detail.contains("is still referenced") {
+                format!("The item \"{value}\" is still referenced by field \"{field}\" of collection \"{table}\".")
+            } else {
+                format!("Invalid foreign key \"{value}\" for field \"{field}\" in collection \"{table}\".")
+            };
+            let mut err = ApiError::new(ErrorCode::InvalidForeignKey, message);
+            err.extensions.insert("collection".into(), table.into());
+            err.extensions.insert("field".into(), field.into());
+            err
+        }
+        "23502" => failed(pg.and_then(|p| p.column()).unwrap_or_default(), "required", "Value is required."),
+        "23514" => failed(pg.and_then(|p| p.constraint()).unwrap_or_default(), "check", "Value does not pass the database's check."),
+        c if c.starts_with("22") => {
+            let mut err = ApiError::new(ErrorCode::FailedValidation, "Validation failed: a value does not fit its field's type.");
+            err.extensions.insert("type".into(), "type".into());
+            err
+        }
+        _ => map_error(e),
+    }
+}
+
 /// Maps a database error to the API error a client sees; internal causes are logged here.
 pub fn map_error(e: sqlx::Error) -> ApiError {
     if let sqlx::Error::Database(db) = &e {

@@ -6,6 +6,7 @@
 //! - [`db`]: pool, system-table migrations, database error mapping.
 //! - [`schema`]: the snapshot (collections, fields, relations) and its introspection.
 //! - [`query`]: the query engine (fields, filter, search, sort, pagination, meta → SQL).
+//! - [`write`]: creates, updates and deletes, one transaction per request.
 //! - [`auth`]: token checks and the bootstrap admin.
 //! - [`grpc`]: ItemsService and SchemaService.
 //!
@@ -17,6 +18,7 @@ pub mod db;
 pub mod grpc;
 pub mod query;
 pub mod schema;
+pub mod write;
 
 use arc_swap::ArcSwap;
 use cdapi_proto::ApiError;

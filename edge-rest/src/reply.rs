@@ -28,6 +28,13 @@ pub fn data(data: &[u8], meta: &[u8]) -> Response {
     with_body(StatusCode::OK, "application/json; charset=utf-8", body)
 }
 
+/// 204 with no body (deletes; Directus).
+pub fn no_content() -> Response {
+    let mut res = Reply::into_response(Vec::new());
+    *res.status_mut() = StatusCode::NO_CONTENT;
+    res
+}
+
 /// The Directus error body with the code's HTTP status (directus-facts.md: "Error body").
 pub fn error(e: &ApiError) -> Response {
     let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

@@ -7,7 +7,11 @@ use crate::reply;
 use bytes::Bytes;
 use cdapi_proto::query_json::query_from_json;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
-use cdapi_proto::v1::{ExportFormat, ExportItemsRequest, Query, ReadItemRequest, ReadItemsRequest};
+use cdapi_proto::v1::{
+    CreateItemRequest, CreateItemsRequest, DeleteItemRequest, DeleteItemsRequest, ExportFormat, ExportItemsRequest, KeyList, Query,
+    ReadItemRequest, ReadItemsRequest, UpdateItemRequest, UpdateItemsRequest, UpdateSingletonRequest, delete_items_request,
+    update_items_request,
+};
 use cdapi_proto::{ApiError, ErrorCode};
 use http::{HeaderMap, Method, StatusCode};
 use std::sync::Arc;
@@ -121,26 +125,109 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
         },
         ["items", collection] if !collection.is_empty() => {
             let collection = decode(collection);
-            if req.method == Method::GET {
-                let (query, token) = url_query(req)?;
-                read_items(state, req, request_id, collection, query, token).await
-            } else if req.method == search {
-                let (_, token) = url_query(req)?;
-                let query = search_body(req, body, state.max_payload_size).await?;
-                read_items(state, req, request_id, collection, query, token).await
-            } else {
-                Ok(reply::method_not_allowed(&req.method, "GET, SEARCH"))
+            let (query, token) = url_query(req)?;
+            match req.method.clone() {
+                Method::GET => read_items(state, req, request_id, collection, query, token).await,
+                m if m == search => {
+                    let query = search_query(&json_body(req, body, state.max_payload_size).await?)?;
+                    read_items(state, req, request_id, collection, query, token).await
+                }
+                Method::POST => {
+                    let data = json_body(req, body, state.max_payload_size).await?;
+                    let bytes = Bytes::from(data.to_string());
+                    let mut items = state.items.clone();
+                    if data.is_array() {
+                        let mut call = tonic::Request::new(CreateItemsRequest { collection, data: bytes, query: Some(query) });
+                        set_metadata(&mut call, req, request_id, token)?;
+                        let res = items.create_items(call).await.map_err(|s| ApiError::from_status(&s))?;
+                        Ok(reply::data(&res.get_ref().data, b""))
+                    } else {
+                        let mut call = tonic::Request::new(CreateItemRequest { collection, data: bytes, query: Some(query) });
+                        set_metadata(&mut call, req, request_id, token)?;
+                        let res = items.create_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+                        Ok(reply::data(&res.get_ref().data, b""))
+                    }
+                }
+                Method::PATCH => {
+                    let body = json_body(req, body, state.max_payload_size).await?;
+                    let mut items = state.items.clone();
+                    match selector(&body)? {
+                        Some(selector) => {
+                            let data = body.get("data").filter(|d| d.is_object()).ok_or_else(|| {
+                                ApiError::invalid_payload("\"data\" (an object of values to set) is required with \"keys\" or \"query\"")
+                            })?;
+                            let mut call = tonic::Request::new(UpdateItemsRequest {
+                                collection,
+                                selector: Some(match selector {
+                                    Selector::Keys(keys) => update_items_request::Selector::Keys(KeyList { keys }),
+                                    Selector::Query(q) => update_items_request::Selector::SelectorQuery(*q),
+                                }),
+                                data: Bytes::from(data.to_string()),
+                                query: Some(query),
+                            });
+                            set_metadata(&mut call, req, request_id, token)?;
+                            let res = items.update_items(call).await.map_err(|s| ApiError::from_status(&s))?;
+                            Ok(reply::data(&res.get_ref().data, b""))
+                        }
+                        None if body.is_array() => Err(ApiError::invalid_payload(
+                            "Updating items with an array of objects is not supported yet; use {\"keys\": [...], \"data\": {...}}",
+                        )),
+                        None => {
+                            let mut call = tonic::Request::new(UpdateSingletonRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
+                            set_metadata(&mut call, req, request_id, token)?;
+                            let res = items.update_singleton(call).await.map_err(|s| ApiError::from_status(&s))?;
+                            Ok(reply::data(&res.get_ref().data, b""))
+                        }
+                    }
+                }
+                Method::DELETE => {
+                    let body = json_body(req, body, state.max_payload_size).await?;
+                    let selector = match body {
+                        serde_json::Value::Array(ref items) => Selector::Keys(key_list(items)?),
+                        _ => selector(&body)?.ok_or_else(|| {
+                            ApiError::invalid_payload("Deleting items requires an array of keys, {\"keys\": [...]} or {\"query\": {...}}")
+                        })?,
+                    };
+                    let mut call = tonic::Request::new(DeleteItemsRequest {
+                        collection,
+                        selector: Some(match selector {
+                            Selector::Keys(keys) => delete_items_request::Selector::Keys(KeyList { keys }),
+                            Selector::Query(q) => delete_items_request::Selector::SelectorQuery(*q),
+                        }),
+                    });
+                    set_metadata(&mut call, req, request_id, token)?;
+                    state.items.clone().delete_items(call).await.map_err(|s| ApiError::from_status(&s))?;
+                    Ok(reply::no_content())
+                }
+                _ => Ok(reply::method_not_allowed(&req.method, "GET, SEARCH, POST, PATCH, DELETE")),
             }
         }
         ["items", collection, key] if !collection.is_empty() && !key.is_empty() => {
-            if req.method != Method::GET {
-                return Ok(reply::method_not_allowed(&req.method, "GET"));
-            }
+            let (collection, key) = (decode(collection), decode(key));
             let (query, token) = url_query(req)?;
-            let mut call = tonic::Request::new(ReadItemRequest { collection: decode(collection), key: decode(key), query: Some(query) });
-            set_metadata(&mut call, req, request_id, token)?;
-            let res = state.items.clone().read_item(call).await.map_err(|s| ApiError::from_status(&s))?;
-            Ok(reply::data(&res.get_ref().data, b""))
+            let mut items = state.items.clone();
+            match req.method {
+                Method::GET => {
+                    let mut call = tonic::Request::new(ReadItemRequest { collection, key, query: Some(query) });
+                    set_metadata(&mut call, req, request_id, token)?;
+                    let res = items.read_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+                    Ok(reply::data(&res.get_ref().data, b""))
+                }
+                Method::PATCH => {
+                    let data = json_body(req, body, state.max_payload_size).await?;
+                    let mut call = tonic::Request::new(UpdateItemRequest { collection, key, data: Bytes::from(data.to_string()), query: Some(query) });
+                    set_metadata(&mut call, req, request_id, token)?;
+                    let res = items.update_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+                    Ok(reply::data(&res.get_ref().data, b""))
+                }
+                Method::DELETE => {
+                    let mut call = tonic::Request::new(DeleteItemRequest { collection, key });
+                    set_metadata(&mut call, req, request_id, token)?;
+                    items.delete_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+                    Ok(reply::no_content())
+                }
+                _ => Ok(reply::method_not_allowed(&req.method, "GET, PATCH, DELETE")),
+            }
         }
         _ => Err(ApiError::new(ErrorCode::RouteNotFound, format!("Route {} doesn't exist.", req.path))),
     }
@@ -211,10 +298,9 @@ fn url_query(req: &HttpRequest) -> Result<(Query, Option<String>), ApiError> {
     Ok((query_from_json(&parsed.query)?, parsed.access_token))
 }
 
-/// `SEARCH` body: `{"query": {...}}` (spec: List items with body query). Errors:
-/// UNSUPPORTED_MEDIA_TYPE unless JSON, INVALID_PAYLOAD for a malformed body,
-/// CONTENT_TOO_LARGE past MAX_PAYLOAD_SIZE.
-async fn search_body(req: &HttpRequest, body: Body, max: u64) -> Result<Query, ApiError> {
+/// A JSON request body (SEARCH, POST, PATCH, DELETE). Errors: UNSUPPORTED_MEDIA_TYPE unless
+/// `application/json`, CONTENT_TOO_LARGE past MAX_PAYLOAD_SIZE, INVALID_PAYLOAD when malformed.
+async fn json_body(req: &HttpRequest, body: Body, max: u64) -> Result<serde_json::Value, ApiError> {
     let is_json = req
         .headers
         .get(http::header::CONTENT_TYPE)
@@ -227,13 +313,47 @@ async fn search_body(req: &HttpRequest, body: Body, max: u64) -> Result<Query, A
         ));
     }
     let bytes = read_body(body, max).await?;
-    let body: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid_payload(format!("The body is not valid JSON: {e}")))?;
+    serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid_payload(format!("The body is not valid JSON: {e}")))
+}
+
+/// `SEARCH` body: `{"query": {...}}` (spec: List items with body query).
+fn search_query(body: &serde_json::Value) -> Result<Query, ApiError> {
     match body.get("query") {
         Some(serde_json::Value::Object(q)) => query_from_json(q),
         None if body.is_object() => Ok(Query::default()),
         _ => Err(ApiError::invalid_payload("\"query\" must be an object")),
     }
+}
+
+/// Which items a batch update or delete applies to (spec rule 2: exactly one of them).
+enum Selector {
+    Keys(Vec<String>),
+    Query(Box<Query>),
+}
+
+/// `{"keys": [...]}` or `{"query": {...}}`; `None` when the body has neither.
+fn selector(body: &serde_json::Value) -> Result<Option<Selector>, ApiError> {
+    let Some(obj) = body.as_object() else { return Ok(None) };
+    match (obj.get("keys"), obj.get("query")) {
+        (Some(_), Some(_)) => Err(ApiError::invalid_payload("Use exactly one of \"keys\" and \"query\"")),
+        (Some(serde_json::Value::Array(keys)), None) => Ok(Some(Selector::Keys(key_list(keys)?))),
+        (Some(_), None) => Err(ApiError::invalid_payload("\"keys\" must be an array of primary keys")),
+        (None, Some(serde_json::Value::Object(q))) => Ok(Some(Selector::Query(Box::new(query_from_json(q)?)))),
+        (None, Some(_)) => Err(ApiError::invalid_payload("\"query\" must be an object")),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Primary keys (numbers or strings) in their text form.
+fn key_list(items: &[serde_json::Value]) -> Result<Vec<String>, ApiError> {
+    items
+        .iter()
+        .map(|k| match k {
+            serde_json::Value::String(s) => Ok(s.clone()),
+            serde_json::Value::Number(n) => Ok(n.to_string()),
+            _ => Err(ApiError::invalid_payload("Keys must be strings or numbers")),
+        })
+        .collect()
 }
 
 /// Forwards the caller's token (header or `?access_token=`, not both: directus-facts.md) and the

@@ -76,9 +76,9 @@ async fn tokens_are_checked() {
 #[tokio::test]
 async fn methods_media_types_and_bodies() {
     let app = app(Dataset::Pagila);
-    let r = send(app, Method::DELETE, "/items/film/1", Some(ADMIN_TOKEN), &[], None).await;
+    let r = send(app, Method::PUT, "/items/film/1", Some(ADMIN_TOKEN), &[], None).await;
     assert_eq!(r.status, 405, "{}", r.body);
-    assert_eq!(r.headers.get("allow").and_then(|v| v.to_str().ok()), Some("GET"));
+    assert_eq!(r.headers.get("allow").and_then(|v| v.to_str().ok()), Some("GET, PATCH, DELETE"));
     let search = Method::from_bytes(b"SEARCH").unwrap_or(Method::GET);
     let r = send(app, search.clone(), "/items/film", Some(ADMIN_TOKEN), &[], Some(("text/plain", "{}".into()))).await;
     assert_error(&r, 415, "UNSUPPORTED_MEDIA_TYPE", "SEARCH text/plain");

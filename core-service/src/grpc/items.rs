@@ -1,9 +1,11 @@
-//! ItemsService: reads (this version), writes and exports answer INVALID_QUERY/not yet.
+//! ItemsService: reads, aggregates, exports and writes, each a thin call into the query engine
+//! or the writer. Access: admin only until permissions land (issue 7).
 
 use super::request_span;
 use crate::AppState;
 use crate::query::read::ReadStatement;
 use crate::query::{Planner, Variables};
+use crate::write::Writer;
 use crate::schema::Collection;
 use bytes::Bytes;
 use cdapi_proto::ApiError;
@@ -27,7 +29,7 @@ impl Items {
 
     /// Authenticates, looks the collection up and checks read access (admin only until
     /// permissions land). Unknown collection and no access are both FORBIDDEN (spec rule 6).
-    async fn readable(&self, md: &tonic::metadata::MetadataMap, name: &str) -> Result<(Arc<crate::schema::Schema>, Arc<Collection>, Variables), ApiError> {
+    async fn authorized(&self, md: &tonic::metadata::MetadataMap, name: &str) -> Result<(Arc<crate::schema::Schema>, Arc<Collection>, Variables), ApiError> {
         let who = self.state.auth.authenticate(md).await?;
         let schema = self.state.schema.load_full();
         let collection = schema.collection(name).cloned().ok_or_else(ApiError::forbidden)?;
@@ -65,8 +67,22 @@ impl Items {
     }
 }
 
-fn not_yet<T>(what: &str) -> Result<Response<T>, Status> {
-    Err(ApiError::new(cdapi_proto::ErrorCode::MethodNotAllowed, format!("{what} is not available yet.")).into())
+/// The payload JSON: an object, or (with `array`) an array of objects. INVALID_PAYLOAD otherwise.
+fn json_object_or_array(bytes: &[u8], array: bool) -> Result<serde_json::Value, ApiError> {
+    let v: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| ApiError::invalid_payload(format!("The payload is not valid JSON: {e}")))?;
+    match (&v, array) {
+        (serde_json::Value::Object(_), false) | (serde_json::Value::Array(_), true) => Ok(v),
+        (_, false) => Err(ApiError::invalid_payload("The payload must be an object")),
+        (_, true) => Err(ApiError::invalid_payload("The payload must be an array of objects")),
+    }
+}
+
+/// The first item of a read-back JSON array (a single write reads back one item).
+fn first(array_json: &str) -> Result<Bytes, ApiError> {
+    let items: Vec<serde_json::Value> = serde_json::from_str(array_json).map_err(|_| ApiError::internal())?;
+    let item = items.into_iter().next().unwrap_or_else(|| serde_json::Value::Object(Default::default()));
+    Ok(Bytes::from(item.to_string()))
 }
 
 #[tonic::async_trait]
@@ -74,7 +90,7 @@ impl ItemsService for Items {
     async fn read_items(&self, req: Request<ReadItemsRequest>) -> Result<Response<ReadItemsResponse>, Status> {
         let span = request_span("ReadItems", &req);
         async move {
-            let (schema, collection, vars) = self.readable(req.metadata(), &req.get_ref().collection).await?;
+            let (schema, collection, vars) = self.authorized(req.metadata(), &req.get_ref().collection).await?;
             let q = req.get_ref().query.clone().unwrap_or_default();
             if collection.singleton {
                 let data = self.singleton(&collection, &schema, &vars, &q).await?;
@@ -93,7 +109,7 @@ impl ItemsService for Items {
         let span = request_span("ReadItem", &req);
         async move {
             let r = req.get_ref();
-            let (schema, collection, vars) = self.readable(req.metadata(), &r.collection).await?;
+            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
             let q = r.query.clone().unwrap_or_default();
             let st = Planner::new(&schema, self.state.limits, &vars).read_one(&collection, &r.key, &q)?;
             let (data, _) = self.run(st, true).await?;
@@ -109,7 +125,7 @@ impl ItemsService for Items {
         let span = request_span("ReadSingleton", &req);
         async move {
             let r = req.get_ref();
-            let (schema, collection, vars) = self.readable(req.metadata(), &r.collection).await?;
+            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
             if !collection.singleton {
                 return Err(ApiError::invalid_query(format!("Collection \"{}\" is not a singleton", collection.name)));
             }
@@ -124,7 +140,7 @@ impl ItemsService for Items {
     async fn aggregate(&self, req: Request<ReadItemsRequest>) -> Result<Response<ReadItemsResponse>, Status> {
         let span = request_span("Aggregate", &req);
         async move {
-            let (schema, collection, vars) = self.readable(req.metadata(), &req.get_ref().collection).await?;
+            let (schema, collection, vars) = self.authorized(req.metadata(), &req.get_ref().collection).await?;
             let q = req.get_ref().query.clone().unwrap_or_default();
             let st = Planner::new(&schema, self.state.limits, &vars).aggregate(&collection, &q)?;
             let (data, meta) = self.run(st, false).await?;
@@ -144,7 +160,7 @@ impl ItemsService for Items {
     async fn export_items(&self, req: Request<ExportItemsRequest>) -> Result<Response<Self::ExportItemsStream>, Status> {
         let span = request_span("ExportItems", &req);
         let r = req.get_ref();
-        let (schema, collection, vars) = self.readable(req.metadata(), &r.collection).instrument(span.clone()).await?;
+        let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).instrument(span.clone()).await?;
         let q = r.query.clone().unwrap_or_default();
         let sql = Planner::new(&schema, self.state.limits, &vars).export_rows(&collection, &q)?;
         let (tx, rx) = tokio::sync::mpsc::channel(4);
@@ -184,25 +200,142 @@ impl ItemsService for Items {
         Ok(Response::new(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }
 
-    async fn create_item(&self, _: Request<CreateItemRequest>) -> Result<Response<ItemResponse>, Status> {
-        not_yet("Creating items")
+    async fn create_item(&self, req: Request<CreateItemRequest>) -> Result<Response<ItemResponse>, Status> {
+        let span = request_span("CreateItem", &req);
+        async move {
+            let r = req.get_ref();
+            let data = json_object_or_array(&r.data, false)?;
+            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
+            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
+            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
+            let keys = w.create(&collection, &data).await?;
+            let out = w.read_back(&collection, &keys, &r.query.clone().unwrap_or_default()).await?;
+            tx.commit().await.map_err(crate::db::map_error)?;
+            Ok(Response::new(ItemResponse { data: first(&out)? }))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
     }
-    async fn create_items(&self, _: Request<CreateItemsRequest>) -> Result<Response<ItemsResponse>, Status> {
-        not_yet("Creating items")
+
+    async fn create_items(&self, req: Request<CreateItemsRequest>) -> Result<Response<ItemsResponse>, Status> {
+        let span = request_span("CreateItems", &req);
+        async move {
+            let r = req.get_ref();
+            let data = json_object_or_array(&r.data, true)?;
+            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
+            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
+            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
+            let keys = w.create(&collection, &data).await?;
+            let out = w.read_back(&collection, &keys, &r.query.clone().unwrap_or_default()).await?;
+            tx.commit().await.map_err(crate::db::map_error)?;
+            Ok(Response::new(ItemsResponse { data: Bytes::from(out) }))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
     }
-    async fn update_item(&self, _: Request<UpdateItemRequest>) -> Result<Response<ItemResponse>, Status> {
-        not_yet("Updating items")
+
+    async fn update_item(&self, req: Request<UpdateItemRequest>) -> Result<Response<ItemResponse>, Status> {
+        let span = request_span("UpdateItem", &req);
+        async move {
+            let r = req.get_ref();
+            let data = json_object_or_array(&r.data, false)?;
+            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
+            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
+            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
+            let keys = w.update_keys(&collection, std::slice::from_ref(&r.key), &data).await?;
+            let out = w.read_back(&collection, &keys, &r.query.clone().unwrap_or_default()).await?;
+            tx.commit().await.map_err(crate::db::map_error)?;
+            Ok(Response::new(ItemResponse { data: first(&out)? }))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
     }
-    async fn update_items(&self, _: Request<UpdateItemsRequest>) -> Result<Response<ItemsResponse>, Status> {
-        not_yet("Updating items")
+
+    async fn update_items(&self, req: Request<UpdateItemsRequest>) -> Result<Response<ItemsResponse>, Status> {
+        let span = request_span("UpdateItems", &req);
+        async move {
+            let r = req.get_ref();
+            let data = json_object_or_array(&r.data, false)?;
+            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
+            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
+            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
+            let keys = match &r.selector {
+                Some(update_items_request::Selector::Keys(k)) => w.update_keys(&collection, &k.keys, &data).await?,
+                Some(update_items_request::Selector::SelectorQuery(q)) => w.update_query(&collection, q, &data).await?,
+                None => return Err(ApiError::invalid_payload("Updating many items requires exactly one of \"keys\" or \"query\"")),
+            };
+            let out = w.read_back(&collection, &keys, &r.query.clone().unwrap_or_default()).await?;
+            tx.commit().await.map_err(crate::db::map_error)?;
+            Ok(Response::new(ItemsResponse { data: Bytes::from(out) }))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
     }
-    async fn update_singleton(&self, _: Request<UpdateSingletonRequest>) -> Result<Response<ItemResponse>, Status> {
-        not_yet("Updating items")
+
+    async fn update_singleton(&self, req: Request<UpdateSingletonRequest>) -> Result<Response<ItemResponse>, Status> {
+        let span = request_span("UpdateSingleton", &req);
+        async move {
+            let r = req.get_ref();
+            let data = json_object_or_array(&r.data, false)?;
+            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
+            if !collection.singleton {
+                return Err(ApiError::invalid_payload(format!(
+                    "\"{}\" is not a singleton: updating many items requires \"keys\" or \"query\" with \"data\"",
+                    collection.name
+                )));
+            }
+            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
+            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
+            w.update_singleton(&collection, &data).await?;
+            let q = r.query.clone().unwrap_or_default();
+            let st = Planner::new(&schema, self.state.limits, &vars).read_singleton(&collection, &Query { fields: q.fields, deep: q.deep, alias: q.alias, ..Default::default() })?;
+            let row = st.sql.query().fetch_one(&mut *tx).await.map_err(crate::db::map_error)?;
+            let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
+            tx.commit().await.map_err(crate::db::map_error)?;
+            Ok(Response::new(ItemResponse { data: Bytes::from(data.unwrap_or_else(|| "{}".into())) }))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
     }
-    async fn delete_item(&self, _: Request<DeleteItemRequest>) -> Result<Response<DeleteResponse>, Status> {
-        not_yet("Deleting items")
+
+    async fn delete_item(&self, req: Request<DeleteItemRequest>) -> Result<Response<DeleteResponse>, Status> {
+        let span = request_span("DeleteItem", &req);
+        async move {
+            let r = req.get_ref();
+            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
+            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
+            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
+            w.delete_keys(&collection, std::slice::from_ref(&r.key)).await?;
+            tx.commit().await.map_err(crate::db::map_error)?;
+            Ok(Response::new(DeleteResponse {}))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
     }
-    async fn delete_items(&self, _: Request<DeleteItemsRequest>) -> Result<Response<DeleteResponse>, Status> {
-        not_yet("Deleting items")
+
+    async fn delete_items(&self, req: Request<DeleteItemsRequest>) -> Result<Response<DeleteResponse>, Status> {
+        let span = request_span("DeleteItems", &req);
+        async move {
+            let r = req.get_ref();
+            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
+            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
+            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
+            match &r.selector {
+                Some(delete_items_request::Selector::Keys(k)) => w.delete_keys(&collection, &k.keys).await?,
+                Some(delete_items_request::Selector::SelectorQuery(q)) => w.delete_query(&collection, q).await?,
+                None => return Err(ApiError::invalid_payload("Deleting many items requires \"keys\" or \"query\"")),
+            }
+            tx.commit().await.map_err(crate::db::map_error)?;
+            Ok(Response::new(DeleteResponse {}))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
     }
 }

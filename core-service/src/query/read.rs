@@ -183,8 +183,30 @@ impl Planner<'_> {
         Ok(ReadStatement { sql: self.sql, total_count: false, filter_count: false })
     }
 
+    /// A condition matching any of `keys` (text forms) on rows aliased `alias`: one
+    /// `= ANY(array)` for single-column keys. FORBIDDEN when a key cannot be one of this
+    /// collection's; INVALID_PAYLOAD for an empty list.
+    pub fn keys_condition(&mut self, collection: &Collection, alias: &str, keys: &[String]) -> Result<String, ApiError> {
+        if keys.is_empty() {
+            return Err(ApiError::invalid_payload("\"keys\" must not be empty"));
+        }
+        if let [pk] = collection.primary_key.as_slice() {
+            let field = collection.field(pk).ok_or_else(ApiError::internal)?;
+            if field.field_type.is_integer() && keys.iter().any(|k| k.trim().parse::<i64>().is_err()) {
+                return Err(ApiError::forbidden());
+            }
+            let p = self.sql.param(Param::TextArray(keys.to_vec()));
+            return Ok(format!("{} = ANY(CAST({p} AS {}[]))", column(alias, pk), field.db_type));
+        }
+        let mut parts = Vec::with_capacity(keys.len());
+        for k in keys {
+            parts.push(format!("({})", self.key_condition(collection, alias, k)?.join(" AND ")));
+        }
+        Ok(format!("({})", parts.join(" OR ")))
+    }
+
     /// `pk = key` conditions; FORBIDDEN when the key cannot be one of this collection's.
-    fn key_condition(&mut self, collection: &Collection, alias: &str, key: &str) -> Result<Vec<String>, ApiError> {
+    pub(crate) fn key_condition(&mut self, collection: &Collection, alias: &str, key: &str) -> Result<Vec<String>, ApiError> {
         let parts: Vec<&str> = if collection.primary_key.len() == 1 { vec![key] } else { key.split(',').collect() };
         if parts.len() != collection.primary_key.len() {
             return Err(ApiError::forbidden());

@@ -41,10 +41,14 @@ pub enum Dataset {
     Pagila,
     /// The project's demo schema (`deploy/demo/demo.sql`).
     Demo,
+    /// Another instance of the demo schema, for tests that write (so reads elsewhere never race
+    /// with them).
+    DemoWrites,
 }
 
 static PAGILA: OnceLock<std::result::Result<TestApp, String>> = OnceLock::new();
 static DEMO: OnceLock<std::result::Result<TestApp, String>> = OnceLock::new();
+static DEMO_WRITES: OnceLock<std::result::Result<TestApp, String>> = OnceLock::new();
 
 /// The shared environment for `dataset`, started on first use. Panics (failing the test) with the
 /// reason when it cannot start.
@@ -52,6 +56,7 @@ pub fn app(dataset: Dataset) -> &'static TestApp {
     let cell = match dataset {
         Dataset::Pagila => &PAGILA,
         Dataset::Demo => &DEMO,
+        Dataset::DemoWrites => &DEMO_WRITES,
     };
     match cell.get_or_init(|| start(dataset).map_err(|e| format!("{e:#}"))) {
         Ok(app) => app,
@@ -189,7 +194,7 @@ fn start(dataset: Dataset) -> Result<TestApp> {
             psql(&db, &["-c", "INSERT INTO cdapi.relations (many_collection, many_field, one_collection, one_field, junction_field) \
                 VALUES ('film_actor', 'film_id', 'film', 'actors', 'actor_id'), ('film_actor', 'actor_id', 'actor', 'films', 'film_id')"])?;
         }
-        Dataset::Demo => psql(&db, &["-f", &root.join("deploy/demo/demo.sql").to_string_lossy()])?,
+        Dataset::Demo | Dataset::DemoWrites => psql(&db, &["-f", &root.join("deploy/demo/demo.sql").to_string_lossy()])?,
     }
     let logs = std::env::temp_dir().join(&name);
     std::fs::create_dir_all(&logs)?;

@@ -1,0 +1,242 @@
+//! Writes (spec: "Item endpoints (REST)", issue 4): create one or many, update one, many (by
+//! keys or by query) or the singleton, delete one or many. Each request runs in ONE
+//! transaction, its reply (the written items read back with the request's `fields`) included,
+//! so a failure leaves the database exactly as before. Batches are set-based: a create of 1,000
+//! items is one INSERT with 1,000 rows.
+//!
+//! Layout: [`payload`] (validation and values), this module (statements and their order).
+//! Database constraint errors map to API codes in [`crate::db::map_write_error`].
+
+pub mod payload;
+
+use crate::query::read::pk_expr;
+use crate::query::sql::{Sql, ident, table};
+use crate::query::{Planner, Variables};
+use crate::schema::{Collection, Schema};
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::{FieldCondition, Filter, Operator, Query, Value as PbValue, filter, value};
+use payload::{ColumnValue, Mode};
+use serde_json::{Map, Value};
+use sqlx::{PgConnection, Row};
+
+/// What the writes of one request need.
+pub struct Writer<'a> {
+    /// The schema snapshot.
+    pub schema: &'a Schema,
+    /// The transaction's connection.
+    pub conn: &'a mut PgConnection,
+    /// `limit` rules for reading the results back.
+    pub limits: crate::query::Limits,
+    /// Dynamic variables (for `query` selectors and read-back).
+    pub vars: &'a Variables,
+}
+
+fn writable(collection: &Collection) -> Result<(), ApiError> {
+    if collection.read_only {
+        return Err(ApiError::forbidden());
+    }
+    if collection.primary_key.is_empty() {
+        return Err(ApiError::invalid_payload(format!("Collection \"{}\" has no primary key; it cannot be written", collection.name)));
+    }
+    Ok(())
+}
+
+fn objects(data: &Value) -> Result<Vec<&Map<String, Value>>, ApiError> {
+    match data {
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_object().ok_or_else(|| ApiError::invalid_payload("Every item must be an object")))
+            .collect(),
+        Value::Object(o) => Ok(vec![o]),
+        _ => Err(ApiError::invalid_payload("The payload must be an object or an array of objects")),
+    }
+}
+
+impl Writer<'_> {
+    async fn keys(&mut self, sql: &Sql) -> Result<Vec<String>, ApiError> {
+        let rows = sql.query().fetch_all(&mut *self.conn).await.map_err(crate::db::map_write_error)?;
+        rows.iter().map(|r| r.try_get::<String, _>(0).map_err(crate::db::map_error)).collect()
+    }
+
+    /// Creates the items of `data` (an object or an array of objects) with one INSERT and
+    /// returns their keys (text form) in payload order.
+    pub async fn create(&mut self, collection: &Collection, data: &Value) -> Result<Vec<String>, ApiError> {
+        writable(collection)?;
+        let items = objects(data)?;
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<Vec<ColumnValue<'_>>> =
+            items.iter().map(|o| payload::columns(collection, o, Mode::Create)).collect::<Result<_, _>>()?;
+        // One column list for all rows; a row without a column writes DEFAULT.
+        let mut cols: Vec<&str> = Vec::new();
+        for row in &rows {
+            for (f, _) in row {
+                if !cols.contains(&f.name.as_str()) {
+                    cols.push(&f.name);
+                }
+            }
+        }
+        let mut sql = Sql::default();
+        let target = table(&self.schema.db_schema, &collection.name);
+        let returning = format!("RETURNING ({})::text", pk_expr(collection, "t0"));
+        if cols.is_empty() {
+            let first = collection.fields.first().map(|f| f.name.as_str()).ok_or_else(ApiError::internal)?;
+            let values = vec!["(DEFAULT)"; rows.len()].join(", ");
+            sql.text = format!("INSERT INTO {target} AS t0 ({}) VALUES {values} {returning}", ident(first));
+        } else {
+            let mut values = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let mut cells = Vec::with_capacity(cols.len());
+                for c in &cols {
+                    cells.push(match row.iter().find(|(f, _)| f.name == *c) {
+                        None => "DEFAULT".to_owned(),
+                        Some((_, None)) => "NULL".to_owned(),
+                        Some((f, Some(v))) => sql.cast_param(v.clone(), &f.db_type),
+                    });
+                }
+                values.push(format!("({})", cells.join(", ")));
+            }
+            let names: Vec<String> = cols.iter().map(|c| ident(c)).collect();
+            sql.text = format!("INSERT INTO {target} AS t0 ({}) VALUES {} {returning}", names.join(", "), values.join(", "));
+        }
+        self.keys(&sql).await
+    }
+
+    /// Applies `data` to the items matched by `selector` (a condition on `t0`) and returns their
+    /// keys. Errors: FAILED_VALIDATION, INVALID_PAYLOAD (empty data).
+    async fn update_where(&mut self, collection: &Collection, data: &Value, mut sql: Sql, selector: String) -> Result<Vec<String>, ApiError> {
+        writable(collection)?;
+        let obj = data.as_object().ok_or_else(|| ApiError::invalid_payload("\"data\" must be an object"))?;
+        let cols = payload::columns(collection, obj, Mode::Update)?;
+        if cols.is_empty() {
+            return Err(ApiError::invalid_payload("Nothing to update: the payload has no fields"));
+        }
+        let sets: Vec<String> = cols
+            .iter()
+            .map(|(f, v)| {
+                let value = match v {
+                    Some(v) => sql.cast_param(v.clone(), &f.db_type),
+                    None => "NULL".into(),
+                };
+                format!("{} = {value}", ident(&f.name))
+            })
+            .collect();
+        sql.text = format!(
+            "UPDATE {} AS t0 SET {} WHERE {selector} RETURNING ({})::text",
+            table(&self.schema.db_schema, &collection.name),
+            sets.join(", "),
+            pk_expr(collection, "t0")
+        );
+        self.keys(&sql).await
+    }
+
+    /// Updates the items with these keys; FORBIDDEN unless every key exists (spec rule 6).
+    pub async fn update_keys(&mut self, collection: &Collection, keys: &[String], data: &Value) -> Result<Vec<String>, ApiError> {
+        let mut planner = Planner::new(self.schema, self.limits, self.vars);
+        let selector = planner.keys_condition(collection, "t0", keys)?;
+        let done = self.update_where(collection, data, planner.sql, selector).await?;
+        if done.len() != dedup_len(keys) {
+            return Err(ApiError::forbidden());
+        }
+        Ok(done)
+    }
+
+    /// Updates the items a query's filter/search selects (spec: Update items, `query`).
+    pub async fn update_query(&mut self, collection: &Collection, selector: &Query, data: &Value) -> Result<Vec<String>, ApiError> {
+        let mut planner = Planner::new(self.schema, self.limits, self.vars);
+        let cond = planner.where_clause(collection, "t0", selector)?.unwrap_or_else(|| "TRUE".into());
+        self.update_where(collection, data, planner.sql, cond).await
+    }
+
+    /// Updates the singleton's row, creating it on the first write.
+    pub async fn update_singleton(&mut self, collection: &Collection, data: &Value) -> Result<(), ApiError> {
+        let done = self.update_where(collection, data, Sql::default(), "TRUE".into()).await?;
+        if done.is_empty() {
+            self.create(collection, data).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the items with these keys; FORBIDDEN unless every key exists.
+    pub async fn delete_keys(&mut self, collection: &Collection, keys: &[String]) -> Result<(), ApiError> {
+        writable(collection)?;
+        let mut planner = Planner::new(self.schema, self.limits, self.vars);
+        let selector = planner.keys_condition(collection, "t0", keys)?;
+        let mut sql = planner.sql;
+        sql.text = format!("DELETE FROM {} AS t0 WHERE {selector} RETURNING ({})::text", table(&self.schema.db_schema, &collection.name), pk_expr(collection, "t0"));
+        if self.keys(&sql).await?.len() != dedup_len(keys) {
+            return Err(ApiError::forbidden());
+        }
+        Ok(())
+    }
+
+    /// Deletes the items a query's filter/search selects.
+    pub async fn delete_query(&mut self, collection: &Collection, selector: &Query) -> Result<(), ApiError> {
+        writable(collection)?;
+        let mut planner = Planner::new(self.schema, self.limits, self.vars);
+        let cond = planner.where_clause(collection, "t0", selector)?.unwrap_or_else(|| "TRUE".into());
+        let mut sql = planner.sql;
+        sql.text = format!("DELETE FROM {} AS t0 WHERE {cond} RETURNING ({})::text", table(&self.schema.db_schema, &collection.name), pk_expr(collection, "t0"));
+        self.keys(&sql).await?;
+        Ok(())
+    }
+
+    /// Reads written items back with the request's query (fields, deep...), in `keys` order.
+    /// Returns a JSON array.
+    pub async fn read_back(&mut self, collection: &Collection, keys: &[String], q: &Query) -> Result<String, ApiError> {
+        let mut items = Vec::with_capacity(keys.len());
+        if collection.primary_key.len() == 1 && keys.len() > 1 {
+            // One statement for the batch: filter on the key, then order as written.
+            let pk = &collection.primary_key[0];
+            let mut read = Query { fields: q.fields.clone(), deep: q.deep.clone(), alias: q.alias.clone(), limit: Some(-1), ..Default::default() };
+            read.filter = Some(Filter {
+                node: Some(filter::Node::Condition(FieldCondition {
+                    field: pk.clone(),
+                    operator: Operator::In as i32,
+                    value: Some(PbValue {
+                        kind: Some(value::Kind::List(cdapi_proto::v1::ValueList {
+                            values: keys.iter().map(|k| PbValue { kind: Some(value::Kind::String(k.clone())) }).collect(),
+                        })),
+                    }),
+                })),
+            });
+            let limits = crate::query::Limits { max: None, ..self.limits };
+            let st = Planner::new(self.schema, limits, self.vars).read_many(collection, &read)?;
+            let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
+            let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
+            let all: Vec<Value> = serde_json::from_str(&data.unwrap_or_else(|| "[]".into())).map_err(|_| ApiError::internal())?;
+            // Reorder by key when the key was selected; otherwise keep key order from SQL.
+            let pos = |v: &Value| v.get(pk).map(|k| k.to_string().trim_matches('"').to_owned());
+            let mut by_key: std::collections::HashMap<String, Value> = std::collections::HashMap::new();
+            let mut unkeyed = Vec::new();
+            for v in all {
+                match pos(&v) {
+                    Some(k) => {
+                        by_key.insert(k, v);
+                    }
+                    None => unkeyed.push(v),
+                }
+            }
+            if unkeyed.is_empty() {
+                items.extend(keys.iter().filter_map(|k| by_key.remove(k)));
+            } else {
+                items = unkeyed;
+            }
+        } else {
+            for k in keys {
+                let read = Query { fields: q.fields.clone(), deep: q.deep.clone(), alias: q.alias.clone(), ..Default::default() };
+                let st = Planner::new(self.schema, self.limits, self.vars).read_one(collection, k, &read)?;
+                let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
+                if let Some(data) = row.try_get::<Option<String>, _>("data").map_err(crate::db::map_error)? {
+                    items.push(serde_json::from_str(&data).map_err(|_| ApiError::internal())?);
+                }
+            }
+        }
+        serde_json::to_string(&items).map_err(|_| ApiError::internal())
+    }
+}
+
+fn dedup_len(keys: &[String]) -> usize {
+    keys.iter().collect::<std::collections::HashSet<_>>().len()
+}
