@@ -465,6 +465,7 @@ mod tests {
                         related_field: "author".into(),
                         local_field: "id".into(),
                         junction_field: None,
+                        on_deselect: crate::schema::Deselect::Nullify,
                     }),
                 ),
             ],

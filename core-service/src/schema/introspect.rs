@@ -11,7 +11,7 @@
 //! `many_field` a Many-to-Any field.
 
 use super::naming::{ForeignKey, default_aliases};
-use super::{Collection, Field, FieldRelation, FieldType, Schema};
+use super::{Collection, Deselect, Field, FieldRelation, FieldType, Schema};
 use sqlx::PgPool;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -77,6 +77,7 @@ struct RelationSetting {
     junction_field: Option<String>,
     one_collection_field: Option<String>,
     one_allowed_collections: Option<Vec<String>>,
+    one_deselect_action: Option<String>,
 }
 
 /// Reads the database structure of `db_schema` and the system tables into a new snapshot.
@@ -95,7 +96,7 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
     .into_iter()
     .collect();
     let settings: HashMap<(String, String), RelationSetting> = sqlx::query_as::<_, RelationSetting>(
-        "SELECT many_collection, many_field, one_collection, one_field, junction_field, one_collection_field, one_allowed_collections FROM cdapi.relations",
+        "SELECT many_collection, many_field, one_collection, one_field, junction_field, one_collection_field, one_allowed_collections, one_deselect_action FROM cdapi.relations",
     )
     .fetch_all(pool)
     .await?
@@ -162,9 +163,20 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
                 junction_field: junction_field.clone(),
             });
         }
-        let alias = match settings.get(&(fk.many_collection.clone(), fk.many_field.clone())) {
+        let setting = settings.get(&(fk.many_collection.clone(), fk.many_field.clone()));
+        let alias = match setting {
             Some(s) => s.one_field.clone(),
             None => default_alias,
+        };
+        let fk_not_null = fields
+            .get(&fk.many_collection)
+            .and_then(|fs| fs.iter().find(|f| f.name == fk.many_field))
+            .is_some_and(|f| !f.nullable);
+        let on_deselect = match setting.and_then(|s| s.one_deselect_action.as_deref()) {
+            Some("delete") => Deselect::Delete,
+            Some(_) => Deselect::Nullify,
+            None if junction_field.is_some() || fk_not_null => Deselect::Delete,
+            None => Deselect::Nullify,
         };
         let Some(alias) = alias else { continue };
         let clashes = taken.get(&fk.one_collection).is_some_and(|t| t.contains(&alias))
@@ -187,6 +199,7 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
                 related_field: fk.many_field.clone(),
                 local_field: fk.one_field_column.clone(),
                 junction_field,
+                on_deselect,
             }),
         });
     }

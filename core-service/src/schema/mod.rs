@@ -196,5 +196,17 @@ pub enum FieldRelation {
         local_field: String,
         /// For an M2M: the junction's other foreign key (the path to the far side).
         junction_field: Option<String>,
+        /// What removing an item from this relation in a write does (`cdapi.relations.
+        /// one_deselect_action`); default: delete for junctions and NOT NULL keys, else nullify.
+        on_deselect: Deselect,
     },
+}
+
+/// What happens to a related item that a relational write leaves out of an O2M list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deselect {
+    /// Its foreign key is set to NULL.
+    Nullify,
+    /// It is deleted.
+    Delete,
 }

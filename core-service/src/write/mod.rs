@@ -4,10 +4,12 @@
 //! so a failure leaves the database exactly as before. Batches are set-based: a create of 1,000
 //! items is one INSERT with 1,000 rows.
 //!
-//! Layout: [`payload`] (validation and values), this module (statements and their order).
+//! Layout: [`payload`] (validation and values), [`relational`] (nested relational data),
+//! this module (statements and their order).
 //! Database constraint errors map to API codes in [`crate::db::map_write_error`].
 
 pub mod payload;
+pub mod relational;
 
 use crate::query::read::pk_expr;
 use crate::query::sql::{Sql, ident, table};
@@ -65,6 +67,13 @@ impl Writer<'_> {
         let items = objects(data)?;
         if items.is_empty() {
             return Ok(Vec::new());
+        }
+        if items.iter().any(|o| relational::has_nested(collection, o)) {
+            let mut keys = Vec::with_capacity(items.len());
+            for o in items {
+                keys.push(self.save(collection, o, None, 0).await?);
+            }
+            return Ok(keys);
         }
         let rows: Vec<Vec<ColumnValue<'_>>> =
             items.iter().map(|o| payload::columns(collection, o, Mode::Create)).collect::<Result<_, _>>()?;
@@ -133,6 +142,14 @@ impl Writer<'_> {
 
     /// Updates the items with these keys; FORBIDDEN unless every key exists (spec rule 6).
     pub async fn update_keys(&mut self, collection: &Collection, keys: &[String], data: &Value) -> Result<Vec<String>, ApiError> {
+        if let Some(obj) = data.as_object().filter(|o| relational::has_nested(collection, o)) {
+            writable(collection)?;
+            let mut done = Vec::with_capacity(keys.len());
+            for k in keys {
+                done.push(self.save(collection, obj, Some(k.clone()), 0).await?);
+            }
+            return Ok(done);
+        }
         let mut planner = Planner::new(self.schema, self.limits, self.vars);
         let selector = planner.keys_condition(collection, "t0", keys)?;
         let done = self.update_where(collection, data, planner.sql, selector).await?;
@@ -146,11 +163,25 @@ impl Writer<'_> {
     pub async fn update_query(&mut self, collection: &Collection, selector: &Query, data: &Value) -> Result<Vec<String>, ApiError> {
         let mut planner = Planner::new(self.schema, self.limits, self.vars);
         let cond = planner.where_clause(collection, "t0", selector)?.unwrap_or_else(|| "TRUE".into());
+        if data.as_object().is_some_and(|o| relational::has_nested(collection, o)) {
+            let mut sql = planner.sql;
+            sql.text = format!("SELECT ({})::text FROM {} t0 WHERE {cond}", pk_expr(collection, "t0"), table(&self.schema.db_schema, &collection.name));
+            let keys = self.keys(&sql).await?;
+            return self.update_keys(collection, &keys, data).await;
+        }
         self.update_where(collection, data, planner.sql, cond).await
     }
 
     /// Updates the singleton's row, creating it on the first write.
     pub async fn update_singleton(&mut self, collection: &Collection, data: &Value) -> Result<(), ApiError> {
+        if let Some(obj) = data.as_object().filter(|o| relational::has_nested(collection, o)) {
+            writable(collection)?;
+            let mut sql = Sql::default();
+            sql.text = format!("SELECT ({})::text FROM {} t0 LIMIT 1", pk_expr(collection, "t0"), table(&self.schema.db_schema, &collection.name));
+            let key = self.keys(&sql).await?.pop();
+            self.save(collection, obj, key, 0).await?;
+            return Ok(());
+        }
         let done = self.update_where(collection, data, Sql::default(), "TRUE".into()).await?;
         if done.is_empty() {
             self.create(collection, data).await?;

@@ -41,7 +41,7 @@ pub fn columns<'a>(collection: &'a Collection, obj: &Map<String, Value>, mode: M
         let field = collection.field(name).ok_or_else(|| failed(name, "unknown", "Field does not exist."))?;
         if field.is_alias() || (matches!(field.relation, Some(FieldRelation::M2O { .. })) && value.is_object()) {
             return Err(ApiError::invalid_payload(format!(
-                "Nested relational data in \"{name}\" cannot be written yet; write the related items separately"
+                "\"{name}\" holds nested relational data where a plain value was expected"
             )));
         }
         if field.primary_key && field.has_default && mode == Mode::Create {
