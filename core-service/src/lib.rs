@@ -7,6 +7,7 @@
 //! - [`schema`]: the snapshot (collections, fields, relations) and its introspection.
 //! - [`query`]: the query engine (fields, filter, search, sort, pagination, meta → SQL).
 //! - [`write`]: creates, updates and deletes, one transaction per request.
+//! - [`versions`]: content versions (deltas, compare, promote, reads in a version).
 //! - [`auth`]: token checks and the bootstrap admin.
 //! - [`grpc`]: ItemsService and SchemaService.
 //!
@@ -18,12 +19,14 @@ pub mod db;
 pub mod grpc;
 pub mod query;
 pub mod schema;
+pub mod versions;
 pub mod write;
 
 use arc_swap::ArcSwap;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::items_service_server::ItemsServiceServer;
 use cdapi_proto::v1::schema_service_server::SchemaServiceServer;
+use cdapi_proto::v1::versions_service_server::VersionsServiceServer;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -98,6 +101,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<ItemsServiceServer<grpc::items::Items>>().await;
     health_reporter.set_serving::<SchemaServiceServer<grpc::schema::SchemaApi>>().await;
+    health_reporter.set_serving::<VersionsServiceServer<grpc::versions::VersionsApi>>().await;
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(cdapi_proto::FILE_DESCRIPTOR_SET)
         .build_v1()?;
@@ -108,6 +112,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         .add_service(reflection)
         .add_service(ItemsServiceServer::new(grpc::items::Items::new(state.clone())))
         .add_service(SchemaServiceServer::new(grpc::schema::SchemaApi::new(state.clone())))
+        .add_service(VersionsServiceServer::new(grpc::versions::VersionsApi::new(state.clone())))
         .serve_with_incoming_shutdown(
             // TCP_NODELAY: without it small replies wait ~40 ms for delayed ACKs (Nagle).
             tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),

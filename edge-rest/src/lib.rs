@@ -2,7 +2,7 @@
 //! core, and renders replies (status codes, Directus error bodies). No business rules here.
 //!
 //! Layout: [`config`] (settings), [`export`] (file formats of `export=`), [`query_string`] (query string → query object),
-//! [`routes`] (routing and translation to gRPC), [`reply`] (responses and error rendering).
+//! [`routes`] (routing and translation to gRPC), [`versions`] (`/versions`), [`reply`] (responses and error rendering).
 //! [`run`] serves on a given listener until a shutdown future resolves.
 
 pub mod config;
@@ -10,6 +10,7 @@ pub mod export;
 pub mod query_string;
 pub mod reply;
 pub mod routes;
+pub mod versions;
 
 use std::future::Future;
 use std::sync::Arc;

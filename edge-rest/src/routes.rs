@@ -7,6 +7,7 @@ use crate::reply;
 use bytes::Bytes;
 use cdapi_proto::query_json::query_from_json;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
+use cdapi_proto::v1::versions_service_client::VersionsServiceClient;
 use cdapi_proto::v1::{
     CreateItemRequest, CreateItemsRequest, DeleteItemRequest, DeleteItemsRequest, ExportFormat, ExportItemsRequest, KeyList, Query,
     ReadItemRequest, ReadItemsRequest, UpdateItemRequest, UpdateItemsRequest, UpdateSingletonRequest, delete_items_request,
@@ -23,6 +24,8 @@ use warp::reply::Response;
 pub struct EdgeState {
     /// Items client on a shared HTTP/2 channel to the core.
     pub items: ItemsServiceClient<Channel>,
+    /// Versions client (`/versions`).
+    pub versions: VersionsServiceClient<Channel>,
     /// Health client for `/server/health`.
     pub health: tonic_health::pb::health_client::HealthClient<Channel>,
     /// Largest accepted body (bytes).
@@ -35,6 +38,7 @@ impl EdgeState {
     pub fn new(channel: Channel, max_payload_size: u64) -> Self {
         Self {
             items: ItemsServiceClient::new(channel.clone()).max_decoding_message_size(usize::MAX),
+            versions: VersionsServiceClient::new(channel.clone()).max_decoding_message_size(usize::MAX),
             health: tonic_health::pb::health_client::HealthClient::new(channel),
             max_payload_size,
             request_counter: AtomicU64::new(0),
@@ -76,7 +80,7 @@ pub type Body = std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<Bytes, 
 
 /// Reads `body` into memory, refusing more than `max` bytes (413 CONTENT_TOO_LARGE) without
 /// buffering the excess.
-async fn read_body(mut body: Body, max: u64) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_body(mut body: Body, max: u64) -> Result<Bytes, ApiError> {
     use futures_util::StreamExt;
     let mut buf = Vec::new();
     while let Some(chunk) = body.next().await {
@@ -107,7 +111,7 @@ pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Resp
     res
 }
 
-fn decode(segment: &str) -> String {
+pub(crate) fn decode(segment: &str) -> String {
     percent_encoding::percent_decode_str(segment).decode_utf8_lossy().into_owned()
 }
 
@@ -229,6 +233,7 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
                 _ => Ok(reply::method_not_allowed(&req.method, "GET, PATCH, DELETE")),
             }
         }
+        ["versions", rest @ ..] => crate::versions::route(state, req, body, request_id, rest).await,
         _ => Err(ApiError::new(ErrorCode::RouteNotFound, format!("Route {} doesn't exist.", req.path))),
     }
 }
@@ -293,14 +298,14 @@ async fn export(state: &EdgeState, req: &HttpRequest, request_id: &str, collecti
 }
 
 /// The query string as a typed query, plus `?access_token=`.
-fn url_query(req: &HttpRequest) -> Result<(Query, Option<String>), ApiError> {
+pub(crate) fn url_query(req: &HttpRequest) -> Result<(Query, Option<String>), ApiError> {
     let parsed = query_string::parse(&req.query)?;
     Ok((query_from_json(&parsed.query)?, parsed.access_token))
 }
 
 /// A JSON request body (SEARCH, POST, PATCH, DELETE). Errors: UNSUPPORTED_MEDIA_TYPE unless
 /// `application/json`, CONTENT_TOO_LARGE past MAX_PAYLOAD_SIZE, INVALID_PAYLOAD when malformed.
-async fn json_body(req: &HttpRequest, body: Body, max: u64) -> Result<serde_json::Value, ApiError> {
+pub(crate) async fn json_body(req: &HttpRequest, body: Body, max: u64) -> Result<serde_json::Value, ApiError> {
     let is_json = req
         .headers
         .get(http::header::CONTENT_TYPE)
@@ -358,7 +363,7 @@ fn key_list(items: &[serde_json::Value]) -> Result<Vec<String>, ApiError> {
 
 /// Forwards the caller's token (header or `?access_token=`, not both: directus-facts.md) and the
 /// request id to the core as gRPC metadata.
-fn set_metadata<T>(call: &mut tonic::Request<T>, req: &HttpRequest, request_id: &str, query_token: Option<String>) -> Result<(), ApiError> {
+pub(crate) fn set_metadata<T>(call: &mut tonic::Request<T>, req: &HttpRequest, request_id: &str, query_token: Option<String>) -> Result<(), ApiError> {
     let header = req.headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     let bearer = match (header, query_token) {
         (Some(_), Some(_)) => {

@@ -59,6 +59,18 @@ impl Items {
         Ok((data, meta))
     }
 
+    /// An item as it reads in a content version: the delta applied in a transaction that is
+    /// rolled back (see [`crate::versions`]).
+    async fn read_in_version(&self, schema: &crate::schema::Schema, collection: &Collection, key: Option<&str>, version: &str, vars: &Variables, q: &Query) -> Result<Bytes, ApiError> {
+        let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
+        let data = {
+            let mut v = crate::versions::Versions { schema, conn: &mut tx, limits: self.state.limits, vars };
+            v.read_item(collection, key, version, q).await?
+        };
+        tx.rollback().await.map_err(crate::db::map_error)?;
+        Ok(Bytes::from(data))
+    }
+
     async fn singleton(&self, collection: &Collection, schema: &crate::schema::Schema, vars: &Variables, q: &Query) -> Result<Bytes, ApiError> {
         let st = Planner::new(schema, self.state.limits, vars).read_singleton(collection, q)?;
         let (data, _) = self.run(st, false).await?;
@@ -93,7 +105,10 @@ impl ItemsService for Items {
             let (schema, collection, vars) = self.authorized(req.metadata(), &req.get_ref().collection).await?;
             let q = req.get_ref().query.clone().unwrap_or_default();
             if collection.singleton {
-                let data = self.singleton(&collection, &schema, &vars, &q).await?;
+                let data = match q.version.as_deref().filter(|v| *v != "main") {
+                    Some(version) => self.read_in_version(&schema, &collection, None, version, &vars, &q).await?,
+                    None => self.singleton(&collection, &schema, &vars, &Query { version: None, ..q }).await?,
+                };
                 return Ok(Response::new(ReadItemsResponse { data, meta: Bytes::new() }));
             }
             let st = Planner::new(&schema, self.state.limits, &vars).read_many(&collection, &q)?;
@@ -111,6 +126,11 @@ impl ItemsService for Items {
             let r = req.get_ref();
             let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
             let q = r.query.clone().unwrap_or_default();
+            if let Some(version) = q.version.as_deref().filter(|v| *v != "main") {
+                let data = self.read_in_version(&schema, &collection, Some(&r.key), version, &vars, &q).await?;
+                return Ok(Response::new(ItemResponse { data }));
+            }
+            let q = Query { version: None, ..q };
             let st = Planner::new(&schema, self.state.limits, &vars).read_one(&collection, &r.key, &q)?;
             let (data, _) = self.run(st, true).await?;
             let data = data.ok_or_else(ApiError::forbidden)?;
@@ -129,7 +149,12 @@ impl ItemsService for Items {
             if !collection.singleton {
                 return Err(ApiError::invalid_query(format!("Collection \"{}\" is not a singleton", collection.name)));
             }
-            let data = self.singleton(&collection, &schema, &vars, &r.query.clone().unwrap_or_default()).await?;
+            let q = r.query.clone().unwrap_or_default();
+            if let Some(version) = q.version.as_deref().filter(|v| *v != "main") {
+                let data = self.read_in_version(&schema, &collection, None, version, &vars, &q).await?;
+                return Ok(Response::new(ItemResponse { data }));
+            }
+            let data = self.singleton(&collection, &schema, &vars, &Query { version: None, ..q }).await?;
             Ok(Response::new(ItemResponse { data }))
         }
         .instrument(span)

@@ -1,8 +1,9 @@
 //! gRPC service implementations: thin translations from requests to the query engine.
-//! Layout: [`items`] (ItemsService), [`schema`] (SchemaService).
+//! Layout: [`items`] (ItemsService), [`schema`] (SchemaService), [`versions`] (VersionsService).
 
 pub mod items;
 pub mod schema;
+pub mod versions;
 
 use tracing::Span;
 

@@ -7,7 +7,7 @@
 use super::fields::{Column, FieldTree, Select};
 use super::functions;
 use super::sql::{Param, Sql, column, ident, table};
-use super::{Limits, MAX_RELATIONAL_DEPTH, Planner, forbidden_field, not_supported};
+use super::{Limits, MAX_RELATIONAL_DEPTH, Planner, forbidden_field};
 use crate::schema::{Collection, FieldRelation};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{MetaCount, Query};
@@ -45,7 +45,7 @@ fn refuse_unsupported(q: &Query, single: bool) -> Result<(), ApiError> {
         return Err(ApiError::invalid_query("\"aggregate\", \"groupBy\" and \"having\" are answered by the Aggregate call"));
     }
     if q.version.is_some() {
-        return Err(not_supported("The \"version\" parameter"));
+        return Err(ApiError::invalid_query("\"version\" applies to reading one item or a singleton"));
     }
     if single && !q.meta.is_empty() {
         return Err(ApiError::invalid_query("\"meta\" applies to lists of items only"));

@@ -1,0 +1,280 @@
+//! Content versions (spec: "Versioning"; directus-facts.md "Content versions"), stored in
+//! `cdapi.versions`: a version holds a `delta` (a partial item, relational shapes allowed) made
+//! against the main item's state `hash` (SHA-256 of its row as JSON).
+//!
+//! Reading an item in a version applies the delta with the writer inside a transaction that is
+//! then rolled back, and reads the item with the caller's query in between: nested relational
+//! deltas therefore read exactly as they would after promotion. (Such a read is a few
+//! statements, not one.) Promotion applies the delta for real and deletes the version; it
+//! refuses (UNPROCESSABLE_CONTENT) when the main item changed since the version was made,
+//! unless the caller passes the current hash or `force`.
+
+use crate::query::read::pk_expr;
+use crate::query::sql::{Param, Sql, table};
+use crate::query::{Limits, Planner, Variables};
+use crate::schema::{Collection, Schema};
+use crate::write::Writer;
+use cdapi_proto::v1::Query;
+use cdapi_proto::{ApiError, ErrorCode};
+use serde_json::{Map, Value};
+use sqlx::{PgConnection, Row};
+
+/// The columns of a version as one JSON object.
+const VERSION_JSON: &str = "json_build_object('id', v.id, 'key', v.key, 'name', v.name, 'collection', v.collection, \
+    'item', v.item, 'hash', v.hash, 'delta', v.delta, 'date_created', v.date_created, 'date_updated', v.date_updated, \
+    'user_created', v.user_created)::text";
+
+/// Version operations over one connection (a transaction where they write).
+pub struct Versions<'a> {
+    /// The schema snapshot.
+    pub schema: &'a Schema,
+    /// The connection.
+    pub conn: &'a mut PgConnection,
+    /// `limit` rules.
+    pub limits: Limits,
+    /// Dynamic variables (`user` is recorded as `user_created`).
+    pub vars: &'a Variables,
+}
+
+/// A stored version.
+struct Stored {
+    collection: String,
+    item: String,
+    hash: String,
+    delta: Map<String, Value>,
+}
+
+fn uuid_like(id: &str) -> bool {
+    id.len() == 36 && id.chars().enumerate().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { c == '-' } else { c.is_ascii_hexdigit() })
+}
+
+impl<'a> Versions<'a> {
+    fn collection(&self, name: &str) -> Result<&'a Collection, ApiError> {
+        let schema: &'a Schema = self.schema;
+        let c = schema.collection(name).ok_or_else(ApiError::forbidden)?;
+        if c.read_only || c.primary_key.is_empty() {
+            return Err(ApiError::invalid_payload(format!("Collection \"{name}\" cannot be versioned")));
+        }
+        Ok(c)
+    }
+
+    /// SHA-256 (hex) of the main item's row as JSON. FORBIDDEN when the item does not exist.
+    pub async fn item_hash(&mut self, collection: &Collection, key: &str) -> Result<String, ApiError> {
+        let mut planner = Planner::new(self.schema, self.limits, self.vars);
+        let cond = planner.keys_condition(collection, "t0", &[key.to_owned()])?;
+        let mut sql = planner.sql;
+        sql.text = format!(
+            "SELECT encode(sha256(convert_to(row_to_json(t0)::text, 'UTF8')), 'hex') FROM {} t0 WHERE {cond}",
+            table(&self.schema.db_schema, &collection.name)
+        );
+        let row = sql
+            .query()
+            .fetch_optional(&mut *self.conn)
+            .await
+            .map_err(|e| if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?
+            .ok_or_else(ApiError::forbidden)?;
+        row.try_get(0).map_err(crate::db::map_error)
+    }
+
+    /// The key of a singleton's row (FORBIDDEN when it has none yet).
+    async fn singleton_key(&mut self, collection: &Collection) -> Result<String, ApiError> {
+        let mut sql = Sql::default();
+        sql.text = format!("SELECT ({})::text FROM {} t0 LIMIT 1", pk_expr(collection, "t0"), table(&self.schema.db_schema, &collection.name));
+        let row = sql.query().fetch_optional(&mut *self.conn).await.map_err(crate::db::map_error)?.ok_or_else(ApiError::forbidden)?;
+        row.try_get(0).map_err(crate::db::map_error)
+    }
+
+    async fn one_json(&mut self, sql: Sql) -> Result<String, ApiError> {
+        let row = sql.query().fetch_optional(&mut *self.conn).await.map_err(crate::db::map_write_error)?.ok_or_else(ApiError::forbidden)?;
+        row.try_get(0).map_err(crate::db::map_error)
+    }
+
+    /// Creates a version (JSON of the version). Errors: FORBIDDEN (no such item),
+    /// INVALID_PAYLOAD (bad key), RECORD_NOT_UNIQUE (key taken for this item).
+    pub async fn create(&mut self, key: &str, name: &str, collection: &str, item: &str) -> Result<String, ApiError> {
+        if key.is_empty() || key == "main" || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(ApiError::invalid_payload("\"key\" must be letters, digits, _ or -, and not \"main\""));
+        }
+        let c = self.collection(collection)?;
+        let item = if item.is_empty() && c.singleton { self.singleton_key(c).await? } else { item.to_owned() };
+        let hash = self.item_hash(c, &item).await?;
+        let mut sql = Sql::default();
+        let (k, n, col, it, h) = (
+            sql.param(Param::Text(key.into())),
+            sql.param(Param::Text(name.into())),
+            sql.param(Param::Text(collection.into())),
+            sql.param(Param::Text(item)),
+            sql.param(Param::Text(hash)),
+        );
+        let user = match &self.vars.user {
+            Some(u) => format!("CAST({} AS uuid)", sql.param(Param::Text(u.clone()))),
+            None => "NULL".into(),
+        };
+        sql.text = format!(
+            "WITH v AS (INSERT INTO cdapi.versions (key, name, collection, item, hash, user_created) \
+             VALUES ({k}, NULLIF({n}, ''), {col}, {it}, {h}, {user}) RETURNING *) SELECT {VERSION_JSON} FROM v"
+        );
+        self.one_json(sql).await
+    }
+
+    /// Versions (JSON array), optionally of one collection and item, oldest first.
+    pub async fn list(&mut self, collection: &str, item: &str) -> Result<String, ApiError> {
+        let mut sql = Sql::default();
+        let (c, i) = (sql.param(Param::Text(collection.into())), sql.param(Param::Text(item.into())));
+        sql.text = format!(
+            "SELECT coalesce(json_agg(x.j ORDER BY x.date_created, x.id), '[]')::text FROM \
+             (SELECT {VERSION_JSON}::json AS j, v.date_created, v.id FROM cdapi.versions v \
+              WHERE ({c} = '' OR v.collection = {c}) AND ({i} = '' OR v.item = {i})) x"
+        );
+        self.one_json(sql).await
+    }
+
+    /// One version (JSON). FORBIDDEN when there is none.
+    pub async fn read(&mut self, id: &str) -> Result<String, ApiError> {
+        if !uuid_like(id) {
+            return Err(ApiError::forbidden());
+        }
+        let mut sql = Sql::default();
+        let p = sql.param(Param::Text(id.into()));
+        sql.text = format!("SELECT {VERSION_JSON} FROM cdapi.versions v WHERE v.id = CAST({p} AS uuid)");
+        self.one_json(sql).await
+    }
+
+    /// Renames a version.
+    pub async fn update(&mut self, id: &str, key: Option<&str>, name: Option<&str>) -> Result<String, ApiError> {
+        if !uuid_like(id) {
+            return Err(ApiError::forbidden());
+        }
+        if key.is_some_and(|k| k.is_empty() || k == "main" || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')) {
+            return Err(ApiError::invalid_payload("\"key\" must be letters, digits, _ or -, and not \"main\""));
+        }
+        let mut sql = Sql::default();
+        let p = sql.param(Param::Text(id.into()));
+        let k = key.map(|k| sql.param(Param::Text(k.into())));
+        let n = name.map(|n| sql.param(Param::Text(n.into())));
+        let mut sets = vec!["date_updated = now()".to_owned()];
+        if let Some(k) = k {
+            sets.push(format!("key = {k}"));
+        }
+        if let Some(n) = n {
+            sets.push(format!("name = {n}"));
+        }
+        sql.text = format!(
+            "WITH v AS (UPDATE cdapi.versions SET {} WHERE id = CAST({p} AS uuid) RETURNING *) SELECT {VERSION_JSON} FROM v",
+            sets.join(", ")
+        );
+        self.one_json(sql).await
+    }
+
+    /// Deletes a version. FORBIDDEN when there is none.
+    pub async fn delete(&mut self, id: &str) -> Result<(), ApiError> {
+        if !uuid_like(id) {
+            return Err(ApiError::forbidden());
+        }
+        let mut sql = Sql::default();
+        let p = sql.param(Param::Text(id.into()));
+        sql.text = format!("DELETE FROM cdapi.versions WHERE id = CAST({p} AS uuid) RETURNING id::text");
+        self.one_json(sql).await.map(|_| ())
+    }
+
+    async fn stored(&mut self, id: &str) -> Result<Stored, ApiError> {
+        let v: Value = serde_json::from_str(&self.read(id).await?).map_err(|_| ApiError::internal())?;
+        let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        Ok(Stored {
+            collection: text("collection"),
+            item: text("item"),
+            hash: text("hash"),
+            delta: v.get("delta").and_then(Value::as_object).cloned().unwrap_or_default(),
+        })
+    }
+
+    /// Merges `data` into the version's delta (top-level keys replace); returns the item as it
+    /// reads in the version (all fields).
+    pub async fn save(&mut self, id: &str, data: &Map<String, Value>) -> Result<String, ApiError> {
+        let v = self.stored(id).await?;
+        let c = self.collection(&v.collection)?;
+        let mut delta = v.delta;
+        delta.extend(data.clone());
+        // The merged delta must be a writable payload: checked by applying it (rolled back by
+        // the caller's transaction only on failure; here on a savepoint).
+        sqlx::query("SAVEPOINT version_check").execute(&mut *self.conn).await.map_err(crate::db::map_error)?;
+        let read = self.apply_and_read(c, &v.item, &delta, &Query::default()).await;
+        sqlx::query("ROLLBACK TO SAVEPOINT version_check").execute(&mut *self.conn).await.map_err(crate::db::map_error)?;
+        let item = read?;
+        let mut sql = Sql::default();
+        let p = sql.param(Param::Text(id.into()));
+        let d = sql.param(Param::Text(Value::Object(delta).to_string()));
+        sql.text = format!("UPDATE cdapi.versions SET delta = CAST({d} AS jsonb), date_updated = now() WHERE id = CAST({p} AS uuid) RETURNING id::text");
+        self.one_json(sql).await?;
+        Ok(item)
+    }
+
+    /// Applies `delta` to the item and reads it with `q` (fields, deep...). Leaves the change in
+    /// the connection's transaction: callers roll it back or commit it.
+    async fn apply_and_read(&mut self, c: &Collection, item: &str, delta: &Map<String, Value>, q: &Query) -> Result<String, ApiError> {
+        let mut w = Writer { schema: self.schema, conn: &mut *self.conn, limits: self.limits, vars: self.vars };
+        if !delta.is_empty() {
+            w.save(c, delta, Some(item.to_owned()), 0).await?;
+        }
+        let read = Query { version: None, ..q.clone() };
+        let st = Planner::new(self.schema, self.limits, self.vars).read_one(c, item, &read)?;
+        let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
+        let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
+        data.ok_or_else(ApiError::forbidden)
+    }
+
+    /// The item `key` (or the singleton's row) of `collection` as it reads in version
+    /// `version_key`, with the query `q`. Runs inside a transaction the caller rolls back.
+    /// Unknown version: FORBIDDEN.
+    pub async fn read_item(&mut self, collection: &Collection, key: Option<&str>, version_key: &str, q: &Query) -> Result<String, ApiError> {
+        let item = match key {
+            Some(k) => k.to_owned(),
+            None => self.singleton_key(collection).await?,
+        };
+        let mut sql = Sql::default();
+        let (c, i, k) = (
+            sql.param(Param::Text(collection.name.clone())),
+            sql.param(Param::Text(item.clone())),
+            sql.param(Param::Text(version_key.into())),
+        );
+        sql.text = format!("SELECT coalesce(delta, '{{}}')::text FROM cdapi.versions WHERE collection = {c} AND item = {i} AND key = {k}");
+        let delta: Map<String, Value> = serde_json::from_str(&self.one_json(sql).await?).map_err(|_| ApiError::internal())?;
+        self.apply_and_read(collection, &item, &delta, q).await
+    }
+
+    /// `{"outdated", "mainHash", "current", "main"}` (Directus's compare).
+    pub async fn compare(&mut self, id: &str) -> Result<String, ApiError> {
+        let v = self.stored(id).await?;
+        let c = self.collection(&v.collection)?;
+        let main_hash = self.item_hash(c, &v.item).await?;
+        let st = Planner::new(self.schema, self.limits, self.vars).read_one(c, &v.item, &Query::default())?;
+        let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
+        let main: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
+        let main: Value = serde_json::from_str(&main.ok_or_else(ApiError::forbidden)?).map_err(|_| ApiError::internal())?;
+        let out = serde_json::json!({"outdated": main_hash != v.hash, "mainHash": main_hash, "current": v.delta, "main": main});
+        Ok(out.to_string())
+    }
+
+    /// Applies the delta to the main item and deletes the version; returns the item's key as
+    /// JSON. UNPROCESSABLE_CONTENT when the main item changed since the version was made,
+    /// unless `main_hash` equals its current hash or `force`.
+    pub async fn promote(&mut self, id: &str, main_hash: Option<&str>, force: bool) -> Result<String, ApiError> {
+        let v = self.stored(id).await?;
+        let c = self.collection(&v.collection)?;
+        let current = self.item_hash(c, &v.item).await?;
+        if current != v.hash && main_hash != Some(current.as_str()) && !force {
+            let mut e = ApiError::new(
+                ErrorCode::UnprocessableContent,
+                "The main item has changed since this version was created; compare it, then promote with its current hash (mainHash) or force.",
+            );
+            e.extensions.insert("mainHash".into(), current.into());
+            return Err(e);
+        }
+        let mut w = Writer { schema: self.schema, conn: &mut *self.conn, limits: self.limits, vars: self.vars };
+        if !v.delta.is_empty() {
+            w.save(c, &v.delta, Some(v.item.clone()), 0).await?;
+        }
+        self.delete(id).await?;
+        Ok(Value::String(v.item).to_string())
+    }
+}

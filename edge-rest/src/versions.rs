@@ -1,0 +1,118 @@
+//! `/versions` (Directus's content versions API; spec: "Versioning") → VersionsService:
+//! `GET /versions` (optionally `filter[collection][_eq]`, `filter[item][_eq]`), `POST /versions`
+//! `{key, name?, collection, item}`, `GET|PATCH|DELETE /versions/:id`, `POST /versions/:id/save`
+//! (body: the changes), `GET /versions/:id/compare`, `POST /versions/:id/promote`
+//! `{mainHash?, force?}` (`force` is an extension). Reading an item in a version is
+//! `GET /items/:collection/:id?version=<key>`.
+
+use crate::reply;
+use crate::routes::{Body, EdgeState, HttpRequest, decode, json_body, set_metadata, url_query};
+use bytes::Bytes;
+use cdapi_proto::v1::{CreateVersionRequest, ListVersionsRequest, PromoteVersionRequest, SaveToVersionRequest, UpdateVersionRequest, VersionRef};
+use cdapi_proto::{ApiError, ErrorCode};
+use http::Method;
+use serde_json::Value;
+use warp::reply::Response;
+
+fn text(v: &Value, key: &str) -> Option<String> {
+    match v.get(key)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// `filter[field][_eq]=x` of the list: only `collection` and `item` are understood.
+fn list_filter(req: &HttpRequest) -> Result<(String, String), ApiError> {
+    let parsed = crate::query_string::parse(&req.query)?;
+    let mut out = (String::new(), String::new());
+    let Some(filter) = parsed.query.get("filter") else { return Ok(out) };
+    let filter: Value = match filter {
+        Value::String(s) => serde_json::from_str(s).map_err(|e| ApiError::invalid_query(format!("\"filter\" is not valid JSON: {e}")))?,
+        other => other.clone(),
+    };
+    for (field, cond) in filter.as_object().into_iter().flatten() {
+        let value = cond.get("_eq").and_then(|v| text(cond, "_eq").or_else(|| v.as_str().map(str::to_owned)));
+        match (field.as_str(), value) {
+            ("collection", Some(v)) => out.0 = v,
+            ("item", Some(v)) => out.1 = v,
+            _ => {
+                return Err(ApiError::invalid_query(
+                    "Versions can be filtered by collection and item with _eq only",
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Routes `/versions/...` (`rest` = the path segments after `versions`).
+pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, rest: &[&str]) -> Result<Response, ApiError> {
+    let (_, token) = url_query(req)?;
+    let mut client = state.versions.clone();
+    let status = |s: tonic::Status| ApiError::from_status(&s);
+    macro_rules! call {
+        ($msg:expr) => {{
+            let mut call = tonic::Request::new($msg);
+            set_metadata(&mut call, req, request_id, token.clone())?;
+            call
+        }};
+    }
+    match (req.method.clone(), rest) {
+        (Method::GET, []) => {
+            let (collection, item) = list_filter(req)?;
+            let res = client.list_versions(call!(ListVersionsRequest { collection, item })).await.map_err(status)?;
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        (Method::POST, []) => {
+            let b = json_body(req, body, state.max_payload_size).await?;
+            let field = |k: &str| text(&b, k).ok_or_else(|| ApiError::invalid_payload(format!("\"{k}\" is required")));
+            let msg = CreateVersionRequest {
+                key: field("key")?,
+                name: text(&b, "name").unwrap_or_default(),
+                collection: field("collection")?,
+                item: text(&b, "item").unwrap_or_default(),
+            };
+            let res = client.create_version(call!(msg)).await.map_err(status)?;
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        (_, []) => Ok(reply::method_not_allowed(&req.method, "GET, POST")),
+        (Method::GET, [id]) => {
+            let res = client.read_version(call!(VersionRef { id: decode(id) })).await.map_err(status)?;
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        (Method::PATCH, [id]) => {
+            let b = json_body(req, body, state.max_payload_size).await?;
+            let msg = UpdateVersionRequest { id: decode(id), key: text(&b, "key"), name: text(&b, "name") };
+            let res = client.update_version(call!(msg)).await.map_err(status)?;
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        (Method::DELETE, [id]) => {
+            client.delete_version(call!(VersionRef { id: decode(id) })).await.map_err(status)?;
+            Ok(reply::no_content())
+        }
+        (_, [_]) => Ok(reply::method_not_allowed(&req.method, "GET, PATCH, DELETE")),
+        (Method::POST, [id, "save"]) => {
+            let b = json_body(req, body, state.max_payload_size).await?;
+            let res = client.save_to_version(call!(SaveToVersionRequest { id: decode(id), data: Bytes::from(b.to_string()) })).await.map_err(status)?;
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        (Method::GET, [id, "compare"]) => {
+            let res = client.compare_version(call!(VersionRef { id: decode(id) })).await.map_err(status)?;
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        (Method::POST, [id, "promote"]) => {
+            let b = json_body(req, body, state.max_payload_size).await.unwrap_or(Value::Null);
+            let msg = PromoteVersionRequest {
+                id: decode(id),
+                main_hash: text(&b, "mainHash"),
+                force: b.get("force").and_then(Value::as_bool).unwrap_or(false),
+            };
+            let res = client.promote_version(call!(msg)).await.map_err(status)?;
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        (_, [_, "save" | "promote"]) => Ok(reply::method_not_allowed(&req.method, "POST")),
+        (_, [_, "compare"]) => Ok(reply::method_not_allowed(&req.method, "GET")),
+        _ => Err(ApiError::new(ErrorCode::RouteNotFound, format!("Route {} doesn't exist.", req.path))),
+    }
+}
