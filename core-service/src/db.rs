@@ -97,6 +97,10 @@ pub fn map_error(e: sqlx::Error) -> ApiError {
             // data exception: a bound value does not fit its column's type (bad date, enum label...).
             return ApiError::invalid_query("A value in the query does not match its field's type");
         }
+        if code == "40P01" || code == "40001" {
+            // deadlock / serialization failure: nothing was written; the client may retry.
+            return ApiError::new(ErrorCode::ServiceUnavailable, "The write conflicted with a concurrent one and was rolled back; retry it.");
+        }
         if code == "57014" {
             return ApiError::new(ErrorCode::ServiceUnavailable, "The query took too long and was cancelled.");
         }

@@ -10,7 +10,7 @@ use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::versions_service_client::VersionsServiceClient;
 use cdapi_proto::v1::{
     CreateItemRequest, CreateItemsRequest, DeleteItemRequest, DeleteItemsRequest, ExportFormat, ExportItemsRequest, KeyList, Query,
-    ReadItemRequest, ReadItemsRequest, UpdateItemRequest, UpdateItemsRequest, UpdateSingletonRequest, delete_items_request,
+    ReadItemRequest, ReadItemsRequest, UpdateBatchRequest, UpdateItemRequest, UpdateItemsRequest, UpdateSingletonRequest, delete_items_request,
     update_items_request,
 };
 use cdapi_proto::{ApiError, ErrorCode};
@@ -173,9 +173,12 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
                             let res = items.update_items(call).await.map_err(|s| ApiError::from_status(&s))?;
                             Ok(reply::data(&res.get_ref().data, b""))
                         }
-                        None if body.is_array() => Err(ApiError::invalid_payload(
-                            "Updating items with an array of objects is not supported yet; use {\"keys\": [...], \"data\": {...}}",
-                        )),
+                        None if body.is_array() => {
+                            let mut call = tonic::Request::new(UpdateBatchRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
+                            set_metadata(&mut call, req, request_id, token)?;
+                            let res = items.update_batch(call).await.map_err(|s| ApiError::from_status(&s))?;
+                            Ok(reply::data(&res.get_ref().data, b""))
+                        }
                         None => {
                             let mut call = tonic::Request::new(UpdateSingletonRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
                             set_metadata(&mut call, req, request_id, token)?;

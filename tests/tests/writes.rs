@@ -58,6 +58,13 @@ async fn updates_by_key_keys_query_and_singleton() {
     let r = write(app, Method::PATCH, "/items/articles?fields=id", json!({"query": {"filter": {"slug": {"_in": ["article-20", "article-21"]}}}, "data": {"status": "archived"}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(sql_json(app, "SELECT json_agg(status ORDER BY id)::text FROM articles WHERE id IN (20, 21)").await, json!(["archived", "archived"]));
+    // a batch: each item with its own key and data
+    let r = write(app, Method::PATCH, "/items/articles?fields=id,rating,word_count", json!([{"id": 30, "rating": 2}, {"id": 31, "word_count": 31}])).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(sql_json(app, "SELECT json_agg(json_build_array(id, rating, word_count) ORDER BY id)::text FROM articles WHERE id IN (30, 31)").await,
+        json!([[30, 2, r.body["data"][0]["word_count"]], [31, r.body["data"][1]["rating"], 31]]));
+    let r = write(app, Method::PATCH, "/items/articles", json!([{"rating": 2}])).await;
+    assert_error(&r, 400, "INVALID_PAYLOAD", "batch item without its key");
     // singleton: updated in place
     let r = write(app, Method::PATCH, "/items/settings", json!({"tagline": "changed"})).await;
     assert_eq!(r.status, 200, "{}", r.body);

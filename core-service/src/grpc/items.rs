@@ -301,6 +301,24 @@ impl ItemsService for Items {
         .map_err(|e: ApiError| e.into())
     }
 
+    async fn update_batch(&self, req: Request<UpdateBatchRequest>) -> Result<Response<ItemsResponse>, Status> {
+        let span = request_span("UpdateBatch", &req);
+        async move {
+            let r = req.get_ref();
+            let data = json_object_or_array(&r.data, true)?;
+            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
+            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
+            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
+            let keys = w.update_batch(&collection, &data).await?;
+            let out = w.read_back(&collection, &keys, &r.query.clone().unwrap_or_default()).await?;
+            tx.commit().await.map_err(crate::db::map_error)?;
+            Ok(Response::new(ItemsResponse { data: Bytes::from(out) }))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
+    }
+
     async fn update_singleton(&self, req: Request<UpdateSingletonRequest>) -> Result<Response<ItemResponse>, Status> {
         let span = request_span("UpdateSingleton", &req);
         async move {

@@ -159,6 +159,31 @@ impl Writer<'_> {
         Ok(done)
     }
 
+    /// Updates a batch of items, each object carrying its own primary key (single-column keys).
+    /// FORBIDDEN when a key does not exist; INVALID_PAYLOAD when an object has no key.
+    pub async fn update_batch(&mut self, collection: &Collection, data: &Value) -> Result<Vec<String>, ApiError> {
+        writable(collection)?;
+        let [pk] = collection.primary_key.as_slice() else {
+            return Err(ApiError::invalid_payload("Batch updates need a single-column primary key"));
+        };
+        let items = match data {
+            Value::Array(_) => objects(data)?,
+            _ => return Err(ApiError::invalid_payload("A batch update is an array of objects")),
+        };
+        let mut keys = Vec::with_capacity(items.len());
+        for item in items {
+            let key = match item.get(pk) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Number(n)) => n.to_string(),
+                _ => return Err(ApiError::invalid_payload(format!("Every item of a batch update needs its \"{pk}\""))),
+            };
+            let mut rest = item.clone();
+            rest.remove(pk);
+            keys.push(self.save(collection, &rest, Some(key), 0).await?);
+        }
+        Ok(keys)
+    }
+
     /// Updates the items a query's filter/search selects (spec: Update items, `query`).
     pub async fn update_query(&mut self, collection: &Collection, selector: &Query, data: &Value) -> Result<Vec<String>, ApiError> {
         let mut planner = Planner::new(self.schema, self.limits, self.vars);
