@@ -59,6 +59,22 @@ impl Items {
         Ok((data, meta))
     }
 
+    /// Runs a write in one transaction, committed when `op` succeeds (rolled back otherwise):
+    /// the caller is authorized, the collection looked up, and `op` given the writer.
+    async fn in_write_tx<T, F>(&self, md: &tonic::metadata::MetadataMap, collection: &str, op: F) -> Result<T, ApiError>
+    where
+        F: for<'c> FnOnce(&'c mut Writer<'c>, &'c Collection) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ApiError>> + Send + 'c>>,
+    {
+        let (schema, collection, vars) = self.authorized(md, collection).await?;
+        let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
+        let out = {
+            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
+            op(&mut w, &collection).await?
+        };
+        tx.commit().await.map_err(crate::db::map_error)?;
+        Ok(out)
+    }
+
     /// An item as it reads in a content version: the delta applied in a transaction that is
     /// rolled back (see [`crate::versions`]).
     async fn read_in_version(&self, schema: &crate::schema::Schema, collection: &Collection, key: Option<&str>, version: &str, vars: &Variables, q: &Query) -> Result<Bytes, ApiError> {
@@ -227,158 +243,139 @@ impl ItemsService for Items {
 
     async fn create_item(&self, req: Request<CreateItemRequest>) -> Result<Response<ItemResponse>, Status> {
         let span = request_span("CreateItem", &req);
-        async move {
-            let r = req.get_ref();
-            let data = json_object_or_array(&r.data, false)?;
-            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
-            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
-            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
-            let keys = w.create(&collection, &data).await?;
-            let out = w.read_back(&collection, &keys, &r.query.clone().unwrap_or_default()).await?;
-            tx.commit().await.map_err(crate::db::map_error)?;
-            Ok(Response::new(ItemResponse { data: first(&out)? }))
-        }
-        .instrument(span)
-        .await
-        .map_err(|e: ApiError| e.into())
+        let r = req.get_ref();
+        let (data, q) = (json_object_or_array(&r.data, false)?, r.query.clone().unwrap_or_default());
+        let out = self
+            .in_write_tx(req.metadata(), &r.collection, move |w, c| {
+                Box::pin(async move {
+                    let keys = w.create(c, &data).await?;
+                    w.read_back(c, &keys, &q).await
+                })
+            })
+            .instrument(span)
+            .await?;
+        Ok(Response::new(ItemResponse { data: first(&out)? }))
     }
 
     async fn create_items(&self, req: Request<CreateItemsRequest>) -> Result<Response<ItemsResponse>, Status> {
         let span = request_span("CreateItems", &req);
-        async move {
-            let r = req.get_ref();
-            let data = json_object_or_array(&r.data, true)?;
-            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
-            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
-            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
-            let keys = w.create(&collection, &data).await?;
-            let out = w.read_back(&collection, &keys, &r.query.clone().unwrap_or_default()).await?;
-            tx.commit().await.map_err(crate::db::map_error)?;
-            Ok(Response::new(ItemsResponse { data: Bytes::from(out) }))
-        }
-        .instrument(span)
-        .await
-        .map_err(|e: ApiError| e.into())
+        let r = req.get_ref();
+        let (data, q) = (json_object_or_array(&r.data, true)?, r.query.clone().unwrap_or_default());
+        let out = self
+            .in_write_tx(req.metadata(), &r.collection, move |w, c| {
+                Box::pin(async move {
+                    let keys = w.create(c, &data).await?;
+                    w.read_back(c, &keys, &q).await
+                })
+            })
+            .instrument(span)
+            .await?;
+        Ok(Response::new(ItemsResponse { data: Bytes::from(out) }))
     }
 
     async fn update_item(&self, req: Request<UpdateItemRequest>) -> Result<Response<ItemResponse>, Status> {
         let span = request_span("UpdateItem", &req);
-        async move {
-            let r = req.get_ref();
-            let data = json_object_or_array(&r.data, false)?;
-            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
-            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
-            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
-            let keys = w.update_keys(&collection, std::slice::from_ref(&r.key), &data).await?;
-            let out = w.read_back(&collection, &keys, &r.query.clone().unwrap_or_default()).await?;
-            tx.commit().await.map_err(crate::db::map_error)?;
-            Ok(Response::new(ItemResponse { data: first(&out)? }))
-        }
-        .instrument(span)
-        .await
-        .map_err(|e: ApiError| e.into())
+        let r = req.get_ref();
+        let (data, q, key) = (json_object_or_array(&r.data, false)?, r.query.clone().unwrap_or_default(), r.key.clone());
+        let out = self
+            .in_write_tx(req.metadata(), &r.collection, move |w, c| {
+                Box::pin(async move {
+                    let keys = w.update_keys(c, std::slice::from_ref(&key), &data).await?;
+                    w.read_back(c, &keys, &q).await
+                })
+            })
+            .instrument(span)
+            .await?;
+        Ok(Response::new(ItemResponse { data: first(&out)? }))
     }
 
     async fn update_items(&self, req: Request<UpdateItemsRequest>) -> Result<Response<ItemsResponse>, Status> {
         let span = request_span("UpdateItems", &req);
-        async move {
-            let r = req.get_ref();
-            let data = json_object_or_array(&r.data, false)?;
-            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
-            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
-            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
-            let keys = match &r.selector {
-                Some(update_items_request::Selector::Keys(k)) => w.update_keys(&collection, &k.keys, &data).await?,
-                Some(update_items_request::Selector::SelectorQuery(q)) => w.update_query(&collection, q, &data).await?,
-                None => return Err(ApiError::invalid_payload("Updating many items requires exactly one of \"keys\" or \"query\"")),
-            };
-            let out = w.read_back(&collection, &keys, &r.query.clone().unwrap_or_default()).await?;
-            tx.commit().await.map_err(crate::db::map_error)?;
-            Ok(Response::new(ItemsResponse { data: Bytes::from(out) }))
-        }
-        .instrument(span)
-        .await
-        .map_err(|e: ApiError| e.into())
+        let r = req.get_ref();
+        let (data, q, selector) = (json_object_or_array(&r.data, false)?, r.query.clone().unwrap_or_default(), r.selector.clone());
+        let out = self
+            .in_write_tx(req.metadata(), &r.collection, move |w, c| {
+                Box::pin(async move {
+                    let keys = match &selector {
+                        Some(update_items_request::Selector::Keys(k)) => w.update_keys(c, &k.keys, &data).await?,
+                        Some(update_items_request::Selector::SelectorQuery(sq)) => w.update_query(c, sq, &data).await?,
+                        None => return Err(ApiError::invalid_payload("Updating many items requires exactly one of \"keys\" or \"query\"")),
+                    };
+                    w.read_back(c, &keys, &q).await
+                })
+            })
+            .instrument(span)
+            .await?;
+        Ok(Response::new(ItemsResponse { data: Bytes::from(out) }))
     }
 
     async fn update_batch(&self, req: Request<UpdateBatchRequest>) -> Result<Response<ItemsResponse>, Status> {
         let span = request_span("UpdateBatch", &req);
-        async move {
-            let r = req.get_ref();
-            let data = json_object_or_array(&r.data, true)?;
-            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
-            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
-            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
-            let keys = w.update_batch(&collection, &data).await?;
-            let out = w.read_back(&collection, &keys, &r.query.clone().unwrap_or_default()).await?;
-            tx.commit().await.map_err(crate::db::map_error)?;
-            Ok(Response::new(ItemsResponse { data: Bytes::from(out) }))
-        }
-        .instrument(span)
-        .await
-        .map_err(|e: ApiError| e.into())
+        let r = req.get_ref();
+        let (data, q) = (json_object_or_array(&r.data, true)?, r.query.clone().unwrap_or_default());
+        let out = self
+            .in_write_tx(req.metadata(), &r.collection, move |w, c| {
+                Box::pin(async move {
+                    let keys = w.update_batch(c, &data).await?;
+                    w.read_back(c, &keys, &q).await
+                })
+            })
+            .instrument(span)
+            .await?;
+        Ok(Response::new(ItemsResponse { data: Bytes::from(out) }))
     }
 
     async fn update_singleton(&self, req: Request<UpdateSingletonRequest>) -> Result<Response<ItemResponse>, Status> {
         let span = request_span("UpdateSingleton", &req);
-        async move {
-            let r = req.get_ref();
-            let data = json_object_or_array(&r.data, false)?;
-            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
-            if !collection.singleton {
-                return Err(ApiError::invalid_payload(format!(
-                    "\"{}\" is not a singleton: updating many items requires \"keys\" or \"query\" with \"data\"",
-                    collection.name
-                )));
-            }
-            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
-            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
-            w.update_singleton(&collection, &data).await?;
-            let q = r.query.clone().unwrap_or_default();
-            let st = Planner::new(&schema, self.state.limits, &vars).read_singleton(&collection, &Query { fields: q.fields, deep: q.deep, alias: q.alias, ..Default::default() })?;
-            let row = st.sql.query().fetch_one(&mut *tx).await.map_err(crate::db::map_error)?;
-            let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
-            tx.commit().await.map_err(crate::db::map_error)?;
-            Ok(Response::new(ItemResponse { data: Bytes::from(data.unwrap_or_else(|| "{}".into())) }))
-        }
-        .instrument(span)
-        .await
-        .map_err(|e: ApiError| e.into())
+        let r = req.get_ref();
+        let (data, q) = (json_object_or_array(&r.data, false)?, r.query.clone().unwrap_or_default());
+        let out = self
+            .in_write_tx(req.metadata(), &r.collection, move |w, c| {
+                Box::pin(async move {
+                    if !c.singleton {
+                        return Err(ApiError::invalid_payload(format!(
+                            "\"{}\" is not a singleton: updating many items requires \"keys\" or \"query\" with \"data\"",
+                            c.name
+                        )));
+                    }
+                    w.update_singleton(c, &data).await?;
+                    let read = Query { fields: q.fields, deep: q.deep, alias: q.alias, ..Default::default() };
+                    let st = Planner::new(w.schema, w.limits, w.vars).read_singleton(c, &read)?;
+                    let row = st.sql.query().fetch_one(&mut *w.conn).await.map_err(crate::db::map_error)?;
+                    let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
+                    Ok(data.unwrap_or_else(|| "{}".into()))
+                })
+            })
+            .instrument(span)
+            .await?;
+        Ok(Response::new(ItemResponse { data: Bytes::from(out) }))
     }
 
     async fn delete_item(&self, req: Request<DeleteItemRequest>) -> Result<Response<DeleteResponse>, Status> {
         let span = request_span("DeleteItem", &req);
-        async move {
-            let r = req.get_ref();
-            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
-            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
-            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
-            w.delete_keys(&collection, std::slice::from_ref(&r.key)).await?;
-            tx.commit().await.map_err(crate::db::map_error)?;
-            Ok(Response::new(DeleteResponse {}))
-        }
-        .instrument(span)
-        .await
-        .map_err(|e: ApiError| e.into())
+        let r = req.get_ref();
+        let key = r.key.clone();
+        self.in_write_tx(req.metadata(), &r.collection, move |w, c| Box::pin(async move { w.delete_keys(c, std::slice::from_ref(&key)).await }))
+            .instrument(span)
+            .await?;
+        Ok(Response::new(DeleteResponse {}))
     }
 
     async fn delete_items(&self, req: Request<DeleteItemsRequest>) -> Result<Response<DeleteResponse>, Status> {
         let span = request_span("DeleteItems", &req);
-        async move {
-            let r = req.get_ref();
-            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
-            let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
-            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
-            match &r.selector {
-                Some(delete_items_request::Selector::Keys(k)) => w.delete_keys(&collection, &k.keys).await?,
-                Some(delete_items_request::Selector::SelectorQuery(q)) => w.delete_query(&collection, q).await?,
-                None => return Err(ApiError::invalid_payload("Deleting many items requires \"keys\" or \"query\"")),
-            }
-            tx.commit().await.map_err(crate::db::map_error)?;
-            Ok(Response::new(DeleteResponse {}))
-        }
+        let r = req.get_ref();
+        let selector = r.selector.clone();
+        self.in_write_tx(req.metadata(), &r.collection, move |w, c| {
+            Box::pin(async move {
+                match &selector {
+                    Some(delete_items_request::Selector::Keys(k)) => w.delete_keys(c, &k.keys).await,
+                    Some(delete_items_request::Selector::SelectorQuery(q)) => w.delete_query(c, q).await,
+                    None => Err(ApiError::invalid_payload("Deleting many items requires \"keys\" or \"query\"")),
+                }
+            })
+        })
         .instrument(span)
-        .await
-        .map_err(|e: ApiError| e.into())
+        .await?;
+        Ok(Response::new(DeleteResponse {}))
     }
 }
