@@ -61,6 +61,49 @@ impl AppState {
     }
 }
 
+/// Channel on which the database announces schema changes (migration 0004).
+pub const SCHEMA_CHANNEL: &str = "cdapi_schema_changed";
+
+/// Rebuilds the snapshot whenever the database announces a schema change (DDL, or a change to
+/// `cdapi.relations` / `cdapi.collections`). Bursts (a migration of many statements) are folded
+/// into one rebuild after 200 ms of quiet. Reconnects with backoff when the listener drops; a
+/// rebuild is made after each reconnect, as notifications may have been missed.
+async fn watch_schema(state: Arc<AppState>) {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        match sqlx::postgres::PgListener::connect_with(&state.pool).await {
+            Ok(mut listener) => {
+                if let Err(e) = listener.listen(SCHEMA_CHANNEL).await {
+                    tracing::warn!(error = %e, "LISTEN failed");
+                } else {
+                    backoff = Duration::from_millis(500);
+                    loop {
+                        match listener.recv().await {
+                            Ok(_) => {
+                                // Fold a burst into one rebuild.
+                                while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(200), listener.recv()).await {}
+                                if let Err(e) = state.reload_schema().await {
+                                    tracing::warn!(error = %e, "schema reload failed");
+                                }
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, "schema listener lost its connection");
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "schema listener cannot connect"),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(30));
+        if let Err(e) = state.reload_schema().await {
+            tracing::warn!(error = %e, "schema reload failed");
+        }
+    }
+}
+
 /// The SQL (parameters inlined) of a read of `collection` with the Directus query object
 /// `query_json`, by `key` when given; aggregates when the query has `aggregate`/`groupBy`.
 /// Errors: database unreachable, unknown collection, invalid query.
@@ -97,6 +140,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         version: AtomicU64::new(0),
     });
     state.reload_schema().await.map_err(|e| anyhow::anyhow!("loading the schema failed: {e}"))?;
+    tokio::spawn(watch_schema(state.clone()));
 
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     health_reporter.set_serving::<ItemsServiceServer<grpc::items::Items>>().await;
