@@ -60,20 +60,9 @@ impl<'a> Versions<'a> {
 
     /// SHA-256 (hex) of the main item's row as JSON. FORBIDDEN when the item does not exist.
     pub async fn item_hash(&mut self, collection: &Collection, key: &str) -> Result<String, ApiError> {
-        let mut planner = Planner::new(self.schema, self.limits, self.vars);
-        let cond = planner.keys_condition(collection, "t0", &[key.to_owned()])?;
-        let mut sql = planner.sql;
-        sql.text = format!(
-            "SELECT encode(sha256(convert_to(row_to_json(t0)::text, 'UTF8')), 'hex') FROM {} t0 WHERE {cond}",
-            table(&self.schema.db_schema, &collection.name)
-        );
-        let row = sql
-            .query()
-            .fetch_optional(&mut *self.conn)
-            .await
-            .map_err(|e| if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?
-            .ok_or_else(ApiError::forbidden)?;
-        row.try_get(0).map_err(crate::db::map_error)
+        let planner = Planner::new(self.schema, self.limits, self.vars);
+        let expr = "encode(sha256(convert_to(row_to_json(t0)::text, 'UTF8')), 'hex')";
+        crate::write::item_text(&mut *self.conn, planner, collection, key, expr).await?.ok_or_else(ApiError::internal)
     }
 
     /// The key of a singleton's row (FORBIDDEN when it has none yet).

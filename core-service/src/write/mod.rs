@@ -293,6 +293,28 @@ impl Writer<'_> {
     }
 }
 
+/// The text of the SQL expression `expr` (over the item's row, aliased `t0`) for the item of
+/// `collection` with `key`. FORBIDDEN when there is no such item or the key cannot be one.
+pub(crate) async fn item_text(
+    conn: &mut PgConnection,
+    planner: Planner<'_>,
+    collection: &Collection,
+    key: &str,
+    expr: &str,
+) -> Result<Option<String>, ApiError> {
+    let mut planner = planner;
+    let cond = planner.keys_condition(collection, "t0", &[key.to_owned()])?;
+    let mut sql = planner.sql;
+    sql.text = format!("SELECT ({expr})::text FROM {} t0 WHERE {cond}", table(&planner.schema.db_schema, &collection.name));
+    let row = sql
+        .query()
+        .fetch_optional(conn)
+        .await
+        .map_err(|e| if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?
+        .ok_or_else(ApiError::forbidden)?;
+    row.try_get(0).map_err(crate::db::map_error)
+}
+
 fn dedup_len(keys: &[String]) -> usize {
     keys.iter().collect::<std::collections::HashSet<_>>().len()
 }

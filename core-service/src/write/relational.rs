@@ -14,12 +14,10 @@
 
 use super::Writer;
 use crate::query::Planner;
-use crate::query::read::pk_expr;
 use crate::query::sql::{Sql, column, ident, table};
 use crate::schema::{Collection, Deselect, FieldRelation};
 use cdapi_proto::ApiError;
 use serde_json::{Map, Value};
-use sqlx::Row;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -240,26 +238,11 @@ impl<'w> Writer<'w> {
         self.column_value(collection, key, &collection.primary_key[0]).await.map(|_| ())
     }
 
-    /// The text value of `field` of the item with `key` (FORBIDDEN when there is none). Returns
-    /// the key itself when `field` is the single-column primary key, without a query.
+    /// The text value of `field` of the item with `key`: FORBIDDEN when there is no such item,
+    /// INVALID_PAYLOAD when the value is NULL (nothing can point at it).
     async fn column_value(&mut self, collection: &Collection, key: &str, field: &str) -> Result<String, ApiError> {
-        let is_pk = collection.primary_key.len() == 1 && collection.primary_key[0] == field;
-        let mut planner = Planner::new(self.schema, self.limits, self.vars);
-        let cond = planner.keys_condition(collection, "t0", &[key.to_owned()])?;
-        let mut sql = planner.sql;
-        sql.text = format!(
-            "SELECT ({})::text, ({})::text FROM {} t0 WHERE {cond}",
-            column("t0", field),
-            pk_expr(collection, "t0"),
-            table(&self.schema.db_schema, &collection.name)
-        );
-        let row = sql
-            .query()
-            .fetch_optional(&mut *self.conn)
-            .await
-            .map_err(|e| if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?
-            .ok_or_else(ApiError::forbidden)?;
-        let value: Option<String> = row.try_get(if is_pk { 1 } else { 0 }).map_err(crate::db::map_error)?;
+        let planner = Planner::new(self.schema, self.limits, self.vars);
+        let value = super::item_text(&mut *self.conn, planner, collection, key, &column("t0", field)).await?;
         value.ok_or_else(|| ApiError::invalid_payload(format!("\"{field}\" of this item is empty; nothing can point at it")))
     }
 }
