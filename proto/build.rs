@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/cdapi/v1/items.proto",
         "proto/cdapi/v1/schema.proto",
         "proto/cdapi/v1/versions.proto",
+        "proto/cdapi/v1/auth.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");

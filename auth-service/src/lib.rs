@@ -1,1 +1,125 @@
-//! placeholder
+//! auth-service: owns identities and tokens. It signs access and session tokens with an Ed25519
+//! key only it holds (and publishes the public keys), keeps refresh sessions in Redis, mails
+//! password-reset links, checks TOTP codes, signs users in through SSO providers and limits
+//! attempts per account and address. The edges expose it as `/auth/*` and `/users/me/tfa/*`.
+//!
+//! Layout:
+//! - [`config`]: settings from the environment.
+//! - [`keys`]: the signing keys, rotation, `auth-service keygen`.
+//! - [`passwords`]: argon2id hashing.
+//! - [`sessions`]: refresh sessions in Redis (rotation, grace window, reuse detection).
+//! - [`login`]: login, refresh, logout and the tokens of each mode.
+//! - [`reset`] and [`mail`]: password reset by mail (lettre over SMTP).
+//! - [`tfa`]: TOTP enrolment and checks.
+//! - [`sso`]: OAuth 2.0 / OpenID Connect providers.
+//! - [`limits`]: attempt limits per account and address (governor).
+//! - [`grpc`]: the AuthService.
+//!
+//! [`run`] serves on a given listener until a shutdown future resolves, so tests can use port 0.
+
+pub mod config;
+pub mod grpc;
+pub mod keys;
+pub mod limits;
+pub mod login;
+pub mod mail;
+pub mod passwords;
+pub mod reset;
+pub mod sessions;
+pub mod sso;
+pub mod tfa;
+
+use cdapi_proto::v1::auth_service_server::AuthServiceServer;
+use cdapi_proto::{ApiError, ErrorCode};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// State shared by every request.
+pub struct Auth {
+    /// The settings.
+    pub settings: config::Settings,
+    /// The system tables.
+    pub pool: sqlx::PgPool,
+    /// The signing keys.
+    pub keys: keys::Keys,
+    /// Refresh sessions (and the Redis handle).
+    pub sessions: sessions::SessionStore,
+    /// Attempt limits.
+    pub attempts: Arc<limits::Attempts>,
+    /// The mailer, when EMAIL_SMTP_HOST is set.
+    pub mailer: Option<mail::Mailer>,
+    /// SSO providers.
+    pub providers: sso::Providers,
+    /// Who is calling (the TOTP RPCs act for the signed-in user).
+    pub authenticator: access_token::Authenticator,
+    dummy_hash: String,
+}
+
+/// A database error as clients see it: SERVICE_UNAVAILABLE when it cannot be reached,
+/// INTERNAL_SERVER_ERROR otherwise; the cause is logged.
+pub fn db_error(e: sqlx::Error) -> ApiError {
+    tracing::error!(error = %e, "database error");
+    match e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => ApiError::new(ErrorCode::ServiceUnavailable, "The database is unavailable."),
+        _ => ApiError::internal(),
+    }
+}
+
+/// Connects, migrates, loads the keys, then serves gRPC (auth, health, reflection) on `listener`
+/// until `shutdown` resolves; in-flight calls finish first. Errors: start-up failures (database
+/// unreachable, bad keys or settings).
+pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    // One TLS implementation (rustls with ring) for SMTP and the SSO providers' HTTPS.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(settings.pool_max)
+        .acquire_timeout(Duration::from_secs(5))
+        .connect_with(<sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(&settings.database_url)?.application_name("cdapi-auth"))
+        .await?;
+    system_tables::migrate(&settings.database_url).await?;
+    let keys = keys::Keys::load(settings.keys_file.as_deref(), settings.signing_kid.as_deref())?;
+    let redis = access_token::sessions::Redis::new(&settings.redis_url, &settings.redis_prefix)?;
+    let max_ttl = settings.refresh_ttl.max(settings.session_ttl);
+    let attempts = limits::Attempts::new(settings.attempts.0, settings.attempts.1)?;
+    let auth = Arc::new(Auth {
+        mailer: settings.mail.as_ref().map(|m| mail::Mailer::new(m, &settings.project_name)).transpose()?,
+        providers: sso::Providers::new(settings.providers.clone())?,
+        authenticator: access_token::Authenticator::new(
+            pool.clone(),
+            Duration::from_secs(5),
+            access_token::KeySource::Local(keys.verifying().clone()),
+            Some(redis.clone()),
+        ),
+        sessions: sessions::SessionStore::new(redis, settings.refresh_grace, max_ttl),
+        dummy_hash: passwords::dummy_hash().await?,
+        attempts: attempts.clone(),
+        keys,
+        pool,
+        settings,
+    });
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            attempts.prune();
+        }
+    });
+
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    health_reporter.set_serving::<AuthServiceServer<grpc::AuthApi>>().await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(cdapi_proto::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    tracing::info!(addr = %listener.local_addr()?, kid = %auth.keys.signing_kid(), "auth-service listening (gRPC)");
+    tonic::transport::Server::builder()
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(AuthServiceServer::with_interceptor(grpc::AuthApi::new(auth.clone()), access_token::ip::peer_as_client_ip))
+        .serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown)
+        .await?;
+    auth.pool.close().await;
+    tracing::info!("auth-service stopped");
+    Ok(())
+}

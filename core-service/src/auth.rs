@@ -1,98 +1,15 @@
-//! Who is calling: the bearer token from gRPC metadata (`authorization: Bearer <token>`) checked
-//! by the core itself (design: "No process trusts an unverified user id").
-//!
-//! Until the auth service lands, tokens are static tokens: stored as SHA-256 hashes in
-//! `cdapi.users.token_hash`, looked up with a short cache (STATIC_TOKEN_CACHE_TTL). No token:
-//! the public role, which may read nothing yet. Unknown token: INVALID_CREDENTIALS.
+//! The bootstrap admin. Who is calling is decided by [`access_token::Authenticator`] (the same
+//! code auth-service uses).
 
 use argon2::password_hash::rand_core::{OsRng, RngCore};
 use argon2::password_hash::{PasswordHasher, SaltString};
-use cdapi_proto::{ApiError, ErrorCode};
-use sha2::{Digest, Sha256};
 use sqlx::PgPool;
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-use tonic::metadata::MetadataMap;
 
-/// The caller of a request (Directus's "accountability").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Accountability {
-    /// The user's id; `None` for the public role.
-    pub user: Option<String>,
-    /// Admin access bypasses permissions.
-    pub admin: bool,
-}
-
-impl Accountability {
-    /// The public role (no token).
-    pub fn public() -> Self {
-        Self { user: None, admin: false }
-    }
-}
-
-/// Checks tokens, caching lookups for a short time (hits and misses alike).
-pub struct Authenticator {
-    pool: PgPool,
-    ttl: Duration,
-    cache: Mutex<HashMap<String, (Instant, Option<Accountability>)>>,
-}
-
-/// Upper bound on cached token lookups; the cache is emptied when it is reached.
-const CACHE_CAPACITY: usize = 10_000;
-
-impl Authenticator {
-    /// A new authenticator over the system tables, caching lookups for `ttl`.
-    pub fn new(pool: PgPool, ttl: Duration) -> Self {
-        Self { pool, ttl, cache: Mutex::new(HashMap::new()) }
-    }
-
-    /// Identifies the caller from request metadata. Errors: INVALID_CREDENTIALS for a malformed
-    /// header or an unknown token; SERVICE_UNAVAILABLE when the database cannot be asked.
-    pub async fn authenticate(&self, md: &MetadataMap) -> Result<Accountability, ApiError> {
-        let Some(header) = md.get("authorization") else { return Ok(Accountability::public()) };
-        let header = header.to_str().map_err(|_| invalid_credentials())?;
-        // Other schemes (Basic ...) carry no token of ours: the public role, as Directus does.
-        let Some((scheme, token)) = header.split_once(' ') else { return Ok(Accountability::public()) };
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return Ok(Accountability::public());
-        }
-        let token = Some(token.trim()).filter(|t| !t.is_empty()).ok_or_else(invalid_credentials)?;
-        let hash = token_hash(token);
-        if let Some(hit) = self.cached(&hash) {
-            return hit.ok_or_else(invalid_credentials);
-        }
-        let row: Option<(String, bool)> = sqlx::query_as(
-            "SELECT id::text, admin_access FROM cdapi.users WHERE token_hash = $1 AND status = 'active'",
-        )
-        .bind(&hash)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(crate::db::map_error)?;
-        let found = row.map(|(id, admin)| Accountability { user: Some(id), admin });
-        if let Ok(mut cache) = self.cache.lock() {
-            if cache.len() >= CACHE_CAPACITY {
-                cache.clear();
-            }
-            cache.insert(hash, (Instant::now(), found.clone()));
-        }
-        found.ok_or_else(invalid_credentials)
-    }
-
-    fn cached(&self, hash: &str) -> Option<Option<Accountability>> {
-        let cache = self.cache.lock().ok()?;
-        let (at, value) = cache.get(hash)?;
-        (at.elapsed() < self.ttl).then(|| value.clone())
-    }
-}
-
-fn invalid_credentials() -> ApiError {
-    ApiError::new(ErrorCode::InvalidCredentials, "Invalid user credentials.")
-}
+pub use access_token::{Accountability, Authenticator};
 
 /// SHA-256 of a static token, lower-case hex: what `cdapi.users.token_hash` stores.
 pub fn token_hash(token: &str) -> String {
-    Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    access_token::sha256_hex(token)
 }
 
 /// Creates the bootstrap admin on first start (issue 2: ADMIN_EMAIL, ADMIN_PASSWORD,
@@ -149,15 +66,4 @@ pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>,
     }
     tracing::info!(email, "bootstrap admin created");
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn token_hash_is_sha256_hex() {
-        assert_eq!(
-            super::token_hash("abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-    }
 }

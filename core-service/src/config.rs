@@ -25,8 +25,17 @@ pub struct Settings {
     pub admin_token: Option<String>,
     /// QUERY_LIMIT_DEFAULT (default 100), QUERY_LIMIT_MAX (default unlimited).
     pub limits: Limits,
-    /// STATIC_TOKEN_CACHE_TTL (seconds, default 30): how long a token lookup is cached.
+    /// STATIC_TOKEN_CACHE_TTL (seconds, default 30): how long a user lookup (by static token,
+    /// or by a JWT's user id) is cached.
     pub token_cache_ttl_secs: u64,
+    /// AUTH_GRPC_URL (default `http://127.0.0.1:50052`; `off` = none): auth-service, whose
+    /// public keys verify JWTs. Without it only static tokens work.
+    pub auth_url: Option<String>,
+    /// REDIS_URL (default `redis://127.0.0.1:6379`; `off` = none): where session tokens are
+    /// checked to be alive. Item reads with access or static tokens never need it.
+    pub redis_url: Option<String>,
+    /// REDIS_KEY_PREFIX (default `cdapi:`): the prefix of every Redis key (auth-service's too).
+    pub redis_prefix: String,
 }
 
 impl Settings {
@@ -46,6 +55,9 @@ impl Settings {
             admin_token: env_opt("ADMIN_TOKEN"),
             limits: Limits { default: default_limit, max: (max >= 0).then_some(max), nested_default: default_limit },
             token_cache_ttl_secs: env_or("STATIC_TOKEN_CACHE_TTL", 30u64)?,
+            auth_url: service_url("AUTH_GRPC_URL", "http://127.0.0.1:50052"),
+            redis_url: service_url("REDIS_URL", "redis://127.0.0.1:6379"),
+            redis_prefix: env_or("REDIS_KEY_PREFIX", "cdapi:".to_string())?,
         })
     }
 }
@@ -64,7 +76,19 @@ impl std::fmt::Debug for Settings {
             .field("admin_token", &self.admin_token.as_ref().map(|_| "***"))
             .field("limits", &self.limits)
             .field("token_cache_ttl_secs", &self.token_cache_ttl_secs)
+            .field("auth_url", &self.auth_url)
+            .field("redis_url", &self.redis_url.as_deref().map(mask_url))
+            .field("redis_prefix", &self.redis_prefix)
             .finish()
+    }
+}
+
+/// A service URL from `name`: its default when unset, `None` when set to `off`.
+fn service_url(name: &str, default: &str) -> Option<String> {
+    match env_opt(name) {
+        Some(v) if v.eq_ignore_ascii_case("off") => None,
+        Some(v) => Some(v),
+        None => Some(default.to_owned()),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use cdapi_proto::{ApiError, ErrorCode};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{Connection, PgPool};
+use sqlx::PgPool;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -21,18 +21,9 @@ pub async fn connect(url: &str, max: u32, statement_timeout_ms: u64) -> Result<P
         .await
 }
 
-/// Runs the migrations in `core-service/migrations` inside the `cdapi` Postgres schema
-/// ([`crate::schema::introspect::SYSTEM_SCHEMA`]) (its
-/// bookkeeping table too, so the served schema stays untouched). Idempotent.
+/// Applies the system-table migrations ([`system_tables::migrate`]). Idempotent.
 pub async fn migrate(url: &str) -> anyhow::Result<()> {
-    let mut conn = sqlx::PgConnection::connect(url).await?;
-    // "already exists, skipping" notices are expected on every start after the first.
-    sqlx::query("SET client_min_messages TO warning").execute(&mut conn).await?;
-    sqlx::query("CREATE SCHEMA IF NOT EXISTS cdapi").execute(&mut conn).await?;
-    sqlx::query("SET search_path TO cdapi").execute(&mut conn).await?;
-    sqlx::migrate!("./migrations").run(&mut conn).await?;
-    conn.close().await?;
-    Ok(())
+    system_tables::migrate(url).await
 }
 
 /// True for SQLSTATE class 22 (data exception): a bound value does not fit its type.

@@ -22,6 +22,7 @@ pub mod schema;
 pub mod versions;
 pub mod write;
 
+use access_token::ip::peer_as_client_ip;
 use arc_swap::ArcSwap;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::items_service_server::ItemsServiceServer;
@@ -131,8 +132,22 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let pool = db::connect(&settings.database_url, settings.pool_max, settings.statement_timeout_ms).await?;
     db::migrate(&settings.database_url).await?;
     auth::bootstrap_admin(&pool, &settings.admin_email, settings.admin_password.as_deref(), settings.admin_token.as_deref()).await?;
+    let keys = match &settings.auth_url {
+        Some(url) => access_token::KeySource::Remote(access_token::keys::RemoteKeys::new(
+            tonic::transport::Endpoint::from_shared(url.clone())?
+                .tcp_nodelay(true)
+                .connect_timeout(Duration::from_secs(2))
+                .timeout(Duration::from_secs(5))
+                .connect_lazy(),
+        )),
+        None => access_token::KeySource::None,
+    };
+    let redis = match &settings.redis_url {
+        Some(url) => Some(access_token::sessions::Redis::new(url, &settings.redis_prefix)?),
+        None => None,
+    };
     let state = Arc::new(AppState {
-        auth: auth::Authenticator::new(pool.clone(), Duration::from_secs(settings.token_cache_ttl_secs)),
+        auth: auth::Authenticator::new(pool.clone(), Duration::from_secs(settings.token_cache_ttl_secs), keys, redis),
         pool,
         schema: ArcSwap::from_pointee(schema::Schema::default()),
         limits: settings.limits,
@@ -154,9 +169,9 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     tonic::transport::Server::builder()
         .add_service(health_service)
         .add_service(reflection)
-        .add_service(ItemsServiceServer::new(grpc::items::Items::new(state.clone())))
-        .add_service(SchemaServiceServer::new(grpc::schema::SchemaApi::new(state.clone())))
-        .add_service(VersionsServiceServer::new(grpc::versions::VersionsApi::new(state.clone())))
+        .add_service(ItemsServiceServer::with_interceptor(grpc::items::Items::new(state.clone()), peer_as_client_ip))
+        .add_service(SchemaServiceServer::with_interceptor(grpc::schema::SchemaApi::new(state.clone()), peer_as_client_ip))
+        .add_service(VersionsServiceServer::with_interceptor(grpc::versions::VersionsApi::new(state.clone()), peer_as_client_ip))
         .serve_with_incoming_shutdown(
             // TCP_NODELAY: without it small replies wait ~40 ms for delayed ACKs (Nagle).
             tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),

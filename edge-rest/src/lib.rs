@@ -1,13 +1,20 @@
 //! edge-rest: the public REST API. It parses HTTP requests into the typed gRPC query, calls the
 //! core, and renders replies (status codes, Directus error bodies). No business rules here.
 //!
-//! Layout: [`config`] (settings), [`export`] (file formats of `export=`), [`query_string`] (query string → query object),
-//! [`routes`] (routing and translation to gRPC), [`versions`] (`/versions`), [`reply`] (responses and error rendering).
+//! Layout: [`config`] (settings), [`routes`] (routing and translation to gRPC), [`auth`]
+//! (`/auth/*`, `/users/me/tfa/*`), [`cookies`] (auth cookies), [`client_ip`] (the client's
+//! address behind proxies), [`rate_limit`] (requests per client address), [`query_string`]
+//! (query string → query object), [`export`] (file formats of `export=`), [`versions`]
+//! (`/versions`), [`reply`] (responses and error rendering).
 //! [`run`] serves on a given listener until a shutdown future resolves.
 
+pub mod auth;
+pub mod client_ip;
 pub mod config;
+pub mod cookies;
 pub mod export;
 pub mod query_string;
+pub mod rate_limit;
 pub mod reply;
 pub mod routes;
 pub mod versions;
@@ -28,26 +35,31 @@ fn body_bytes(
 /// Serves the REST API on `listener` until `shutdown` resolves (in-flight requests finish).
 /// Errors: an invalid CORE_GRPC_URL.
 pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-    let channel = tonic::transport::Endpoint::from_shared(settings.core_url.clone())?
-        .tcp_nodelay(true)
-        .timeout(Duration::from_millis(settings.core_timeout_ms))
-        .connect_timeout(Duration::from_secs(5))
-        .http2_keep_alive_interval(Duration::from_secs(30))
-        .connect_lazy();
-    let state = Arc::new(routes::EdgeState::new(channel, settings.max_payload_size));
+    let channel = |url: &str| -> anyhow::Result<tonic::transport::Channel> {
+        Ok(tonic::transport::Endpoint::from_shared(url.to_owned())?
+            .tcp_nodelay(true)
+            .timeout(Duration::from_millis(settings.core_timeout_ms))
+            .connect_timeout(Duration::from_secs(5))
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .connect_lazy())
+    };
+    let state = Arc::new(routes::EdgeState::new(channel(&settings.core_url)?, channel(&settings.auth_url)?, &settings)?);
     // Item data can exceed tonic's 4 MiB default (limit=-1 on a large collection).
     let routes = warp::method()
         .and(warp::path::full())
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
         .and(warp::header::headers_cloned())
+        .and(warp::addr::remote())
         .and(warp::body::stream())
-        .then(move |method, path: warp::path::FullPath, query, headers, body| {
+        .then(move |method, path: warp::path::FullPath, query, headers: http::HeaderMap, peer, body| {
             let state = state.clone();
-            let req = routes::HttpRequest { method, path: path.as_str().to_owned(), query, headers };
+            let client_ip = state.client_ip.resolve(peer, &headers);
+            let session_cookie = cookies::get(&headers, state.cookies.name(cookies::Kind::Session));
+            let req = routes::HttpRequest { method, path: path.as_str().to_owned(), query, headers, client_ip, session_cookie };
             let body: routes::Body = Box::pin(body_bytes(body));
             async move { routes::handle(state, req, body).await }
         });
-    tracing::info!(addr = %listener.local_addr()?, core = %settings.core_url, "edge-rest listening (HTTP)");
+    tracing::info!(addr = %listener.local_addr()?, core = %settings.core_url, auth = %settings.auth_url, "edge-rest listening (HTTP)");
     warp::serve(routes).incoming(listener).graceful(shutdown).run().await;
     tracing::info!("edge-rest stopped");
     Ok(())

@@ -41,7 +41,13 @@ pub fn error(e: &ApiError) -> Response {
     if e.code == ErrorCode::InternalServerError {
         tracing::error!(message = %e.message, "internal error");
     }
-    with_body(status, "application/json; charset=utf-8", e.to_body().to_string())
+    let mut res = with_body(status, "application/json; charset=utf-8", e.to_body().to_string());
+    if e.code == ErrorCode::RequestsExceeded
+        && let Some(secs) = e.extensions.get("retry_after").and_then(|v| v.as_u64())
+    {
+        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    res
 }
 
 /// 405 with the `Allow` header listing the methods of the route.

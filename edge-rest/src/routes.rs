@@ -6,6 +6,7 @@ use crate::query_string;
 use crate::reply;
 use bytes::Bytes;
 use cdapi_proto::query_json::query_from_json;
+use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::versions_service_client::VersionsServiceClient;
 use cdapi_proto::v1::{
@@ -26,23 +27,35 @@ pub struct EdgeState {
     pub items: ItemsServiceClient<Channel>,
     /// Versions client (`/versions`).
     pub versions: VersionsServiceClient<Channel>,
+    /// Auth client (`/auth/*`, `/users/me/tfa/*`).
+    pub auth: AuthServiceClient<Channel>,
     /// Health client for `/server/health`.
     pub health: tonic_health::pb::health_client::HealthClient<Channel>,
     /// Largest accepted body (bytes).
     pub max_payload_size: u64,
+    /// Auth cookie names and attributes.
+    pub cookies: crate::cookies::CookieSettings,
+    /// Who the client is behind proxies.
+    pub client_ip: crate::client_ip::ClientIpRule,
+    /// Requests per client address, when RATE_LIMITER_ENABLED.
+    pub limiter: Option<crate::rate_limit::PerClient>,
     request_counter: AtomicU64,
 }
 
 impl EdgeState {
-    /// State over a (lazily connecting) channel to the core.
-    pub fn new(channel: Channel, max_payload_size: u64) -> Self {
-        Self {
-            items: ItemsServiceClient::new(channel.clone()).max_decoding_message_size(usize::MAX),
-            versions: VersionsServiceClient::new(channel.clone()).max_decoding_message_size(usize::MAX),
-            health: tonic_health::pb::health_client::HealthClient::new(channel),
-            max_payload_size,
+    /// State over (lazily connecting) channels to the core and to auth-service.
+    pub fn new(core: Channel, auth: Channel, settings: &crate::config::Settings) -> anyhow::Result<Self> {
+        Ok(Self {
+            items: ItemsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
+            versions: VersionsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
+            auth: AuthServiceClient::new(auth),
+            health: tonic_health::pb::health_client::HealthClient::new(core),
+            max_payload_size: settings.max_payload_size,
+            cookies: settings.cookies.clone(),
+            client_ip: settings.client_ip.clone(),
+            limiter: settings.rate_limit.map(|(points, secs)| crate::rate_limit::PerClient::new(points, secs)).transpose()?,
             request_counter: AtomicU64::new(0),
-        }
+        })
     }
 
     /// The request id: the client's `X-Request-Id` when it is a short token, else a new one
@@ -73,6 +86,10 @@ pub struct HttpRequest {
     pub query: String,
     /// Headers.
     pub headers: HeaderMap,
+    /// The end client's address (see [`crate::client_ip`]).
+    pub client_ip: Option<std::net::IpAddr>,
+    /// The session cookie's token, if the request carries one.
+    pub session_cookie: Option<String>,
 }
 
 /// A request body, read only by the routes that need one, and only up to MAX_PAYLOAD_SIZE.
@@ -100,7 +117,15 @@ pub(crate) async fn read_body(mut body: Body, max: u64) -> Result<Bytes, ApiErro
 pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Response {
     let request_id = state.request_id(&req.headers);
     let span = tracing::info_span!("http", method = %req.method, path = %req.path, request_id = %request_id);
-    let mut res = match route(&state, &req, body, &request_id).await {
+    let limited = match (&state.limiter, req.client_ip) {
+        (Some(limiter), Some(ip)) => limiter.check(ip),
+        _ => Ok(()),
+    };
+    let routed = match limited {
+        Ok(()) => route(&state, &req, body, &request_id).await,
+        Err(e) => Err(e),
+    };
+    let mut res = match routed {
         Ok(res) => res,
         Err(e) => reply::error(&e),
     };
@@ -237,6 +262,8 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
             }
         }
         ["versions", rest @ ..] => crate::versions::route(state, req, body, request_id, rest).await,
+        ["auth", rest @ ..] => crate::auth::route(state, req, body, request_id, rest).await,
+        ["users", "me", "tfa", action] => crate::auth::tfa(state, req, body, request_id, action).await,
         _ => Err(ApiError::new(ErrorCode::RouteNotFound, format!("Route {} doesn't exist.", req.path))),
     }
 }
@@ -364,8 +391,9 @@ fn key_list(items: &[serde_json::Value]) -> Result<Vec<String>, ApiError> {
         .collect()
 }
 
-/// Forwards the caller's token (header or `?access_token=`, not both: directus-facts.md) and the
-/// request id to the core as gRPC metadata.
+/// Forwards the caller's token (header or `?access_token=`, not both: directus-facts.md; else
+/// the session cookie), the client's address (`x-client-ip`) and the request id as gRPC
+/// metadata.
 pub(crate) fn set_metadata<T>(call: &mut tonic::Request<T>, req: &HttpRequest, request_id: &str, query_token: Option<String>) -> Result<(), ApiError> {
     let header = req.headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
     let bearer = match (header, query_token) {
@@ -376,9 +404,14 @@ pub(crate) fn set_metadata<T>(call: &mut tonic::Request<T>, req: &HttpRequest, r
         }
         (Some(h), None) => Some(h.to_owned()),
         (None, Some(t)) => Some(format!("Bearer {t}")),
-        (None, None) => None,
+        (None, None) => req.session_cookie.as_ref().map(|t| format!("Bearer {t}")),
     };
     let md = call.metadata_mut();
+    if let Some(ip) = req.client_ip
+        && let Ok(v) = ip.to_string().parse()
+    {
+        md.insert("x-client-ip", v);
+    }
     if let Some(b) = bearer {
         let v = b.parse().map_err(|_| ApiError::new(ErrorCode::InvalidCredentials, "Invalid user credentials."))?;
         md.insert("authorization", v);

@@ -211,6 +211,21 @@ impl ApiError {
         Self::new(ErrorCode::Forbidden, "You don't have permission to access this.")
     }
 
+    /// REQUESTS_EXCEEDED (429) for a limit of `limit` requests that frees up again in
+    /// `retry_after`: Directus's message and extensions `{limit, reset}` (`reset`: RFC 3339
+    /// time), plus `retry_after` (whole seconds, at least 1), which the edges also send as the
+    /// `Retry-After` header.
+    pub fn requests_exceeded(limit: u32, retry_after: std::time::Duration) -> Self {
+        let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+        let secs = secs.max(1);
+        let reset = std::time::SystemTime::now() + std::time::Duration::from_secs(secs);
+        let mut e = Self::new(ErrorCode::RequestsExceeded, format!("Too many requests, retry after {secs}s."));
+        e.extensions.insert("limit".into(), limit.into());
+        e.extensions.insert("reset".into(), humantime::format_rfc3339_seconds(reset).to_string().into());
+        e.extensions.insert("retry_after".into(), secs.into());
+        e
+    }
+
     /// INTERNAL_SERVER_ERROR with Directus's message (the cause belongs in logs only).
     pub fn internal() -> Self {
         Self::new(ErrorCode::InternalServerError, "An unexpected error occurred.")

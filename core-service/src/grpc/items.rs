@@ -36,7 +36,7 @@ impl Items {
         if !who.admin {
             return Err(ApiError::forbidden());
         }
-        Ok((schema, collection, Variables { user: who.user, role: None }))
+        Ok((schema, collection, Variables { user: who.user, role: who.role }))
     }
 
     /// Runs a planned read; returns (data JSON, meta JSON or empty). With `by_key`, a value that

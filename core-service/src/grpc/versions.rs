@@ -32,7 +32,7 @@ impl VersionsApi {
         if !who.admin {
             return Err(ApiError::forbidden());
         }
-        let vars = Variables { user: who.user, role: None };
+        let vars = Variables { user: who.user, role: who.role };
         let schema = self.state.schema.load_full();
         let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
         let out = {

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// The Postgres schema holding the system tables.
-pub const SYSTEM_SCHEMA: &str = "cdapi";
+pub use system_tables::SYSTEM_SCHEMA;
 
 const COLLECTIONS_SQL: &str = r#"
 SELECT c.relname::text, c.relkind::text

@@ -1,0 +1,105 @@
+//! AuthService: each RPC a thin call into the flows of the other modules.
+
+use crate::Auth;
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::auth_service_server::AuthService;
+use cdapi_proto::v1::*;
+use std::net::IpAddr;
+use std::sync::Arc;
+use system_tables::users::Identity;
+use tonic::{Request, Response, Status};
+
+/// The AuthService implementation.
+pub struct AuthApi {
+    auth: Arc<Auth>,
+}
+
+impl AuthApi {
+    /// Wraps the state.
+    pub fn new(auth: Arc<Auth>) -> Self {
+        Self { auth }
+    }
+
+    /// The signed-in user of a request (FORBIDDEN without a token).
+    async fn user<T>(&self, req: &Request<T>) -> Result<Identity, ApiError> {
+        self.auth.authenticator.identify(req.metadata()).await?.ok_or_else(ApiError::forbidden)
+    }
+}
+
+/// The end client's address (`x-client-ip`, set by the edges or from the TCP peer).
+fn ip<T>(req: &Request<T>) -> Option<IpAddr> {
+    access_token::ip::client_ip(req.metadata())
+}
+
+fn reply<T>(r: Result<T, ApiError>) -> Result<Response<T>, Status> {
+    r.map(Response::new).map_err(|e| e.to_status())
+}
+
+#[tonic::async_trait]
+impl AuthService for AuthApi {
+    async fn get_public_keys(&self, _req: Request<GetPublicKeysRequest>) -> Result<Response<PublicKeys>, Status> {
+        Ok(Response::new(self.auth.keys.published().clone()))
+    }
+
+    async fn login(&self, req: Request<LoginRequest>) -> Result<Response<TokenReply>, Status> {
+        let ip = ip(&req);
+        reply(self.auth.login(req.into_inner(), ip).await)
+    }
+
+    async fn refresh(&self, req: Request<RefreshRequest>) -> Result<Response<TokenReply>, Status> {
+        let ip = ip(&req);
+        reply(self.auth.refresh(req.into_inner(), ip).await)
+    }
+
+    async fn logout(&self, req: Request<LogoutRequest>) -> Result<Response<AuthAck>, Status> {
+        reply(self.auth.logout(req.into_inner()).await.map(|()| AuthAck {}))
+    }
+
+    async fn request_password_reset(&self, req: Request<PasswordResetRequest>) -> Result<Response<AuthAck>, Status> {
+        let ip = ip(&req);
+        let r = req.into_inner();
+        reply(self.auth.request_reset(r.email, r.reset_url, ip).map(|()| AuthAck {}))
+    }
+
+    async fn reset_password(&self, req: Request<ResetPasswordRequest>) -> Result<Response<AuthAck>, Status> {
+        let r = req.into_inner();
+        reply(self.auth.reset_password(&r.token, r.password).await.map(|()| AuthAck {}))
+    }
+
+    async fn list_providers(&self, _req: Request<ListProvidersRequest>) -> Result<Response<Providers>, Status> {
+        Ok(Response::new(Providers { providers: self.auth.providers.listed(), disable_default: self.auth.settings.disable_default }))
+    }
+
+    async fn start_sso(&self, req: Request<StartSsoRequest>) -> Result<Response<SsoRedirect>, Status> {
+        reply(self.auth.start_sso(req.into_inner()).await)
+    }
+
+    async fn finish_sso(&self, req: Request<FinishSsoRequest>) -> Result<Response<SsoResult>, Status> {
+        let ip = ip(&req);
+        reply(self.auth.finish_sso(req.into_inner(), ip).await)
+    }
+
+    async fn generate_tfa(&self, req: Request<GenerateTfaRequest>) -> Result<Response<TfaSecret>, Status> {
+        let r = async {
+            let user = self.user(&req).await?;
+            self.auth.generate_tfa(&user, req.get_ref().password.clone(), ip(&req)).await
+        };
+        reply(r.await)
+    }
+
+    async fn enable_tfa(&self, req: Request<EnableTfaRequest>) -> Result<Response<AuthAck>, Status> {
+        let r = async {
+            let user = self.user(&req).await?;
+            self.auth.enable_tfa(&user, &req.get_ref().secret, &req.get_ref().otp, ip(&req)).await
+        };
+        reply(r.await.map(|()| AuthAck {}))
+    }
+
+    async fn disable_tfa(&self, req: Request<DisableTfaRequest>) -> Result<Response<AuthAck>, Status> {
+        let r = async {
+            let user = self.user(&req).await?;
+            self.auth.disable_tfa(&user, &req.get_ref().otp, ip(&req)).await
+        };
+        reply(r.await.map(|()| AuthAck {}))
+    }
+}

@@ -1,0 +1,167 @@
+//! Login, refresh and logout (spec: Authentication endpoints; directus-facts.md "Auth").
+
+use crate::Auth;
+use crate::sessions::Rotation;
+use access_token::Claims;
+use access_token::claims::ACCESS_ISSUER;
+use access_token::keys::VerifyError;
+use cdapi_proto::v1::{LoginRequest, LogoutRequest, RefreshRequest, SessionMode, TokenReply};
+use cdapi_proto::{ApiError, ErrorCode};
+use std::net::IpAddr;
+use std::time::Duration;
+use system_tables::users::{self, Identity};
+
+/// INVALID_CREDENTIALS with Directus's message: the one answer for a wrong email, a wrong
+/// password and an inactive user alike.
+pub fn invalid_credentials() -> ApiError {
+    ApiError::new(ErrorCode::InvalidCredentials, "Invalid user credentials.")
+}
+
+/// INVALID_IP with Directus's message.
+pub fn invalid_ip() -> ApiError {
+    ApiError::new(ErrorCode::InvalidIp, "Invalid IP address.")
+}
+
+/// Whether both the user's and the role's allow-lists admit `ip` (no address: nothing to check).
+pub fn ip_allowed(user: &Identity, ip: Option<IpAddr>) -> bool {
+    ip.is_none_or(|ip| access_token::ip::allows(&user.ip_access, ip) && access_token::ip::allows(&user.role_ip_access, ip))
+}
+
+impl Auth {
+    /// `Login`: email + password (+ otp). Order of checks: attempt limit; password (verified
+    /// against a dummy hash when the email is unknown, so every wrong answer takes as long);
+    /// status; IP allow-list (only after the password, so it reveals nothing to others); OTP.
+    /// Errors: REQUESTS_EXCEEDED, INVALID_PAYLOAD (missing email/password), ROUTE_NOT_FOUND
+    /// (AUTH_DISABLE_DEFAULT), INVALID_CREDENTIALS, INVALID_IP, INVALID_OTP,
+    /// SERVICE_UNAVAILABLE (database or Redis).
+    pub async fn login(&self, req: LoginRequest, ip: Option<IpAddr>) -> Result<TokenReply, ApiError> {
+        if self.settings.disable_default {
+            return Err(ApiError::new(ErrorCode::RouteNotFound, "Route /auth/login doesn't exist."));
+        }
+        if req.email.trim().is_empty() || req.password.is_empty() {
+            return Err(ApiError::invalid_payload("\"email\" and \"password\" are required"));
+        }
+        self.attempts.check("login", req.email.trim(), ip)?;
+        let user = users::by_email(&self.pool, req.email.trim()).await.map_err(crate::db_error)?;
+        let hash = user.as_ref().and_then(|u| u.password_hash.clone()).unwrap_or_else(|| self.dummy_hash.clone());
+        let password_ok = crate::passwords::verify(req.password, hash).await;
+        let user = match user {
+            Some(u) if password_ok && u.password_hash.is_some() && u.is_active() => u,
+            _ => return Err(invalid_credentials()),
+        };
+        if !ip_allowed(&user, ip) {
+            return Err(invalid_ip());
+        }
+        if let Some(secret) = &user.tfa_secret {
+            let otp = req.otp.as_deref().filter(|o| !o.trim().is_empty()).ok_or_else(crate::tfa::invalid_otp)?;
+            self.check_otp(&user.id, secret, otp).await?;
+        }
+        let reply = self.open_session(&user, SessionMode::try_from(req.mode).unwrap_or(SessionMode::Json)).await?;
+        self.touch(&user.id).await;
+        Ok(reply)
+    }
+
+    /// `Refresh`: rotates the refresh token (or the session behind a session token) and returns
+    /// new tokens in `mode`. Errors: INVALID_PAYLOAD (no token), INVALID_CREDENTIALS (unknown,
+    /// ended or replayed session; inactive user), TOKEN_EXPIRED / INVALID_TOKEN (session token),
+    /// INVALID_IP, SERVICE_UNAVAILABLE.
+    pub async fn refresh(&self, req: RefreshRequest, ip: Option<IpAddr>) -> Result<TokenReply, ApiError> {
+        let sid = self.session_id(&req.refresh_token, &req.session_token, false)?;
+        let (user_id, family) = match self.sessions.rotate(&sid).await? {
+            Rotation::Accepted { user, family } => (user, family),
+            Rotation::Unknown | Rotation::Replayed => return Err(invalid_credentials()),
+        };
+        let user = users::by_id(&self.pool, &user_id)
+            .await
+            .map_err(crate::db_error)?
+            .filter(Identity::is_active)
+            .ok_or_else(invalid_credentials)?;
+        if !ip_allowed(&user, ip) {
+            return Err(invalid_ip());
+        }
+        let mode = SessionMode::try_from(req.mode).unwrap_or(SessionMode::Json);
+        self.tokens(&user, mode, Some(&family)).await
+    }
+
+    /// `Logout`: ends the session of the refresh token or session token (an expired session
+    /// token still ends its session). Unknown tokens succeed. Errors: INVALID_PAYLOAD (no
+    /// token), SERVICE_UNAVAILABLE.
+    pub async fn logout(&self, req: LogoutRequest) -> Result<(), ApiError> {
+        match self.session_id(&req.refresh_token, &req.session_token, true) {
+            Ok(sid) => self.sessions.end(&sid).await,
+            Err(e) if e.code == ErrorCode::InvalidPayload => Err(e),
+            // A token that is not ours ends nothing: 204 all the same (Directus).
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// The session id behind a refresh token (its hash) or a session token (its `session`
+    /// claim; verified, expiry checked unless `expired_ok`).
+    fn session_id(&self, refresh_token: &str, session_token: &str, expired_ok: bool) -> Result<String, ApiError> {
+        if !refresh_token.is_empty() {
+            return Ok(access_token::sha256_hex(refresh_token));
+        }
+        if session_token.is_empty() {
+            return Err(ApiError::invalid_payload("The refresh token is required in either the payload or cookie"));
+        }
+        let keys = self.keys.verifying();
+        let claims: Claims = if expired_ok {
+            keys.verify_ignoring_expiry(session_token, ACCESS_ISSUER)
+        } else {
+            keys.verify(session_token, ACCESS_ISSUER)
+        }
+        .map_err(VerifyError::to_api_error)?;
+        claims.session.ok_or_else(|| VerifyError::Invalid.to_api_error())
+    }
+
+    /// Opens a new login session for `user` and returns its tokens.
+    pub async fn open_session(&self, user: &Identity, mode: SessionMode) -> Result<TokenReply, ApiError> {
+        self.tokens(user, mode, None).await
+    }
+
+    /// Issues a refresh token in `family` (a new family when `None`) and the access or session
+    /// token for `mode`.
+    async fn tokens(&self, user: &Identity, mode: SessionMode, family: Option<&str>) -> Result<TokenReply, ApiError> {
+        let s = &self.settings;
+        let session_mode = mode == SessionMode::Session;
+        let (token_ttl, session_ttl) = if session_mode { (s.session_ttl, s.session_ttl) } else { (s.access_ttl, s.refresh_ttl) };
+        let issued = match family {
+            Some(f) => self.sessions.issue(&user.id, f, session_ttl).await?,
+            None => self.sessions.open(&user.id, session_ttl).await?,
+        };
+        let access_token = self.sign_access(user, session_mode.then_some(issued.sid), token_ttl)?;
+        Ok(TokenReply {
+            access_token,
+            expires_ms: token_ttl.as_millis() as i64,
+            refresh_token: if session_mode { String::new() } else { issued.token },
+            mode: mode as i32,
+            cookie_ttl_ms: session_ttl.as_millis() as i64,
+        })
+    }
+
+    /// Signs an access token (or, with `session`, a session token) for `user`, living `ttl`.
+    fn sign_access(&self, user: &Identity, session: Option<String>, ttl: Duration) -> Result<String, ApiError> {
+        let now = access_token::now_ms() / 1000;
+        let claims = Claims {
+            id: user.id.clone(),
+            role: user.role.clone(),
+            app_access: user.app_access,
+            admin_access: user.admin_access,
+            session,
+            iat: now,
+            exp: now + ttl.as_secs().max(1),
+            iss: ACCESS_ISSUER.into(),
+        };
+        self.keys.sign(&claims).map_err(|e| {
+            tracing::error!(error = %e, "signing a token failed");
+            ApiError::internal()
+        })
+    }
+
+    /// Records the time of the user's last sign-in (best effort).
+    async fn touch(&self, user_id: &str) {
+        if let Err(e) = sqlx::query("UPDATE cdapi.users SET last_access = now() WHERE id = $1::uuid").bind(user_id).execute(&self.pool).await {
+            tracing::warn!(error = %e, "recording last_access failed");
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Refresh sessions in Redis (layout: [`access_token::sessions`]): opened at login, rotated at
+//! every refresh, ended at logout or password reset.
+//!
+//! Rotation (directus-facts.md "better"): a refresh marks the presented token rotated and
+//! issues a new one in the same family. During the grace window (REFRESH_TOKEN_GRACE) the old
+//! token still refreshes, so two tabs refreshing at once both succeed; presented again after
+//! the window it is a replay, and the whole family (every token of that login) is revoked.
+
+use access_token::sessions::{Redis, unavailable};
+use argon2::password_hash::rand_core::{OsRng, RngCore};
+use cdapi_proto::ApiError;
+use std::time::Duration;
+
+/// The session store.
+pub struct SessionStore {
+    redis: Redis,
+    grace: Duration,
+    /// The longest session lifetime: how long a user's family set is kept.
+    max_ttl: Duration,
+}
+
+/// A refresh token just issued.
+pub struct Issued {
+    /// The token the client holds (never stored).
+    pub token: String,
+    /// Its session id: SHA-256 hex of the token, the key of its record.
+    pub sid: String,
+}
+
+/// What presenting a refresh token did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Rotation {
+    /// Accepted (current, or rotated within the grace window): issue the next token.
+    Accepted {
+        /// The session's user id.
+        user: String,
+        /// The session family.
+        family: String,
+    },
+    /// No such session (never issued, expired, or ended).
+    Unknown,
+    /// A rotated token presented after the grace window: the family is now revoked.
+    Replayed,
+}
+
+/// Marks a current token rotated (or accepts it within the grace window, or revokes the family
+/// on replay). KEYS[1] = session key; ARGV[1] = prefix, ARGV[2] = grace (ms).
+/// Returns {status, user, family}.
+const ROTATE: &str = r"
+local s = redis.call('HMGET', KEYS[1], 'family', 'user', 'grace_until')
+if not s[1] then return {'unknown', '', ''} end
+local fam = ARGV[1] .. 'family:' .. s[1]
+if redis.call('EXISTS', fam) == 0 then return {'unknown', '', ''} end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local g = tonumber(s[3]) or 0
+if g == 0 then
+  redis.call('HSET', KEYS[1], 'grace_until', now + tonumber(ARGV[2]))
+  return {'accepted', s[2], s[1]}
+end
+if now <= g then return {'accepted', s[2], s[1]} end
+redis.call('DEL', fam)
+return {'replayed', s[2], s[1]}
+";
+
+/// `bytes` random bytes, hex.
+pub fn random_token(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    OsRng.fill_bytes(&mut buf);
+    access_token::hex(&buf)
+}
+
+impl SessionStore {
+    /// A store over `redis`; rotated tokens stay usable for `grace`; `max_ttl` is the longest
+    /// lifetime any session gets.
+    pub fn new(redis: Redis, grace: Duration, max_ttl: Duration) -> Self {
+        Self { redis, grace, max_ttl }
+    }
+
+    /// Opens a new login session (a new family) for `user`, living `ttl`.
+    /// Errors: SERVICE_UNAVAILABLE when Redis fails.
+    pub async fn open(&self, user: &str, ttl: Duration) -> Result<Issued, ApiError> {
+        self.issue(user, &random_token(16), ttl).await
+    }
+
+    /// Issues a token in `family` living `ttl` and extends the family to `ttl`.
+    /// Errors: SERVICE_UNAVAILABLE when Redis fails.
+    pub async fn issue(&self, user: &str, family: &str, ttl: Duration) -> Result<Issued, ApiError> {
+        let token = random_token(32);
+        let sid = access_token::sha256_hex(&token);
+        let ms = ttl.as_millis() as i64;
+        let session = self.redis.key("session", &sid);
+        let families = self.redis.key("user", &format!("{user}:families"));
+        redis::pipe()
+            .atomic()
+            .hset_multiple(&session, &[("user", user), ("family", family), ("grace_until", "0")])
+            .ignore()
+            .pexpire(&session, ms)
+            .ignore()
+            .pset_ex(self.redis.key("family", family), user, ms as u64)
+            .ignore()
+            .sadd(&families, family)
+            .ignore()
+            .pexpire(&families, self.max_ttl.as_millis() as i64)
+            .ignore()
+            .query_async::<()>(&mut self.redis.conn())
+            .await
+            .map_err(unavailable)?;
+        Ok(Issued { token, sid })
+    }
+
+    /// Presents the token with session id `sid` for a refresh (see the module docs).
+    /// Errors: SERVICE_UNAVAILABLE when Redis fails.
+    pub async fn rotate(&self, sid: &str) -> Result<Rotation, ApiError> {
+        let (status, user, family): (String, String, String) = redis::Script::new(ROTATE)
+            .key(self.redis.key("session", sid))
+            .arg(self.redis.prefix())
+            .arg(self.grace.as_millis() as u64)
+            .invoke_async(&mut self.redis.conn())
+            .await
+            .map_err(unavailable)?;
+        Ok(match status.as_str() {
+            "accepted" => Rotation::Accepted { user, family },
+            "replayed" => {
+                tracing::warn!(user = %user, family = %family, "a rotated refresh token was replayed after its grace window: the session family is revoked");
+                Rotation::Replayed
+            }
+            _ => Rotation::Unknown,
+        })
+    }
+
+    /// Ends the login session `sid` belongs to (its whole family). Unknown sessions are fine.
+    /// Errors: SERVICE_UNAVAILABLE when Redis fails.
+    pub async fn end(&self, sid: &str) -> Result<(), ApiError> {
+        let mut conn = self.redis.conn();
+        let session = self.redis.key("session", sid);
+        let (user, family): (Option<String>, Option<String>) =
+            redis::cmd("HMGET").arg(&session).arg("user").arg("family").query_async(&mut conn).await.map_err(unavailable)?;
+        let mut pipe = redis::pipe();
+        pipe.atomic().del(&session).ignore();
+        if let (Some(user), Some(family)) = (user, family) {
+            pipe.del(self.redis.key("family", &family)).ignore();
+            pipe.srem(self.redis.key("user", &format!("{user}:families")), &family).ignore();
+        }
+        pipe.query_async::<()>(&mut conn).await.map_err(unavailable)
+    }
+
+    /// Ends every session of `user` (password reset). Errors: SERVICE_UNAVAILABLE.
+    pub async fn end_user(&self, user: &str) -> Result<(), ApiError> {
+        let mut conn = self.redis.conn();
+        let families_key = self.redis.key("user", &format!("{user}:families"));
+        let families: Vec<String> = redis::cmd("SMEMBERS").arg(&families_key).query_async(&mut conn).await.map_err(unavailable)?;
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        for f in &families {
+            pipe.del(self.redis.key("family", f)).ignore();
+        }
+        pipe.del(&families_key).ignore();
+        pipe.query_async::<()>(&mut conn).await.map_err(unavailable)
+    }
+
+    /// The Redis handle (for the other single-use marks auth-service keeps).
+    pub fn redis(&self) -> &Redis {
+        &self.redis
+    }
+}

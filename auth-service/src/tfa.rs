@@ -1,0 +1,129 @@
+//! Two-factor authentication with TOTP (RFC 6238: SHA-1, 6 digits, 30 s steps, as
+//! authenticator apps expect; one step of clock skew either way). Directus's flow: generate a
+//! secret (password required), enable it with a first code, disable it with a current code. A
+//! code is accepted once: the last used step is kept in Redis (`totp-used:<user>`).
+
+use crate::Auth;
+use cdapi_proto::v1::TfaSecret;
+use cdapi_proto::{ApiError, ErrorCode};
+use std::net::IpAddr;
+use system_tables::users::Identity;
+use totp_rs::{Algorithm, Secret, TOTP};
+
+/// Steps of 30 s.
+const STEP: u64 = 30;
+
+/// INVALID_OTP with Directus's message.
+pub fn invalid_otp() -> ApiError {
+    ApiError::new(ErrorCode::InvalidOtp, "Invalid user OTP.")
+}
+
+/// Accepts the step only if it is later than the last one used. KEYS[1] = `totp-used:<user>`;
+/// ARGV[1] = step, ARGV[2] = TTL (ms).
+const USE_STEP: &str = r"
+local last = tonumber(redis.call('GET', KEYS[1]) or '-1')
+if tonumber(ARGV[1]) <= last then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+";
+
+/// The TOTP of a base32 secret, labelled for authenticator apps. Errors: INVALID_PAYLOAD when
+/// the secret is not valid base32 of at least 128 bits.
+fn totp(secret: &str, issuer: &str, account: &str) -> Result<TOTP, ApiError> {
+    let bytes = Secret::Encoded(secret.trim().to_owned()).to_bytes().map_err(|_| ApiError::invalid_payload("\"secret\" is not a base32 TOTP secret"))?;
+    // otpauth labels may not contain ':'.
+    TOTP::new(Algorithm::SHA1, 6, 1, STEP, bytes, Some(issuer.replace(':', " ")), account.replace(':', " "))
+        .map_err(|_| ApiError::invalid_payload("\"secret\" is not a valid TOTP secret"))
+}
+
+/// The step `code` belongs to (now, or one step either side), if any.
+fn matching_step(totp: &TOTP, code: &str) -> Option<u64> {
+    let now = access_token::now_ms() / 1000;
+    let code = code.trim();
+    [now.saturating_sub(STEP), now, now + STEP].into_iter().find(|t| totp.generate(*t) == code).map(|t| t / STEP)
+}
+
+impl Auth {
+    /// Checks `code` against the user's `secret` and spends it. Errors: INVALID_OTP (wrong,
+    /// or already used), SERVICE_UNAVAILABLE (Redis).
+    pub async fn check_otp(&self, user_id: &str, secret: &str, code: &str) -> Result<(), ApiError> {
+        let totp = totp(secret, &self.settings.project_name, user_id).map_err(|_| invalid_otp())?;
+        let step = matching_step(&totp, code).ok_or_else(invalid_otp)?;
+        let redis = self.sessions.redis();
+        let fresh: i64 = redis::Script::new(USE_STEP)
+            .key(redis.key("totp-used", user_id))
+            .arg(step)
+            .arg(4 * STEP * 1000)
+            .invoke_async(&mut redis.conn())
+            .await
+            .map_err(access_token::sessions::unavailable)?;
+        if fresh == 1 { Ok(()) } else { Err(invalid_otp()) }
+    }
+
+    /// `GenerateTfa`: a new secret and its otpauth URL for the signed-in user; nothing is stored
+    /// until [`Self::enable_tfa`]. Errors: FORBIDDEN (no user), INVALID_PAYLOAD (TOTP already on),
+    /// INVALID_CREDENTIALS (wrong password), REQUESTS_EXCEEDED.
+    pub async fn generate_tfa(&self, user: &Identity, password: String, ip: Option<IpAddr>) -> Result<TfaSecret, ApiError> {
+        if user.tfa_secret.is_some() {
+            return Err(ApiError::invalid_payload("TFA is already enabled for this user"));
+        }
+        self.attempts.check("login", &user.email, ip)?;
+        let ok = match &user.password_hash {
+            Some(hash) => crate::passwords::verify(password, hash.clone()).await,
+            None => false,
+        };
+        if !ok {
+            return Err(crate::login::invalid_credentials());
+        }
+        let secret = Secret::generate_secret().to_encoded().to_string();
+        let url = totp(&secret, &self.settings.project_name, &user.email)?.get_url();
+        Ok(TfaSecret { secret, otpauth_url: url })
+    }
+
+    /// `EnableTfa`: stores `secret` once `otp` proves the app has it. Errors: FORBIDDEN,
+    /// INVALID_PAYLOAD (already on, bad secret), INVALID_OTP, REQUESTS_EXCEEDED.
+    pub async fn enable_tfa(&self, user: &Identity, secret: &str, otp: &str, ip: Option<IpAddr>) -> Result<(), ApiError> {
+        if user.tfa_secret.is_some() {
+            return Err(ApiError::invalid_payload("TFA is already enabled for this user"));
+        }
+        totp(secret, &self.settings.project_name, &user.email)?;
+        self.attempts.check("otp", &user.id, ip)?;
+        self.check_otp(&user.id, secret, otp).await?;
+        self.set_tfa_secret(&user.id, Some(secret.trim())).await
+    }
+
+    /// `DisableTfa`: removes the secret once `otp` is right. Errors: FORBIDDEN,
+    /// INVALID_PAYLOAD (TOTP is off), INVALID_OTP, REQUESTS_EXCEEDED.
+    pub async fn disable_tfa(&self, user: &Identity, otp: &str, ip: Option<IpAddr>) -> Result<(), ApiError> {
+        let secret = user.tfa_secret.as_deref().ok_or_else(|| ApiError::invalid_payload("TFA is not enabled for this user"))?;
+        self.attempts.check("otp", &user.id, ip)?;
+        self.check_otp(&user.id, secret, otp).await?;
+        self.set_tfa_secret(&user.id, None).await
+    }
+
+    async fn set_tfa_secret(&self, user_id: &str, secret: Option<&str>) -> Result<(), ApiError> {
+        sqlx::query("UPDATE cdapi.users SET tfa_secret = $1 WHERE id = $2::uuid")
+            .bind(secret)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await
+            .map_err(crate::db_error)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn codes_match_their_step_only() -> Result<(), cdapi_proto::ApiError> {
+        let secret = totp_rs::Secret::generate_secret().to_encoded().to_string();
+        let t = super::totp(&secret, "cdapi", "a@example.com")?;
+        let now = access_token::now_ms() / 1000;
+        let code = t.generate(now);
+        assert_eq!(super::matching_step(&t, &code), Some(now / 30));
+        let old = t.generate(now - 120);
+        assert_ne!(super::matching_step(&t, &old), Some(now / 30));
+        assert!(super::totp("not base32!", "cdapi", "a").is_err());
+        Ok(())
+    }
+}

@@ -1,0 +1,180 @@
+//! Who is calling: the bearer token from gRPC metadata (`authorization: Bearer <token>`),
+//! checked by the service itself (design: "No process trusts an unverified user id"). Used by
+//! core-service (keys fetched from auth-service) and auth-service (its own keys).
+//!
+//! - A JWT (access or session token) is verified with the public keys; a session token also
+//!   needs its session alive in Redis (logout ends it at once). Expired: TOKEN_EXPIRED; bad:
+//!   INVALID_TOKEN.
+//! - Anything else is a static token, looked up by its SHA-256 hash.
+//! - Either way the user is read from the system tables (cached for a short time), so a
+//!   suspended user or a changed role takes effect within that time, and the user's and role's
+//!   IP allow-lists are checked against `x-client-ip` (INVALID_IP).
+//! - No token: the public role. Unknown token or inactive user: INVALID_CREDENTIALS.
+
+use crate::keys::{KeySet, RemoteKeys, VerifyError, looks_like_jwt};
+use crate::claims::ACCESS_ISSUER;
+use crate::sessions::Redis;
+use cdapi_proto::{ApiError, ErrorCode};
+use sqlx::PgPool;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use system_tables::users::{self, Identity};
+use tonic::metadata::MetadataMap;
+
+/// Where JWT signatures are checked.
+pub enum KeySource {
+    /// auth-service's published keys, fetched over gRPC (core-service).
+    Remote(Arc<RemoteKeys>),
+    /// The keys at hand (auth-service itself).
+    Local(KeySet),
+    /// None: JWTs are refused as INVALID_TOKEN; static tokens only.
+    None,
+}
+
+/// The caller of a request (Directus's "accountability").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accountability {
+    /// The user's id; `None` for the public role.
+    pub user: Option<String>,
+    /// The user's role id.
+    pub role: Option<String>,
+    /// Admin access bypasses permissions.
+    pub admin: bool,
+}
+
+impl Accountability {
+    /// The public role (no token).
+    pub fn public() -> Self {
+        Self { user: None, role: None, admin: false }
+    }
+}
+
+/// Checks tokens. Identity lookups are cached for a short time (hits and misses alike).
+pub struct Authenticator {
+    pool: PgPool,
+    keys: KeySource,
+    redis: Option<Redis>,
+    by_token: TtlCache,
+    by_user: TtlCache,
+}
+
+/// A small map of lookups that expire after a fixed time; emptied when it reaches
+/// [`CACHE_CAPACITY`].
+struct TtlCache {
+    ttl: Duration,
+    map: Mutex<HashMap<String, (Instant, Option<Identity>)>>,
+}
+
+/// Upper bound on cached lookups per cache.
+const CACHE_CAPACITY: usize = 10_000;
+
+impl TtlCache {
+    fn new(ttl: Duration) -> Self {
+        Self { ttl, map: Mutex::new(HashMap::new()) }
+    }
+
+    fn get(&self, key: &str) -> Option<Option<Identity>> {
+        let map = self.map.lock().ok()?;
+        let (at, value) = map.get(key)?;
+        (at.elapsed() < self.ttl).then(|| value.clone())
+    }
+
+    fn put(&self, key: String, value: Option<Identity>) {
+        if let Ok(mut map) = self.map.lock() {
+            if map.len() >= CACHE_CAPACITY {
+                map.clear();
+            }
+            map.insert(key, (Instant::now(), value));
+        }
+    }
+}
+
+impl Authenticator {
+    /// A new authenticator over the system tables, caching lookups for `ttl`. `keys`: where
+    /// JWTs are verified; `redis`: where session tokens are checked (`None`: they answer
+    /// SERVICE_UNAVAILABLE).
+    pub fn new(pool: PgPool, ttl: Duration, keys: KeySource, redis: Option<Redis>) -> Self {
+        Self { pool, keys, redis, by_token: TtlCache::new(ttl), by_user: TtlCache::new(ttl) }
+    }
+
+    /// Identifies the caller from request metadata (`authorization`, `x-client-ip`). Errors:
+    /// INVALID_CREDENTIALS (malformed header, unknown token, inactive user), INVALID_TOKEN,
+    /// TOKEN_EXPIRED, INVALID_IP; SERVICE_UNAVAILABLE when the database, auth-service (for an
+    /// unknown signing key) or Redis (for a session token) cannot be asked.
+    pub async fn authenticate(&self, md: &MetadataMap) -> Result<Accountability, ApiError> {
+        Ok(match self.identify(md).await? {
+            Some(identity) => Accountability { user: Some(identity.id), role: identity.role, admin: identity.admin_access },
+            None => Accountability::public(),
+        })
+    }
+
+    /// The signed-in user behind the request's token, `None` without a token. Errors as
+    /// [`Self::authenticate`].
+    pub async fn identify(&self, md: &MetadataMap) -> Result<Option<Identity>, ApiError> {
+        let Some(header) = md.get("authorization") else { return Ok(None) };
+        let header = header.to_str().map_err(|_| invalid_credentials())?;
+        // Other schemes (Basic ...) carry no token of ours: the public role, as Directus does.
+        let Some((scheme, token)) = header.split_once(' ') else { return Ok(None) };
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Ok(None);
+        }
+        let token = Some(token.trim()).filter(|t| !t.is_empty()).ok_or_else(invalid_credentials)?;
+        let identity = if looks_like_jwt(token) { self.jwt_identity(token).await? } else { self.static_identity(token).await? };
+        let identity = identity.filter(Identity::is_active).ok_or_else(invalid_credentials)?;
+        if let Some(ip) = crate::ip::client_ip(md)
+            && !(crate::ip::allows(&identity.ip_access, ip) && crate::ip::allows(&identity.role_ip_access, ip))
+        {
+            return Err(ApiError::new(ErrorCode::InvalidIp, "Invalid IP address."));
+        }
+        Ok(Some(identity))
+    }
+
+    async fn jwt_identity(&self, token: &str) -> Result<Option<Identity>, ApiError> {
+        let claims = match &self.keys {
+            KeySource::Remote(keys) => keys.verify_access(token).await?,
+            KeySource::Local(keys) => keys.verify(token, ACCESS_ISSUER).map_err(VerifyError::to_api_error)?,
+            KeySource::None => return Err(VerifyError::Invalid.to_api_error()),
+        };
+        if let Some(sid) = &claims.session {
+            let redis = self.redis.as_ref().ok_or_else(|| {
+                ApiError::new(ErrorCode::ServiceUnavailable, "Service \"redis\" is unavailable: session tokens cannot be checked.")
+            })?;
+            if !redis.session_alive(sid).await? {
+                return Err(invalid_credentials());
+            }
+        }
+        if let Some(hit) = self.by_user.get(&claims.id) {
+            return Ok(hit);
+        }
+        let found = users::by_id(&self.pool, &claims.id).await.map_err(db_error)?;
+        self.by_user.put(claims.id, found.clone());
+        Ok(found)
+    }
+
+    async fn static_identity(&self, token: &str) -> Result<Option<Identity>, ApiError> {
+        let hash = crate::sha256_hex(token);
+        if let Some(hit) = self.by_token.get(&hash) {
+            return Ok(hit);
+        }
+        let found = users::by_token_hash(&self.pool, &hash).await.map_err(db_error)?;
+        self.by_token.put(hash, found.clone());
+        Ok(found)
+    }
+}
+
+fn invalid_credentials() -> ApiError {
+    ApiError::new(ErrorCode::InvalidCredentials, "Invalid user credentials.")
+}
+
+/// A failed identity lookup: SERVICE_UNAVAILABLE when the database cannot be reached,
+/// INTERNAL_SERVER_ERROR otherwise; the cause is logged.
+fn db_error(e: sqlx::Error) -> ApiError {
+    tracing::error!(error = %e, "identity lookup failed");
+    match e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
+            ApiError::new(ErrorCode::ServiceUnavailable, "The database is unavailable.")
+        }
+        _ => ApiError::internal(),
+    }
+}

@@ -1,0 +1,90 @@
+//! Refresh sessions in Redis: the key layout auth-service writes, and the liveness check every
+//! verifier of session tokens runs.
+//!
+//! Keys (all under a prefix, REDIS_KEY_PREFIX, default `cdapi:`):
+//! - `session:<sid>`: hash `{user, family, grace_until}`. `sid` is the SHA-256 hex of the
+//!   refresh token (the token itself is never stored). `grace_until` is 0 while the token is
+//!   current; once rotated, the time (ms since the epoch, Redis's clock) until which it is
+//!   still accepted. TTL: the session's lifetime.
+//! - `family:<family>`: the user id, while the login it stems from is alive. Every rotation of
+//!   one login shares the family; deleting this key revokes them all (logout, reuse of a
+//!   rotated token, password reset). TTL: extended at every refresh.
+//! - `user:<user>:families`: set of the user's families, to end all sessions of a user.
+//! - `reset-used:<id>`, `sso:<state>`, `totp-used:<user>`, written by auth-service.
+//!
+//! One Redis (or a primary with replicas) is assumed: the scripts name keys they compute.
+
+use cdapi_proto::{ApiError, ErrorCode};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::time::Duration;
+
+/// A Redis connection (lazily opened, reconnecting) and the key prefix.
+#[derive(Clone)]
+pub struct Redis {
+    conn: ConnectionManager,
+    prefix: String,
+}
+
+/// Session-token liveness: 1 when the session record exists, its family is alive, and the
+/// token is current or within its grace window.
+const ALIVE: &str = r"
+local s = redis.call('HMGET', KEYS[1], 'family', 'grace_until')
+if not s[1] then return 0 end
+if redis.call('EXISTS', ARGV[1] .. 'family:' .. s[1]) == 0 then return 0 end
+local g = tonumber(s[2]) or 0
+if g == 0 then return 1 end
+local t = redis.call('TIME')
+if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) <= g then return 1 end
+return 0
+";
+
+impl Redis {
+    /// A client for `url` (`redis://host:port[/db]`) with keys under `prefix`. Nothing is
+    /// connected yet; a command waits at most 2 s for a connection and 2 s for its reply, so a
+    /// dead Redis makes calls fail fast instead of hanging. Errors: a malformed URL.
+    pub fn new(url: &str, prefix: &str) -> Result<Self, redis::RedisError> {
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(Duration::from_secs(2)))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_millis(500));
+        let conn = redis::Client::open(url)?.get_connection_manager_lazy(config)?;
+        Ok(Self { conn, prefix: prefix.to_owned() })
+    }
+
+    /// A handle to the shared multiplexed connection (cheap to clone).
+    pub fn conn(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    /// The key prefix (ends with `:` by convention).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// `<prefix><kind>:<id>`, e.g. `cdapi:session:ab12…`.
+    pub fn key(&self, kind: &str, id: &str) -> String {
+        format!("{}{kind}:{id}", self.prefix)
+    }
+
+    /// Whether the session `sid` (a session token's `session` claim) is alive (see [`ALIVE`]).
+    /// Errors: SERVICE_UNAVAILABLE when Redis cannot be asked.
+    pub async fn session_alive(&self, sid: &str) -> Result<bool, ApiError> {
+        let alive: i64 = redis::Script::new(ALIVE)
+            .key(self.key("session", sid))
+            .arg(&self.prefix)
+            .invoke_async(&mut self.conn())
+            .await
+            .map_err(unavailable)?;
+        Ok(alive == 1)
+    }
+}
+
+/// SERVICE_UNAVAILABLE for a Redis failure (Directus: `Service "redis" is unavailable.`); the
+/// cause is logged, not sent.
+pub fn unavailable(e: redis::RedisError) -> ApiError {
+    tracing::error!(error = %e, "redis unavailable");
+    let mut err = ApiError::new(ErrorCode::ServiceUnavailable, "Service \"redis\" is unavailable.");
+    err.extensions.insert("service".into(), "redis".into());
+    err
+}

@@ -1,0 +1,102 @@
+//! Reading identities: a user with what authentication needs of them and of their role. Shared
+//! by core-service (who is calling) and auth-service (who is signing in).
+
+use sqlx::PgPool;
+
+/// A user as authentication sees them.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Identity {
+    /// `users.id` (UUID text).
+    pub id: String,
+    /// `users.email`.
+    pub email: String,
+    /// argon2id PHC string; `None` for users who sign in only through an SSO provider.
+    pub password_hash: Option<String>,
+    /// `active`, `invited`, `draft`, `suspended` or `archived`; only `active` users get in.
+    pub status: String,
+    /// The role's id, if any.
+    pub role: Option<String>,
+    /// The user's or their role's admin access.
+    pub admin_access: bool,
+    /// The role's app access (or admin access).
+    pub app_access: bool,
+    /// Base32 TOTP secret; `None` = TOTP off.
+    pub tfa_secret: Option<String>,
+    /// The user's IP allow-list (empty = any address).
+    pub ip_access: Vec<String>,
+    /// The role's IP allow-list (empty = any address).
+    pub role_ip_access: Vec<String>,
+    /// `default` (email + password) or an SSO provider's name.
+    pub provider: String,
+}
+
+impl Identity {
+    /// Only active users may sign in or use tokens (Directus).
+    pub fn is_active(&self) -> bool {
+        self.status == "active"
+    }
+}
+
+/// The identity query with a WHERE clause, as one `&'static str`.
+macro_rules! select_where {
+    ($cond:literal) => {
+        concat!("SELECT u.id::text AS id, u.email, u.password_hash, u.status, u.role::text AS role,
+       (u.admin_access OR coalesce(r.admin_access, false)) AS admin_access,
+       (u.admin_access OR coalesce(r.admin_access, false) OR coalesce(r.app_access, false)) AS app_access,
+       u.tfa_secret, coalesce(u.ip_access, '{}') AS ip_access, coalesce(r.ip_access, '{}') AS role_ip_access, u.provider
+FROM cdapi.users u LEFT JOIN cdapi.roles r ON r.id = u.role WHERE ", $cond)
+    };
+}
+
+/// The user whose email is `email` (case-insensitive). Errors: database errors.
+pub async fn by_email(pool: &PgPool, email: &str) -> sqlx::Result<Option<Identity>> {
+    sqlx::query_as(select_where!("lower(u.email) = lower($1)"))
+        .bind(email)
+        .fetch_optional(pool)
+        .await
+}
+
+/// The user with id `id`; `None` also when `id` is not a UUID. Errors: database errors.
+pub async fn by_id(pool: &PgPool, id: &str) -> sqlx::Result<Option<Identity>> {
+    if !is_uuid(id) {
+        return Ok(None);
+    }
+    sqlx::query_as(select_where!("u.id = $1::uuid"))
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
+
+/// The user whose static token hashes (SHA-256 hex) to `token_hash`. Errors: database errors.
+pub async fn by_token_hash(pool: &PgPool, token_hash: &str) -> sqlx::Result<Option<Identity>> {
+    sqlx::query_as(select_where!("u.token_hash = $1"))
+        .bind(token_hash)
+        .fetch_optional(pool)
+        .await
+}
+
+/// The user linked to `identifier` at SSO provider `provider`. Errors: database errors.
+pub async fn by_external(pool: &PgPool, provider: &str, identifier: &str) -> sqlx::Result<Option<Identity>> {
+    sqlx::query_as(select_where!("u.provider = $1 AND u.external_identifier = $2"))
+        .bind(provider)
+        .bind(identifier)
+        .fetch_optional(pool)
+        .await
+}
+
+/// True for the 8-4-4-4-12 hex form of a UUID.
+pub fn is_uuid(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.len() == 5
+        && parts.iter().zip([8, 4, 4, 4, 12]).all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn uuid_shape() {
+        assert!(super::is_uuid("0b8a7c1e-1d2f-4e3a-9b8c-7d6e5f4a3b2c"));
+        assert!(!super::is_uuid("0b8a7c1e-1d2f-4e3a-9b8c"));
+        assert!(!super::is_uuid("zb8a7c1e-1d2f-4e3a-9b8c-7d6e5f4a3b2c"));
+    }
+}

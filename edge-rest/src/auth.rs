@@ -1,0 +1,321 @@
+//! `/auth/*` and `/users/me/tfa/*` (spec: Authentication endpoints; Directus's paths) →
+//! AuthService. This module renders what the protocol needs (token bodies per mode, cookies,
+//! redirects); every rule lives in auth-service.
+//!
+//! - `POST /auth/login` (and `/auth/login/default`) `{email, password, otp?, mode?}`
+//! - `POST /auth/refresh` `{refresh_token?, mode?}`, token from the body or a cookie
+//! - `POST /auth/logout` `{refresh_token?}` → 204, both cookies cleared
+//! - `POST /auth/password/request` `{email, reset_url?}` → 204
+//! - `POST /auth/password/reset` `{token, password}` → 204
+//! - `GET /auth` → `{data: [providers], disableDefault}`
+//! - `GET /auth/login/:provider?redirect=&mode=` → 302 to the provider;
+//!   `GET /auth/login/:provider/callback` → session cookie, then 302 to `redirect` (with
+//!   `?reason=<CODE>` on failure) or the token body
+//! - `POST /users/me/tfa/generate` `{password}` → `{data: {secret, otpauth_url}}`;
+//!   `POST /users/me/tfa/enable` `{secret, otp}`, `POST /users/me/tfa/disable` `{otp}` → 204
+
+use crate::cookies::{self, Kind};
+use crate::reply;
+use crate::routes::{Body, EdgeState, HttpRequest, read_body, set_metadata};
+use cdapi_proto::v1::*;
+use cdapi_proto::{ApiError, ErrorCode};
+use http::{HeaderValue, Method, StatusCode, header};
+use serde_json::{Value, json};
+use warp::reply::Response;
+
+/// A JSON body that may be absent (refresh and logout are often sent without one). Errors:
+/// UNSUPPORTED_MEDIA_TYPE for a non-JSON body, INVALID_PAYLOAD for malformed JSON or a
+/// non-object.
+async fn optional_json(req: &HttpRequest, body: Body, max: u64) -> Result<serde_json::Map<String, Value>, ApiError> {
+    let bytes = read_body(body, max).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(serde_json::Map::new());
+    }
+    let is_json = req
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
+    if !is_json {
+        return Err(ApiError::new(ErrorCode::UnsupportedMediaType, "Unsupported media type: the body must be application/json."));
+    }
+    match serde_json::from_slice(&bytes) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(ApiError::invalid_payload("The body must be a JSON object")),
+        Err(e) => Err(ApiError::invalid_payload(format!("The body is not valid JSON: {e}"))),
+    }
+}
+
+/// A string member (absent or null = empty). Errors: INVALID_PAYLOAD for another type.
+fn text(body: &serde_json::Map<String, Value>, key: &str) -> Result<String, ApiError> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(_) => Err(ApiError::invalid_payload(format!("\"{key}\" must be a string"))),
+    }
+}
+
+/// `mode`: `json`, `cookie` or `session` (spec: Authentication rule 4); `None` when absent.
+fn mode(value: &str) -> Result<Option<SessionMode>, ApiError> {
+    match value {
+        "" => Ok(None),
+        "json" => Ok(Some(SessionMode::Json)),
+        "cookie" => Ok(Some(SessionMode::Cookie)),
+        "session" => Ok(Some(SessionMode::Session)),
+        other => Err(ApiError::invalid_payload(format!("\"mode\" must be json, cookie or session, not \"{other}\""))),
+    }
+}
+
+fn call<T>(msg: T, req: &HttpRequest, request_id: &str) -> Result<tonic::Request<T>, ApiError> {
+    call_as(msg, req, request_id, None)
+}
+
+/// A call carrying the caller's token (header, `?access_token=` or session cookie).
+fn call_as<T>(msg: T, req: &HttpRequest, request_id: &str, query_token: Option<String>) -> Result<tonic::Request<T>, ApiError> {
+    let mut call = tonic::Request::new(msg);
+    set_metadata(&mut call, req, request_id, query_token)?;
+    Ok(call)
+}
+
+fn status(s: tonic::Status) -> ApiError {
+    ApiError::from_status(&s)
+}
+
+fn add_cookie(res: &mut Response, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        res.headers_mut().append(header::SET_COOKIE, v);
+    }
+}
+
+/// The auth token response object (spec) for the reply's mode, with its cookie.
+fn token_response(state: &EdgeState, t: &TokenReply) -> Response {
+    let mode = SessionMode::try_from(t.mode).unwrap_or(SessionMode::Json);
+    let data = match mode {
+        SessionMode::Json => json!({"access_token": t.access_token, "expires": t.expires_ms, "refresh_token": t.refresh_token}),
+        SessionMode::Cookie => json!({"access_token": t.access_token, "expires": t.expires_ms}),
+        SessionMode::Session => json!({"expires": t.expires_ms}),
+    };
+    let mut res = reply::with_body(StatusCode::OK, "application/json; charset=utf-8", json!({ "data": data }).to_string());
+    token_cookie(state, &mut res, t);
+    res
+}
+
+/// The cookie of the reply's mode (none in mode json).
+fn token_cookie(state: &EdgeState, res: &mut Response, t: &TokenReply) {
+    match SessionMode::try_from(t.mode).unwrap_or(SessionMode::Json) {
+        SessionMode::Json => {}
+        SessionMode::Cookie => add_cookie(res, &state.cookies.set(Kind::Refresh, &t.refresh_token, t.cookie_ttl_ms)),
+        SessionMode::Session => add_cookie(res, &state.cookies.set(Kind::Session, &t.access_token, t.cookie_ttl_ms)),
+    }
+}
+
+/// Routes `/auth/...` (`rest` = the path segments after `auth`).
+pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, rest: &[&str]) -> Result<Response, ApiError> {
+    let max = state.max_payload_size;
+    let mut auth = state.auth.clone();
+    let post_only = || Ok(reply::method_not_allowed(&req.method, "POST"));
+    match rest {
+        [] | [""] => match req.method {
+            Method::GET => {
+                let p = auth.list_providers(call(ListProvidersRequest {}, req, request_id)?).await.map_err(status)?.into_inner();
+                let data: Vec<Value> = p
+                    .providers
+                    .iter()
+                    .map(|p| {
+                        let mut o = json!({"name": p.name, "driver": p.driver});
+                        if let Some(icon) = &p.icon {
+                            o["icon"] = json!(icon);
+                        }
+                        o
+                    })
+                    .collect();
+                Ok(reply::with_body(StatusCode::OK, "application/json; charset=utf-8", json!({"data": data, "disableDefault": p.disable_default}).to_string()))
+            }
+            _ => Ok(reply::method_not_allowed(&req.method, "GET")),
+        },
+        ["login"] => match req.method {
+            Method::POST => login(state, req, body, request_id).await,
+            _ => post_only(),
+        },
+        ["login", provider] => match req.method {
+            Method::POST if *provider == "default" => login(state, req, body, request_id).await,
+            Method::POST => {
+                let p = auth.list_providers(call(ListProvidersRequest {}, req, request_id)?).await.map_err(status)?.into_inner();
+                if p.providers.iter().any(|x| x.name == *provider) {
+                    Err(ApiError::invalid_payload(format!("Provider \"{provider}\" signs in through GET /auth/login/{provider}")))
+                } else {
+                    Err(not_found(req))
+                }
+            }
+            Method::GET => sso_start(state, req, request_id, provider).await,
+            _ => Ok(reply::method_not_allowed(&req.method, "GET, POST")),
+        },
+        ["login", provider, "callback"] => match req.method {
+            Method::GET => sso_finish(state, req, request_id, provider).await,
+            _ => Ok(reply::method_not_allowed(&req.method, "GET")),
+        },
+        ["refresh"] => match req.method {
+            Method::POST => {
+                let b = optional_json(req, body, max).await?;
+                let body_token = text(&b, "refresh_token")?;
+                let refresh_cookie = cookies::get(&req.headers, state.cookies.name(Kind::Refresh));
+                let session_cookie = req.session_cookie.clone();
+                // Directus: the body's token means json; else the cookie at hand decides.
+                let mode = mode(&text(&b, "mode")?)?.unwrap_or(match (&body_token, &refresh_cookie, &session_cookie) {
+                    (t, _, _) if !t.is_empty() => SessionMode::Json,
+                    (_, Some(_), _) => SessionMode::Cookie,
+                    (_, None, Some(_)) => SessionMode::Session,
+                    _ => SessionMode::Json,
+                });
+                let (refresh_token, session_token) = if !body_token.is_empty() {
+                    (body_token, String::new())
+                } else if mode == SessionMode::Session && session_cookie.is_some() {
+                    (String::new(), session_cookie.unwrap_or_default())
+                } else {
+                    (refresh_cookie.unwrap_or_default(), session_cookie.unwrap_or_default())
+                };
+                let msg = RefreshRequest { refresh_token, session_token, mode: mode as i32 };
+                let t = auth.refresh(call(msg, req, request_id)?).await.map_err(status)?.into_inner();
+                Ok(token_response(state, &t))
+            }
+            _ => post_only(),
+        },
+        ["logout"] => match req.method {
+            Method::POST => {
+                let b = optional_json(req, body, max).await?;
+                let mut refresh_token = text(&b, "refresh_token")?;
+                if refresh_token.is_empty() {
+                    refresh_token = cookies::get(&req.headers, state.cookies.name(Kind::Refresh)).unwrap_or_default();
+                }
+                let session_token = req.session_cookie.clone().unwrap_or_default();
+                auth.logout(call(LogoutRequest { refresh_token, session_token }, req, request_id)?).await.map_err(status)?;
+                let mut res = reply::no_content();
+                add_cookie(&mut res, &state.cookies.clear(Kind::Refresh));
+                add_cookie(&mut res, &state.cookies.clear(Kind::Session));
+                Ok(res)
+            }
+            _ => post_only(),
+        },
+        ["password", "request"] => match req.method {
+            Method::POST => {
+                let b = optional_json(req, body, max).await?;
+                let reset_url = Some(text(&b, "reset_url")?).filter(|u| !u.is_empty());
+                auth.request_password_reset(call(PasswordResetRequest { email: text(&b, "email")?, reset_url }, req, request_id)?)
+                    .await
+                    .map_err(status)?;
+                Ok(reply::no_content())
+            }
+            _ => post_only(),
+        },
+        ["password", "reset"] => match req.method {
+            Method::POST => {
+                let b = optional_json(req, body, max).await?;
+                auth.reset_password(call(ResetPasswordRequest { token: text(&b, "token")?, password: text(&b, "password")? }, req, request_id)?)
+                    .await
+                    .map_err(status)?;
+                Ok(reply::no_content())
+            }
+            _ => post_only(),
+        },
+        _ => Err(not_found(req)),
+    }
+}
+
+fn not_found(req: &HttpRequest) -> ApiError {
+    ApiError::new(ErrorCode::RouteNotFound, format!("Route {} doesn't exist.", req.path))
+}
+
+async fn login(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
+    let b = optional_json(req, body, state.max_payload_size).await?;
+    let otp = Some(text(&b, "otp")?).filter(|o| !o.is_empty());
+    let mode = mode(&text(&b, "mode")?)?.unwrap_or(SessionMode::Json);
+    let msg = LoginRequest { email: text(&b, "email")?, password: text(&b, "password")?, otp, mode: mode as i32 };
+    let t = state.auth.clone().login(call(msg, req, request_id)?).await.map_err(status)?.into_inner();
+    Ok(token_response(state, &t))
+}
+
+/// The query string's parameters as pairs.
+fn query_pairs(req: &HttpRequest) -> Vec<(String, String)> {
+    form_urlencoded::parse(req.query.as_bytes()).into_owned().collect()
+}
+
+fn param(pairs: &[(String, String)], key: &str) -> String {
+    pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).unwrap_or_default()
+}
+
+fn redirect(to: &str) -> Result<Response, ApiError> {
+    let mut res = reply::no_content();
+    *res.status_mut() = StatusCode::FOUND;
+    res.headers_mut().insert(header::LOCATION, HeaderValue::from_str(to).map_err(|_| ApiError::invalid_payload("The redirect URL is not a valid header value"))?);
+    Ok(res)
+}
+
+async fn sso_start(state: &EdgeState, req: &HttpRequest, request_id: &str, provider: &str) -> Result<Response, ApiError> {
+    let pairs = query_pairs(req);
+    let redirect_to = Some(param(&pairs, "redirect")).filter(|r| !r.is_empty());
+    let mode = mode(&param(&pairs, "mode"))?.unwrap_or(SessionMode::Cookie);
+    let msg = StartSsoRequest { provider: provider.to_owned(), redirect: redirect_to, mode: mode as i32 };
+    let r = state.auth.clone().start_sso(call(msg, req, request_id)?).await.map_err(status)?.into_inner();
+    let mut res = redirect(&r.url)?;
+    add_cookie(&mut res, &cookies::sso_state(&r.state, state.cookies.secure.1));
+    Ok(res)
+}
+
+async fn sso_finish(state: &EdgeState, req: &HttpRequest, request_id: &str, provider: &str) -> Result<Response, ApiError> {
+    let pairs = query_pairs(req);
+    let msg = FinishSsoRequest {
+        provider: provider.to_owned(),
+        code: param(&pairs, "code"),
+        state: param(&pairs, "state"),
+        error: param(&pairs, "error"),
+        state_cookie: cookies::get(&req.headers, cookies::SSO_STATE_COOKIE).unwrap_or_default(),
+    };
+    let r = state.auth.clone().finish_sso(call(msg, req, request_id)?).await.map_err(status)?.into_inner();
+    let mut res = match (&r.tokens, &r.redirect) {
+        (Some(t), None) => token_response(state, t),
+        (Some(t), Some(to)) => {
+            // The tokens travel in the cookie only: the redirect target is another page.
+            let mut res = redirect(to)?;
+            token_cookie(state, &mut res, t);
+            res
+        }
+        (None, Some(to)) => redirect(&url_with_reason(to, &r.error_code))?,
+        (None, None) => return Err(ApiError::new(ErrorCode::parse(&r.error_code).unwrap_or(ErrorCode::InvalidCredentials), "Invalid user credentials.")),
+    };
+    add_cookie(&mut res, &cookies::clear_sso_state());
+    Ok(res)
+}
+
+/// `to` with `reason=<code>` added to its query.
+fn url_with_reason(to: &str, code: &str) -> String {
+    let sep = if to.contains('?') { '&' } else { '?' };
+    format!("{to}{sep}reason={}", form_urlencoded::byte_serialize(code.as_bytes()).collect::<String>())
+}
+
+/// Routes `/users/me/tfa/:action` (generate, enable, disable).
+pub async fn tfa(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, action: &str) -> Result<Response, ApiError> {
+    if req.method != Method::POST {
+        return Ok(reply::method_not_allowed(&req.method, "POST"));
+    }
+    let (_, token) = crate::routes::url_query(req)?;
+    let b = optional_json(req, body, state.max_payload_size).await?;
+    let mut auth = state.auth.clone();
+    match action {
+        "generate" => {
+            let msg = GenerateTfaRequest { password: text(&b, "password")? };
+            let s = auth.generate_tfa(call_as(msg, req, request_id, token)?).await.map_err(status)?.into_inner();
+            Ok(reply::with_body(StatusCode::OK, "application/json; charset=utf-8", json!({"data": {"secret": s.secret, "otpauth_url": s.otpauth_url}}).to_string()))
+        }
+        "enable" => {
+            let msg = EnableTfaRequest { secret: text(&b, "secret")?, otp: text(&b, "otp")? };
+            auth.enable_tfa(call_as(msg, req, request_id, token)?).await.map_err(status)?;
+            Ok(reply::no_content())
+        }
+        "disable" => {
+            let msg = DisableTfaRequest { otp: text(&b, "otp")? };
+            auth.disable_tfa(call_as(msg, req, request_id, token)?).await.map_err(status)?;
+            Ok(reply::no_content())
+        }
+        _ => Err(not_found(req)),
+    }
+}
