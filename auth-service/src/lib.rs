@@ -88,7 +88,8 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         providers: sso::Providers::new(settings.providers.clone())?,
         authenticator: access_token::Authenticator::new(
             pool.clone(),
-            Duration::from_secs(5),
+            // No cache: the TOTP RPCs must see the user's current TOTP state.
+            Duration::ZERO,
             access_token::KeySource::Local(keys.verifying().clone()),
             Some(redis.clone()),
         ),

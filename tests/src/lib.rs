@@ -1,7 +1,7 @@
 //! Helpers shared by the end-to-end tests in `tests/`: HTTP calls against edge-rest and
 //! ground-truth SQL against the same database.
 
-pub use test_harness::{ADMIN_TOKEN, Dataset, TestApp, app};
+pub use test_harness::{ADMIN_TOKEN, Dataset, Spec, TestApp, app, free_port, repo_root, start};
 
 use serde_json::Value;
 
@@ -70,4 +70,70 @@ pub fn assert_error(r: &Reply, status: u16, code: &str, context: &str) {
 /// The values of `key` in every object of a JSON array.
 pub fn column(v: &Value, key: &str) -> Vec<Value> {
     v.as_array().map(|a| a.iter().map(|o| o[key].clone()).collect()).unwrap_or_default()
+}
+
+/// `POST <path>` with a JSON body and extra headers (no token).
+pub async fn post_json(app: &TestApp, path: &str, body: Value, headers: &[(&str, &str)]) -> Reply {
+    send(app, reqwest::Method::POST, path, None, headers, Some(("application/json", body.to_string()))).await
+}
+
+/// The `Set-Cookie` headers of a reply.
+pub fn set_cookies(r: &Reply) -> Vec<String> {
+    r.headers.get_all("set-cookie").iter().filter_map(|v| v.to_str().ok().map(str::to_owned)).collect()
+}
+
+/// The value a reply sets cookie `name` to (`Some("")` when it clears it).
+pub fn cookie_value(r: &Reply, name: &str) -> Option<String> {
+    set_cookies(r).iter().find_map(|c| {
+        let (pair, _) = c.split_once(';').unwrap_or((c.as_str(), ""));
+        let (k, v) = pair.split_once('=')?;
+        (k.trim() == name).then(|| v.trim().to_owned())
+    })
+}
+
+/// Runs SQL statements on the test database.
+pub async fn exec(app: &TestApp, sql: &str) {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(&app.database_url).await.unwrap_or_else(|e| panic!("connect: {e}"));
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// Creates an active user with an argon2id password hash; returns its id.
+pub async fn create_user(app: &TestApp, email: &str, password: &str) -> String {
+    use argon2::password_hash::{PasswordHasher, SaltString, rand_core::OsRng};
+    use sqlx::Connection;
+    let hash = argon2::Argon2::default()
+        .hash_password(password.as_bytes(), &SaltString::generate(&mut OsRng))
+        .map(|h| h.to_string())
+        .unwrap_or_else(|e| panic!("hash: {e}"));
+    let mut conn = sqlx::PgConnection::connect(&app.database_url).await.unwrap_or_else(|e| panic!("connect: {e}"));
+    sqlx::query_scalar("INSERT INTO cdapi.users (email, password_hash) VALUES ($1, $2) RETURNING id::text")
+        .bind(email)
+        .bind(hash)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap_or_else(|e| panic!("create user {email}: {e}"))
+}
+
+/// The mail delivered to `to`, waiting up to `secs` seconds; `None` when none came.
+/// Mail is `{"from", "to": [...], "subject", "body"}` (see the harness's SMTP sink).
+pub async fn wait_mail(app: &TestApp, to: &str, secs: u64) -> Option<Value> {
+    let dir = app.mail_dir.as_ref()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "json")
+                && let Ok(text) = std::fs::read_to_string(&path)
+                && let Ok(mail) = serde_json::from_str::<Value>(&text)
+                && mail["to"].as_array().is_some_and(|a| a.iter().any(|t| t.as_str().is_some_and(|t| t.eq_ignore_ascii_case(to))))
+            {
+                return Some(mail);
+            }
+        }
+        if std::time::Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }

@@ -1,12 +1,16 @@
 //! End-to-end test support: a fresh database (Pagila from `../shared/datasets`, or the project's
-//! demo schema), the real `core-service` and `edge-rest` binaries started on free ports against
-//! it, and their addresses. Each environment starts once per test binary and is shared by its
-//! tests; the processes stop when the test binary exits (their stdin closes:
-//! SHUTDOWN_ON_STDIN_EOF=1).
+//! demo schema), the real `core-service`, `auth-service` and `edge-rest` binaries started on
+//! free ports against it (with Redis, and optionally a real SMTP server: aiosmtpd with the
+//! handler in `smtp_sink.py`), and their addresses. [`app`] environments start once per test
+//! binary and are shared by its tests; [`start`] makes one of a test's own (with its own
+//! settings), stopped when dropped. Processes also stop when the test binary exits (their
+//! stdin closes: SHUTDOWN_ON_STDIN_EOF=1).
 //!
 //! Configuration: CDAPI_REPO_ROOT (default: found above the working directory),
 //! TEST_DATABASE_ADMIN_URL (default `postgres://postgres@127.0.0.1:5432/postgres`),
-//! a superuser URL used with `psql` to create the databases. Binaries are taken from the
+//! a superuser URL used with `psql` to create the databases; REDIS_URL (default
+//! `redis://127.0.0.1:6379`; every environment uses its own key prefix); CDAPI_PYTHON (default
+//! `python3`), a Python with aiosmtpd, for environments with mail. Binaries are taken from the
 //! directory of the running test binary's profile (`<target>/debug/`), so build them first
 //! (`deploy/local/test` does).
 
@@ -20,26 +24,66 @@ use std::time::{Duration, Instant};
 /// The static admin token every test environment's bootstrap admin gets.
 pub const ADMIN_TOKEN: &str = "test-admin-token";
 
-/// A running system: database plus core-service and edge-rest.
+/// A running system: database plus core-service, auth-service and edge-rest.
 pub struct TestApp {
     /// `http://127.0.0.1:<port>` of edge-rest.
     pub rest_url: String,
     /// `http://127.0.0.1:<port>` of core-service's gRPC server.
     pub grpc_url: String,
+    /// `http://127.0.0.1:<port>` of auth-service's gRPC server.
+    pub auth_url: String,
     /// URL of the test database (for ground-truth SQL).
     pub database_url: String,
+    /// The Redis server and this environment's key prefix.
+    pub redis: (String, String),
     /// File receiving core-service's JSON logs (debug level for `sqlx::query`).
     pub core_log: PathBuf,
-    _children: Vec<Child>,
+    /// Where the SMTP sink stores delivered mail (one JSON file per message), with mail on.
+    pub mail_dir: Option<PathBuf>,
+    logs: PathBuf,
+    auth_env: Vec<(String, String)>,
+    children: Vec<(&'static str, Child)>,
+}
+
+/// What to start: the dataset, and settings beyond the defaults.
+#[derive(Clone, Debug, Default)]
+pub struct Spec {
+    /// The database.
+    pub dataset: Dataset,
+    /// Start an SMTP server and point auth-service at it.
+    pub mail: bool,
+    /// Extra environment of auth-service.
+    pub auth_env: Vec<(String, String)>,
+    /// Extra environment of edge-rest.
+    pub edge_env: Vec<(String, String)>,
+    /// Extra environment of core-service.
+    pub core_env: Vec<(String, String)>,
+    /// A name for the database and logs (default: the dataset's).
+    pub name: Option<String>,
+    /// The edge's port (default: a free one), for tests that must name it beforehand.
+    pub rest_port: Option<u16>,
+    /// Run a Redis of this environment's own (stoppable: [`TestApp::stop_redis`]).
+    pub own_redis: bool,
+}
+
+impl Drop for TestApp {
+    /// Stops the processes (shared environments are never dropped; they stop with the binary).
+    fn drop(&mut self) {
+        for (_, child) in self.children.iter_mut().rev() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// Which database to serve.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub enum Dataset {
     /// Pagila from `../shared/datasets/pagila`, with the `film.actors` alias configured for the
     /// `film_actor` junction.
     Pagila,
     /// The project's demo schema (`deploy/demo/demo.sql`).
+    #[default]
     Demo,
     /// Another instance of the demo schema, for tests that write (so reads elsewhere never race
     /// with them).
@@ -58,7 +102,7 @@ pub fn app(dataset: Dataset) -> &'static TestApp {
         Dataset::Demo => &DEMO,
         Dataset::DemoWrites => &DEMO_WRITES,
     };
-    match cell.get_or_init(|| start(dataset).map_err(|e| format!("{e:#}"))) {
+    match cell.get_or_init(|| start(Spec { dataset, ..Spec::default() }).map_err(|e| format!("{e:#}"))) {
         Ok(app) => app,
         Err(e) => panic!("test environment {dataset:?} failed to start: {e}"),
     }
@@ -124,7 +168,8 @@ fn drop_stale_databases(admin: &str) {
     }
 }
 
-fn free_port() -> Result<u16> {
+/// A TCP port nothing listens on now.
+pub fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
@@ -135,7 +180,7 @@ fn bin_dir() -> Result<PathBuf> {
     Ok(dir.to_path_buf())
 }
 
-fn spawn(bin: &Path, envs: &[(&str, String)], log: &Path) -> Result<Child> {
+fn spawn(bin: &Path, envs: &[(String, String)], log: &Path) -> Result<Child> {
     if !bin.exists() {
         bail!("{} not found: build the binaries first (cargo build --workspace --bins)", bin.display());
     }
@@ -169,10 +214,18 @@ fn wait_healthy(url: &str, child: &mut Child, log: &Path) -> Result<()> {
     bail!("{url} did not become healthy in time; log:\n{}", std::fs::read_to_string(log).unwrap_or_default())
 }
 
-fn start(dataset: Dataset) -> Result<TestApp> {
+/// The Redis server tests use.
+fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+/// Starts an environment of `spec`: a fresh database, an SMTP sink when asked, and the three
+/// services. Errors: any of them failing to start (with its log).
+pub fn start(spec: Spec) -> Result<TestApp> {
     let admin = admin_url();
     drop_stale_databases(&admin);
-    let name = format!("cdapi_test_{}_{}", format!("{dataset:?}").to_lowercase(), std::process::id());
+    let label = spec.name.clone().unwrap_or_else(|| format!("{:?}", spec.dataset).to_lowercase());
+    let name = format!("cdapi_test_{label}_{}", std::process::id());
     psql(&admin, &["-c", &format!("DROP DATABASE IF EXISTS \"{name}\""), "-c", &format!("CREATE DATABASE \"{name}\"")])?;
     let db = database_url(&name);
     let root = repo_root();
@@ -185,7 +238,7 @@ fn start(dataset: Dataset) -> Result<TestApp> {
     if !migrate.status.success() {
         bail!("core-service migrate failed: {}", String::from_utf8_lossy(&migrate.stderr));
     }
-    match dataset {
+    match spec.dataset {
         Dataset::Pagila => {
             let dir = root.join("../shared/datasets/pagila");
             for f in ["pagila-schema.sql", "pagila-data.sql"] {
@@ -198,39 +251,178 @@ fn start(dataset: Dataset) -> Result<TestApp> {
     }
     let logs = std::env::temp_dir().join(&name);
     std::fs::create_dir_all(&logs)?;
-    let core_port = free_port()?;
-    let rest_port = free_port()?;
-    let core_log = logs.join("core-service.log");
-    let core = spawn(
-        &bins.join("core-service"),
-        &[
-            ("DATABASE_URL", db.clone()),
-            ("CORE_GRPC_ADDR", format!("127.0.0.1:{core_port}")),
-            ("ADMIN_EMAIL", "admin@example.com".into()),
-            ("ADMIN_PASSWORD", "test-password".into()),
-            ("ADMIN_TOKEN", ADMIN_TOKEN.into()),
-            ("LOG_FORMAT", "json".into()),
-            ("RUST_LOG", "info,sqlx::query=debug".into()),
-        ],
-        &core_log,
-    )?;
-    let rest_log = logs.join("edge-rest.log");
-    let mut rest = spawn(
-        &bins.join("edge-rest"),
-        &[
-            ("REST_HOST", "127.0.0.1".into()),
-            ("REST_PORT", rest_port.to_string()),
-            ("CORE_GRPC_URL", format!("http://127.0.0.1:{core_port}")),
-        ],
-        &rest_log,
-    )?;
+    let mut children: Vec<(&'static str, Child)> = Vec::new();
+    let redis = if spec.own_redis {
+        let port = free_port()?;
+        let log = logs.join("redis.log");
+        let mut child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log)?)
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting redis-server")?;
+        wait_tcp(port, &mut child, &log)?;
+        children.push(("redis", child));
+        (format!("redis://127.0.0.1:{port}"), format!("{name}:"))
+    } else {
+        (redis_url(), format!("{name}:"))
+    };
+    let rest_port = match spec.rest_port {
+        Some(p) => p,
+        None => free_port()?,
+    };
     let rest_url = format!("http://127.0.0.1:{rest_port}");
-    let mut children = vec![core];
+
+    let mut auth_env: Vec<(String, String)> = vec![
+        ("DATABASE_URL".into(), db.clone()),
+        ("REDIS_URL".into(), redis.0.clone()),
+        ("REDIS_KEY_PREFIX".into(), redis.1.clone()),
+        ("AUTH_KEYS_FILE".into(), keys_file(&bins, &logs)?.to_string_lossy().into_owned()),
+        ("LOG_FORMAT".into(), "json".into()),
+        ("PUBLIC_URL".into(), rest_url.clone()),
+    ];
+    let mail_dir = if spec.mail {
+        let dir = logs.join("mail");
+        let port = free_port()?;
+        let sink = spawn_smtp_sink(&root, &dir, port, &logs.join("smtp.log"))?;
+        children.push(("smtp", sink));
+        auth_env.push(("EMAIL_SMTP_HOST".into(), "127.0.0.1".into()));
+        auth_env.push(("EMAIL_SMTP_PORT".into(), port.to_string()));
+        auth_env.push(("EMAIL_SMTP_TLS".into(), "none".into()));
+        auth_env.push(("EMAIL_FROM".into(), "cdapi@example.com".into()));
+        Some(dir)
+    } else {
+        None
+    };
+    let auth_port = free_port()?;
+    auth_env.push(("AUTH_GRPC_ADDR".into(), format!("127.0.0.1:{auth_port}")));
+    auth_env.extend(spec.auth_env.iter().cloned());
+    let auth_url = format!("http://127.0.0.1:{auth_port}");
+    let mut auth = spawn(&bins.join("auth-service"), &auth_env, &logs.join("auth-service.log"))?;
+    wait_tcp(auth_port, &mut auth, &logs.join("auth-service.log"))?;
+    children.push(("auth", auth));
+
+    let core_port = free_port()?;
+    let core_log = logs.join("core-service.log");
+    let mut core_env: Vec<(String, String)> = vec![
+        ("DATABASE_URL".into(), db.clone()),
+        ("CORE_GRPC_ADDR".into(), format!("127.0.0.1:{core_port}")),
+        ("AUTH_GRPC_URL".into(), auth_url.clone()),
+        ("REDIS_URL".into(), redis.0.clone()),
+        ("REDIS_KEY_PREFIX".into(), redis.1.clone()),
+        ("ADMIN_EMAIL".into(), "admin@example.com".into()),
+        ("ADMIN_PASSWORD".into(), "test-password".into()),
+        ("ADMIN_TOKEN".into(), ADMIN_TOKEN.into()),
+        ("LOG_FORMAT".into(), "json".into()),
+        ("RUST_LOG".into(), "info,sqlx::query=debug".into()),
+    ];
+    core_env.extend(spec.core_env.iter().cloned());
+    children.push(("core", spawn(&bins.join("core-service"), &core_env, &core_log)?));
+    let rest_log = logs.join("edge-rest.log");
+    let mut edge_env: Vec<(String, String)> = vec![
+        ("REST_HOST".into(), "127.0.0.1".into()),
+        ("REST_PORT".into(), rest_port.to_string()),
+        ("CORE_GRPC_URL".into(), format!("http://127.0.0.1:{core_port}")),
+        ("AUTH_GRPC_URL".into(), auth_url.clone()),
+    ];
+    edge_env.extend(spec.edge_env.iter().cloned());
+    let mut rest = spawn(&bins.join("edge-rest"), &edge_env, &rest_log)?;
     let ready = wait_healthy(&rest_url, &mut rest, &rest_log);
-    children.push(rest);
+    children.push(("edge", rest));
+    let app = TestApp {
+        rest_url,
+        grpc_url: format!("http://127.0.0.1:{core_port}"),
+        auth_url,
+        database_url: db,
+        redis,
+        core_log,
+        mail_dir,
+        logs,
+        auth_env,
+        children,
+    };
     if let Err(e) = ready {
-        let core_out = std::fs::read_to_string(&core_log).unwrap_or_default();
+        let core_out = std::fs::read_to_string(&app.core_log).unwrap_or_default();
         bail!("{e:#}\ncore-service log:\n{core_out}");
     }
-    Ok(TestApp { rest_url, grpc_url: format!("http://127.0.0.1:{core_port}"), database_url: db, core_log, _children: children })
+    Ok(app)
+}
+
+impl TestApp {
+    /// Stops auth-service and starts it again on the same address with `env` on top of its
+    /// settings (e.g. another AUTH_SIGNING_KID, as a rolling restart would). Errors: it does
+    /// not come back.
+    pub fn restart_auth(&mut self, env: &[(&str, &str)]) -> Result<()> {
+        let i = self.children.iter().position(|(n, _)| *n == "auth").context("no auth-service")?;
+        let (_, mut old) = self.children.remove(i);
+        let _ = old.kill();
+        let _ = old.wait();
+        let mut auth_env = self.auth_env.clone();
+        auth_env.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        let log = self.logs.join("auth-service.restarted.log");
+        let mut auth = spawn(&bin_dir()?.join("auth-service"), &auth_env, &log)?;
+        let port: u16 = self.auth_url.rsplit(':').next().and_then(|p| p.parse().ok()).context("auth port")?;
+        wait_tcp(port, &mut auth, &log)?;
+        self.children.push(("auth", auth));
+        Ok(())
+    }
+
+    /// Stops this environment's own Redis ([`Spec::own_redis`]). Errors: there is none.
+    pub fn stop_redis(&mut self) -> Result<()> {
+        let i = self.children.iter().position(|(n, _)| *n == "redis").context("this environment has no Redis of its own")?;
+        let (_, mut child) = self.children.remove(i);
+        child.kill()?;
+        child.wait()?;
+        Ok(())
+    }
+
+    /// The auth-service's keys file (PEM), for tests that rotate keys.
+    pub fn keys_file(&self) -> PathBuf {
+        self.logs.join("auth-keys.pem")
+    }
+}
+
+/// A keys file with one new key (`auth-service keygen`).
+fn keys_file(bins: &Path, logs: &Path) -> Result<PathBuf> {
+    let out = Command::new(bins.join("auth-service")).arg("keygen").output().context("running auth-service keygen")?;
+    if !out.status.success() {
+        bail!("auth-service keygen failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let path = logs.join("auth-keys.pem");
+    std::fs::write(&path, &out.stdout)?;
+    Ok(path)
+}
+
+/// Starts aiosmtpd on `port` with the JSON-directory handler of `smtp_sink.py`.
+fn spawn_smtp_sink(root: &Path, dir: &Path, port: u16, log: &Path) -> Result<Child> {
+    std::fs::create_dir_all(dir)?;
+    let python = std::env::var("CDAPI_PYTHON").unwrap_or_else(|_| "python3".into());
+    let file = std::fs::File::create(log)?;
+    let mut child = Command::new(&python)
+        .args(["-m", "aiosmtpd", "-n", "-l", &format!("127.0.0.1:{port}"), "-c", "smtp_sink.JsonDir"])
+        .arg(dir)
+        .env("PYTHONPATH", root.join("crates/test-harness"))
+        .stdin(Stdio::piped())
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .spawn()
+        .with_context(|| format!("starting {python} -m aiosmtpd (deploy/local/test installs it)"))?;
+    wait_tcp(port, &mut child, log)?;
+    Ok(child)
+}
+
+/// Waits until something accepts connections on 127.0.0.1:`port`, while `child` lives.
+fn wait_tcp(port: u16, child: &mut Child, log: &Path) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait()? {
+            bail!("process exited with {status}; log:\n{}", std::fs::read_to_string(log).unwrap_or_default());
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("port {port} did not open in time; log:\n{}", std::fs::read_to_string(log).unwrap_or_default())
 }
