@@ -1,23 +1,21 @@
-// A real OpenID Connect provider (the oidc-provider package) for the SSO test. One client,
-// `cdapi`/`cdapi-secret`, whose redirect URI is given; PKCE required. Interactions are answered
-// at once (login as the account named by LOGIN_AS, default `alice`, then consent), so a test
-// can walk the browser's redirects with a plain HTTP client and a cookie jar.
-// Usage: node oidc-provider.mjs <port> <redirect-uri>
+// A real OpenID Connect provider (the oidc-provider package) for the SSO test. Two clients,
+// `cdapi` and `cdapi-plain` (secret `cdapi-secret`), whose redirect URIs are given; PKCE
+// required. Interactions are answered at once (login as `alice` through `cdapi`, as `bob`
+// through `cdapi-plain`, then consent), so a test can walk the browser's redirects with a
+// plain HTTP client and a cookie jar.
+// Usage: node oidc-provider.mjs <port> <redirect-uri of cdapi> <redirect-uri of cdapi-plain>
 import http from 'node:http';
 import Provider from 'oidc-provider';
 
-const [port, redirectUri] = process.argv.slice(2);
+const [port, redirectUri, plainRedirectUri] = process.argv.slice(2);
 const issuer = `http://127.0.0.1:${port}`;
-const account = process.env.LOGIN_AS || 'alice';
+const accounts = { cdapi: 'alice', 'cdapi-plain': 'bob' };
 
 const provider = new Provider(issuer, {
-  clients: [{
-    client_id: 'cdapi',
-    client_secret: 'cdapi-secret',
-    redirect_uris: [redirectUri],
-    grant_types: ['authorization_code'],
-    response_types: ['code'],
-  }],
+  clients: [
+    { client_id: 'cdapi', client_secret: 'cdapi-secret', redirect_uris: [redirectUri], grant_types: ['authorization_code'], response_types: ['code'] },
+    { client_id: 'cdapi-plain', client_secret: 'cdapi-secret', redirect_uris: [plainRedirectUri], grant_types: ['authorization_code'], response_types: ['code'] },
+  ],
   pkce: { required: () => true },
   features: { devInteractions: { enabled: false } },
   claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
@@ -35,7 +33,8 @@ http.createServer(async (req, res) => {
     if (req.url.startsWith('/interaction/')) {
       const details = await provider.interactionDetails(req, res);
       if (details.prompt.name === 'login') {
-        await provider.interactionFinished(req, res, { login: { accountId: account } }, { mergeWithLastSubmission: false });
+        const accountId = accounts[details.params.client_id];
+        await provider.interactionFinished(req, res, { login: { accountId } }, { mergeWithLastSubmission: false });
         return;
       }
       const grant = new provider.Grant({ accountId: details.session.accountId, clientId: details.params.client_id });

@@ -175,7 +175,12 @@ impl RemoteKeys {
         };
         // Another request may have fetched it while this one waited for the lock.
         let known = known || self.keys.load().contains(kid);
-        if !fetches.due(!known) {
+        if !known && let Some(at) = fetches.attempt {
+            // An unknown key right after a fetch (a key rotated in moments ago): wait out
+            // MIN_REFETCH rather than refuse a good token. Forged kids queue here, one fetch a
+            // second at most.
+            tokio::time::sleep(MIN_REFETCH.saturating_sub(at.elapsed())).await;
+        } else if !fetches.due(!known) {
             return Ok(());
         }
         fetches.attempt = Some(Instant::now());
