@@ -330,3 +330,34 @@ stop_private_redis() {
     sleep 0.2
   done
 }
+
+# ------------------------------------------------------------- test peers
+
+# A Python with aiosmtpd, the real SMTP server the tests deliver mail to: CDAPI_PYTHON if
+# given, the system python3 if it has aiosmtpd, else a venv under ~/.cache/cdapi/venv
+# (created once). Exports CDAPI_PYTHON.
+ensure_test_python() {
+  if [[ -n "${CDAPI_PYTHON:-}" ]]; then export CDAPI_PYTHON; return 0; fi
+  command -v python3 >/dev/null 2>&1 || _apt_install python3 python3-venv
+  if python3 -c 'import aiosmtpd' 2>/dev/null; then export CDAPI_PYTHON=python3; return 0; fi
+  local venv="$HOME/.cache/cdapi/venv"
+  if ! "$venv/bin/python" -c 'import aiosmtpd' 2>/dev/null; then
+    cdapi_log "installing aiosmtpd (the tests' SMTP server) into $venv"
+    python3 -m venv "$venv" 2>/dev/null || { _apt_install python3-venv; python3 -m venv "$venv"; }
+    "$venv/bin/pip" install -q --disable-pip-version-check 'aiosmtpd==1.4.6' >&2 \
+      || cdapi_die "pip install aiosmtpd failed"
+  fi
+  export CDAPI_PYTHON="$venv/bin/python"
+}
+
+# Node.js and the JavaScript peers of the tests (tests/js: the Directus SDK, oidc-provider),
+# installed from the lock file when it changed since the last install.
+ensure_test_node() {
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || _apt_install nodejs npm
+  local dir="$CDAPI_REPO_ROOT/tests/js"
+  if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json" 2>/dev/null; then
+    cdapi_log "installing the tests' JavaScript packages (npm ci in tests/js)"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2) || cdapi_die "npm ci in tests/js failed"
+    cp "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"
+  fi
+}

@@ -15,6 +15,17 @@ pub struct Reply {
     pub headers: reqwest::header::HeaderMap,
 }
 
+/// A reqwest client builder. In a workspace build reqwest's TLS features are unified with
+/// auth-service's (`rustls-no-provider`), so the process-wide rustls provider is installed here
+/// once (ring, as auth-service does) before any client is built.
+pub fn http_client() -> reqwest::ClientBuilder {
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder()
+}
+
 /// `GET <rest_url><path>` with the admin token.
 pub async fn get(app: &TestApp, path: &str) -> Reply {
     send(app, reqwest::Method::GET, path, Some(ADMIN_TOKEN), &[], None).await
@@ -29,7 +40,7 @@ pub async fn send(
     headers: &[(&str, &str)],
     body: Option<(&str, String)>,
 ) -> Reply {
-    let client = reqwest::Client::new();
+    let client = http_client().build().unwrap_or_else(|e| panic!("http client: {e}"));
     let mut req = client.request(method, format!("{}{}", app.rest_url, path));
     if let Some(t) = token {
         req = req.bearer_auth(t);

@@ -97,7 +97,7 @@ async fn openid_login_round_trip() {
     let r = send(&app, reqwest::Method::GET, "/auth/login/local?redirect=https://evil.example.com/", None, &[], None).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "redirect off the allow-list");
 
-    let browser = || reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let browser = || e2e_tests::http_client().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().expect("client");
     let start_url = format!("{}/auth/login/local?redirect=http://app.example.com/done", app.rest_url);
     let mut user_ids = Vec::new();
     for round in 0..2 {
@@ -171,7 +171,7 @@ async fn oauth2_login_reads_the_profile_url() {
         ..Spec::default()
     })
     .expect("environment");
-    let client = reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let client = e2e_tests::http_client().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().expect("client");
     // no redirect: the callback answers with the token body and sets the cookie of `mode`
     let first = client.get(format!("{}/auth/login/plain?mode=session", app.rest_url)).send().await.expect("start");
     assert_eq!(first.status(), 302);

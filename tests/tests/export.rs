@@ -6,7 +6,7 @@ use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error, get, sql_json};
 use serde_json::Value;
 
 async fn download(app: &e2e_tests::TestApp, path: &str) -> (u16, String, String, String) {
-    let res = reqwest::Client::new()
+    let res = e2e_tests::http_client().build().expect("http client")
         .get(format!("{}{path}", app.rest_url))
         .bearer_auth(ADMIN_TOKEN)
         .send()

@@ -160,7 +160,7 @@ async fn concurrent_patches_of_one_item_lose_nothing() {
             let url = format!("{}/items/articles/50", app.rest_url);
             let body = json!({ *f: value }).to_string();
             tasks.push(tokio::spawn(async move {
-                reqwest::Client::new().patch(url).bearer_auth(ADMIN_TOKEN).header("content-type", "application/json").body(body).send().await.map(|r| r.status().as_u16())
+                e2e_tests::http_client().build().expect("http client").patch(url).bearer_auth(ADMIN_TOKEN).header("content-type", "application/json").body(body).send().await.map(|r| r.status().as_u16())
             }));
         }
         for t in tasks {
