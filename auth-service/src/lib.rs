@@ -30,7 +30,6 @@ pub mod sso;
 pub mod tfa;
 
 use cdapi_proto::v1::auth_service_server::AuthServiceServer;
-use cdapi_proto::{ApiError, ErrorCode};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,15 +56,7 @@ pub struct Auth {
     dummy_hash: String,
 }
 
-/// A database error as clients see it: SERVICE_UNAVAILABLE when it cannot be reached,
-/// INTERNAL_SERVER_ERROR otherwise; the cause is logged.
-pub fn db_error(e: sqlx::Error) -> ApiError {
-    tracing::error!(error = %e, "database error");
-    match e {
-        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => ApiError::new(ErrorCode::ServiceUnavailable, "The database is unavailable."),
-        _ => ApiError::internal(),
-    }
-}
+pub use access_token::db_error;
 
 /// Connects, migrates, loads the keys, then serves gRPC (auth, health, reflection) on `listener`
 /// until `shutdown` resolves; in-flight calls finish first. Errors: start-up failures (database

@@ -170,10 +170,10 @@ fn invalid_credentials() -> ApiError {
     ApiError::new(ErrorCode::InvalidCredentials, "Invalid user credentials.")
 }
 
-/// A failed identity lookup: SERVICE_UNAVAILABLE when the database cannot be reached,
-/// INTERNAL_SERVER_ERROR otherwise; the cause is logged.
-fn db_error(e: sqlx::Error) -> ApiError {
-    tracing::error!(error = %e, "identity lookup failed");
+/// A database error as clients see it: SERVICE_UNAVAILABLE when the database cannot be reached,
+/// INTERNAL_SERVER_ERROR otherwise; the cause is logged, never sent.
+pub fn db_error(e: sqlx::Error) -> ApiError {
+    tracing::error!(error = %e, "database error");
     match e {
         sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
             ApiError::new(ErrorCode::ServiceUnavailable, "The database is unavailable.")

@@ -89,28 +89,27 @@ impl KeySet {
     /// Verifies signature, algorithm (EdDSA only), `exp` (no leeway) and `iss`, and decodes the
     /// claims. Errors: see [`VerifyError`].
     pub fn verify<T: DeserializeOwned>(&self, token: &str, issuer: &str) -> Result<T, VerifyError> {
+        self.decode(token, issuer, true)
+    }
+
+    /// Like [`Self::verify`] but accepts expired tokens: for ending a session with a token that
+    /// may have run out (logout), never for granting access.
+    pub fn verify_ignoring_expiry<T: DeserializeOwned>(&self, token: &str, issuer: &str) -> Result<T, VerifyError> {
+        self.decode(token, issuer, false)
+    }
+
+    fn decode<T: DeserializeOwned>(&self, token: &str, issuer: &str, check_expiry: bool) -> Result<T, VerifyError> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| VerifyError::Invalid)?;
         let key = header.kid.as_deref().and_then(|kid| self.keys.get(kid)).ok_or(VerifyError::UnknownKey)?;
         let mut validation = Validation::new(Algorithm::EdDSA);
         validation.leeway = 0;
+        validation.validate_exp = check_expiry;
         validation.set_issuer(&[issuer]);
         validation.validate_aud = false;
         jsonwebtoken::decode::<T>(token, key, &validation).map(|d| d.claims).map_err(|e| match e.kind() {
             jsonwebtoken::errors::ErrorKind::ExpiredSignature => VerifyError::Expired,
             _ => VerifyError::Invalid,
         })
-    }
-
-    /// Like [`Self::verify`] but accepts expired tokens: for ending a session with a token that
-    /// may have run out (logout), never for granting access.
-    pub fn verify_ignoring_expiry<T: DeserializeOwned>(&self, token: &str, issuer: &str) -> Result<T, VerifyError> {
-        let header = jsonwebtoken::decode_header(token).map_err(|_| VerifyError::Invalid)?;
-        let key = header.kid.as_deref().and_then(|kid| self.keys.get(kid)).ok_or(VerifyError::UnknownKey)?;
-        let mut validation = Validation::new(Algorithm::EdDSA);
-        validation.validate_exp = false;
-        validation.set_issuer(&[issuer]);
-        validation.validate_aud = false;
-        jsonwebtoken::decode::<T>(token, key, &validation).map(|d| d.claims).map_err(|_| VerifyError::Invalid)
     }
 }
 

@@ -16,7 +16,7 @@ pub mod ip;
 pub mod keys;
 pub mod sessions;
 
-pub use authenticate::{Accountability, Authenticator, KeySource};
+pub use authenticate::{Accountability, Authenticator, KeySource, db_error};
 pub use claims::Claims;
 
 use sha2::{Digest, Sha256};
