@@ -126,7 +126,8 @@ impl Auth {
         let session_mode = mode == SessionMode::Session;
         let (token_ttl, session_ttl) = if session_mode { (s.session_ttl, s.session_ttl) } else { (s.access_ttl, s.refresh_ttl) };
         let issued = match family {
-            Some(f) => self.sessions.issue(&user.id, f, session_ttl).await?,
+            // The login was revoked while this refresh was under way.
+            Some(f) => self.sessions.issue(&user.id, f, session_ttl).await?.ok_or_else(invalid_credentials)?,
             None => self.sessions.open(&user.id, session_ttl).await?,
         };
         let access_token = self.sign_access(user, session_mode.then_some(issued.sid), token_ttl)?;

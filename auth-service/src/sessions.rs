@@ -63,6 +63,21 @@ redis.call('DEL', fam)
 return {'replayed', s[2], s[1]}
 ";
 
+/// Writes a token's record and (re)sets its family's lifetime. For an existing family
+/// (ARGV[5] = '0') nothing is written once the family is gone: a refresh in flight must not
+/// bring back a login that logout, a reset or reuse detection just revoked.
+/// KEYS: session, family, user's families; ARGV: user, family, TTL (ms), max TTL (ms), new?
+/// Returns 1 when written, 0 when the family was revoked.
+const ISSUE: &str = r"
+if ARGV[5] ~= '1' and redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'user', ARGV[1], 'family', ARGV[2], 'grace_until', '0')
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[3])
+redis.call('SADD', KEYS[3], ARGV[2])
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return 1
+";
+
 /// `bytes` random bytes, hex.
 pub fn random_token(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
@@ -80,33 +95,32 @@ impl SessionStore {
     /// Opens a new login session (a new family) for `user`, living `ttl`.
     /// Errors: SERVICE_UNAVAILABLE when Redis fails.
     pub async fn open(&self, user: &str, ttl: Duration) -> Result<Issued, ApiError> {
-        self.issue(user, &random_token(16), ttl).await
+        let issued = self.write(user, &random_token(16), ttl, true).await?;
+        issued.ok_or_else(ApiError::internal)
     }
 
-    /// Issues a token in `family` living `ttl` and extends the family to `ttl`.
-    /// Errors: SERVICE_UNAVAILABLE when Redis fails.
-    pub async fn issue(&self, user: &str, family: &str, ttl: Duration) -> Result<Issued, ApiError> {
+    /// Issues a token in the existing `family`, living `ttl`, and extends the family to `ttl`;
+    /// `None` when the family has been revoked meanwhile. Errors: SERVICE_UNAVAILABLE.
+    pub async fn issue(&self, user: &str, family: &str, ttl: Duration) -> Result<Option<Issued>, ApiError> {
+        self.write(user, family, ttl, false).await
+    }
+
+    async fn write(&self, user: &str, family: &str, ttl: Duration, new_family: bool) -> Result<Option<Issued>, ApiError> {
         let token = random_token(32);
         let sid = access_token::sha256_hex(&token);
-        let ms = ttl.as_millis() as i64;
-        let session = self.redis.key("session", &sid);
-        let families = self.redis.key("user", &format!("{user}:families"));
-        redis::pipe()
-            .atomic()
-            .hset_multiple(&session, &[("user", user), ("family", family), ("grace_until", "0")])
-            .ignore()
-            .pexpire(&session, ms)
-            .ignore()
-            .pset_ex(self.redis.key("family", family), user, ms as u64)
-            .ignore()
-            .sadd(&families, family)
-            .ignore()
-            .pexpire(&families, self.max_ttl.as_millis() as i64)
-            .ignore()
-            .query_async::<()>(&mut self.redis.conn())
+        let written: i64 = redis::Script::new(ISSUE)
+            .key(self.redis.key("session", &sid))
+            .key(self.redis.key("family", family))
+            .key(self.redis.key("user", &format!("{user}:families")))
+            .arg(user)
+            .arg(family)
+            .arg(ttl.as_millis() as u64)
+            .arg(self.max_ttl.as_millis() as u64)
+            .arg(if new_family { "1" } else { "0" })
+            .invoke_async(&mut self.redis.conn())
             .await
             .map_err(unavailable)?;
-        Ok(Issued { token, sid })
+        Ok((written == 1).then_some(Issued { token, sid }))
     }
 
     /// Presents the token with session id `sid` for a refresh (see the module docs).
