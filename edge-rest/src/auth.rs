@@ -16,7 +16,7 @@
 
 use crate::cookies::{self, Kind};
 use crate::reply;
-use crate::routes::{Body, EdgeState, HttpRequest, read_body, set_metadata};
+use crate::routes::{Body, EdgeState, HttpRequest, read_body, require_json, set_metadata};
 use cdapi_proto::v1::*;
 use cdapi_proto::{ApiError, ErrorCode};
 use http::{HeaderValue, Method, StatusCode, header};
@@ -31,14 +31,7 @@ async fn optional_json(req: &HttpRequest, body: Body, max: u64) -> Result<serde_
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(serde_json::Map::new());
     }
-    let is_json = req
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
-    if !is_json {
-        return Err(ApiError::new(ErrorCode::UnsupportedMediaType, "Unsupported media type: the body must be application/json."));
-    }
+    require_json(req)?;
     match serde_json::from_slice(&bytes) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(ApiError::invalid_payload("The body must be a JSON object")),

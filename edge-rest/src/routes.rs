@@ -336,19 +336,23 @@ pub(crate) fn url_query(req: &HttpRequest) -> Result<(Query, Option<String>), Ap
 /// A JSON request body (SEARCH, POST, PATCH, DELETE). Errors: UNSUPPORTED_MEDIA_TYPE unless
 /// `application/json`, CONTENT_TOO_LARGE past MAX_PAYLOAD_SIZE, INVALID_PAYLOAD when malformed.
 pub(crate) async fn json_body(req: &HttpRequest, body: Body, max: u64) -> Result<serde_json::Value, ApiError> {
+    require_json(req)?;
+    let bytes = read_body(body, max).await?;
+    serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid_payload(format!("The body is not valid JSON: {e}")))
+}
+
+/// Errors: UNSUPPORTED_MEDIA_TYPE unless the request's Content-Type is `application/json`.
+pub(crate) fn require_json(req: &HttpRequest) -> Result<(), ApiError> {
     let is_json = req
         .headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
-    if !is_json {
-        return Err(ApiError::new(
-            ErrorCode::UnsupportedMediaType,
-            "Unsupported media type: the body must be application/json.",
-        ));
+    if is_json {
+        Ok(())
+    } else {
+        Err(ApiError::new(ErrorCode::UnsupportedMediaType, "Unsupported media type: the body must be application/json."))
     }
-    let bytes = read_body(body, max).await?;
-    serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid_payload(format!("The body is not valid JSON: {e}")))
 }
 
 /// `SEARCH` body: `{"query": {...}}` (spec: List items with body query).
