@@ -11,20 +11,9 @@ use std::net::IpAddr;
 use std::time::Duration;
 use system_tables::users::{self, Identity};
 
-/// INVALID_CREDENTIALS with Directus's message: the one answer for a wrong email, a wrong
-/// password and an inactive user alike.
-pub fn invalid_credentials() -> ApiError {
-    ApiError::new(ErrorCode::InvalidCredentials, "Invalid user credentials.")
-}
-
-/// INVALID_IP with Directus's message.
-pub fn invalid_ip() -> ApiError {
-    ApiError::new(ErrorCode::InvalidIp, "Invalid IP address.")
-}
-
-/// Whether both the user's and the role's allow-lists admit `ip` (no address: nothing to check).
+/// Whether the user's and the role's allow-lists admit `ip` (no address: nothing to check).
 pub fn ip_allowed(user: &Identity, ip: Option<IpAddr>) -> bool {
-    ip.is_none_or(|ip| access_token::ip::allows(&user.ip_access, ip) && access_token::ip::allows(&user.role_ip_access, ip))
+    ip.is_none_or(|ip| access_token::ip::admits(user, ip))
 }
 
 impl Auth {
@@ -47,10 +36,10 @@ impl Auth {
         let password_ok = crate::passwords::verify(req.password, hash).await;
         let user = match user {
             Some(u) if password_ok && u.password_hash.is_some() && u.is_active() => u,
-            _ => return Err(invalid_credentials()),
+            _ => return Err(ApiError::invalid_credentials()),
         };
         if !ip_allowed(&user, ip) {
-            return Err(invalid_ip());
+            return Err(ApiError::invalid_ip());
         }
         if let Some(secret) = &user.tfa_secret {
             let otp = req.otp.as_deref().filter(|o| !o.trim().is_empty()).ok_or_else(crate::tfa::invalid_otp)?;
@@ -69,15 +58,15 @@ impl Auth {
         let sid = self.session_id(&req.refresh_token, &req.session_token, false)?;
         let (user_id, family) = match self.sessions.rotate(&sid).await? {
             Rotation::Accepted { user, family } => (user, family),
-            Rotation::Unknown | Rotation::Replayed => return Err(invalid_credentials()),
+            Rotation::Unknown | Rotation::Replayed => return Err(ApiError::invalid_credentials()),
         };
         let user = users::by_id(&self.pool, &user_id)
             .await
             .map_err(crate::db_error)?
             .filter(Identity::is_active)
-            .ok_or_else(invalid_credentials)?;
+            .ok_or_else(ApiError::invalid_credentials)?;
         if !ip_allowed(&user, ip) {
-            return Err(invalid_ip());
+            return Err(ApiError::invalid_ip());
         }
         let mode = SessionMode::try_from(req.mode).unwrap_or(SessionMode::Json);
         self.tokens(&user, mode, Some(&family)).await
@@ -127,7 +116,7 @@ impl Auth {
         let (token_ttl, session_ttl) = if session_mode { (s.session_ttl, s.session_ttl) } else { (s.access_ttl, s.refresh_ttl) };
         let issued = match family {
             // The login was revoked while this refresh was under way.
-            Some(f) => self.sessions.issue(&user.id, f, session_ttl).await?.ok_or_else(invalid_credentials)?,
+            Some(f) => self.sessions.issue(&user.id, f, session_ttl).await?.ok_or_else(ApiError::invalid_credentials)?,
             None => self.sessions.open(&user.id, session_ttl).await?,
         };
         let access_token = self.sign_access(user, session_mode.then_some(issued.sid), token_ttl)?;

@@ -285,12 +285,12 @@ impl Auth {
         let redirect = pending.redirect.clone();
         let outcome = async {
             if !req.error.is_empty() || req.code.is_empty() {
-                return Err(crate::login::invalid_credentials());
+                return Err(ApiError::invalid_credentials());
             }
             let (identifier, email) = self.identify_at_provider(i, p, &req.code, &pending).await?;
             let user = self.sso_user(p, &identifier, email.as_deref()).await?;
             if !crate::login::ip_allowed(&user, ip) {
-                return Err(crate::login::invalid_ip());
+                return Err(ApiError::invalid_ip());
             }
             let mode = match SessionMode::try_from(pending.mode) {
                 Ok(SessionMode::Session) => SessionMode::Session,
@@ -337,7 +337,7 @@ impl Auth {
     async fn identify_at_provider(&self, i: usize, p: &ProviderSettings, code: &str, pending: &Pending) -> Result<(String, Option<String>), ApiError> {
         let refused = |e: &dyn std::fmt::Display| {
             tracing::warn!(provider = %p.name, error = %e, "SSO code exchange or verification failed");
-            crate::login::invalid_credentials()
+            ApiError::invalid_credentials()
         };
         let http = &self.providers.http;
         let verifier = PkceCodeVerifier::new(pending.pkce_verifier.clone());
@@ -391,7 +391,7 @@ impl Auth {
     async fn sso_user(&self, p: &ProviderSettings, identifier: &str, email: Option<&str>) -> Result<Identity, ApiError> {
         let db = crate::db_error;
         if let Some(u) = users::by_external(&self.pool, &p.name, identifier).await.map_err(db)? {
-            return Some(u).filter(Identity::is_active).ok_or_else(crate::login::invalid_credentials);
+            return Some(u).filter(Identity::is_active).ok_or_else(ApiError::invalid_credentials);
         }
         let email = email.unwrap_or(identifier);
         let linked = sqlx::query_scalar::<_, String>(
@@ -406,7 +406,7 @@ impl Auth {
         if linked.is_none() {
             if !p.allow_registration {
                 tracing::info!(provider = %p.name, "SSO login of an unknown user, and public registration is off");
-                return Err(crate::login::invalid_credentials());
+                return Err(ApiError::invalid_credentials());
             }
             sqlx::query("INSERT INTO cdapi.users (email, provider, external_identifier, role) VALUES ($1, $2, $3, $4::uuid)")
                 .bind(email)
@@ -418,14 +418,14 @@ impl Auth {
                 .map_err(|e| {
                     // The email belongs to another user already (who signs in otherwise).
                     tracing::warn!(provider = %p.name, error = %e, "registering an SSO user failed");
-                    crate::login::invalid_credentials()
+                    ApiError::invalid_credentials()
                 })?;
         }
         users::by_external(&self.pool, &p.name, identifier)
             .await
             .map_err(db)?
             .filter(Identity::is_active)
-            .ok_or_else(crate::login::invalid_credentials)
+            .ok_or_else(ApiError::invalid_credentials)
     }
 }
 

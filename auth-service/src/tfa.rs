@@ -73,7 +73,7 @@ impl Auth {
             None => false,
         };
         if !ok {
-            return Err(crate::login::invalid_credentials());
+            return Err(ApiError::invalid_credentials());
         }
         let secret = Secret::generate_secret().to_encoded().to_string();
         let url = totp(&secret, &self.settings.project_name, &user.email)?.get_url();

@@ -7,11 +7,6 @@ use sqlx::PgPool;
 
 pub use access_token::{Accountability, Authenticator};
 
-/// SHA-256 of a static token, lower-case hex: what `cdapi.users.token_hash` stores.
-pub fn token_hash(token: &str) -> String {
-    access_token::sha256_hex(token)
-}
-
 /// Creates the bootstrap admin on first start (issue 2: ADMIN_EMAIL, ADMIN_PASSWORD,
 /// ADMIN_TOKEN), and keeps its static token equal to ADMIN_TOKEN on later starts.
 /// Without ADMIN_PASSWORD a random password is generated and logged once.
@@ -20,7 +15,7 @@ pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>,
         .bind(email)
         .fetch_optional(pool)
         .await?;
-    let token_hash = token.map(token_hash);
+    let token_hash = token.map(access_token::sha256_hex);
     if let Some(hash) = &token_hash {
         // The token belongs to the bootstrap admin alone (e.g. after ADMIN_EMAIL changed).
         sqlx::query("UPDATE cdapi.users SET token_hash = NULL WHERE token_hash = $1 AND lower(email) <> lower($2)")

@@ -21,11 +21,6 @@ pub async fn connect(url: &str, max: u32, statement_timeout_ms: u64) -> Result<P
         .await
 }
 
-/// Applies the system-table migrations ([`system_tables::migrate`]). Idempotent.
-pub async fn migrate(url: &str) -> anyhow::Result<()> {
-    system_tables::migrate(url).await
-}
-
 /// True for SQLSTATE class 22 (data exception): a bound value does not fit its type.
 pub fn is_data_exception(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22")))

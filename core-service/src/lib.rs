@@ -130,7 +130,7 @@ pub async fn plan_sql(settings: &config::Settings, collection: &str, query_json:
 /// Errors: start-up failures (database unreachable, migration failed).
 pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     let pool = db::connect(&settings.database_url, settings.pool_max, settings.statement_timeout_ms).await?;
-    db::migrate(&settings.database_url).await?;
+    system_tables::migrate(&settings.database_url).await?;
     auth::bootstrap_admin(&pool, &settings.admin_email, settings.admin_password.as_deref(), settings.admin_token.as_deref()).await?;
     let keys = match &settings.auth_url {
         Some(url) => access_token::KeySource::Remote(access_token::keys::RemoteKeys::new(

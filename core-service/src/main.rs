@@ -16,7 +16,7 @@ async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("migrate") => {
-            core_service::db::migrate(&settings.database_url).await?;
+            system_tables::migrate(&settings.database_url).await?;
             tracing::info!("migrations applied");
             Ok(())
         }

@@ -117,15 +117,13 @@ pub(crate) async fn read_body(mut body: Body, max: u64) -> Result<Bytes, ApiErro
 pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Response {
     let request_id = state.request_id(&req.headers);
     let span = tracing::info_span!("http", method = %req.method, path = %req.path, request_id = %request_id);
-    let limited = match (&state.limiter, req.client_ip) {
-        (Some(limiter), Some(ip)) => limiter.check(ip),
-        _ => Ok(()),
+    let routed = async {
+        if let (Some(limiter), Some(ip)) = (&state.limiter, req.client_ip) {
+            limiter.check(ip)?;
+        }
+        route(&state, &req, body, &request_id).await
     };
-    let routed = match limited {
-        Ok(()) => route(&state, &req, body, &request_id).await,
-        Err(e) => Err(e),
-    };
-    let mut res = match routed {
+    let mut res = match routed.await {
         Ok(res) => res,
         Err(e) => reply::error(&e),
     };
@@ -417,7 +415,7 @@ pub(crate) fn set_metadata<T>(call: &mut tonic::Request<T>, req: &HttpRequest, r
         md.insert("x-client-ip", v);
     }
     if let Some(b) = bearer {
-        let v = b.parse().map_err(|_| ApiError::new(ErrorCode::InvalidCredentials, "Invalid user credentials."))?;
+        let v = b.parse().map_err(|_| ApiError::invalid_credentials())?;
         md.insert("authorization", v);
     }
     if let Ok(v) = request_id.parse() {

@@ -226,6 +226,17 @@ impl ApiError {
         e
     }
 
+    /// INVALID_CREDENTIALS with Directus's message: one answer for a wrong email, a wrong
+    /// password, an unknown token and an inactive user (spec: Authentication, errors).
+    pub fn invalid_credentials() -> Self {
+        Self::new(ErrorCode::InvalidCredentials, "Invalid user credentials.")
+    }
+
+    /// INVALID_IP with Directus's message: the caller's address is not allow-listed.
+    pub fn invalid_ip() -> Self {
+        Self::new(ErrorCode::InvalidIp, "Invalid IP address.")
+    }
+
     /// INTERNAL_SERVER_ERROR with Directus's message (the cause belongs in logs only).
     pub fn internal() -> Self {
         Self::new(ErrorCode::InternalServerError, "An unexpected error occurred.")

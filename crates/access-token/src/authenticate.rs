@@ -116,19 +116,17 @@ impl Authenticator {
     /// [`Self::authenticate`].
     pub async fn identify(&self, md: &MetadataMap) -> Result<Option<Identity>, ApiError> {
         let Some(header) = md.get("authorization") else { return Ok(None) };
-        let header = header.to_str().map_err(|_| invalid_credentials())?;
+        let header = header.to_str().map_err(|_| ApiError::invalid_credentials())?;
         // Other schemes (Basic ...) carry no token of ours: the public role, as Directus does.
         let Some((scheme, token)) = header.split_once(' ') else { return Ok(None) };
         if !scheme.eq_ignore_ascii_case("bearer") {
             return Ok(None);
         }
-        let token = Some(token.trim()).filter(|t| !t.is_empty()).ok_or_else(invalid_credentials)?;
+        let token = Some(token.trim()).filter(|t| !t.is_empty()).ok_or_else(ApiError::invalid_credentials)?;
         let identity = if looks_like_jwt(token) { self.jwt_identity(token).await? } else { self.static_identity(token).await? };
-        let identity = identity.filter(Identity::is_active).ok_or_else(invalid_credentials)?;
-        if let Some(ip) = crate::ip::client_ip(md)
-            && !(crate::ip::allows(&identity.ip_access, ip) && crate::ip::allows(&identity.role_ip_access, ip))
-        {
-            return Err(ApiError::new(ErrorCode::InvalidIp, "Invalid IP address."));
+        let identity = identity.filter(Identity::is_active).ok_or_else(ApiError::invalid_credentials)?;
+        if crate::ip::client_ip(md).is_some_and(|ip| !crate::ip::admits(&identity, ip)) {
+            return Err(ApiError::invalid_ip());
         }
         Ok(Some(identity))
     }
@@ -144,7 +142,7 @@ impl Authenticator {
                 ApiError::new(ErrorCode::ServiceUnavailable, "Service \"redis\" is unavailable: session tokens cannot be checked.")
             })?;
             if !redis.session_alive(sid).await? {
-                return Err(invalid_credentials());
+                return Err(ApiError::invalid_credentials());
             }
         }
         if let Some(hit) = self.by_user.get(&claims.id) {
@@ -164,10 +162,6 @@ impl Authenticator {
         self.by_token.put(hash, found.clone());
         Ok(found)
     }
-}
-
-fn invalid_credentials() -> ApiError {
-    ApiError::new(ErrorCode::InvalidCredentials, "Invalid user credentials.")
 }
 
 /// A database error as clients see it: SERVICE_UNAVAILABLE when the database cannot be reached,

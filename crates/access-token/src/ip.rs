@@ -45,6 +45,11 @@ pub fn allows(list: &[String], ip: IpAddr) -> bool {
     })
 }
 
+/// Whether both the user's and their role's allow-lists admit `ip`.
+pub fn admits(user: &system_tables::users::Identity, ip: IpAddr) -> bool {
+    allows(&user.ip_access, ip) && allows(&user.role_ip_access, ip)
+}
+
 /// An address (as a /32 or /128 range) or a CIDR range.
 pub fn parse(entry: &str) -> Option<IpNet> {
     let entry = entry.trim();
