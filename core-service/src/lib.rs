@@ -44,6 +44,11 @@ pub struct AppState {
     pub auth: auth::Authenticator,
     /// `limit` rules.
     pub limits: query::Limits,
+    /// The version of the newest snapshot, announced to `WatchSchema` streams.
+    pub schema_changed: tokio::sync::watch::Sender<u64>,
+    /// Turns true when the server starts shutting down, so open streams end and the drain can
+    /// finish.
+    pub stopping: tokio::sync::watch::Sender<bool>,
     db_schema: String,
     version: AtomicU64,
 }
@@ -57,6 +62,7 @@ impl AppState {
             .map_err(db::map_error)?;
         let snapshot = Arc::new(snapshot);
         self.schema.store(snapshot.clone());
+        self.schema_changed.send_replace(version);
         tracing::info!(version, collections = snapshot.collections.len(), "schema snapshot loaded");
         Ok(snapshot)
     }
@@ -151,6 +157,8 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         pool,
         schema: ArcSwap::from_pointee(schema::Schema::default()),
         limits: settings.limits,
+        schema_changed: tokio::sync::watch::Sender::new(0),
+        stopping: tokio::sync::watch::Sender::new(false),
         db_schema: settings.database_schema.clone(),
         version: AtomicU64::new(0),
     });
@@ -175,7 +183,13 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         .serve_with_incoming_shutdown(
             // TCP_NODELAY: without it small replies wait ~40 ms for delayed ACKs (Nagle).
             tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),
-            shutdown,
+            {
+                let state = state.clone();
+                async move {
+                    shutdown.await;
+                    state.stopping.send_replace(true);
+                }
+            },
         )
         .await?;
     state.pool.close().await;

@@ -14,7 +14,7 @@
 //! - `POST /users/me/tfa/generate` `{password}` → `{data: {secret, otpauth_url}}`;
 //!   `POST /users/me/tfa/enable` `{secret, otp}`, `POST /users/me/tfa/disable` `{otp}` → 204
 
-use crate::cookies::{self, Kind};
+use edge_http::cookies::{self, Kind};
 use crate::reply;
 use crate::routes::{Body, EdgeState, HttpRequest, read_body, require_json, set_metadata};
 use cdapi_proto::v1::*;
@@ -45,17 +45,6 @@ fn text(body: &serde_json::Map<String, Value>, key: &str) -> Result<String, ApiE
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
         Some(_) => Err(ApiError::invalid_payload(format!("\"{key}\" must be a string"))),
-    }
-}
-
-/// `mode`: `json`, `cookie` or `session` (spec: Authentication rule 4); `None` when absent.
-fn mode(value: &str) -> Result<Option<SessionMode>, ApiError> {
-    match value {
-        "" => Ok(None),
-        "json" => Ok(Some(SessionMode::Json)),
-        "cookie" => Ok(Some(SessionMode::Cookie)),
-        "session" => Ok(Some(SessionMode::Session)),
-        other => Err(ApiError::invalid_payload(format!("\"mode\" must be json, cookie or session, not \"{other}\""))),
     }
 }
 
@@ -150,24 +139,8 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
         ["refresh"] => match req.method {
             Method::POST => {
                 let b = optional_json(req, body, max).await?;
-                let body_token = text(&b, "refresh_token")?;
                 let refresh_cookie = cookies::get(&req.headers, state.cookies.name(Kind::Refresh));
-                let session_cookie = req.session_cookie.clone();
-                // Directus: the body's token means json; else the cookie at hand decides.
-                let mode = mode(&text(&b, "mode")?)?.unwrap_or(match (&body_token, &refresh_cookie, &session_cookie) {
-                    (t, _, _) if !t.is_empty() => SessionMode::Json,
-                    (_, Some(_), _) => SessionMode::Cookie,
-                    (_, None, Some(_)) => SessionMode::Session,
-                    _ => SessionMode::Json,
-                });
-                let (refresh_token, session_token) = if !body_token.is_empty() {
-                    (body_token, String::new())
-                } else if mode == SessionMode::Session && session_cookie.is_some() {
-                    (String::new(), session_cookie.unwrap_or_default())
-                } else {
-                    (refresh_cookie.unwrap_or_default(), session_cookie.unwrap_or_default())
-                };
-                let msg = RefreshRequest { refresh_token, session_token, mode: mode as i32 };
+                let msg = cookies::refresh_request(text(&b, "refresh_token")?, cookies::session_mode(&text(&b, "mode")?)?, refresh_cookie, req.session_cookie.clone());
                 let t = auth.refresh(call(msg, req, request_id)?).await.map_err(status)?.into_inner();
                 Ok(token_response(state, &t))
             }
@@ -221,7 +194,7 @@ fn not_found(req: &HttpRequest) -> ApiError {
 async fn login(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
     let b = optional_json(req, body, state.max_payload_size).await?;
     let otp = Some(text(&b, "otp")?).filter(|o| !o.is_empty());
-    let mode = mode(&text(&b, "mode")?)?.unwrap_or(SessionMode::Json);
+    let mode = cookies::session_mode(&text(&b, "mode")?)?.unwrap_or(SessionMode::Json);
     let msg = LoginRequest { email: text(&b, "email")?, password: text(&b, "password")?, otp, mode: mode as i32 };
     let t = state.auth.clone().login(call(msg, req, request_id)?).await.map_err(status)?.into_inner();
     Ok(token_response(state, &t))
@@ -246,7 +219,7 @@ fn redirect(to: &str) -> Result<Response, ApiError> {
 async fn sso_start(state: &EdgeState, req: &HttpRequest, request_id: &str, provider: &str) -> Result<Response, ApiError> {
     let pairs = query_pairs(req);
     let redirect_to = Some(param(&pairs, "redirect")).filter(|r| !r.is_empty());
-    let mode = mode(&param(&pairs, "mode"))?.unwrap_or(SessionMode::Cookie);
+    let mode = cookies::session_mode(&param(&pairs, "mode"))?.unwrap_or(SessionMode::Cookie);
     let msg = StartSsoRequest { provider: provider.to_owned(), redirect: redirect_to, mode: mode as i32 };
     let r = state.auth.clone().start_sso(call(msg, req, request_id)?).await.map_err(status)?.into_inner();
     let mut res = redirect(&r.url)?;

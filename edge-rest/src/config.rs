@@ -18,12 +18,15 @@ pub struct Settings {
     /// CORE_TIMEOUT_MS (milliseconds, default 30000): deadline of one call to a service.
     pub core_timeout_ms: u64,
     /// Cookie names and attributes.
-    pub cookies: crate::cookies::CookieSettings,
+    pub cookies: edge_http::cookies::CookieSettings,
     /// Who the client is behind proxies.
-    pub client_ip: crate::client_ip::ClientIpRule,
+    pub client_ip: edge_http::client_ip::ClientIpRule,
     /// RATE_LIMITER_ENABLED (default false, as Directus), RATE_LIMITER_POINTS (default 50) per
     /// RATE_LIMITER_DURATION (seconds, default 1): requests per client address.
     pub rate_limit: Option<(u32, u64)>,
+    /// GRAPHQL_URL (default none): edge-graphql's base URL (`http://host:port`); when set,
+    /// `/graphql` and `/graphql/system` are forwarded there, so one origin serves both APIs.
+    pub graphql_url: Option<String>,
 }
 
 impl Settings {
@@ -41,12 +44,13 @@ impl Settings {
             auth_url: env_or("AUTH_GRPC_URL", "http://127.0.0.1:50052".to_string())?,
             max_payload_size: env_or("MAX_PAYLOAD_SIZE", 1_048_576u64)?,
             core_timeout_ms: env_or("CORE_TIMEOUT_MS", 30_000u64)?,
-            cookies: crate::cookies::CookieSettings::from_env()?,
-            client_ip: crate::client_ip::ClientIpRule::new(
+            cookies: edge_http::cookies::CookieSettings::from_env()?,
+            client_ip: edge_http::client_ip::ClientIpRule::new(
                 &env_opt("IP_TRUSTED_PROXIES").unwrap_or_default(),
                 &env_or("IP_CUSTOM_HEADER", "x-forwarded-for".to_string())?,
             )?,
             rate_limit,
+            graphql_url: env_opt("GRAPHQL_URL"),
         })
     }
 }

@@ -2,17 +2,16 @@
 //! core, and renders replies (status codes, Directus error bodies). No business rules here.
 //!
 //! Layout: [`config`] (settings), [`routes`] (routing and translation to gRPC), [`auth`]
-//! (`/auth/*`, `/users/me/tfa/*`), [`cookies`] (auth cookies), [`client_ip`] (the client's
-//! address behind proxies), [`rate_limit`] (requests per client address), [`query_string`]
+//! (`/auth/*`, `/users/me/tfa/*`), [`rate_limit`] (requests per client address), [`query_string`]
 //! (query string → query object), [`export`] (file formats of `export=`), [`versions`]
-//! (`/versions`), [`reply`] (responses and error rendering).
+//! (`/versions`), [`graphql_proxy`] (`/graphql*` forwarded to edge-graphql), [`reply`]
+//! (responses and error rendering).
 //! [`run`] serves on a given listener until a shutdown future resolves.
 
 pub mod auth;
-pub mod client_ip;
 pub mod config;
-pub mod cookies;
 pub mod export;
+pub mod graphql_proxy;
 pub mod query_string;
 pub mod rate_limit;
 pub mod reply;
@@ -54,7 +53,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
         .then(move |method, path: warp::path::FullPath, query, headers: http::HeaderMap, peer, body| {
             let state = state.clone();
             let client_ip = state.client_ip.resolve(peer, &headers);
-            let session_cookie = cookies::get(&headers, state.cookies.name(cookies::Kind::Session));
+            let session_cookie = edge_http::cookies::get(&headers, state.cookies.name(edge_http::cookies::Kind::Session));
             let req = routes::HttpRequest { method, path: path.as_str().to_owned(), query, headers, client_ip, session_cookie };
             let body: routes::Body = Box::pin(body_bytes(body));
             async move { routes::handle(state, req, body).await }

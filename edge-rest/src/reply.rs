@@ -2,18 +2,10 @@
 //! re-serialising item data, and the one mapping of [`ApiError`] to HTTP (status from the
 //! spec's table, Directus error body).
 
-use bytes::Bytes;
-use cdapi_proto::{ApiError, ErrorCode};
-use http::{HeaderValue, StatusCode, header};
+use http::StatusCode;
 use warp::reply::{Reply, Response};
 
-/// A response with a body, status and content type.
-pub fn with_body(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response {
-    let mut res = Reply::into_response(body.into().to_vec());
-    *res.status_mut() = status;
-    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    res
-}
+pub use edge_http::reply::{error, method_not_allowed, with_body};
 
 /// `{"data": <data>}` or `{"data": <data>, "meta": <meta>}` from raw JSON pieces.
 pub fn data(data: &[u8], meta: &[u8]) -> Response {
@@ -35,25 +27,3 @@ pub fn no_content() -> Response {
     res
 }
 
-/// The Directus error body with the code's HTTP status (directus-facts.md: "Error body").
-pub fn error(e: &ApiError) -> Response {
-    let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    if e.code == ErrorCode::InternalServerError {
-        tracing::error!(message = %e.message, "internal error");
-    }
-    let mut res = with_body(status, "application/json; charset=utf-8", e.to_body().to_string());
-    if e.code == ErrorCode::RequestsExceeded
-        && let Some(secs) = e.extensions.get("retry_after").and_then(|v| v.as_u64())
-    {
-        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
-    }
-    res
-}
-
-/// 405 with the `Allow` header listing the methods of the route.
-pub fn method_not_allowed(method: &http::Method, allow: &'static str) -> Response {
-    let e = ApiError::new(ErrorCode::MethodNotAllowed, format!("Method {method} is not allowed on this route."));
-    let mut res = error(&e);
-    res.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
-    res
-}

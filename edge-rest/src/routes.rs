@@ -17,7 +17,6 @@ use cdapi_proto::v1::{
 use cdapi_proto::{ApiError, ErrorCode};
 use http::{HeaderMap, Method, StatusCode};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use tonic::transport::Channel;
 use warp::reply::Response;
 
@@ -34,12 +33,14 @@ pub struct EdgeState {
     /// Largest accepted body (bytes).
     pub max_payload_size: u64,
     /// Auth cookie names and attributes.
-    pub cookies: crate::cookies::CookieSettings,
+    pub cookies: edge_http::cookies::CookieSettings,
     /// Who the client is behind proxies.
-    pub client_ip: crate::client_ip::ClientIpRule,
+    pub client_ip: edge_http::client_ip::ClientIpRule,
     /// Requests per client address, when RATE_LIMITER_ENABLED.
     pub limiter: Option<crate::rate_limit::PerClient>,
-    request_counter: AtomicU64,
+    /// Forwarding of `/graphql*`, when GRAPHQL_URL is set.
+    pub graphql: Option<crate::graphql_proxy::GraphqlProxy>,
+    request_ids: edge_http::caller::RequestIds,
 }
 
 impl EdgeState {
@@ -53,26 +54,15 @@ impl EdgeState {
             max_payload_size: settings.max_payload_size,
             cookies: settings.cookies.clone(),
             client_ip: settings.client_ip.clone(),
+            graphql: settings.graphql_url.as_deref().map(crate::graphql_proxy::GraphqlProxy::new),
             limiter: settings.rate_limit.map(|(points, secs)| crate::rate_limit::PerClient::new(points, secs)).transpose()?,
-            request_counter: AtomicU64::new(0),
+            request_ids: edge_http::caller::RequestIds::default(),
         })
     }
 
-    /// The request id: the client's `X-Request-Id` when it is a short token, else a new one
-    /// (process start time and a counter, hex).
+    /// The request id (see [`edge_http::caller::RequestIds`]).
     fn request_id(&self, headers: &HeaderMap) -> String {
-        if let Some(id) = headers.get("x-request-id").and_then(|v| v.to_str().ok())
-            && !id.is_empty()
-            && id.len() <= 64
-            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return id.to_owned();
-        }
-        static START: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
-        let start = START.get_or_init(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
-        });
-        format!("{:x}-{:x}", start & 0xffff_ffff_ffff, self.request_counter.fetch_add(1, Ordering::Relaxed))
+        self.request_ids.next(headers)
     }
 }
 
@@ -86,7 +76,7 @@ pub struct HttpRequest {
     pub query: String,
     /// Headers.
     pub headers: HeaderMap,
-    /// The end client's address (see [`crate::client_ip`]).
+    /// The end client's address (see [`edge_http::client_ip`]).
     pub client_ip: Option<std::net::IpAddr>,
     /// The session cookie's token, if the request carries one.
     pub session_cookie: Option<String>,
@@ -259,6 +249,10 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
                 _ => Ok(reply::method_not_allowed(&req.method, "GET, PATCH, DELETE")),
             }
         }
+        ["graphql"] | ["graphql", "system"] if state.graphql.is_some() => match &state.graphql {
+            Some(proxy) => proxy.forward(req, body, state.max_payload_size).await,
+            None => Err(ApiError::internal()),
+        },
         ["versions", rest @ ..] => crate::versions::route(state, req, body, request_id, rest).await,
         ["auth", rest @ ..] => crate::auth::route(state, req, body, request_id, rest).await,
         ["users", "me", "tfa", action] => crate::auth::tfa(state, req, body, request_id, action).await,
@@ -393,35 +387,10 @@ fn key_list(items: &[serde_json::Value]) -> Result<Vec<String>, ApiError> {
         .collect()
 }
 
-/// Forwards the caller's token (header or `?access_token=`, not both: directus-facts.md; else
-/// the session cookie), the client's address (`x-client-ip`) and the request id as gRPC
-/// metadata.
+/// Forwards the caller's token, address and request id as gRPC metadata (see
+/// [`edge_http::caller`]). Errors: INVALID_PAYLOAD for a header and `?access_token=` at once.
 pub(crate) fn set_metadata<T>(call: &mut tonic::Request<T>, req: &HttpRequest, request_id: &str, query_token: Option<String>) -> Result<(), ApiError> {
-    let header = req.headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let bearer = match (header, query_token) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::invalid_payload(
-                "The access token must be sent either in the Authorization header or as access_token, not both",
-            ));
-        }
-        (Some(h), None) => Some(h.to_owned()),
-        (None, Some(t)) => Some(format!("Bearer {t}")),
-        (None, None) => req.session_cookie.as_ref().map(|t| format!("Bearer {t}")),
-    };
-    let md = call.metadata_mut();
-    if let Some(ip) = req.client_ip
-        && let Ok(v) = ip.to_string().parse()
-    {
-        md.insert("x-client-ip", v);
-    }
-    if let Some(b) = bearer {
-        let v = b.parse().map_err(|_| ApiError::invalid_credentials())?;
-        md.insert("authorization", v);
-    }
-    if let Ok(v) = request_id.parse() {
-        md.insert("x-request-id", v);
-    }
-    Ok(())
+    edge_http::caller::Caller::new(&req.headers, query_token, req.session_cookie.clone(), req.client_ip, request_id.to_owned())?.apply(call)
 }
 
 /// `GET /server/health`: `{"status":"ok"}` when the core answers SERVING, else 503 `error`.

@@ -148,3 +148,15 @@ pub async fn wait_mail(app: &TestApp, to: &str, secs: u64) -> Option<Value> {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// `POST <rest_url><endpoint>` (`/graphql` or `/graphql/system`) with `{query, variables}` and
+/// the admin token: the GraphQL edge reached through the REST edge's one public origin.
+pub async fn graphql(app: &TestApp, endpoint: &str, query: &str, variables: Value) -> Reply {
+    graphql_as(app, endpoint, Some(ADMIN_TOKEN), query, variables).await
+}
+
+/// As [`graphql`], with another token (or none).
+pub async fn graphql_as(app: &TestApp, endpoint: &str, token: Option<&str>, query: &str, variables: Value) -> Reply {
+    let body = serde_json::json!({"query": query, "variables": variables}).to_string();
+    send(app, reqwest::Method::POST, endpoint, token, &[], Some(("application/json", body))).await
+}

@@ -1,11 +1,12 @@
-//! SchemaService: the snapshot as protobuf, and reload on demand (admin only).
+//! SchemaService: the snapshot as protobuf, reload on demand (admin only), and a stream of
+//! snapshots for the edges that generate their API from it.
 
 use super::request_span;
 use crate::AppState;
 use crate::schema::{FieldRelation, Schema};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::schema_service_server::SchemaService;
-use cdapi_proto::v1::{self as pb, GetSchemaRequest, ReloadSchemaRequest, SchemaSnapshot};
+use cdapi_proto::v1::{self as pb, GetSchemaRequest, ReloadSchemaRequest, SchemaSnapshot, WatchSchemaRequest};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
@@ -92,8 +93,41 @@ pub fn to_proto(schema: &Schema) -> SchemaSnapshot {
     SchemaSnapshot { version: schema.version, collections, relations }
 }
 
+/// The stream of [`SchemaService::watch_schema`]: snapshots, each sent once.
+pub type SnapshotStream = std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<SchemaSnapshot, Status>> + Send>>;
+
+/// The current snapshot, then one per new version, until the server stops. Versions that come
+/// faster than the client reads are folded into the newest.
+fn snapshots(state: Arc<AppState>) -> SnapshotStream {
+    let changed = state.schema_changed.subscribe();
+    let stopping = state.stopping.subscribe();
+    let stream = futures_util::stream::unfold((state, changed, stopping, true), |(state, mut changed, mut stopping, first)| async move {
+        if !first {
+            tokio::select! {
+                r = changed.changed() => r.ok()?,
+                _ = stopping.wait_for(|s| *s) => return None,
+            }
+        }
+        if *stopping.borrow() {
+            return None;
+        }
+        changed.borrow_and_update();
+        let snapshot = to_proto(&state.schema.load());
+        Some((Ok(snapshot), (state, changed, stopping, false)))
+    });
+    Box::pin(stream)
+}
+
 #[tonic::async_trait]
 impl SchemaService for SchemaApi {
+    type WatchSchemaStream = SnapshotStream;
+
+    async fn watch_schema(&self, req: Request<WatchSchemaRequest>) -> Result<Response<Self::WatchSchemaStream>, Status> {
+        let _span = request_span("WatchSchema", &req).entered();
+        tracing::info!("schema watcher connected");
+        Ok(Response::new(snapshots(self.state.clone())))
+    }
+
     async fn get_schema(&self, req: Request<GetSchemaRequest>) -> Result<Response<SchemaSnapshot>, Status> {
         let span = request_span("GetSchema", &req);
         async move {

@@ -1,5 +1,5 @@
 //! End-to-end test support: a fresh database (Pagila from `../shared/datasets`, or the project's
-//! demo schema), the real `core-service`, `auth-service` and `edge-rest` binaries started on
+//! demo schema), the real `core-service`, `auth-service`, `edge-graphql` and `edge-rest` binaries started on
 //! free ports against it (with Redis, and optionally a real SMTP server: aiosmtpd with the
 //! handler in `smtp_sink.py`), and their addresses. [`app`] environments start once per test
 //! binary and are shared by its tests; [`start`] makes one of a test's own (with its own
@@ -26,8 +26,10 @@ pub const ADMIN_TOKEN: &str = "test-admin-token";
 
 /// A running system: database plus core-service, auth-service and edge-rest.
 pub struct TestApp {
-    /// `http://127.0.0.1:<port>` of edge-rest.
+    /// `http://127.0.0.1:<port>` of edge-rest (which also forwards `/graphql*`).
     pub rest_url: String,
+    /// `http://127.0.0.1:<port>` of edge-graphql.
+    pub graphql_url: String,
     /// `http://127.0.0.1:<port>` of core-service's gRPC server.
     pub grpc_url: String,
     /// `http://127.0.0.1:<port>` of auth-service's gRPC server.
@@ -56,6 +58,8 @@ pub struct Spec {
     pub auth_env: Vec<(String, String)>,
     /// Extra environment of edge-rest.
     pub edge_env: Vec<(String, String)>,
+    /// Extra environment of edge-graphql.
+    pub graphql_env: Vec<(String, String)>,
     /// Extra environment of core-service.
     pub core_env: Vec<(String, String)>,
     /// A name for the database and logs (default: the dataset's).
@@ -319,12 +323,28 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     ];
     core_env.extend(spec.core_env.iter().cloned());
     children.push(("core", spawn(&bins.join("core-service"), &core_env, &core_log)?));
+    let graphql_port = free_port()?;
+    let graphql_url = format!("http://127.0.0.1:{graphql_port}");
+    let graphql_log = logs.join("edge-graphql.log");
+    let mut graphql_env: Vec<(String, String)> = vec![
+        ("GRAPHQL_HOST".into(), "127.0.0.1".into()),
+        ("GRAPHQL_PORT".into(), graphql_port.to_string()),
+        ("CORE_GRPC_URL".into(), format!("http://127.0.0.1:{core_port}")),
+        ("AUTH_GRPC_URL".into(), auth_url.clone()),
+        ("IP_TRUSTED_PROXIES".into(), "127.0.0.1".into()),
+    ];
+    graphql_env.extend(spec.graphql_env.iter().cloned());
+    let mut graphql = spawn(&bins.join("edge-graphql"), &graphql_env, &graphql_log)?;
+    let graphql_ready = wait_healthy(&graphql_url, &mut graphql, &graphql_log);
+    children.push(("graphql", graphql));
+    graphql_ready?;
     let rest_log = logs.join("edge-rest.log");
     let mut edge_env: Vec<(String, String)> = vec![
         ("REST_HOST".into(), "127.0.0.1".into()),
         ("REST_PORT".into(), rest_port.to_string()),
         ("CORE_GRPC_URL".into(), format!("http://127.0.0.1:{core_port}")),
         ("AUTH_GRPC_URL".into(), auth_url.clone()),
+        ("GRAPHQL_URL".into(), graphql_url.clone()),
     ];
     edge_env.extend(spec.edge_env.iter().cloned());
     let mut rest = spawn(&bins.join("edge-rest"), &edge_env, &rest_log)?;
@@ -332,6 +352,7 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     children.push(("edge", rest));
     let app = TestApp {
         rest_url,
+        graphql_url,
         grpc_url: format!("http://127.0.0.1:{core_port}"),
         auth_url,
         database_url: db,

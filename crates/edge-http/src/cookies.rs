@@ -4,6 +4,8 @@
 
 use cookie::{Cookie, SameSite};
 use http::HeaderMap;
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::{RefreshRequest, SessionMode};
 use service_runtime::{env_opt, env_or};
 
 /// The cookie of a short-lived SSO login (`state`), bound to the browser that began it.
@@ -121,6 +123,38 @@ fn sso_state_cookie(value: &str, secure: bool, max_age: cookie::time::Duration) 
         .max_age(max_age)
         .build()
         .to_string()
+}
+
+/// `mode` (spec: Authentication rule 4): `json`, `cookie` or `session`; `None` when empty.
+/// Errors: INVALID_PAYLOAD for another word.
+pub fn session_mode(value: &str) -> Result<Option<SessionMode>, ApiError> {
+    match value {
+        "" => Ok(None),
+        "json" => Ok(Some(SessionMode::Json)),
+        "cookie" => Ok(Some(SessionMode::Cookie)),
+        "session" => Ok(Some(SessionMode::Session)),
+        other => Err(ApiError::invalid_payload(format!("\"mode\" must be json, cookie or session, not \"{other}\""))),
+    }
+}
+
+/// The refresh call for a token given in the request (`body_token`, empty when none) or held in
+/// the auth cookies. Directus's rule: a token in the body means mode json; otherwise the cookie
+/// at hand decides (refresh cookie: cookie, session cookie: session); `mode` overrides.
+pub fn refresh_request(body_token: String, mode: Option<SessionMode>, refresh_cookie: Option<String>, session_cookie: Option<String>) -> RefreshRequest {
+    let mode = mode.unwrap_or(match (&body_token, &refresh_cookie, &session_cookie) {
+        (t, _, _) if !t.is_empty() => SessionMode::Json,
+        (_, Some(_), _) => SessionMode::Cookie,
+        (_, None, Some(_)) => SessionMode::Session,
+        _ => SessionMode::Json,
+    });
+    let (refresh_token, session_token) = if !body_token.is_empty() {
+        (body_token, String::new())
+    } else if mode == SessionMode::Session && session_cookie.is_some() {
+        (String::new(), session_cookie.unwrap_or_default())
+    } else {
+        (refresh_cookie.unwrap_or_default(), session_cookie.unwrap_or_default())
+    };
+    RefreshRequest { refresh_token, session_token, mode: mode as i32 }
 }
 
 #[cfg(test)]

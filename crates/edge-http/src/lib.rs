@@ -1,0 +1,13 @@
+//! What both HTTP edges (edge-rest, edge-graphql) share, so a request carries the same identity
+//! whichever protocol it arrives by.
+//!
+//! Layout:
+//! - [`cookies`]: the auth cookies (names, attributes, parsing).
+//! - [`client_ip`]: the end client's address behind trusted proxies.
+//! - [`caller`]: the caller's token, address and request id as gRPC metadata.
+//! - [`reply`]: bodies and the Directus error body.
+
+pub mod caller;
+pub mod client_ip;
+pub mod cookies;
+pub mod reply;

@@ -1,0 +1,158 @@
+//! The HTTP side: `POST /graphql` and `/graphql/system` with a JSON body `{query, variables?,
+//! operationName?}` (or `application/graphql` text), `GET` with the same as query parameters,
+//! plus `/server/health` and `/server/ping`. The token travels as on REST (spec:
+//! Authentication rule 3).
+//!
+//! Replies: the GraphQL response, HTTP 200, errors inside it with `extensions.code` (the spec's
+//! codes); a request that does not parse or validate is 400 with code `GRAPHQL_VALIDATION`, as
+//! Directus answers. Failures before GraphQL (no schema yet, bad body) use Directus's error body.
+
+use crate::schemas::{Endpoint, SchemaCache};
+use crate::{RequestData, config::Settings};
+use async_graphql::Variables;
+use bytes::Bytes;
+use cdapi_proto::{ApiError, ErrorCode};
+use edge_http::caller::{Caller, RequestIds};
+use edge_http::cookies::{Kind, get as cookie};
+use edge_http::reply::{error, method_not_allowed, with_body};
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use serde_json::{Value as Json, json};
+use std::sync::Arc;
+use warp::Filter;
+use warp::reply::Response;
+
+/// Every route, as one warp filter.
+pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>) -> impl Filter<Extract = (Response,), Error = std::convert::Infallible> + Clone {
+    let ids = Arc::new(RequestIds::default());
+    warp::method()
+        .and(warp::path::full())
+        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
+        .and(warp::header::headers_cloned())
+        .and(warp::addr::remote())
+        .and(warp::body::bytes().or(warp::any().map(Bytes::new)).unify())
+        .then(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap, peer, body: Bytes| {
+            let (cache, settings, ids) = (cache.clone(), settings.clone(), ids.clone());
+            async move {
+                let request_id = ids.next(&headers);
+                let mut res = match route(&cache, &settings, &method, path.as_str(), &query, &headers, peer, body, &request_id).await {
+                    Ok(r) => r,
+                    Err(e) => error(&e),
+                };
+                if let Ok(v) = HeaderValue::from_str(&request_id) {
+                    res.headers_mut().insert("x-request-id", v);
+                }
+                res
+            }
+        })
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn route(
+    cache: &SchemaCache,
+    settings: &Settings,
+    method: &Method,
+    path: &str,
+    query: &str,
+    headers: &HeaderMap,
+    peer: Option<std::net::SocketAddr>,
+    body: Bytes,
+    request_id: &str,
+) -> Result<Response, ApiError> {
+    let endpoint = match path.trim_end_matches('/') {
+        "/graphql" => Endpoint::User,
+        "/graphql/system" => Endpoint::System,
+        "/server/ping" => return Ok(with_body(StatusCode::OK, "text/plain; charset=utf-8", "pong")),
+        "/server/health" => {
+            let (status, body) = match cache.current() {
+                Some(_) => (StatusCode::OK, r#"{"status":"ok"}"#),
+                None => (StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"error"}"#),
+            };
+            return Ok(with_body(status, "application/health+json", body));
+        }
+        _ => return Err(ApiError::new(ErrorCode::RouteNotFound, format!("Route {path} doesn't exist."))),
+    };
+    if body.len() as u64 > settings.max_payload_size {
+        return Err(ApiError::new(ErrorCode::ContentTooLarge, format!("The request body is larger than {} bytes.", settings.max_payload_size)));
+    }
+    let params: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+    let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let (text, variables, operation) = match *method {
+        Method::GET => (param("query").unwrap_or_default(), param("variables"), param("operationName")),
+        Method::POST => post_body(headers, &body)?,
+        _ => {
+            return Ok(method_not_allowed(method, "GET, POST"));
+        }
+    };
+    if text.trim().is_empty() {
+        return Err(ApiError::invalid_payload("A GraphQL request needs a \"query\""));
+    }
+    let variables = match variables.filter(|v| !v.trim().is_empty()) {
+        None => Variables::default(),
+        Some(v) => Variables::from_json(serde_json::from_str(&v).map_err(|e| ApiError::invalid_payload(format!("\"variables\" is not valid JSON: {e}")))?),
+    };
+    let built = cache.current().ok_or_else(|| ApiError::new(ErrorCode::ServiceUnavailable, "The GraphQL schema is not loaded yet."))?;
+    let session_cookie = cookie(headers, settings.cookies.name(Kind::Session));
+    let caller = Caller::new(headers, param("access_token"), session_cookie.clone(), settings.client_ip.resolve(peer, headers), request_id.to_owned())?;
+    let data = RequestData { caller, refresh_cookie: cookie(headers, settings.cookies.name(Kind::Refresh)), session_cookie };
+    let mut request = async_graphql::Request::new(text).variables(variables).data(data);
+    if let Some(op) = operation.filter(|o| !o.is_empty()) {
+        request = request.operation_name(op);
+    }
+    let schema = match endpoint {
+        Endpoint::User => &built.user,
+        Endpoint::System => &built.system,
+    };
+    let response = schema.execute(request).await;
+    Ok(render(response))
+}
+
+/// `{query, variables, operationName}` from a POST body. Errors: UNSUPPORTED_MEDIA_TYPE for
+/// bodies other than JSON and `application/graphql`, INVALID_PAYLOAD for malformed JSON.
+fn post_body(headers: &HeaderMap, body: &[u8]) -> Result<(String, Option<String>, Option<String>), ApiError> {
+    let content_type = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    match mime.as_str() {
+        "application/json" => {
+            let Json::Object(obj) = serde_json::from_slice::<Json>(body).map_err(|e| ApiError::invalid_payload(format!("The body is not valid JSON: {e}")))? else {
+                return Err(ApiError::invalid_payload("The body must be an object {\"query\": ...}"));
+            };
+            let text = |k: &str| -> Result<Option<String>, ApiError> {
+                match obj.get(k) {
+                    None | Some(Json::Null) => Ok(None),
+                    Some(Json::String(s)) => Ok(Some(s.clone())),
+                    Some(Json::Object(o)) if k == "variables" => Ok(Some(Json::Object(o.clone()).to_string())),
+                    Some(_) => Err(ApiError::invalid_payload(format!("\"{k}\" has the wrong type"))),
+                }
+            };
+            Ok((text("query")?.unwrap_or_default(), text("variables")?, text("operationName")?))
+        }
+        "application/graphql" => Ok((String::from_utf8_lossy(body).into_owned(), None, None)),
+        _ => Err(ApiError::new(ErrorCode::UnsupportedMediaType, "Unsupported media type: send application/json or application/graphql.")),
+    }
+}
+
+/// The GraphQL response as HTTP: every error gets a `code` (GRAPHQL_VALIDATION for parse and
+/// validation errors, INTERNAL_SERVER_ERROR for unexpected ones); 400 when nothing ran.
+fn render(response: async_graphql::Response) -> Response {
+    let headers = response.http_headers.clone();
+    let not_executed = response.data == async_graphql::Value::Null && !response.errors.is_empty() && response.errors.iter().all(|e| e.path.is_empty());
+    let mut body = serde_json::to_value(&response).unwrap_or_else(|_| json!({"data": null}));
+    if let Some(Json::Array(errors)) = body.get_mut("errors") {
+        for e in errors {
+            let has_code = e.pointer("/extensions/code").is_some();
+            if !has_code && let Json::Object(obj) = e {
+                let code = if not_executed { "GRAPHQL_VALIDATION" } else { ErrorCode::InternalServerError.as_str() };
+                let ext = obj.entry("extensions").or_insert_with(|| json!({}));
+                if let Json::Object(ext) = ext {
+                    ext.insert("code".into(), Json::String(code.into()));
+                }
+            }
+        }
+    }
+    let status = if not_executed { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    let mut res = with_body(status, "application/json; charset=utf-8", body.to_string());
+    for (name, value) in headers.iter() {
+        res.headers_mut().append(name, value.clone());
+    }
+    res
+}

@@ -1,0 +1,300 @@
+//! The root fields of `/graphql` (spec: Item operations (GraphQL)) and their resolvers. Each
+//! root field is ONE gRPC call to the core, whatever its nested selections: the selection tree
+//! becomes the call's query (see [`crate::selection`]), and nested fields read the reply.
+//!
+//! Query: `<c>` (list; plain object for a singleton), `<c>_by_id(id)`, `<c>_by_version(id,
+//! version)` (`version` only for a singleton), `<c>_aggregated(groupBy, filter, sort, limit,
+//! offset, page, search)`. Mutation (not for views): `create_<c>_item(data)`,
+//! `create_<c>_items(data)`, `update_<c>_item(id, data)`, `update_<c>_items(ids, data)`,
+//! `update_<c>_batch(data)`, `delete_<c>_item(id)` → `delete_one`, `delete_<c>_items(ids)` →
+//! `delete_many`; a singleton has `update_<c>_items(data)` only. `update_<c>_items` takes
+//! `data` as a list (spec); a single object is accepted too (GraphQL list coercion), and with
+//! `ids` it must hold exactly one object, applied to every item.
+
+use crate::model::{Collection, Model};
+use crate::selection::{Walker, string_list};
+use crate::types::{AggregateRow, items_value, with_list_arguments};
+use crate::values::{gql_error, key_text, value_to_json};
+use crate::{Backend, RequestData};
+use async_graphql::Value;
+use async_graphql::dynamic::{Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef};
+use bytes::Bytes;
+use cdapi_proto::ApiError;
+use cdapi_proto::query_json::query_from_json;
+use cdapi_proto::v1::*;
+use serde_json::Value as Json;
+use std::sync::Arc;
+
+/// What a root field does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    List,
+    ById,
+    ByVersion,
+    Singleton,
+    SingletonByVersion,
+    Aggregate,
+    CreateOne,
+    CreateMany,
+    UpdateOne,
+    UpdateMany,
+    UpdateBatch,
+    UpdateSingleton,
+    DeleteOne,
+    DeleteMany,
+}
+
+impl Op {
+    /// Whether the global list arguments apply to its result.
+    fn lists(self) -> bool {
+        matches!(self, Self::List | Self::Aggregate | Self::CreateMany | Self::UpdateMany | Self::UpdateBatch)
+    }
+}
+
+/// A root field of `collection` doing `op`.
+fn root_field(name: String, ty: TypeRef, collection: &str, op: Op) -> Field {
+    let c: Arc<str> = Arc::from(collection);
+    let field = Field::new(name, ty, move |ctx| {
+        let c = c.clone();
+        FieldFuture::new(async move { resolve(ctx, &c, op).await.map_err(gql_error) })
+    });
+    if op.lists() { with_list_arguments(field, collection) } else { field }
+}
+
+/// Adds the query fields of every collection to `query`.
+pub fn query_fields(model: &Model, mut query: Object) -> Object {
+    for c in model.collections.values() {
+        let n = &c.name;
+        let version = TypeRef::named(format!("{n}_version"));
+        if c.singleton {
+            query = query.field(root_field(n.clone(), TypeRef::named(n), n, Op::Singleton));
+            query = query.field(
+                root_field(format!("{n}_by_version"), version, n, Op::SingletonByVersion)
+                    .argument(InputValue::new("version", TypeRef::named_nn(TypeRef::STRING))),
+            );
+            continue;
+        }
+        query = query.field(root_field(n.clone(), TypeRef::named_nn_list_nn(n), n, Op::List));
+        if !c.primary_key.is_empty() {
+            query = query.field(root_field(format!("{n}_by_id"), TypeRef::named(n), n, Op::ById).argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID))));
+            query = query.field(
+                root_field(format!("{n}_by_version"), version, n, Op::ByVersion)
+                    .argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID)))
+                    .argument(InputValue::new("version", TypeRef::named_nn(TypeRef::STRING))),
+            );
+        }
+        query = query.field(
+            root_field(format!("{n}_aggregated"), TypeRef::named_nn_list_nn(format!("{n}_aggregated")), n, Op::Aggregate)
+                .argument(InputValue::new("groupBy", TypeRef::named_list(TypeRef::STRING))),
+        );
+    }
+    query
+}
+
+/// Adds the mutation fields of every writable collection to `mutation`; `None` when there are
+/// none (a schema without a Mutation type).
+pub fn mutation_fields(model: &Model, mut mutation: Object) -> Option<Object> {
+    let mut any = false;
+    for c in model.collections.values().filter(|c| !c.read_only) {
+        any = true;
+        let n = &c.name;
+        let create = TypeRef::named(format!("create_{n}_input"));
+        let update = format!("update_{n}_input");
+        if c.singleton {
+            mutation = mutation.field(
+                root_field(format!("update_{n}_items"), TypeRef::named(n), n, Op::UpdateSingleton)
+                    .argument(InputValue::new("data", TypeRef::named_list(&update))),
+            );
+            continue;
+        }
+        mutation = mutation
+            .field(root_field(format!("create_{n}_item"), TypeRef::named(n), n, Op::CreateOne).argument(InputValue::new("data", TypeRef::NonNull(Box::new(create.clone())))))
+            .field(root_field(format!("create_{n}_items"), TypeRef::named_nn_list_nn(n), n, Op::CreateMany).argument(InputValue::new("data", TypeRef::named_nn_list(format!("create_{n}_input")))))
+            .field(root_field(format!("update_{n}_batch"), TypeRef::named_nn_list_nn(n), n, Op::UpdateBatch).argument(InputValue::new("data", TypeRef::named_nn_list(&update))));
+        if !c.primary_key.is_empty() {
+            mutation = mutation
+                .field(
+                    root_field(format!("update_{n}_item"), TypeRef::named(n), n, Op::UpdateOne)
+                        .argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID)))
+                        .argument(InputValue::new("data", TypeRef::named_nn(&update))),
+                )
+                .field(
+                    root_field(format!("update_{n}_items"), TypeRef::named_nn_list_nn(n), n, Op::UpdateMany)
+                        .argument(InputValue::new("ids", TypeRef::NonNull(Box::new(TypeRef::named_list(TypeRef::ID)))))
+                        .argument(InputValue::new("data", TypeRef::named_list(&update))),
+                )
+                .field(root_field(format!("delete_{n}_item"), TypeRef::named("delete_one"), n, Op::DeleteOne).argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID))))
+                .field(
+                    root_field(format!("delete_{n}_items"), TypeRef::named("delete_many"), n, Op::DeleteMany)
+                        .argument(InputValue::new("ids", TypeRef::NonNull(Box::new(TypeRef::named_list(TypeRef::ID))))),
+                );
+        }
+    }
+    any.then_some(mutation)
+}
+
+/// The shared state and the request's caller. Errors: INTERNAL_SERVER_ERROR when missing (a
+/// bug: the HTTP layer always sets them).
+pub fn request_env<'a>(ctx: &ResolverContext<'a>) -> Result<(&'a Backend, &'a Model, &'a RequestData), ApiError> {
+    let backend = ctx.ctx.data::<Arc<Backend>>().map_err(|_| ApiError::internal())?;
+    let model = ctx.ctx.data::<Arc<Model>>().map_err(|_| ApiError::internal())?;
+    let req = ctx.ctx.data::<RequestData>().map_err(|_| ApiError::internal())?;
+    Ok((backend, model, req))
+}
+
+/// A JSON argument as request bytes. Errors: INVALID_PAYLOAD when it is absent.
+fn data_arg(ctx: &ResolverContext<'_>) -> Result<Json, ApiError> {
+    match ctx.args.get("data") {
+        Some(v) if !v.is_null() => Ok(value_to_json(v.as_value())),
+        _ => Err(ApiError::invalid_payload("\"data\" is required")),
+    }
+}
+
+fn key_arg(ctx: &ResolverContext<'_>) -> Result<String, ApiError> {
+    key_text(ctx.args.get("id").map(|v| v.as_value()).unwrap_or(&Value::Null))
+}
+
+fn keys_arg(ctx: &ResolverContext<'_>) -> Result<Vec<String>, ApiError> {
+    match ctx.args.get("ids").map(|v| v.as_value()) {
+        Some(Value::List(items)) => items.iter().map(key_text).collect(),
+        _ => Err(ApiError::invalid_payload("\"ids\" must be a list of keys")),
+    }
+}
+
+fn string_arg(ctx: &ResolverContext<'_>, name: &str) -> Option<String> {
+    ctx.args.get(name).and_then(|v| v.string().ok().map(str::to_owned))
+}
+
+/// The aggregate calls and groupBy of an `<c>_aggregated` selection (`countAll`, `count { a }`...).
+fn aggregate_query(walker: &Walker<'_>, field: &async_graphql::parser::types::Field, group_by: Vec<String>) -> Result<Query, ApiError> {
+    let mut calls = serde_json::Map::new();
+    for (f, _) in walker.fields(&field.selection_set.node) {
+        let name = f.name.node.as_str();
+        match name {
+            "countAll" => {
+                calls.insert("countAll".into(), Json::String("*".into()));
+            }
+            "count" | "countDistinct" | "sum" | "sumDistinct" | "avg" | "avgDistinct" | "min" | "max" => {
+                let entry = calls.entry(name.to_owned()).or_insert_with(|| Json::Array(Vec::new()));
+                if let Json::Array(list) = entry {
+                    for (g, _) in walker.fields(&f.selection_set.node) {
+                        let field_name = Json::String(g.name.node.to_string());
+                        if !g.name.node.starts_with("__") && !list.contains(&field_name) {
+                            list.push(field_name);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut obj = serde_json::Map::new();
+    if !calls.is_empty() {
+        obj.insert("aggregate".into(), Json::Object(calls));
+    }
+    if !group_by.is_empty() {
+        obj.insert("groupBy".into(), Json::Array(group_by.into_iter().map(Json::String).collect()));
+    }
+    query_from_json(&obj)
+}
+
+fn reply(bytes: &[u8]) -> Result<Json, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        tracing::error!(error = %e, "the core's reply is not JSON");
+        ApiError::internal()
+    })
+}
+
+fn status(s: tonic::Status) -> ApiError {
+    ApiError::from_status(&s)
+}
+
+async fn resolve<'a>(ctx: ResolverContext<'a>, collection: &str, op: Op) -> Result<Option<FieldValue<'a>>, ApiError> {
+    let (backend, model, req) = request_env(&ctx)?;
+    let c: &Collection = model.collection(collection).ok_or_else(ApiError::forbidden)?;
+    let field = &ctx.ctx.item.node;
+    let walker = Walker::new(model, ctx.ctx);
+    let mut items = backend.items.clone();
+    let name = collection.to_owned();
+    if op == Op::Aggregate {
+        let group_by = ctx.args.get("groupBy").map(|v| string_list(v.as_value())).unwrap_or_default();
+        let mut q = aggregate_query(&walker, field, group_by.clone())?;
+        walker.list_arguments(field, c, &mut q)?;
+        let res = items.aggregate(req.caller.request(ReadItemsRequest { collection: name, query: Some(q) })?).await.map_err(status)?;
+        let group_by: Arc<[String]> = group_by.into();
+        let rows = match reply(&res.get_ref().data)? {
+            Json::Array(rows) => rows,
+            other => vec![other],
+        };
+        return Ok(Some(FieldValue::list(rows.into_iter().map(|row| FieldValue::owned_any(AggregateRow { row, group_by: group_by.clone() })))));
+    }
+    let mut q = Query::default();
+    let mut fields = Vec::new();
+    walker.select(c, &field.selection_set.node, "", &mut q, &mut fields)?;
+    q.fields = fields;
+    if op.lists() {
+        walker.list_arguments(field, c, &mut q)?;
+    }
+    if matches!(op, Op::ByVersion | Op::SingletonByVersion) {
+        q.version = string_arg(&ctx, "version");
+    }
+    let call = &req.caller;
+    let bytes = |v: &Json| Bytes::from(v.to_string());
+    let data: Bytes = match op {
+        Op::List => items.read_items(call.request(ReadItemsRequest { collection: name, query: Some(q) })?).await.map_err(status)?.into_inner().data,
+        Op::ById | Op::ByVersion => {
+            let key = key_arg(&ctx)?;
+            items.read_item(call.request(ReadItemRequest { collection: name, key, query: Some(q) })?).await.map_err(status)?.into_inner().data
+        }
+        Op::Singleton | Op::SingletonByVersion => {
+            items.read_singleton(call.request(ReadSingletonRequest { collection: name, query: Some(q) })?).await.map_err(status)?.into_inner().data
+        }
+        Op::CreateOne => {
+            let data = bytes(&data_arg(&ctx)?);
+            items.create_item(call.request(CreateItemRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
+        }
+        Op::CreateMany => {
+            let data = bytes(&data_arg(&ctx)?);
+            items.create_items(call.request(CreateItemsRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
+        }
+        Op::UpdateOne => {
+            let (key, data) = (key_arg(&ctx)?, bytes(&data_arg(&ctx)?));
+            items.update_item(call.request(UpdateItemRequest { collection: name, key, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
+        }
+        Op::UpdateMany => {
+            let keys = keys_arg(&ctx)?;
+            let data = match data_arg(&ctx)? {
+                Json::Array(mut list) if list.len() == 1 => list.remove(0),
+                Json::Array(_) => return Err(ApiError::invalid_payload("\"data\" must hold exactly one object of values to set on every item of \"ids\"")),
+                other => other,
+            };
+            let selector = Some(update_items_request::Selector::Keys(KeyList { keys }));
+            items.update_items(call.request(UpdateItemsRequest { collection: name, selector, data: bytes(&data), query: Some(q) })?).await.map_err(status)?.into_inner().data
+        }
+        Op::UpdateBatch => {
+            let data = bytes(&data_arg(&ctx)?);
+            items.update_batch(call.request(UpdateBatchRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
+        }
+        Op::UpdateSingleton => {
+            let data = match data_arg(&ctx)? {
+                Json::Array(mut list) if list.len() == 1 => list.remove(0),
+                Json::Array(_) => return Err(ApiError::invalid_payload("\"data\" must hold exactly one object for a singleton")),
+                other => other,
+            };
+            items.update_singleton(call.request(UpdateSingletonRequest { collection: name, data: bytes(&data), query: Some(q) })?).await.map_err(status)?.into_inner().data
+        }
+        Op::DeleteOne => {
+            let key = key_arg(&ctx)?;
+            items.delete_item(call.request(DeleteItemRequest { collection: name, key: key.clone() })?).await.map_err(status)?;
+            return Ok(Some(FieldValue::owned_any(serde_json::json!({ "id": key }))));
+        }
+        Op::DeleteMany => {
+            let keys = keys_arg(&ctx)?;
+            let selector = Some(delete_items_request::Selector::Keys(KeyList { keys: keys.clone() }));
+            items.delete_items(call.request(DeleteItemsRequest { collection: name, selector })?).await.map_err(status)?;
+            return Ok(Some(FieldValue::owned_any(serde_json::json!({ "ids": keys }))));
+        }
+        Op::Aggregate => return Err(ApiError::internal()),
+    };
+    Ok(items_value(reply(&data)?))
+}

@@ -1,0 +1,162 @@
+//! The two executable schemas (`/graphql`: user collections; `/graphql/system`: the `auth_*`
+//! mutations), built from one type graph per snapshot version and swapped in atomically, so a
+//! request never waits for a build and a build happens once per schema change, not per request.
+//! [`watch`] follows the core's `WatchSchema` stream and reconnects with backoff.
+
+use crate::model::Model;
+use crate::types::Types;
+use crate::{Backend, root, system};
+use arc_swap::ArcSwapOption;
+use async_graphql::dynamic::{Object, Schema, SchemaError};
+use cdapi_proto::v1::WatchSchemaRequest;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Query limits applied to both schemas.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Deepest nesting of selections.
+    pub depth: usize,
+    /// Most fields in one operation.
+    pub complexity: usize,
+    /// Whether introspection is answered.
+    pub introspection: bool,
+}
+
+impl From<&crate::config::Settings> for Limits {
+    fn from(s: &crate::config::Settings) -> Self {
+        Self { depth: s.depth_limit, complexity: s.complexity_limit, introspection: s.introspection }
+    }
+}
+
+/// Both schemas of one snapshot version.
+pub struct Built {
+    /// The snapshot version they were built from.
+    pub version: u64,
+    /// The model (also schema data, for resolvers).
+    pub model: Arc<Model>,
+    /// `/graphql`.
+    pub user: Schema,
+    /// `/graphql/system`.
+    pub system: Schema,
+}
+
+/// Which endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `/graphql`.
+    User,
+    /// `/graphql/system`.
+    System,
+}
+
+/// Builds the schema of `endpoint` for `model`. Errors: a type graph async-graphql refuses
+/// (a bug in the generator: names are checked beforehand).
+pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, endpoint: Endpoint) -> Result<Schema, SchemaError> {
+    let types = Types::build(model);
+    let (query, mutation) = match endpoint {
+        Endpoint::User => {
+            let mut query = root::query_fields(model, Object::new("Query"));
+            if model.collections.is_empty() {
+                // A Query type needs a field; an empty database still gets a valid schema.
+                query = system::query_fields(query);
+            }
+            (query, root::mutation_fields(model, Object::new("Mutation")))
+        }
+        Endpoint::System => (system::query_fields(Object::new("Query")), Some(system::mutation_fields(Object::new("Mutation")))),
+    };
+    let mut builder = Schema::build("Query", mutation.as_ref().map(|_| "Mutation"), None).register(query);
+    if let Some(m) = mutation {
+        builder = builder.register(m);
+    }
+    for t in types.all {
+        builder = builder.register(t);
+    }
+    builder = builder.data(model.clone()).data(backend.clone()).limit_depth(limits.depth).limit_complexity(limits.complexity);
+    if !limits.introspection {
+        builder = builder.disable_introspection();
+    }
+    builder.finish()
+}
+
+/// Builds both schemas for `model`. Errors: as [`build_one`].
+pub fn build(model: Model, backend: &Arc<Backend>, limits: Limits) -> Result<Built, SchemaError> {
+    let model = Arc::new(model);
+    Ok(Built {
+        version: model.version,
+        user: build_one(&model, backend, limits, Endpoint::User)?,
+        system: build_one(&model, backend, limits, Endpoint::System)?,
+        model,
+    })
+}
+
+/// The schemas in use.
+pub struct SchemaCache {
+    current: ArcSwapOption<Built>,
+    backend: Arc<Backend>,
+    limits: Limits,
+}
+
+impl SchemaCache {
+    /// An empty cache (requests answer 503 until the first snapshot is built).
+    pub fn new(backend: Arc<Backend>, limits: Limits) -> Self {
+        Self { current: ArcSwapOption::empty(), backend, limits }
+    }
+
+    /// The schemas in use, if any.
+    pub fn current(&self) -> Option<Arc<Built>> {
+        self.current.load_full()
+    }
+
+    /// Builds and swaps in the schemas of a snapshot (kept as they were when the build fails).
+    pub fn update(&self, snapshot: &cdapi_proto::v1::SchemaSnapshot) {
+        if self.current().is_some_and(|b| b.version == snapshot.version && snapshot.version != 0) {
+            return;
+        }
+        let started = Instant::now();
+        let model = Model::from_snapshot(snapshot);
+        for (c, why) in &model.skipped {
+            tracing::warn!(collection = %c, reason = %why, "collection left out of the GraphQL schema");
+        }
+        let collections = model.collections.len();
+        match build(model, &self.backend, self.limits) {
+            Ok(built) => {
+                tracing::info!(version = built.version, collections, build_ms = started.elapsed().as_secs_f64() * 1e3, "GraphQL schemas built");
+                self.current.store(Some(Arc::new(built)));
+            }
+            Err(e) => tracing::error!(version = snapshot.version, error = %e.0, "building the GraphQL schema failed; keeping the previous one"),
+        }
+    }
+}
+
+/// Follows the core's `WatchSchema` stream for as long as the process runs: every snapshot it
+/// sends is built and swapped in. On a lost stream it reconnects, backing off from 200 ms to 5 s.
+pub async fn watch(cache: Arc<SchemaCache>) {
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        match cache.backend.schema.clone().watch_schema(WatchSchemaRequest {}).await {
+            Ok(stream) => {
+                let mut stream = stream.into_inner();
+                loop {
+                    match stream.message().await {
+                        Ok(Some(snapshot)) => {
+                            backoff = Duration::from_millis(200);
+                            cache.update(&snapshot);
+                        }
+                        Ok(None) => {
+                            tracing::info!("the core ended the schema stream; reconnecting");
+                            break;
+                        }
+                        Err(e) => {
+                            tracing::warn!(message = %e.message(), "schema stream failed; reconnecting");
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::debug!(message = %e.message(), "core not reachable for the schema stream yet"),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}

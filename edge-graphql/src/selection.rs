@@ -1,0 +1,232 @@
+//! A GraphQL selection set → the typed [`Query`]'s `fields`, `alias` and `deep`, so that a root
+//! field with its whole tree of nested selections is ONE core request (one SQL statement).
+//!
+//! Rules (spec: GraphQL rules 1–3):
+//! - A scalar field is the field path (`author.name`); its GraphQL alias changes nothing, as
+//!   nested resolvers read it by field name.
+//! - A relation is read under its JSON key: the field name, or `<alias>@<field>` when aliased
+//!   (so one relation can be read twice with different arguments); an aliased relation adds
+//!   `alias["<alias>@<field>"] = <field>` at its level.
+//! - Arguments of a to-many relation (`filter sort limit offset page search`) become its
+//!   `deep` query; nested aliases and deep travel inside it, level by level.
+//! - `<f>_func { year }` selects `year(<f>)`.
+//! - On a Many-to-Any `item`, `... on <collection> { … }` selects `item:<collection>.…`, and
+//!   the row's collection field is always read, so the union can tell the item's type.
+//! - Fragments are expanded; `@skip`/`@include` are honoured; `__typename` reads nothing.
+
+use crate::model::{Collection, FieldKind, Model};
+use crate::values::{rest_filter, value_to_json};
+use async_graphql::parser::types::{Field, Selection, SelectionSet};
+use async_graphql::{Context, Name, Positioned, Value};
+
+use cdapi_proto::ApiError;
+use cdapi_proto::query_json::filter_from_json;
+use cdapi_proto::v1::Query;
+
+/// The JSON key a field's value is read under (module docs).
+pub fn json_key(field: &Field) -> String {
+    match &field.alias {
+        Some(alias) if alias.node != field.name.node => format!("{}@{}", alias.node, field.name.node),
+        _ => field.name.node.to_string(),
+    }
+}
+
+/// Walks selections of one operation.
+pub struct Walker<'a> {
+    model: &'a Model,
+    ctx: &'a Context<'a>,
+}
+
+impl<'a> Walker<'a> {
+    /// A walker over the operation of `ctx`.
+    pub fn new(model: &'a Model, ctx: &'a Context<'a>) -> Self {
+        Self { model, ctx }
+    }
+
+    /// An argument value with its variables substituted (a variable's default when the request
+    /// has none; null when neither). Errors: none in practice (validated operation).
+    pub fn argument(&self, field: &Field, name: &str) -> Option<Value> {
+        let (_, v) = field.arguments.iter().find(|(n, _)| n.node == name)?;
+        let env = &self.ctx.query_env;
+        v.node
+            .clone()
+            .into_const_with(|var: Name| -> Result<Value, std::convert::Infallible> {
+                let def = env.operation.node.variable_definitions.iter().find(|d| d.node.name.node == var);
+                Ok(env
+                    .variables
+                    .get(&var)
+                    .cloned()
+                    .or_else(|| def.and_then(|d| d.node.default_value().cloned()))
+                    .unwrap_or(Value::Null))
+            })
+            .ok()
+            .filter(|v| *v != Value::Null)
+    }
+
+    /// Whether `@skip(if:)` / `@include(if:)` keep this selection.
+    fn included(&self, directives: &[Positioned<async_graphql::parser::types::Directive>]) -> bool {
+        directives.iter().all(|d| {
+            let arg = d.node.get_argument("if").map(|v| {
+                v.node.clone().into_const_with(|var: Name| -> Result<Value, std::convert::Infallible> {
+                    Ok(self.ctx.query_env.variables.get(&var).cloned().unwrap_or(Value::Null))
+                })
+            });
+            let flag = matches!(arg, Some(Ok(Value::Boolean(true))));
+            match d.node.name.node.as_str() {
+                "skip" => !flag,
+                "include" => flag,
+                _ => true,
+            }
+        })
+    }
+
+    /// The fields of a selection set, fragments expanded, with the type condition each came
+    /// under (`None`: the enclosing type).
+    pub fn fields<'s>(&'s self, set: &'s SelectionSet) -> Vec<(&'s Field, Option<&'s str>)> {
+        let mut out = Vec::new();
+        self.collect(set, None, &mut out);
+        out
+    }
+
+    fn collect<'s>(&'s self, set: &'s SelectionSet, condition: Option<&'s str>, out: &mut Vec<(&'s Field, Option<&'s str>)>) {
+        for item in &set.items {
+            match &item.node {
+                Selection::Field(f) => {
+                    if self.included(&f.node.directives) {
+                        out.push((&f.node, condition));
+                    }
+                }
+                Selection::InlineFragment(frag) => {
+                    if self.included(&frag.node.directives) {
+                        let cond = frag.node.type_condition.as_ref().map(|c| c.node.on.node.as_str()).or(condition);
+                        self.collect(&frag.node.selection_set.node, cond, out);
+                    }
+                }
+                Selection::FragmentSpread(spread) => {
+                    if self.included(&spread.node.directives)
+                        && let Some(frag) = self.ctx.query_env.fragments.get(&spread.node.fragment_name.node)
+                    {
+                        let cond = Some(frag.node.type_condition.node.on.node.as_str());
+                        self.collect(&frag.node.selection_set.node, cond, out);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fills `fields`, `alias` and `deep` of `level` from the selections of an item of
+    /// `collection` (module docs). `prefix` is the path so far (`""` or `author.`).
+    /// Errors: INVALID_QUERY from a nested `filter` argument.
+    pub fn select(&self, collection: &Collection, set: &SelectionSet, prefix: &str, level: &mut Query, fields: &mut Vec<String>) -> Result<(), ApiError> {
+        let selected: Vec<&Field> = self.fields(set).into_iter().map(|(f, _)| f).collect();
+        self.select_fields(collection, &selected, prefix, level, fields)
+    }
+
+    fn select_fields(&self, collection: &Collection, selected: &[&Field], prefix: &str, level: &mut Query, fields: &mut Vec<String>) -> Result<(), ApiError> {
+        let before = fields.len();
+        for &f in selected {
+            let name = f.name.node.as_str();
+            if name.starts_with("__") {
+                continue;
+            }
+            if let Some(base) = collection.function_base(name) {
+                for (g, _) in self.fields(&f.selection_set.node) {
+                    if !g.name.node.starts_with("__") {
+                        push_unique(fields, format!("{prefix}{}({})", g.name.node, base.name));
+                    }
+                }
+                continue;
+            }
+            let Some(field) = collection.field(name) else { continue };
+            match &field.kind {
+                FieldKind::Scalar(_) => push_unique(fields, format!("{prefix}{name}")),
+                FieldKind::M2O { related } | FieldKind::O2M { related } => {
+                    let Some(related) = self.model.collection(related) else { continue };
+                    let key = json_key(f);
+                    if key != name {
+                        level.alias.insert(key.clone(), name.to_owned());
+                    }
+                    let mut nested = level.deep.remove(&key).unwrap_or_default();
+                    if matches!(field.kind, FieldKind::O2M { .. }) {
+                        self.list_arguments(f, related, &mut nested)?;
+                    }
+                    self.select(related, &f.selection_set.node, &format!("{prefix}{key}."), &mut nested, fields)?;
+                    if nested != Query::default() {
+                        level.deep.insert(key, nested);
+                    }
+                }
+                FieldKind::M2A { collection_field, allowed } => {
+                    let key = json_key(f);
+                    if key != name {
+                        level.alias.insert(key.clone(), name.to_owned());
+                    }
+                    push_unique(fields, format!("{prefix}{collection_field}"));
+                    let mut nested = level.deep.remove(&key).unwrap_or_default();
+                    let mut any = false;
+                    let branches = self.fields(&f.selection_set.node);
+                    for scope in allowed {
+                        let Some(target) = self.model.collection(scope) else { continue };
+                        let group: Vec<&Field> = branches.iter().filter(|(_, c)| *c == Some(scope.as_str())).map(|(g, _)| *g).collect();
+                        if group.is_empty() {
+                            continue;
+                        }
+                        any = true;
+                        self.select_fields(target, &group, &format!("{prefix}{key}:{scope}."), &mut nested, fields)?;
+                    }
+                    if !any {
+                        push_unique(fields, format!("{prefix}{key}"));
+                    }
+                    if nested != Query::default() {
+                        level.deep.insert(key, nested);
+                    }
+                }
+            }
+        }
+        // An expanded relation needs at least one field, or the core returns the bare key.
+        if fields.len() == before && !prefix.is_empty() {
+            let first = collection.primary_key.first().cloned().or_else(|| collection.fields.first().map(|f| f.name.clone()));
+            if let Some(k) = first {
+                fields.push(format!("{prefix}{k}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// `filter sort limit offset page search` of a list field into `q`. Errors: INVALID_QUERY
+    /// for a filter the core's filter grammar refuses.
+    pub fn list_arguments(&self, f: &Field, collection: &Collection, q: &mut Query) -> Result<(), ApiError> {
+        if let Some(v) = self.argument(f, "filter") {
+            q.filter = filter_from_json(&rest_filter(self.model, collection, value_to_json(&v)), 0)?;
+        }
+        if let Some(v) = self.argument(f, "sort") {
+            q.sort = string_list(&v);
+        }
+        if let Some(v) = self.argument(f, "search") {
+            q.search = Some(match v {
+                Value::String(s) => s,
+                other => other.to_string(),
+            });
+        }
+        for (name, slot) in [("limit", &mut q.limit), ("offset", &mut q.offset), ("page", &mut q.page)] {
+            if let Some(Value::Number(n)) = self.argument(f, name) {
+                *slot = n.as_i64();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A `[String]` argument (a single string is a list of one).
+pub fn string_list(v: &Value) -> Vec<String> {
+    match v {
+        Value::List(items) => items.iter().filter_map(|i| if let Value::String(s) = i { Some(s.clone()) } else { None }).collect(),
+        Value::String(s) => vec![s.clone()],
+        _ => Vec::new(),
+    }
+}
+
+fn push_unique(fields: &mut Vec<String>, path: String) {
+    if !fields.contains(&path) {
+        fields.push(path);
+    }
+}

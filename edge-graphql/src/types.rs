@@ -1,0 +1,343 @@
+//! The GraphQL types generated per collection (directus-facts.md "GraphQL naming"): the item
+//! object `<c>` (and `<c>_version`), `<c>_filter` (and `<c>_quantifier_filter` for to-many
+//! filters), `create_<c>_input` / `update_<c>_input`, `<c>_aggregated` with its
+//! `<c>_aggregated_count` / `<c>_aggregated_fields`, Many-to-Any unions `<c>_<field>_union`,
+//! and the shared scalars, operator inputs and function objects.
+//!
+//! Item objects resolve from the JSON the core returned for the whole tree: each field reads
+//! its parent's JSON (see [`crate::selection`] for the keys), so no field makes a call.
+
+use crate::model::{Collection, FieldKind, Functions, Model, Scalar};
+use crate::selection::json_key;
+use crate::values::{json_to_value, output};
+use async_graphql::dynamic::{Enum, Field, FieldFuture, FieldValue, InputObject, InputValue, Object, ResolverContext, Scalar as ScalarType, TypeRef, Union};
+use serde_json::Value as Json;
+use std::sync::Arc;
+
+/// Every type of a schema, ready to register.
+pub struct Types {
+    /// Objects, inputs, unions, scalars and enums.
+    pub all: Vec<async_graphql::dynamic::Type>,
+}
+
+/// An aggregate result row and the group keys it was grouped by.
+pub struct AggregateRow {
+    /// `{"status": "draft", "count": {"id": 3}, ...}`.
+    pub row: Json,
+    /// The `groupBy` keys (they form `group`).
+    pub group_by: Arc<[String]>,
+}
+
+/// The parent's JSON (an item, or an object nested in an aggregate row).
+pub fn parent_json<'a>(ctx: &ResolverContext<'a>) -> Option<&'a Json> {
+    ctx.parent_value.downcast_ref::<Json>()
+}
+
+/// The aggregate row a field of `<c>_aggregated` belongs to.
+fn row<'a>(ctx: &ResolverContext<'a>) -> Option<&'a AggregateRow> {
+    ctx.parent_value.downcast_ref::<AggregateRow>()
+}
+
+/// The GraphQL output type of a scalar kind.
+pub fn scalar_type(s: Scalar) -> TypeRef {
+    match s {
+        Scalar::Int => TypeRef::named(TypeRef::INT),
+        Scalar::BigInt => TypeRef::named("GraphQLBigInt"),
+        Scalar::Float => TypeRef::named(TypeRef::FLOAT),
+        Scalar::String | Scalar::Time => TypeRef::named(TypeRef::STRING),
+        Scalar::Boolean => TypeRef::named(TypeRef::BOOLEAN),
+        Scalar::Json => TypeRef::named("JSON"),
+        Scalar::Id => TypeRef::named(TypeRef::ID),
+        Scalar::Date | Scalar::DateTime => TypeRef::named("Date"),
+        Scalar::Hash => TypeRef::named("Hash"),
+        Scalar::StringList => TypeRef::named_list(TypeRef::STRING),
+        Scalar::IntList => TypeRef::named_list(TypeRef::INT),
+    }
+}
+
+/// A field reading `name` from its parent's JSON as `scalar`.
+fn scalar_field(name: &str, ty: TypeRef, scalar: Scalar) -> Field {
+    let key = name.to_owned();
+    Field::new(name, ty, move |ctx| {
+        let v = parent_json(&ctx).and_then(|p| p.get(&key)).map(|v| FieldValue::value(output(v, scalar)));
+        FieldFuture::Value(v)
+    })
+}
+
+/// The arguments of a list of items (spec: Item operations (GraphQL), global query arguments).
+pub fn with_list_arguments(field: Field, collection: &str) -> Field {
+    field
+        .argument(InputValue::new("filter", TypeRef::named(format!("{collection}_filter"))))
+        .argument(InputValue::new("sort", TypeRef::named_list(TypeRef::STRING)))
+        .argument(InputValue::new("limit", TypeRef::named(TypeRef::INT)))
+        .argument(InputValue::new("offset", TypeRef::named(TypeRef::INT)))
+        .argument(InputValue::new("page", TypeRef::named(TypeRef::INT)))
+        .argument(InputValue::new("search", TypeRef::named(TypeRef::STRING)))
+}
+
+/// The item object of `c` named `type_name` (`<c>` or `<c>_version`).
+fn item_object(c: &Collection, type_name: &str) -> Object {
+    let mut obj = Object::new(type_name);
+    for f in &c.fields {
+        obj = match &f.kind {
+            FieldKind::Scalar(s) => obj.field(scalar_field(&f.name, scalar_type(*s), *s)),
+            FieldKind::M2O { related } => obj.field(Field::new(&f.name, TypeRef::named(related), |ctx| {
+                let key = json_key(&ctx.ctx.item.node);
+                let v = parent_json(&ctx).and_then(|p| p.get(&key)).filter(|v| v.is_object());
+                FieldFuture::Value(v.map(|v| FieldValue::borrowed_any(v)))
+            })),
+            FieldKind::O2M { related } => obj.field(with_list_arguments(
+                Field::new(&f.name, TypeRef::named_list(related), |ctx| {
+                    let key = json_key(&ctx.ctx.item.node);
+                    let v = parent_json(&ctx).and_then(|p| p.get(&key)).and_then(Json::as_array);
+                    FieldFuture::Value(v.map(|items| FieldValue::list(items.iter().map(|v| FieldValue::borrowed_any(v)))))
+                }),
+                related,
+            )),
+            FieldKind::M2A { collection_field, allowed } => {
+                let collection_field = collection_field.clone();
+                let allowed = allowed.clone();
+                obj.field(Field::new(&f.name, TypeRef::named(format!("{}_{}_union", c.name, f.name)), move |ctx| {
+                    let key = json_key(&ctx.ctx.item.node);
+                    let parent = parent_json(&ctx);
+                    let ty = parent.and_then(|p| p.get(&collection_field)).and_then(Json::as_str).filter(|t| allowed.iter().any(|a| a == t));
+                    let v = match (ty, parent.and_then(|p| p.get(&key))) {
+                        (Some(ty), Some(item)) if !item.is_null() => Some(FieldValue::borrowed_any(item).with_type(ty.to_owned())),
+                        _ => None,
+                    };
+                    FieldFuture::Value(v)
+                }))
+            }
+        };
+        if let Some(functions) = f.functions()
+            && c.field(&format!("{}_func", f.name)).is_none()
+        {
+            let base = f.name.clone();
+            obj = obj.field(Field::new(format!("{}_func", f.name), TypeRef::named(functions.type_name()), move |ctx| {
+                let values: serde_json::Map<String, Json> = functions
+                    .names()
+                    .iter()
+                    .filter_map(|n| Some(((*n).to_owned(), parent_json(&ctx)?.get(&format!("{n}({base})"))?.clone())))
+                    .collect();
+                FieldFuture::Value(Some(FieldValue::owned_any(Json::Object(values))))
+            }));
+        }
+    }
+    obj
+}
+
+/// The operator input of a scalar kind.
+fn operators_of(s: Scalar) -> &'static str {
+    match s {
+        Scalar::Int | Scalar::Float => "number_filter_operators",
+        Scalar::BigInt => "big_int_filter_operators",
+        Scalar::String | Scalar::Time | Scalar::Json | Scalar::StringList | Scalar::IntList => "string_filter_operators",
+        Scalar::Boolean => "boolean_filter_operators",
+        Scalar::Id => "id_filter_operators",
+        Scalar::Date | Scalar::DateTime => "date_filter_operators",
+        Scalar::Hash => "hash_filter_operators",
+    }
+}
+
+/// `<c>_filter`, or with `quantifier` `<c>_quantifier_filter` (adds `_some`, `_none`).
+fn filter_input(c: &Collection, quantifier: bool) -> InputObject {
+    let own = format!("{}_filter", c.name);
+    let name = if quantifier { format!("{}_quantifier_filter", c.name) } else { own.clone() };
+    let mut input = InputObject::new(name);
+    for f in &c.fields {
+        input = match &f.kind {
+            FieldKind::Scalar(s) => input.field(InputValue::new(&f.name, TypeRef::named(operators_of(*s)))),
+            FieldKind::M2O { related } => input.field(InputValue::new(&f.name, TypeRef::named(format!("{related}_filter")))),
+            FieldKind::O2M { related } => input.field(InputValue::new(&f.name, TypeRef::named(format!("{related}_quantifier_filter")))),
+            FieldKind::M2A { allowed, .. } => allowed.iter().fold(input, |i, a| i.field(InputValue::new(format!("{}__{a}", f.name), TypeRef::named(format!("{a}_filter"))))),
+        };
+        if let Some(functions) = f.functions()
+            && c.field(&format!("{}_func", f.name)).is_none()
+        {
+            input = input.field(InputValue::new(format!("{}_func", f.name), TypeRef::named(functions.filter_type_name())));
+        }
+    }
+    input = input
+        .field(InputValue::new("_and", TypeRef::named_list(&own)))
+        .field(InputValue::new("_or", TypeRef::named_list(&own)));
+    if quantifier {
+        input = input.field(InputValue::new("_some", TypeRef::named(&own))).field(InputValue::new("_none", TypeRef::named(&own)));
+    }
+    input
+}
+
+/// `create_<c>_input` or `update_<c>_input` (every field optional: the core validates what is
+/// required, and nested writes fill foreign keys themselves).
+fn write_input(model: &Model, c: &Collection, verb: &str) -> InputObject {
+    let mut input = InputObject::new(format!("{verb}_{}_input", c.name));
+    let writable = |related: &str| model.collection(related).is_some_and(|r| !r.read_only);
+    for f in &c.fields {
+        let ty = match &f.kind {
+            FieldKind::Scalar(s) => scalar_type(*s),
+            FieldKind::M2O { related } if writable(related) => TypeRef::named(format!("{verb}_{related}_input")),
+            FieldKind::O2M { related } if writable(related) => TypeRef::named_list(format!("{verb}_{related}_input")),
+            FieldKind::O2M { .. } => continue,
+            FieldKind::M2O { .. } | FieldKind::M2A { .. } => TypeRef::named("JSON"),
+        };
+        input = input.field(InputValue::new(&f.name, ty));
+    }
+    input
+}
+
+/// `<c>_aggregated` and its `<c>_aggregated_count` / `<c>_aggregated_fields`.
+fn aggregate_types(c: &Collection) -> Vec<Object> {
+    let count_name = format!("{}_aggregated_count", c.name);
+    let fields_name = format!("{}_aggregated_fields", c.name);
+    let mut count = Object::new(&count_name);
+    let mut numeric = Object::new(&fields_name);
+    let mut has_numeric = false;
+    for f in &c.fields {
+        if matches!(f.kind, FieldKind::O2M { .. }) {
+            continue;
+        }
+        count = count.field(scalar_field(&f.name, TypeRef::named(TypeRef::INT), Scalar::Int));
+        if let FieldKind::Scalar(s) = f.kind
+            && s.is_numeric()
+        {
+            has_numeric = true;
+            numeric = numeric.field(scalar_field(&f.name, TypeRef::named(TypeRef::FLOAT), Scalar::Float));
+        }
+    }
+    let mut agg = Object::new(format!("{}_aggregated", c.name))
+        .field(Field::new("group", TypeRef::named("JSON"), move |ctx| {
+            let v = row(&ctx).map(|r| {
+                let group: serde_json::Map<String, Json> =
+                    r.group_by.iter().map(|k| (k.clone(), r.row.get(k).cloned().unwrap_or(Json::Null))).collect();
+                FieldValue::value(json_to_value(&Json::Object(group)))
+            });
+            FieldFuture::Value(v)
+        }))
+        .field(Field::new("countAll", TypeRef::named(TypeRef::INT), move |ctx| {
+            FieldFuture::Value(row(&ctx).and_then(|r| r.row.get("countAll")).map(|v| FieldValue::value(json_to_value(v))))
+        }));
+    let functions: &[(&str, &str)] = &[("count", &count_name), ("countDistinct", &count_name)];
+    let numeric_functions = ["sum", "sumDistinct", "avg", "avgDistinct", "min", "max"];
+    let all = functions.iter().copied().chain(numeric_functions.iter().filter(|_| has_numeric).map(|f| (*f, fields_name.as_str())));
+    for (function, ty) in all {
+        agg = agg.field(Field::new(function, TypeRef::named(ty), move |ctx| {
+            let v = row(&ctx).and_then(|r| r.row.get(function)).filter(|v| v.is_object());
+            FieldFuture::Value(v.map(|v| FieldValue::borrowed_any(v)))
+        }));
+    }
+    let mut out = vec![agg, count];
+    if has_numeric {
+        out.push(numeric);
+    }
+    out
+}
+
+/// Operator input `name` with `ops` (operator → type).
+fn operators(name: &str, ops: &[(&str, TypeRef)]) -> InputObject {
+    ops.iter().fold(InputObject::new(name), |i, (op, ty)| i.field(InputValue::new(*op, ty.clone())))
+}
+
+/// The shared scalars, operator inputs, function objects and result objects.
+fn shared_types() -> Vec<async_graphql::dynamic::Type> {
+    let s = || TypeRef::named(TypeRef::STRING);
+    let b = || TypeRef::named(TypeRef::BOOLEAN);
+    let sl = || TypeRef::named_list(TypeRef::STRING);
+    let nl = || TypeRef::named_list("GraphQLStringOrFloat");
+    let null_ops = || vec![("_null", b()), ("_nnull", b())];
+    let text_ops = |scalar: fn() -> TypeRef, list: fn() -> TypeRef| {
+        let mut ops = vec![("_eq", scalar()), ("_neq", scalar())];
+        for op in ["_contains", "_icontains", "_ncontains", "_nicontains", "_starts_with", "_istarts_with", "_nstarts_with", "_nistarts_with", "_ends_with", "_iends_with", "_nends_with", "_niends_with"] {
+            ops.push((op, TypeRef::named(TypeRef::STRING)));
+        }
+        ops.extend([("_in", list()), ("_nin", list()), ("_null", TypeRef::named(TypeRef::BOOLEAN)), ("_nnull", TypeRef::named(TypeRef::BOOLEAN)), ("_empty", TypeRef::named(TypeRef::BOOLEAN)), ("_nempty", TypeRef::named(TypeRef::BOOLEAN))]);
+        ops
+    };
+    let compare_ops = |scalar: fn() -> TypeRef, list: fn() -> TypeRef| {
+        let mut ops: Vec<(&str, TypeRef)> = ["_eq", "_neq", "_lt", "_lte", "_gt", "_gte"].iter().map(|o| (*o, scalar())).collect();
+        ops.extend([("_in", list()), ("_nin", list()), ("_between", list()), ("_nbetween", list())]);
+        ops.extend(null_ops());
+        ops
+    };
+    let mut id_ops = text_ops(|| TypeRef::named(TypeRef::ID), || TypeRef::named_list(TypeRef::ID));
+    id_ops.extend(["_lt", "_lte", "_gt", "_gte"].iter().map(|o| (*o, TypeRef::named(TypeRef::ID))));
+    id_ops.extend([("_between", TypeRef::named_list(TypeRef::ID)), ("_nbetween", TypeRef::named_list(TypeRef::ID))]);
+    let mut date_ops: Vec<(&str, TypeRef)> = ["_eq", "_neq", "_lt", "_lte", "_gt", "_gte"].iter().map(|o| (*o, s())).collect();
+    date_ops.extend([("_in", sl()), ("_nin", sl()), ("_between", nl()), ("_nbetween", nl())]);
+    date_ops.extend(null_ops());
+    let mut types: Vec<async_graphql::dynamic::Type> = vec![
+        ScalarType::new("JSON").description("Any JSON value.").into(),
+        ScalarType::new("Date").description("A date, date-time or timestamp as an ISO 8601 string.").into(),
+        ScalarType::new("Hash").description("A hashed value (never readable).").into(),
+        ScalarType::new("GraphQLBigInt").description("A 64-bit integer, as a string so JavaScript keeps it exact.").into(),
+        ScalarType::new("GraphQLStringOrFloat").description("A number, or a string (a dynamic variable such as $NOW, a decimal).").into(),
+        operators("string_filter_operators", &text_ops(|| TypeRef::named(TypeRef::STRING), || TypeRef::named_list(TypeRef::STRING))).into(),
+        operators("number_filter_operators", &compare_ops(|| TypeRef::named("GraphQLStringOrFloat"), || TypeRef::named_list("GraphQLStringOrFloat"))).into(),
+        operators("big_int_filter_operators", &compare_ops(|| TypeRef::named("GraphQLBigInt"), || TypeRef::named_list("GraphQLBigInt"))).into(),
+        operators("date_filter_operators", &date_ops).into(),
+        operators("boolean_filter_operators", &[("_eq", b()), ("_neq", b()), ("_null", b()), ("_nnull", b())]).into(),
+        operators("id_filter_operators", &id_ops).into(),
+        operators("hash_filter_operators", &[("_null", b()), ("_nnull", b()), ("_empty", b()), ("_nempty", b())]).into(),
+        Object::new("delete_one").field(scalar_field("id", TypeRef::named(TypeRef::ID), Scalar::Id)).into(),
+        Object::new("delete_many").field(scalar_field("ids", TypeRef::named_list(TypeRef::ID), Scalar::Json)).into(),
+        Enum::new("auth_mode").item("json").item("cookie").item("session").into(),
+        Object::new("auth_tokens")
+            .field(scalar_field("access_token", s(), Scalar::String))
+            .field(scalar_field("expires", TypeRef::named("GraphQLBigInt"), Scalar::BigInt))
+            .field(scalar_field("refresh_token", s(), Scalar::String))
+            .into(),
+    ];
+    for f in [Functions::Date, Functions::DateTime, Functions::Time, Functions::Count] {
+        let obj = f.names().iter().fold(Object::new(f.type_name()), |o, name| o.field(scalar_field(name, TypeRef::named(TypeRef::INT), Scalar::Int)));
+        types.push(obj.into());
+        let filter = f.names().iter().fold(InputObject::new(f.filter_type_name()), |i, name| i.field(InputValue::new(*name, TypeRef::named("number_filter_operators"))));
+        types.push(filter.into());
+    }
+    types
+}
+
+impl Types {
+    /// Every type of `model` (one type graph for `/graphql` and `/graphql/system`).
+    pub fn build(model: &Model) -> Self {
+        let mut all = shared_types();
+        let quantified: std::collections::HashSet<&str> = model
+            .collections
+            .values()
+            .flat_map(|c| c.fields.iter())
+            .filter_map(|f| match &f.kind {
+                FieldKind::O2M { related } => Some(related.as_str()),
+                _ => None,
+            })
+            .collect();
+        for c in model.collections.values() {
+            all.push(item_object(c, &c.name).into());
+            all.push(item_object(c, &format!("{}_version", c.name)).into());
+            all.push(filter_input(c, false).into());
+            if quantified.contains(c.name.as_str()) {
+                all.push(filter_input(c, true).into());
+            }
+            if !c.read_only {
+                all.push(write_input(model, c, "create").into());
+                all.push(write_input(model, c, "update").into());
+            }
+            if !c.singleton {
+                all.extend(aggregate_types(c).into_iter().map(Into::into));
+            }
+            for f in &c.fields {
+                if let FieldKind::M2A { allowed, .. } = &f.kind {
+                    let union = allowed.iter().fold(Union::new(format!("{}_{}_union", c.name, f.name)), |u, a| u.possible_type(a));
+                    all.push(union.into());
+                }
+            }
+        }
+        Self { all }
+    }
+}
+
+/// A JSON value from the core's reply as the root field's value: arrays become lists of items,
+/// objects one item, null nothing.
+pub fn items_value(json: Json) -> Option<FieldValue<'static>> {
+    match json {
+        Json::Null => None,
+        Json::Array(items) => Some(FieldValue::list(items.into_iter().map(FieldValue::owned_any))),
+        other => Some(FieldValue::owned_any(other)),
+    }
+}
