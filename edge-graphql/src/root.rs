@@ -14,7 +14,7 @@
 use crate::model::{Collection, Model};
 use crate::selection::{Walker, string_list};
 use crate::types::{AggregateRow, items_value, with_list_arguments};
-use crate::values::{gql_error, key_text, value_to_json};
+use crate::values::{field_result, key_text, value_to_json};
 use crate::{Backend, RequestData};
 use async_graphql::Value;
 use async_graphql::dynamic::{Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef};
@@ -54,9 +54,13 @@ impl Op {
 /// A root field of `collection` doing `op`.
 fn root_field(name: String, ty: TypeRef, collection: &str, op: Op) -> Field {
     let c: Arc<str> = Arc::from(collection);
+    let nullable = !matches!(ty, TypeRef::NonNull(_));
     let field = Field::new(name, ty, move |ctx| {
         let c = c.clone();
-        FieldFuture::new(async move { resolve(ctx, &c, op).await.map_err(gql_error) })
+        FieldFuture::new(async move {
+            let result = resolve(&ctx, &c, op).await;
+            field_result(ctx.ctx, nullable, result)
+        })
     });
     if op.lists() { with_list_arguments(field, collection) } else { field }
 }
@@ -209,8 +213,8 @@ fn status(s: tonic::Status) -> ApiError {
     ApiError::from_status(&s)
 }
 
-async fn resolve<'a>(ctx: ResolverContext<'a>, collection: &str, op: Op) -> Result<Option<FieldValue<'a>>, ApiError> {
-    let (backend, model, req) = request_env(&ctx)?;
+async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Result<Option<FieldValue<'a>>, ApiError> {
+    let (backend, model, req) = request_env(ctx)?;
     let c: &Collection = model.collection(collection).ok_or_else(ApiError::forbidden)?;
     let field = &ctx.ctx.item.node;
     let walker = Walker::new(model, ctx.ctx);
@@ -236,34 +240,34 @@ async fn resolve<'a>(ctx: ResolverContext<'a>, collection: &str, op: Op) -> Resu
         walker.list_arguments(field, c, &mut q)?;
     }
     if matches!(op, Op::ByVersion | Op::SingletonByVersion) {
-        q.version = string_arg(&ctx, "version");
+        q.version = string_arg(ctx, "version");
     }
     let call = &req.caller;
     let bytes = |v: &Json| Bytes::from(v.to_string());
     let data: Bytes = match op {
         Op::List => items.read_items(call.request(ReadItemsRequest { collection: name, query: Some(q) })?).await.map_err(status)?.into_inner().data,
         Op::ById | Op::ByVersion => {
-            let key = key_arg(&ctx)?;
+            let key = key_arg(ctx)?;
             items.read_item(call.request(ReadItemRequest { collection: name, key, query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
         Op::Singleton | Op::SingletonByVersion => {
             items.read_singleton(call.request(ReadSingletonRequest { collection: name, query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
         Op::CreateOne => {
-            let data = bytes(&data_arg(&ctx)?);
+            let data = bytes(&data_arg(ctx)?);
             items.create_item(call.request(CreateItemRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
         Op::CreateMany => {
-            let data = bytes(&data_arg(&ctx)?);
+            let data = bytes(&data_arg(ctx)?);
             items.create_items(call.request(CreateItemsRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
         Op::UpdateOne => {
-            let (key, data) = (key_arg(&ctx)?, bytes(&data_arg(&ctx)?));
+            let (key, data) = (key_arg(ctx)?, bytes(&data_arg(ctx)?));
             items.update_item(call.request(UpdateItemRequest { collection: name, key, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
         Op::UpdateMany => {
-            let keys = keys_arg(&ctx)?;
-            let data = match data_arg(&ctx)? {
+            let keys = keys_arg(ctx)?;
+            let data = match data_arg(ctx)? {
                 Json::Array(mut list) if list.len() == 1 => list.remove(0),
                 Json::Array(_) => return Err(ApiError::invalid_payload("\"data\" must hold exactly one object of values to set on every item of \"ids\"")),
                 other => other,
@@ -272,11 +276,11 @@ async fn resolve<'a>(ctx: ResolverContext<'a>, collection: &str, op: Op) -> Resu
             items.update_items(call.request(UpdateItemsRequest { collection: name, selector, data: bytes(&data), query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
         Op::UpdateBatch => {
-            let data = bytes(&data_arg(&ctx)?);
+            let data = bytes(&data_arg(ctx)?);
             items.update_batch(call.request(UpdateBatchRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
         Op::UpdateSingleton => {
-            let data = match data_arg(&ctx)? {
+            let data = match data_arg(ctx)? {
                 Json::Array(mut list) if list.len() == 1 => list.remove(0),
                 Json::Array(_) => return Err(ApiError::invalid_payload("\"data\" must hold exactly one object for a singleton")),
                 other => other,
@@ -284,12 +288,12 @@ async fn resolve<'a>(ctx: ResolverContext<'a>, collection: &str, op: Op) -> Resu
             items.update_singleton(call.request(UpdateSingletonRequest { collection: name, data: bytes(&data), query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
         Op::DeleteOne => {
-            let key = key_arg(&ctx)?;
+            let key = key_arg(ctx)?;
             items.delete_item(call.request(DeleteItemRequest { collection: name, key: key.clone() })?).await.map_err(status)?;
             return Ok(Some(FieldValue::owned_any(serde_json::json!({ "id": key }))));
         }
         Op::DeleteMany => {
-            let keys = keys_arg(&ctx)?;
+            let keys = keys_arg(ctx)?;
             let selector = Some(delete_items_request::Selector::Keys(KeyList { keys: keys.clone() }));
             items.delete_items(call.request(DeleteItemsRequest { collection: name, selector })?).await.map_err(status)?;
             return Ok(Some(FieldValue::owned_any(serde_json::json!({ "ids": keys }))));

@@ -4,7 +4,7 @@
 //! `session`), and `server_ping`.
 
 use crate::root::request_env;
-use crate::values::gql_error;
+use crate::values::field_result;
 use async_graphql::Value;
 use async_graphql::dynamic::{Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef};
 use cdapi_proto::ApiError;
@@ -61,26 +61,26 @@ enum AuthOp {
     PasswordReset,
 }
 
-async fn resolve<'a>(ctx: ResolverContext<'a>, op: AuthOp) -> Result<Option<FieldValue<'a>>, ApiError> {
-    let (backend, _, req) = request_env(&ctx)?;
+async fn resolve<'a>(ctx: &ResolverContext<'a>, op: AuthOp) -> Result<Option<FieldValue<'a>>, ApiError> {
+    let (backend, _, req) = request_env(ctx)?;
     let mut auth = backend.auth.clone();
     let call = &req.caller;
     let done = || Some(FieldValue::value(true));
     match op {
         AuthOp::Login => {
-            let otp = Some(text(&ctx, "otp")).filter(|o| !o.is_empty());
-            let mode = mode(&ctx)?.unwrap_or(SessionMode::Json);
-            let msg = LoginRequest { email: text(&ctx, "email"), password: text(&ctx, "password"), otp, mode: mode as i32 };
+            let otp = Some(text(ctx, "otp")).filter(|o| !o.is_empty());
+            let mode = mode(ctx)?.unwrap_or(SessionMode::Json);
+            let msg = LoginRequest { email: text(ctx, "email"), password: text(ctx, "password"), otp, mode: mode as i32 };
             let t = auth.login(call.request(msg)?).await.map_err(status)?.into_inner();
-            Ok(Some(tokens(&ctx, &t)?))
+            Ok(Some(tokens(ctx, &t)?))
         }
         AuthOp::Refresh => {
-            let msg = refresh_request(text(&ctx, "refresh_token"), mode(&ctx)?, req.refresh_cookie.clone(), req.session_cookie.clone());
+            let msg = refresh_request(text(ctx, "refresh_token"), mode(ctx)?, req.refresh_cookie.clone(), req.session_cookie.clone());
             let t = auth.refresh(call.request(msg)?).await.map_err(status)?.into_inner();
-            Ok(Some(tokens(&ctx, &t)?))
+            Ok(Some(tokens(ctx, &t)?))
         }
         AuthOp::Logout => {
-            let mut refresh_token = text(&ctx, "refresh_token");
+            let mut refresh_token = text(ctx, "refresh_token");
             if refresh_token.is_empty() {
                 refresh_token = req.refresh_cookie.clone().unwrap_or_default();
             }
@@ -91,12 +91,12 @@ async fn resolve<'a>(ctx: ResolverContext<'a>, op: AuthOp) -> Result<Option<Fiel
             Ok(done())
         }
         AuthOp::PasswordRequest => {
-            let reset_url = Some(text(&ctx, "reset_url")).filter(|u| !u.is_empty());
-            auth.request_password_reset(call.request(PasswordResetRequest { email: text(&ctx, "email"), reset_url })?).await.map_err(status)?;
+            let reset_url = Some(text(ctx, "reset_url")).filter(|u| !u.is_empty());
+            auth.request_password_reset(call.request(PasswordResetRequest { email: text(ctx, "email"), reset_url })?).await.map_err(status)?;
             Ok(done())
         }
         AuthOp::PasswordReset => {
-            auth.reset_password(call.request(ResetPasswordRequest { token: text(&ctx, "token"), password: text(&ctx, "password") })?)
+            auth.reset_password(call.request(ResetPasswordRequest { token: text(ctx, "token"), password: text(ctx, "password") })?)
                 .await
                 .map_err(status)?;
             Ok(done())
@@ -105,7 +105,12 @@ async fn resolve<'a>(ctx: ResolverContext<'a>, op: AuthOp) -> Result<Option<Fiel
 }
 
 fn auth_field(name: &str, ty: TypeRef, op: AuthOp, args: &[(&str, TypeRef)]) -> Field {
-    let field = Field::new(name, ty, move |ctx| FieldFuture::new(async move { resolve(ctx, op).await.map_err(gql_error) }));
+    let field = Field::new(name, ty, move |ctx| {
+        FieldFuture::new(async move {
+            let result = resolve(&ctx, op).await;
+            field_result(ctx.ctx, true, result)
+        })
+    });
     args.iter().fold(field, |f, (n, t)| f.argument(InputValue::new(*n, t.clone())))
 }
 

@@ -122,6 +122,25 @@ pub fn m2a_scope<'m>(model: &'m Model, collection: &'m Collection, key: &'m str)
     }
 }
 
+/// The outcome of a root field: a failure of a nullable field is recorded as an error at the
+/// field's path and the field is null, so the other root fields of the operation still answer
+/// (async-graphql's dynamic executor would otherwise fail the whole operation); a failure of a
+/// non-null field fails the operation (GraphQL's null propagation up to `data`).
+pub fn field_result<'a>(
+    ctx: &async_graphql::Context<'_>,
+    nullable: bool,
+    result: Result<Option<async_graphql::dynamic::FieldValue<'a>>, ApiError>,
+) -> async_graphql::Result<Option<async_graphql::dynamic::FieldValue<'a>>> {
+    match result {
+        Ok(v) => Ok(v),
+        Err(e) if nullable => {
+            ctx.add_error(ctx.set_error_path(gql_error(e).into_server_error(ctx.item.pos)));
+            Ok(None)
+        }
+        Err(e) => Err(gql_error(e)),
+    }
+}
+
 /// An API error as a GraphQL error: its message, and `extensions` with `code` and the error's
 /// own extensions (directus-facts.md "Error body", GraphQL).
 pub fn gql_error(e: ApiError) -> async_graphql::Error {
