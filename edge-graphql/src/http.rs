@@ -1,6 +1,7 @@
 //! The HTTP side: `POST /graphql` and `/graphql/system` with a JSON body `{query, variables?,
 //! operationName?}` (or `application/graphql` text), `GET` with the same as query parameters,
-//! plus `/server/health` and `/server/ping`. The token travels as on REST (spec:
+//! plus `/server/health`, `/server/ping`, and the schemas as SDL on `/server/specs/graphql` and
+//! `/server/specs/graphql/system` (Directus's paths). The token travels as on REST (spec:
 //! Authentication rule 3).
 //!
 //! Replies: the GraphQL response, HTTP 200, errors inside it with `extensions.code` (the spec's
@@ -61,6 +62,11 @@ async fn route(
     let endpoint = match path.trim_end_matches('/') {
         "/graphql" => Endpoint::User,
         "/graphql/system" => Endpoint::System,
+        "/server/specs/graphql" | "/server/specs/graphql/system" => {
+            let built = cache.current().ok_or_else(|| ApiError::new(ErrorCode::ServiceUnavailable, "The GraphQL schema is not loaded yet."))?;
+            let schema = if path.trim_end_matches('/').ends_with("/system") { &built.system } else { &built.user };
+            return Ok(with_body(StatusCode::OK, "application/graphql; charset=utf-8", schema.sdl()));
+        }
         "/server/ping" => return Ok(with_body(StatusCode::OK, "text/plain; charset=utf-8", "pong")),
         "/server/health" => {
             let (status, body) = match cache.current() {

@@ -1,4 +1,4 @@
-//! `/graphql` and `/graphql/system` on the REST port: forwarded to edge-graphql (GRAPHQL_URL),
+//! `/graphql`, `/graphql/system` and their SDL (`/server/specs/graphql[/system]`) on the REST port: forwarded to edge-graphql (GRAPHQL_URL),
 //! so that one base URL serves REST and GraphQL, as with Directus (spec: What the service does,
 //! rule 4). In Kubernetes the Ingress routes `/graphql*` to edge-graphql directly; this is for a
 //! single machine (`deploy/local/up`) and for clients that are given only the REST URL.
@@ -58,6 +58,7 @@ impl GraphqlProxy {
         let bytes = body.collect().await.map_err(|e| unavailable(&e))?.to_bytes();
         let mut reply = Reply::into_response(bytes.to_vec());
         *reply.status_mut() = parts.status;
+        reply.headers_mut().clear();
         for (name, value) in &parts.headers {
             if !HOP_BY_HOP.contains(&name.as_str()) {
                 reply.headers_mut().append(name, value.clone());

@@ -249,7 +249,7 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
                 _ => Ok(reply::method_not_allowed(&req.method, "GET, PATCH, DELETE")),
             }
         }
-        ["graphql"] | ["graphql", "system"] if state.graphql.is_some() => match &state.graphql {
+        ["graphql"] | ["graphql", "system"] | ["server", "specs", "graphql"] | ["server", "specs", "graphql", "system"] if state.graphql.is_some() => match &state.graphql {
             Some(proxy) => proxy.forward(req, body, state.max_payload_size).await,
             None => Err(ApiError::internal()),
         },
