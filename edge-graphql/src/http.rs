@@ -77,8 +77,8 @@ async fn route(
         }
         _ => return Err(ApiError::new(ErrorCode::RouteNotFound, format!("Route {path} doesn't exist."))),
     };
-    if body.len() as u64 > settings.max_payload_size {
-        return Err(ApiError::new(ErrorCode::ContentTooLarge, format!("The request body is larger than {} bytes.", settings.max_payload_size)));
+    if body.len() as u64 > settings.edge.max_payload_size {
+        return Err(ApiError::new(ErrorCode::ContentTooLarge, format!("The request body is larger than {} bytes.", settings.edge.max_payload_size)));
     }
     let params: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
     let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
@@ -97,9 +97,9 @@ async fn route(
         Some(v) => Variables::from_json(serde_json::from_str(&v).map_err(|e| ApiError::invalid_payload(format!("\"variables\" is not valid JSON: {e}")))?),
     };
     let built = cache.current().ok_or_else(|| ApiError::new(ErrorCode::ServiceUnavailable, "The GraphQL schema is not loaded yet."))?;
-    let session_cookie = cookie(headers, settings.cookies.name(Kind::Session));
-    let caller = Caller::new(headers, param("access_token"), session_cookie.clone(), settings.client_ip.resolve(peer, headers), request_id.to_owned())?;
-    let data = RequestData { caller, refresh_cookie: cookie(headers, settings.cookies.name(Kind::Refresh)), session_cookie };
+    let session_cookie = cookie(headers, settings.edge.cookies.name(Kind::Session));
+    let caller = Caller::new(headers, param("access_token"), session_cookie.clone(), settings.edge.client_ip.resolve(peer, headers), request_id.to_owned())?;
+    let data = RequestData { caller, refresh_cookie: cookie(headers, settings.edge.cookies.name(Kind::Refresh)), session_cookie };
     let mut request = async_graphql::Request::new(text).variables(variables).data(data);
     if let Some(op) = operation.filter(|o| !o.is_empty()) {
         request = request.operation_name(op);

@@ -3,15 +3,15 @@
 //! operation is translated into the same gRPC calls the REST edge makes. No business rules here.
 //!
 //! Layout:
-//! - [`config`]: settings.
-//! - [`model`]: the snapshot as GraphQL sees it (the naming rule: what is exposed, as what).
-//! - [`types`]: the generated types (item objects, filters, inputs, aggregates, unions).
-//! - [`root`]: `/graphql`'s root fields and their resolvers (one core call per root field).
-//! - [`system`]: `/graphql/system`'s own root fields (the `auth_*` mutations).
-//! - [`selection`]: a selection tree → the typed query's `fields`, `alias` and `deep`.
-//! - [`values`]: JSON ↔ GraphQL values, filters back to their REST keys, errors.
-//! - [`schemas`]: building both schemas, caching them per snapshot version, the watcher.
-//! - [`http`]: the warp routes (`/graphql`, `/graphql/system`, `/server/health`).
+//! - [`config`] — the settings.
+//! - [`model`] — the snapshot as GraphQL sees it (the naming rule: what is exposed, as what).
+//! - [`types`] — the generated types (item objects, filters, inputs, aggregates, unions).
+//! - [`root`] — `/graphql`'s root fields and their resolvers (one core call per root field).
+//! - [`system`] — `/graphql/system`'s own root fields (the `auth_*` mutations).
+//! - [`selection`] — a selection tree → the typed query's `fields`, `alias` and `deep`.
+//! - [`values`] — JSON ↔ GraphQL values, filters back to their REST keys, errors.
+//! - [`schemas`] — building both schemas, caching them per snapshot version, the watcher.
+//! - [`http`] — the warp routes (`/graphql`, `/graphql/system`, `/server/health`).
 //!
 //! [`run`] serves on a given listener until a shutdown future resolves.
 
@@ -30,7 +30,6 @@ use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 use tonic::transport::Channel;
 
 /// The services behind the edge, shared by every request (schema data).
@@ -59,28 +58,19 @@ pub struct RequestData {
 /// requests finish). Schemas come from the core's `WatchSchema` stream; until the first one
 /// arrives, requests answer 503 SERVICE_UNAVAILABLE. Errors: an invalid service URL.
 pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-    let channel = |url: &str, timeout: bool| -> anyhow::Result<Channel> {
-        let mut ep = tonic::transport::Endpoint::from_shared(url.to_owned())?
-            .tcp_nodelay(true)
-            .connect_timeout(Duration::from_secs(5))
-            .http2_keep_alive_interval(Duration::from_secs(30));
-        if timeout {
-            ep = ep.timeout(Duration::from_millis(settings.core_timeout_ms));
-        }
-        Ok(ep.connect_lazy())
-    };
-    let core = channel(&settings.core_url, true)?;
+    let edge = &settings.edge;
+    let core = edge.channel(&edge.core_url, true)?;
     let backend = Arc::new(Backend {
         items: ItemsServiceClient::new(core).max_decoding_message_size(usize::MAX),
-        auth: AuthServiceClient::new(channel(&settings.auth_url, true)?),
+        auth: AuthServiceClient::new(edge.channel(&edge.auth_url, true)?),
         // The watch stream lives as long as the core: no deadline on its channel.
-        schema: SchemaServiceClient::new(channel(&settings.core_url, false)?).max_decoding_message_size(usize::MAX),
-        cookies: settings.cookies.clone(),
+        schema: SchemaServiceClient::new(edge.channel(&edge.core_url, false)?).max_decoding_message_size(usize::MAX),
+        cookies: edge.cookies.clone(),
     });
     let cache = Arc::new(schemas::SchemaCache::new(backend.clone(), schemas::Limits::from(&settings)));
     let watcher = tokio::spawn(schemas::watch(cache.clone()));
     let routes = http::routes(cache, Arc::new(settings.clone()));
-    tracing::info!(addr = %listener.local_addr()?, core = %settings.core_url, auth = %settings.auth_url, "edge-graphql listening (HTTP)");
+    tracing::info!(addr = %listener.local_addr()?, core = %edge.core_url, auth = %edge.auth_url, "edge-graphql listening (HTTP)");
     warp::serve(routes).incoming(listener).graceful(shutdown).run().await;
     watcher.abort();
     tracing::info!("edge-graphql stopped");

@@ -117,7 +117,7 @@ fn item_object(c: &Collection, type_name: &str) -> Object {
                 let values: serde_json::Map<String, Json> = functions
                     .names()
                     .iter()
-                    .filter_map(|n| Some(((*n).to_owned(), parent_json(&ctx)?.get(&format!("{n}({base})"))?.clone())))
+                    .filter_map(|n| Some(((*n).to_owned(), parent_json(&ctx)?.get(format!("{n}({base})"))?.clone())))
                     .collect();
                 FieldFuture::Value(Some(FieldValue::owned_any(Json::Object(values))))
             }));

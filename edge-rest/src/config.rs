@@ -9,18 +9,8 @@ pub struct Settings {
     pub host: std::net::IpAddr,
     /// REST_PORT (default 8055): the public HTTP port; 0 = any free port.
     pub port: u16,
-    /// CORE_GRPC_URL (default `http://127.0.0.1:50051`): the core-service.
-    pub core_url: String,
-    /// AUTH_GRPC_URL (default `http://127.0.0.1:50052`): the auth-service.
-    pub auth_url: String,
-    /// MAX_PAYLOAD_SIZE (bytes, default 1048576 = Directus's 1mb): largest request body.
-    pub max_payload_size: u64,
-    /// CORE_TIMEOUT_MS (milliseconds, default 30000): deadline of one call to a service.
-    pub core_timeout_ms: u64,
-    /// Cookie names and attributes.
-    pub cookies: edge_http::cookies::CookieSettings,
-    /// Who the client is behind proxies.
-    pub client_ip: edge_http::client_ip::ClientIpRule,
+    /// The settings every edge shares (services, body size, cookies, client address).
+    pub edge: edge_http::settings::EdgeSettings,
     /// RATE_LIMITER_ENABLED (default false, as Directus), RATE_LIMITER_POINTS (default 50) per
     /// RATE_LIMITER_DURATION (seconds, default 1): requests per client address.
     pub rate_limit: Option<(u32, u64)>,
@@ -40,15 +30,7 @@ impl Settings {
         Ok(Self {
             host: env_or("REST_HOST", std::net::IpAddr::from([0, 0, 0, 0]))?,
             port: env_or("REST_PORT", 8055u16)?,
-            core_url: env_or("CORE_GRPC_URL", "http://127.0.0.1:50051".to_string())?,
-            auth_url: env_or("AUTH_GRPC_URL", "http://127.0.0.1:50052".to_string())?,
-            max_payload_size: env_or("MAX_PAYLOAD_SIZE", 1_048_576u64)?,
-            core_timeout_ms: env_or("CORE_TIMEOUT_MS", 30_000u64)?,
-            cookies: edge_http::cookies::CookieSettings::from_env()?,
-            client_ip: edge_http::client_ip::ClientIpRule::new(
-                &env_opt("IP_TRUSTED_PROXIES").unwrap_or_default(),
-                &env_or("IP_CUSTOM_HEADER", "x-forwarded-for".to_string())?,
-            )?,
+            edge: edge_http::settings::EdgeSettings::from_env()?,
             rate_limit,
             graphql_url: env_opt("GRAPHQL_URL"),
         })

@@ -20,7 +20,6 @@ pub mod versions;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 use warp::Filter;
 
 /// The body stream as `Bytes` chunks.
@@ -34,15 +33,7 @@ fn body_bytes(
 /// Serves the REST API on `listener` until `shutdown` resolves (in-flight requests finish).
 /// Errors: an invalid CORE_GRPC_URL.
 pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-    let channel = |url: &str| -> anyhow::Result<tonic::transport::Channel> {
-        Ok(tonic::transport::Endpoint::from_shared(url.to_owned())?
-            .tcp_nodelay(true)
-            .timeout(Duration::from_millis(settings.core_timeout_ms))
-            .connect_timeout(Duration::from_secs(5))
-            .http2_keep_alive_interval(Duration::from_secs(30))
-            .connect_lazy())
-    };
-    let state = Arc::new(routes::EdgeState::new(channel(&settings.core_url)?, channel(&settings.auth_url)?, &settings)?);
+    let state = Arc::new(routes::EdgeState::new(settings.edge.channel(&settings.edge.core_url, true)?, settings.edge.channel(&settings.edge.auth_url, true)?, &settings)?);
     // Item data can exceed tonic's 4 MiB default (limit=-1 on a large collection).
     let routes = warp::method()
         .and(warp::path::full())
@@ -58,7 +49,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
             let body: routes::Body = Box::pin(body_bytes(body));
             async move { routes::handle(state, req, body).await }
         });
-    tracing::info!(addr = %listener.local_addr()?, core = %settings.core_url, auth = %settings.auth_url, "edge-rest listening (HTTP)");
+    tracing::info!(addr = %listener.local_addr()?, core = %settings.edge.core_url, auth = %settings.edge.auth_url, "edge-rest listening (HTTP)");
     warp::serve(routes).incoming(listener).graceful(shutdown).run().await;
     tracing::info!("edge-rest stopped");
     Ok(())

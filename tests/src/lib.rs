@@ -160,3 +160,10 @@ pub async fn graphql_as(app: &TestApp, endpoint: &str, token: Option<&str>, quer
     let body = serde_json::json!({"query": query, "variables": variables}).to_string();
     send(app, reqwest::Method::POST, endpoint, token, &[], Some(("application/json", body))).await
 }
+
+/// The `data` of a GraphQL reply, failing the test on a non-200 status or any error.
+pub fn gql_data(reply: &Reply) -> &Value {
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(reply.body.get("errors").is_none(), "{}", reply.body);
+    &reply.body["data"]
+}

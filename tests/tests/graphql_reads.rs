@@ -4,7 +4,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::{Dataset, app, get, graphql};
+use e2e_tests::{Dataset, app, get, gql_data, graphql};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -22,12 +22,6 @@ async fn list_with_nested_relations_matches_rest() {
     assert_eq!(g.body["data"]["articles"], rest);
 }
 
-/// The data of a GraphQL reply, failing the test on any error.
-fn data(reply: &e2e_tests::Reply) -> &Value {
-    assert_eq!(reply.status, 200, "{}", reply.body);
-    assert!(reply.body.get("errors").is_none(), "{}", reply.body);
-    &reply.body["data"]
-}
 
 #[tokio::test]
 async fn by_id_aliases_variables_fragments_and_functions() {
@@ -40,7 +34,7 @@ async fn by_id_aliases_variables_fragments_and_functions() {
       }
       fragment Core on articles { id title }";
     let g = graphql(app, "/graphql", q, json!({"id": 1, "skip": true})).await;
-    let d = data(&g);
+    let d = gql_data(&g);
     let truth = e2e_tests::sql_json(app, "SELECT json_build_object('id', a.id::text, 'title', a.title, 'y', extract(year FROM a.published_at)::int, 'm', extract(month FROM a.published_at)::int, 'name', au.name, 'author', au.id::text)::text FROM articles a LEFT JOIN authors au ON au.id = a.author WHERE a.id = 1").await;
     assert_eq!(d["a"]["id"], truth["id"]);
     assert_eq!(d["a"]["title"], truth["title"]);
@@ -59,7 +53,7 @@ async fn one_relation_twice_with_different_arguments() {
     let app = app(Dataset::Demo);
     let q = "{ authors_by_id(id: 1) { newest: articles(limit: 2, sort: [\"-id\"]) { id } oldest: articles(limit: 1, sort: [\"id\"]) { id } } }";
     let g = graphql(app, "/graphql", q, json!({})).await;
-    let d = &data(&g)["authors_by_id"];
+    let d = &gql_data(&g)["authors_by_id"];
     let newest = e2e_tests::sql_json(app, "SELECT json_agg(json_build_object('id', id::text))::text FROM (SELECT id FROM articles WHERE author = 1 ORDER BY id DESC LIMIT 2) t").await;
     let oldest = e2e_tests::sql_json(app, "SELECT json_agg(json_build_object('id', id::text))::text FROM (SELECT id FROM articles WHERE author = 1 ORDER BY id LIMIT 1) t").await;
     assert_eq!(d["newest"], newest);
@@ -71,14 +65,14 @@ async fn many_to_any_items_by_inline_fragment_and_filter() {
     let app = app(Dataset::Demo);
     let q = "{ articles_by_id(id: 1) { blocks(sort: [\"sort\"]) { collection item { __typename ... on headings { title } ... on text_blocks { body } } } } }";
     let g = graphql(app, "/graphql", q, json!({})).await;
-    let blocks = data(&g)["articles_by_id"]["blocks"].as_array().cloned().unwrap_or_default();
+    let blocks = gql_data(&g)["articles_by_id"]["blocks"].as_array().cloned().unwrap_or_default();
     let truth = e2e_tests::sql_json(app, "SELECT json_agg(CASE WHEN b.collection = 'headings' THEN json_build_object('collection', b.collection, 'item', json_build_object('__typename', 'headings', 'title', h.title)) ELSE json_build_object('collection', b.collection, 'item', json_build_object('__typename', 'text_blocks', 'body', t.body)) END ORDER BY b.sort)::text FROM articles_blocks b LEFT JOIN headings h ON b.collection = 'headings' AND h.id::text = b.item LEFT JOIN text_blocks t ON b.collection = 'text_blocks' AND t.id::text = b.item WHERE b.articles_id = 1").await;
     assert_eq!(Value::Array(blocks), truth);
     // `item__headings` filters through the M2A scope (spec: GraphQL rules 2).
     let q = "{ articles(limit: 100, sort: [\"id\"], filter: {blocks: {item__headings: {title: {_starts_with: \"Section 7:\"}}}}) { id } }";
     let g = graphql(app, "/graphql", q, json!({})).await;
     let ids = e2e_tests::sql_json(app, "SELECT json_agg(json_build_object('id', b.articles_id::text) ORDER BY b.articles_id)::text FROM articles_blocks b JOIN headings h ON b.collection = 'headings' AND h.id::text = b.item WHERE h.title LIKE 'Section 7:%'").await;
-    assert_eq!(data(&g)["articles"], ids);
+    assert_eq!(gql_data(&g)["articles"], ids);
 }
 
 #[tokio::test]
@@ -88,7 +82,7 @@ async fn filters_with_functions_relations_and_quantifiers() {
                b: articles(limit: -1, filter: {tags: {_none: {tags_id: {name: {_eq: \"rust\"}}}}}) { id }
                c: authors(limit: -1, filter: {articles_func: {count: {_gt: 200}}}) { id } }";
     let g = graphql(app, "/graphql", q, json!({})).await;
-    let d = data(&g);
+    let d = gql_data(&g);
     let count = |v: &Value| v.as_array().map(Vec::len).unwrap_or(0) as i64;
     let a = e2e_tests::sql_json(app, "SELECT count(*)::text FROM articles a JOIN authors au ON au.id = a.author WHERE extract(year FROM a.published_at) = 2024 AND au.name ILIKE '%a%'").await;
     let b = e2e_tests::sql_json(app, "SELECT count(*)::text FROM articles a WHERE NOT EXISTS (SELECT 1 FROM articles_tags x JOIN tags t ON t.id = x.tags_id WHERE x.articles_id = a.id AND t.name = 'rust')").await;
@@ -103,7 +97,7 @@ async fn aggregates_with_group_by_match_rest() {
     let app = app(Dataset::Demo);
     let q = "{ articles_aggregated(groupBy: [\"status\"], sort: [\"status\"], filter: {rating: {_nnull: true}}) { group countAll count { id rating } avg { rating } max { word_count } } }";
     let g = graphql(app, "/graphql", q, json!({})).await;
-    let rows = data(&g)["articles_aggregated"].as_array().cloned().unwrap_or_default();
+    let rows = gql_data(&g)["articles_aggregated"].as_array().cloned().unwrap_or_default();
     let r = get(app, "/items/articles?groupBy[]=status&sort=status&filter[rating][_nnull]=true&aggregate[countAll]=*&aggregate[count]=id,rating&aggregate[avg]=rating&aggregate[max]=word_count").await;
     assert_eq!(r.status, 200, "{}", r.body);
     let rest = r.body["data"].as_array().cloned().unwrap_or_default();
@@ -124,7 +118,7 @@ async fn singleton_and_versions() {
     let app = app(Dataset::Demo);
     let g = graphql(app, "/graphql", "{ settings { site_name per_page featured { title } } }", json!({})).await;
     let r = get(app, "/items/settings?fields=site_name,per_page,featured.title").await;
-    assert_eq!(data(&g)["settings"], r.body["data"]);
+    assert_eq!(gql_data(&g)["settings"], r.body["data"]);
     // A version of article 3 changes its title; the version read shows it, the live item not.
     let key = format!("gql-{}", std::process::id());
     let create = e2e_tests::send(app, reqwest::Method::POST, "/versions", Some(e2e_tests::ADMIN_TOKEN), &[], Some(("application/json", json!({"key": key, "name": "draft", "collection": "articles", "item": "3"}).to_string()))).await;
@@ -133,11 +127,11 @@ async fn singleton_and_versions() {
     let save = e2e_tests::send(app, reqwest::Method::POST, &format!("/versions/{id}/save"), Some(e2e_tests::ADMIN_TOKEN), &[], Some(("application/json", json!({"title": "Versioned title"}).to_string()))).await;
     assert_eq!(save.status, 200, "{}", save.body);
     let g = graphql(app, "/graphql", "query($v: String!) { articles_by_version(id: 3, version: $v) { id title } articles_by_id(id: 3) { title } }", json!({"v": key})).await;
-    let d = data(&g);
+    let d = gql_data(&g);
     assert_eq!(d["articles_by_version"]["title"], "Versioned title");
     assert_ne!(d["articles_by_id"]["title"], "Versioned title");
     let g = graphql(app, "/graphql", "{ settings_by_version(version: \"main\") { site_name } }", json!({})).await;
-    assert_eq!(data(&g)["settings_by_version"]["site_name"], r.body["data"]["site_name"]);
+    assert_eq!(gql_data(&g)["settings_by_version"]["site_name"], r.body["data"]["site_name"]);
 }
 
 #[tokio::test]
@@ -192,7 +186,7 @@ async fn pagila_schema_builds_with_enums_arrays_and_composite_keys() {
                film_actor_by_id(id: \"1,1\") { actor_id { actor_id } film_id { film_id } }
                film_aggregated(groupBy: [\"rating\"], sort: [\"rating\"]) { group countAll sum { rental_rate } } }";
     let g = graphql(app, "/graphql", q, json!({})).await;
-    let d = data(&g);
+    let d = gql_data(&g);
     let r = get(app, "/items/film?filter[rating][_eq]=PG-13&limit=3&sort=film_id&fields=film_id,title,rating,special_features,language_id.name,actors.actor_id.first_name&deep[actors][_limit]=2&deep[actors][_sort]=actor_id").await;
     let mut rest = r.body["data"].clone();
     for f in rest.as_array_mut().into_iter().flatten() {

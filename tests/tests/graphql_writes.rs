@@ -3,15 +3,10 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::{Dataset, app, cookie_value, exec, graphql, graphql_as, sql_json};
+use e2e_tests::{Dataset, app, cookie_value, exec, gql_data, graphql, graphql_as, sql_json};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-fn data(reply: &e2e_tests::Reply) -> &Value {
-    assert_eq!(reply.status, 200, "{}", reply.body);
-    assert!(reply.body.get("errors").is_none(), "{}", reply.body);
-    &reply.body["data"]
-}
 
 #[tokio::test]
 async fn create_update_and_delete_items() {
@@ -19,7 +14,7 @@ async fn create_update_and_delete_items() {
     // One item with a new related author (M2O object without key: created, then linked).
     let q = "mutation($d: create_articles_input!) { create_articles_item(data: $d) { id title author { name } } }";
     let g = graphql(app, "/graphql", q, json!({"d": {"title": "GQL one", "status": "draft", "author": {"name": "GQL Writer"}}})).await;
-    let one = data(&g)["create_articles_item"].clone();
+    let one = gql_data(&g)["create_articles_item"].clone();
     assert_eq!(one["title"], "GQL one");
     assert_eq!(one["author"]["name"], "GQL Writer");
     let id = one["id"].as_str().expect("id is a string").to_owned();
@@ -27,34 +22,34 @@ async fn create_update_and_delete_items() {
     assert_eq!(truth, json!({"title": "GQL one", "author": "GQL Writer"}));
 
     let g = graphql(app, "/graphql", "mutation { create_tags_items(data: [{name: \"gql-a\"}, {name: \"gql-b\"}]) { id name } }", json!({})).await;
-    let tags = data(&g)["create_tags_items"].as_array().cloned().unwrap_or_default();
+    let tags = gql_data(&g)["create_tags_items"].as_array().cloned().unwrap_or_default();
     assert_eq!(tags.iter().map(|t| t["name"].clone()).collect::<Vec<_>>(), [json!("gql-a"), json!("gql-b")]);
     let tag_ids: Vec<String> = tags.iter().filter_map(|t| t["id"].as_str().map(str::to_owned)).collect();
 
     let g = graphql(app, "/graphql", &format!("mutation {{ update_articles_item(id: {id}, data: {{title: \"GQL one, edited\"}}) {{ title }} }}"), json!({})).await;
-    assert_eq!(data(&g)["update_articles_item"]["title"], "GQL one, edited");
+    assert_eq!(gql_data(&g)["update_articles_item"]["title"], "GQL one, edited");
 
     // update_<c>_items: ids and one data object (spec: a list; a plain object is coerced).
     let q = format!("mutation {{ update_tags_items(ids: [{}], data: [{{name: \"same\"}}], sort: [\"id\"]) {{ id name }} }}", tag_ids[0]);
     let g = graphql(app, "/graphql", &q, json!({})).await;
-    assert_eq!(data(&g)["update_tags_items"], json!([{"id": tag_ids[0], "name": "same"}]));
+    assert_eq!(gql_data(&g)["update_tags_items"], json!([{"id": tag_ids[0], "name": "same"}]));
     let q = format!("mutation {{ update_tags_batch(data: [{{id: {}, name: \"gql-x\"}}, {{id: {}, name: \"gql-y\"}}]) {{ name }} }}", tag_ids[0], tag_ids[1]);
     let g = graphql(app, "/graphql", &q, json!({})).await;
-    assert_eq!(data(&g)["update_tags_batch"], json!([{"name": "gql-x"}, {"name": "gql-y"}]));
+    assert_eq!(gql_data(&g)["update_tags_batch"], json!([{"name": "gql-x"}, {"name": "gql-y"}]));
     let names = sql_json(app, &format!("SELECT json_agg(name ORDER BY id)::text FROM tags WHERE id IN ({})", tag_ids.join(","))).await;
     assert_eq!(names, json!(["gql-x", "gql-y"]));
 
     // The singleton.
     let g = graphql(app, "/graphql", "mutation { update_settings_items(data: {tagline: \"From GraphQL\"}) { tagline } }", json!({})).await;
-    assert_eq!(data(&g)["update_settings_items"]["tagline"], "From GraphQL");
+    assert_eq!(gql_data(&g)["update_settings_items"]["tagline"], "From GraphQL");
     assert_eq!(sql_json(app, "SELECT to_json(tagline)::text FROM settings").await, "From GraphQL");
 
     // Deletes answer delete_one { id } / delete_many { ids }.
     let g = graphql(app, "/graphql", &format!("mutation {{ delete_articles_item(id: {id}) {{ id }} }}"), json!({})).await;
-    assert_eq!(data(&g)["delete_articles_item"], json!({"id": id}));
+    assert_eq!(gql_data(&g)["delete_articles_item"], json!({"id": id}));
     let q = format!("mutation {{ delete_tags_items(ids: [{}]) {{ ids }} }}", tag_ids.join(","));
     let g = graphql(app, "/graphql", &q, json!({})).await;
-    assert_eq!(data(&g)["delete_tags_items"]["ids"], json!(tag_ids));
+    assert_eq!(gql_data(&g)["delete_tags_items"]["ids"], json!(tag_ids));
     let left = sql_json(app, &format!("SELECT count(*)::text FROM tags WHERE id IN ({}) OR name LIKE 'gql-%'", tag_ids.join(","))).await;
     assert_eq!(left, json!(0));
 }
@@ -84,33 +79,33 @@ async fn auth_mutations_on_the_system_endpoint() {
     let app = app(Dataset::DemoWrites);
     let q = "mutation { auth_login(email: \"admin@example.com\", password: \"test-password\") { access_token refresh_token expires } }";
     let g = graphql_as(app, "/graphql/system", None, q, json!({})).await;
-    let tokens = data(&g)["auth_login"].clone();
+    let tokens = gql_data(&g)["auth_login"].clone();
     let access = tokens["access_token"].as_str().expect("access token").to_owned();
     let refresh = tokens["refresh_token"].as_str().expect("refresh token").to_owned();
     assert!(tokens["expires"].as_str().and_then(|e| e.parse::<i64>().ok()).is_some_and(|ms| ms > 0), "{tokens}");
     // The access token reads items on /graphql.
     let g = graphql_as(app, "/graphql", Some(&access), "{ tags(limit: 1) { id } }", json!({})).await;
-    assert_eq!(data(&g)["tags"].as_array().map(Vec::len), Some(1));
+    assert_eq!(gql_data(&g)["tags"].as_array().map(Vec::len), Some(1));
     // Refresh rotates; the rotated token refreshes no more after logout.
     let q = "mutation($t: String) { auth_refresh(refresh_token: $t, mode: json) { access_token refresh_token } }";
     let g = graphql_as(app, "/graphql/system", None, q, json!({"t": refresh})).await;
-    let rotated = data(&g)["auth_refresh"]["refresh_token"].as_str().expect("rotated").to_owned();
+    let rotated = gql_data(&g)["auth_refresh"]["refresh_token"].as_str().expect("rotated").to_owned();
     assert_ne!(rotated, refresh);
     let g = graphql_as(app, "/graphql/system", None, "mutation($t: String) { auth_logout(refresh_token: $t) }", json!({"t": rotated})).await;
-    assert_eq!(data(&g)["auth_logout"], true);
+    assert_eq!(gql_data(&g)["auth_logout"], true);
     let g = graphql_as(app, "/graphql/system", None, q, json!({"t": rotated})).await;
     assert_eq!(g.body["errors"][0]["extensions"]["code"], "INVALID_CREDENTIALS", "{}", g.body);
     // Mode cookie: the refresh token travels in the cookie, not in the data.
     let q = "mutation { auth_login(email: \"admin@example.com\", password: \"test-password\", mode: cookie) { access_token refresh_token } }";
     let g = graphql_as(app, "/graphql/system", None, q, json!({})).await;
-    assert_eq!(data(&g)["auth_login"]["refresh_token"], Value::Null);
+    assert_eq!(gql_data(&g)["auth_login"]["refresh_token"], Value::Null);
     assert!(cookie_value(&g, "directus_refresh_token").is_some_and(|c| c.len() > 20), "{:?}", g.headers);
     // Wrong password, and the reset mutations.
     let q = "mutation { auth_login(email: \"admin@example.com\", password: \"nope\") { access_token } }";
     let g = graphql_as(app, "/graphql/system", None, q, json!({})).await;
     assert_eq!(g.body["errors"][0]["extensions"]["code"], "INVALID_CREDENTIALS", "{}", g.body);
     let g = graphql_as(app, "/graphql/system", None, "mutation { auth_password_request(email: \"nobody@example.com\") }", json!({})).await;
-    assert_eq!(data(&g)["auth_password_request"], true);
+    assert_eq!(gql_data(&g)["auth_password_request"], true);
     let g = graphql_as(app, "/graphql/system", None, "mutation { auth_password_reset(token: \"forged\", password: \"whatever-123\") }", json!({})).await;
     assert_eq!(g.body["errors"][0]["extensions"]["code"], "FORBIDDEN", "{}", g.body);
     // User collections are not root fields of the system endpoint, and auth is not on /graphql.

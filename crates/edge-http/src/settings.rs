@@ -1,0 +1,53 @@
+//! The settings both HTTP edges read the same way (README "Configuration"), and the gRPC
+//! channels they open with them.
+
+use service_runtime::{env_opt, env_or};
+use std::time::Duration;
+
+/// What every edge reads from its environment besides its own listen address.
+#[derive(Debug, Clone)]
+pub struct EdgeSettings {
+    /// CORE_GRPC_URL (default `http://127.0.0.1:50051`): the core-service.
+    pub core_url: String,
+    /// AUTH_GRPC_URL (default `http://127.0.0.1:50052`): the auth-service.
+    pub auth_url: String,
+    /// MAX_PAYLOAD_SIZE (bytes, default 1048576 = Directus's 1mb): largest request body.
+    pub max_payload_size: u64,
+    /// CORE_TIMEOUT_MS (milliseconds, default 30000): deadline of one call to a service.
+    pub core_timeout_ms: u64,
+    /// Cookie names and attributes.
+    pub cookies: crate::cookies::CookieSettings,
+    /// Who the client is behind proxies (IP_TRUSTED_PROXIES, IP_CUSTOM_HEADER).
+    pub client_ip: crate::client_ip::ClientIpRule,
+}
+
+impl EdgeSettings {
+    /// Reads the settings. Errors: a variable that does not parse.
+    pub fn from_env() -> anyhow::Result<Self> {
+        Ok(Self {
+            core_url: env_or("CORE_GRPC_URL", "http://127.0.0.1:50051".to_string())?,
+            auth_url: env_or("AUTH_GRPC_URL", "http://127.0.0.1:50052".to_string())?,
+            max_payload_size: env_or("MAX_PAYLOAD_SIZE", 1_048_576u64)?,
+            core_timeout_ms: env_or("CORE_TIMEOUT_MS", 30_000u64)?,
+            cookies: crate::cookies::CookieSettings::from_env()?,
+            client_ip: crate::client_ip::ClientIpRule::new(
+                &env_opt("IP_TRUSTED_PROXIES").unwrap_or_default(),
+                &env_or("IP_CUSTOM_HEADER", "x-forwarded-for".to_string())?,
+            )?,
+        })
+    }
+
+    /// A lazily connecting HTTP/2 channel to `url` (TCP_NODELAY, 5 s connect timeout, keep-alive
+    /// pings every 30 s). With `deadline`, every call on it is cut off after CORE_TIMEOUT_MS;
+    /// without, for streams that live as long as the service. Errors: an invalid URL.
+    pub fn channel(&self, url: &str, deadline: bool) -> anyhow::Result<tonic::transport::Channel> {
+        let mut endpoint = tonic::transport::Endpoint::from_shared(url.to_owned())?
+            .tcp_nodelay(true)
+            .connect_timeout(Duration::from_secs(5))
+            .http2_keep_alive_interval(Duration::from_secs(30));
+        if deadline {
+            endpoint = endpoint.timeout(Duration::from_millis(self.core_timeout_ms));
+        }
+        Ok(endpoint.connect_lazy())
+    }
+}
