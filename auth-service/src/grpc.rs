@@ -102,4 +102,35 @@ impl AuthService for AuthApi {
         };
         reply(r.await.map(|()| AuthAck {}))
     }
+
+    async fn get_current_user(&self, req: Request<GetCurrentUserRequest>) -> Result<Response<CurrentUser>, Status> {
+        let r = async {
+            let user = self.user(&req).await?;
+            let p = system_tables::users::profile(&self.auth.pool, &user.id)
+                .await
+                .map_err(access_token::authenticate::db_error)?
+                .ok_or_else(ApiError::forbidden)?;
+            let role = match (p.role_id, p.role_name) {
+                (Some(id), Some(name)) => Some(UserRole {
+                    id,
+                    name,
+                    admin_access: p.role_admin_access.unwrap_or(false),
+                    app_access: p.role_app_access.unwrap_or(false),
+                }),
+                _ => None,
+            };
+            Ok(CurrentUser {
+                id: p.id,
+                email: p.email,
+                first_name: p.first_name,
+                last_name: p.last_name,
+                status: p.status,
+                role,
+                provider: p.provider,
+                tfa_enabled: p.tfa_enabled,
+                last_access: p.last_access,
+            })
+        };
+        reply(r.await)
+    }
 }

@@ -237,7 +237,7 @@ pub const BUILT_IN_TYPES: &[&str] = &[
     "id_filter_operators", "hash_filter_operators", "date_functions", "datetime_functions", "time_functions",
     "count_functions", "date_function_filter_operators", "datetime_function_filter_operators",
     "time_function_filter_operators", "count_function_filter_operators", "auth_tokens", "auth_mode",
-    "server_info",
+    "server_info", "directus_users", "directus_roles",
 ];
 
 /// Root field names of `/graphql/system` that collections must not take.

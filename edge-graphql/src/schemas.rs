@@ -59,7 +59,7 @@ pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, end
             let mut query = root::query_fields(model, Object::new("Query"));
             if model.collections.is_empty() {
                 // A Query type needs a field; an empty database still gets a valid schema.
-                query = system::query_fields(query);
+                query = system::ping_field(query);
             }
             (query, root::mutation_fields(model, Object::new("Mutation")))
         }
@@ -69,7 +69,8 @@ pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, end
     if let Some(m) = mutation {
         builder = builder.register(m);
     }
-    for t in types.all {
+    let own = if endpoint == Endpoint::System { system::types() } else { Vec::new() };
+    for t in types.all.into_iter().chain(own) {
         builder = builder.register(t);
     }
     builder = builder.data(model.clone()).data(backend.clone()).limit_depth(limits.depth).limit_complexity(limits.complexity);

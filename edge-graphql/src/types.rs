@@ -56,7 +56,7 @@ pub fn scalar_type(s: Scalar) -> TypeRef {
 }
 
 /// A field reading `name` from its parent's JSON as `scalar`.
-fn scalar_field(name: &str, ty: TypeRef, scalar: Scalar) -> Field {
+pub fn scalar_field(name: &str, ty: TypeRef, scalar: Scalar) -> Field {
     let key = name.to_owned();
     Field::new(name, ty, move |ctx| {
         let v = parent_json(&ctx).and_then(|p| p.get(&key)).map(|v| FieldValue::value(output(v, scalar)));

@@ -86,6 +86,14 @@ async fn auth_mutations_on_the_system_endpoint() {
     // The access token reads items on /graphql.
     let g = graphql_as(app, "/graphql", Some(&access), "{ tags(limit: 1) { id } }", json!({})).await;
     assert_eq!(gql_data(&g)["tags"].as_array().map(Vec::len), Some(1));
+    // users_me: the caller as they may see themselves (no hashes, no TOTP secret).
+    let g = graphql_as(app, "/graphql/system", Some(&access), "{ users_me { id email status tfa_enabled role { name } } }", json!({})).await;
+    let me = gql_data(&g)["users_me"].clone();
+    let truth = sql_json(app, "SELECT json_build_object('id', id::text, 'email', email, 'status', status, 'tfa_enabled', tfa_secret IS NOT NULL, 'role', NULL)::text FROM cdapi.users WHERE email = 'admin@example.com'").await;
+    assert_eq!(me, truth);
+    let g = graphql_as(app, "/graphql/system", None, "{ users_me { id } server_ping }", json!({})).await;
+    assert_eq!(g.body["errors"][0]["extensions"]["code"], "FORBIDDEN", "{}", g.body);
+    assert_eq!(g.body["data"], json!({"users_me": null, "server_ping": "pong"}));
     // Refresh rotates; the rotated token refreshes no more after logout.
     let q = "mutation($t: String) { auth_refresh(refresh_token: $t, mode: json) { access_token refresh_token } }";
     let g = graphql_as(app, "/graphql/system", None, q, json!({"t": refresh})).await;

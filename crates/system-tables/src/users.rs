@@ -84,6 +84,52 @@ pub async fn by_external(pool: &PgPool, provider: &str, identifier: &str) -> sql
         .await
 }
 
+/// What a user may see of themselves (GraphQL `users_me`): no hashes, no TOTP secret.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Profile {
+    /// `users.id` (UUID text).
+    pub id: String,
+    /// `users.email`.
+    pub email: String,
+    /// `users.first_name`.
+    pub first_name: Option<String>,
+    /// `users.last_name`.
+    pub last_name: Option<String>,
+    /// `users.status`.
+    pub status: String,
+    /// `users.provider`.
+    pub provider: String,
+    /// Whether a TOTP secret is set.
+    pub tfa_enabled: bool,
+    /// `users.last_access` as RFC 3339 text.
+    pub last_access: Option<String>,
+    /// The role's id, name, admin and app access (all `None` without a role).
+    pub role_id: Option<String>,
+    /// The role's name.
+    pub role_name: Option<String>,
+    /// The role's admin access.
+    pub role_admin_access: Option<bool>,
+    /// The role's app access.
+    pub role_app_access: Option<bool>,
+}
+
+/// The profile of user `id`; `None` when there is no such user. Errors: database errors.
+pub async fn profile(pool: &PgPool, id: &str) -> sqlx::Result<Option<Profile>> {
+    if !is_uuid(id) {
+        return Ok(None);
+    }
+    sqlx::query_as(
+        "SELECT u.id::text AS id, u.email, u.first_name, u.last_name, u.status, u.provider,
+                u.tfa_secret IS NOT NULL AS tfa_enabled,
+                to_char(u.last_access AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS last_access,
+                r.id::text AS role_id, r.name AS role_name, r.admin_access AS role_admin_access, r.app_access AS role_app_access
+         FROM cdapi.users u LEFT JOIN cdapi.roles r ON r.id = u.role WHERE u.id = $1::uuid",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await
+}
+
 /// True for the 8-4-4-4-12 hex form of a UUID.
 pub fn is_uuid(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
