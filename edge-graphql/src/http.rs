@@ -4,6 +4,8 @@
 //! `/server/specs/graphql/system` (Directus's paths). The token travels as on REST (spec:
 //! Authentication rule 3).
 //!
+//! `GET` runs queries only (a mutation over GET is 405, GraphQL over HTTP).
+//!
 //! Replies: the GraphQL response, HTTP 200, errors inside it with `extensions.code` (the spec's
 //! codes); a request that does not parse or validate is 400 with code `GRAPHQL_VALIDATION`, as
 //! Directus answers. Failures before GraphQL (no schema yet, bad body) use Directus's error body.
@@ -11,7 +13,6 @@
 use crate::schemas::{Endpoint, SchemaCache};
 use crate::{RequestData, config::Settings};
 use async_graphql::Variables;
-use bytes::Bytes;
 use cdapi_proto::{ApiError, ErrorCode};
 use edge_http::caller::{Caller, RequestIds};
 use edge_http::cookies::{Kind, get as cookie};
@@ -23,15 +24,16 @@ use warp::Filter;
 use warp::reply::Response;
 
 /// Every route, as one warp filter.
-pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>) -> impl Filter<Extract = (Response,), Error = std::convert::Infallible> + Clone {
+pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
     let ids = Arc::new(RequestIds::default());
     warp::method()
         .and(warp::path::full())
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
         .and(warp::header::headers_cloned())
         .and(warp::addr::remote())
-        .and(warp::body::bytes().or(warp::any().map(Bytes::new)).unify())
-        .then(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap, peer, body: Bytes| {
+        .and(warp::body::stream())
+        .then(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap, peer, body| {
+            let body = edge_http::body::boxed(body);
             let (cache, settings, ids) = (cache.clone(), settings.clone(), ids.clone());
             async move {
                 let request_id = ids.next(&headers);
@@ -56,7 +58,7 @@ async fn route(
     query: &str,
     headers: &HeaderMap,
     peer: Option<std::net::SocketAddr>,
-    body: Bytes,
+    body: edge_http::body::Body,
     request_id: &str,
 ) -> Result<Response, ApiError> {
     let endpoint = match path.trim_end_matches('/') {
@@ -77,20 +79,21 @@ async fn route(
         }
         _ => return Err(ApiError::new(ErrorCode::RouteNotFound, format!("Route {path} doesn't exist."))),
     };
-    if body.len() as u64 > settings.edge.max_payload_size {
-        return Err(ApiError::new(ErrorCode::ContentTooLarge, format!("The request body is larger than {} bytes.", settings.edge.max_payload_size)));
-    }
     let params: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
     let param = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let (text, variables, operation) = match *method {
         Method::GET => (param("query").unwrap_or_default(), param("variables"), param("operationName")),
-        Method::POST => post_body(headers, &body)?,
+        Method::POST => post_body(headers, &edge_http::body::read_body(body, settings.edge.max_payload_size).await?)?,
         _ => {
             return Ok(method_not_allowed(method, "GET, POST"));
         }
     };
     if text.trim().is_empty() {
         return Err(ApiError::invalid_payload("A GraphQL request needs a \"query\""));
+    }
+    if *method == Method::GET && is_mutation(&text, operation.as_deref()) {
+        // GraphQL over HTTP: GET must not change anything.
+        return Ok(method_not_allowed(method, "POST"));
     }
     let variables = match variables.filter(|v| !v.trim().is_empty()) {
         None => Variables::default(),
@@ -110,6 +113,19 @@ async fn route(
     };
     let response = schema.execute(request).await;
     Ok(render(response))
+}
+
+/// Whether the operation a request would run (the named one, or the only one) is a mutation.
+/// A document that does not parse is not: GraphQL reports that itself.
+fn is_mutation(text: &str, operation: Option<&str>) -> bool {
+    use async_graphql::parser::types::{DocumentOperations, OperationType};
+    let Ok(doc) = async_graphql::parser::parse_query(text) else { return false };
+    let ty = match (&doc.operations, operation.filter(|o| !o.is_empty())) {
+        (DocumentOperations::Single(op), _) => Some(op.node.ty),
+        (DocumentOperations::Multiple(ops), Some(name)) => ops.iter().find(|(n, _)| n.as_str() == name).map(|(_, op)| op.node.ty),
+        (DocumentOperations::Multiple(ops), None) => (ops.len() == 1).then(|| ops.values().next().map(|op| op.node.ty)).flatten(),
+    };
+    ty == Some(OperationType::Mutation)
 }
 
 /// `{query, variables, operationName}` from a POST body. Errors: UNSUPPORTED_MEDIA_TYPE for

@@ -22,14 +22,6 @@ use std::future::Future;
 use std::sync::Arc;
 use warp::Filter;
 
-/// The body stream as `Bytes` chunks.
-fn body_bytes(
-    body: impl futures_util::Stream<Item = Result<impl bytes::Buf, warp::Error>> + Send + 'static,
-) -> impl futures_util::Stream<Item = Result<bytes::Bytes, warp::Error>> + Send {
-    use futures_util::StreamExt;
-    body.map(|chunk| chunk.map(|mut b| b.copy_to_bytes(b.remaining())))
-}
-
 /// Serves the REST API on `listener` until `shutdown` resolves (in-flight requests finish).
 /// Errors: an invalid CORE_GRPC_URL.
 pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
@@ -46,7 +38,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
             let client_ip = state.client_ip.resolve(peer, &headers);
             let session_cookie = edge_http::cookies::get(&headers, state.cookies.name(edge_http::cookies::Kind::Session));
             let req = routes::HttpRequest { method, path: path.as_str().to_owned(), query, headers, client_ip, session_cookie };
-            let body: routes::Body = Box::pin(body_bytes(body));
+            let body = edge_http::body::boxed(body);
             async move { routes::handle(state, req, body).await }
         });
     tracing::info!(addr = %listener.local_addr()?, core = %settings.edge.core_url, auth = %settings.edge.auth_url, "edge-rest listening (HTTP)");

@@ -82,26 +82,7 @@ pub struct HttpRequest {
     pub session_cookie: Option<String>,
 }
 
-/// A request body, read only by the routes that need one, and only up to MAX_PAYLOAD_SIZE.
-pub type Body = std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<Bytes, warp::Error>> + Send>>;
-
-/// Reads `body` into memory, refusing more than `max` bytes (413 CONTENT_TOO_LARGE) without
-/// buffering the excess.
-pub(crate) async fn read_body(mut body: Body, max: u64) -> Result<Bytes, ApiError> {
-    use futures_util::StreamExt;
-    let mut buf = Vec::new();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| ApiError::invalid_payload(format!("The body could not be read: {e}")))?;
-        if (buf.len() + chunk.len()) as u64 > max {
-            return Err(ApiError::new(
-                ErrorCode::ContentTooLarge,
-                format!("The request body is larger than {max} bytes."),
-            ));
-        }
-        buf.extend_from_slice(&chunk);
-    }
-    Ok(Bytes::from(buf))
-}
+pub use edge_http::body::{Body, read_body};
 
 /// Routes one request and always answers (errors become Directus error bodies).
 pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Response {

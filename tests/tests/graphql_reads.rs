@@ -27,7 +27,7 @@ async fn list_with_nested_relations_matches_rest() {
 async fn by_id_aliases_variables_fragments_and_functions() {
     let app = app(Dataset::Demo);
     let q = "query One($id: ID!, $skip: Boolean!) {
-        a: articles_by_id(id: $id) { ...Core published_at_func { year month } writer: author { name } author { id } }
+        a: articles_by_id(id: $id) { ...Core published_at_func { year month } writer: author { name } author { id created_at_func { year } } }
         b: articles_by_id(id: 2) { title @skip(if: $skip) id }
         first: articles(limit: 1, sort: [\"id\"]) { id }
         last: articles(limit: 1, sort: [\"-id\"]) { id }
@@ -42,6 +42,8 @@ async fn by_id_aliases_variables_fragments_and_functions() {
     assert_eq!(d["a"]["published_at_func"]["month"], truth["m"]);
     assert_eq!(d["a"]["writer"]["name"], truth["name"]);
     assert_eq!(d["a"]["author"]["id"], truth["author"]);
+    let born = e2e_tests::sql_json(app, "SELECT to_json(extract(year FROM au.created_at)::int)::text FROM articles a JOIN authors au ON au.id = a.author WHERE a.id = 1").await;
+    assert_eq!(d["a"]["author"]["created_at_func"]["year"], born, "a function of a related item's field");
     assert_eq!(d["b"], json!({"id": "2"}), "@skip drops the field");
     let max = e2e_tests::sql_json(app, "SELECT to_json(max(id)::text)::text FROM articles").await;
     assert_eq!(d["first"], json!([{"id": "1"}]));
@@ -177,6 +179,19 @@ async fn get_requests_and_the_direct_edge_work_too() {
     let body: Value = res.json().await.expect("json");
     let truth = e2e_tests::sql_json(app, "SELECT json_agg(json_build_object('id', id::text, 'name', name) ORDER BY id)::text FROM (SELECT * FROM tags ORDER BY id LIMIT 2) t").await;
     assert_eq!(body["data"]["tags"], truth);
+    // GET never runs a mutation (GraphQL over HTTP): 405 with Allow: POST.
+    let url = format!("{}/graphql?query=mutation%20%7B%20delete_tags_item(id%3A%201)%20%7B%20id%20%7D%20%7D", app.graphql_url);
+    let res = client.get(url).bearer_auth(e2e_tests::ADMIN_TOKEN).send().await.expect("GET mutation");
+    assert_eq!(res.status().as_u16(), 405);
+    assert_eq!(res.headers().get("allow").and_then(|v| v.to_str().ok()), Some("POST"));
+    let left = e2e_tests::sql_json(app, "SELECT count(*)::text FROM tags WHERE id = 1").await;
+    assert_eq!(left, json!(1));
+    // Bodies past MAX_PAYLOAD_SIZE (1 MiB) are refused without being buffered.
+    let big = format!("{{\"query\": \"{{ tags {{ id }} }}\", \"x\": \"{}\"}}", "a".repeat(1_100_000));
+    let res = client.post(format!("{}/graphql", app.graphql_url)).header("content-type", "application/json").body(big).send().await.expect("POST");
+    assert_eq!(res.status().as_u16(), 413);
+    let body: Value = res.json().await.expect("json");
+    assert_eq!(body["errors"][0]["extensions"]["code"], "CONTENT_TOO_LARGE");
 }
 
 #[tokio::test]

@@ -39,7 +39,7 @@ impl FieldTree {
             tree.star = true;
         }
         for path in paths {
-            let segments: Vec<&str> = if path.contains('(') { vec![path.as_str()] } else { path.split('.').collect() };
+            let segments = path_segments(path);
             if segments.iter().any(|s| s.is_empty()) {
                 return Err(ApiError::invalid_query(format!("\"{path}\" is not a valid field path")));
             }
@@ -287,7 +287,31 @@ impl<'a> Planner<'a> {
     }
 }
 
+/// A field path's segments: split at dots, but a function call (`year(published_at)`) is one
+/// segment and ends the path, so `author.year(created_at)` applies the function to a field of
+/// the related item.
+fn path_segments(path: &str) -> Vec<&str> {
+    match path.find('(') {
+        Some(open) => match path[..open].rfind('.') {
+            Some(dot) => path[..dot].split('.').chain(std::iter::once(&path[dot + 1..])).collect(),
+            None => vec![path],
+        },
+        None => path.split('.').collect(),
+    }
+}
+
 /// Whether a nested query carries list parameters (only meaningful on to-many relations).
 fn has_list_params(q: &Query) -> bool {
     q.filter.is_some() || q.search.is_some() || !q.sort.is_empty() || q.limit.is_some() || q.offset.is_some() || q.page.is_some()
+}
+
+#[cfg(test)]
+mod path_tests {
+    #[test]
+    fn a_function_call_is_the_last_segment() {
+        assert_eq!(super::path_segments("author.year(created_at)"), ["author", "year(created_at)"]);
+        assert_eq!(super::path_segments("year(published_at)"), ["year(published_at)"]);
+        assert_eq!(super::path_segments("a.b.count(c)"), ["a", "b", "count(c)"]);
+        assert_eq!(super::path_segments("author.name"), ["author", "name"]);
+    }
 }

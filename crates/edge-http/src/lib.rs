@@ -2,12 +2,14 @@
 //! whichever protocol it arrives by.
 //!
 //! Layout:
+//! - [`body`] — request bodies read with a size cap.
 //! - [`cookies`] — the auth cookies (names, attributes, parsing).
 //! - [`client_ip`] — the end client's address behind trusted proxies.
 //! - [`caller`] — the caller's token, address and request id as gRPC metadata.
 //! - [`reply`] — bodies and the Directus error body.
 //! - [`settings`] — the settings both edges read, and their gRPC channels.
 
+pub mod body;
 pub mod caller;
 pub mod client_ip;
 pub mod cookies;
