@@ -18,7 +18,7 @@ use edge_http::caller::{Caller, RequestIds};
 use edge_http::cookies::{Kind, get as cookie};
 use edge_http::reply::{error, method_not_allowed, with_body};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 use std::sync::Arc;
 use warp::Filter;
 use warp::reply::Response;
@@ -154,26 +154,24 @@ fn post_body(headers: &HeaderMap, body: &[u8]) -> Result<(String, Option<String>
 }
 
 /// The GraphQL response as HTTP: every error gets a `code` (GRAPHQL_VALIDATION for parse and
-/// validation errors, INTERNAL_SERVER_ERROR for unexpected ones); 400 when nothing ran.
-fn render(response: async_graphql::Response) -> Response {
-    let headers = response.http_headers.clone();
+/// validation errors, INTERNAL_SERVER_ERROR for unexpected ones); 400 when nothing ran. The
+/// response is serialised once, straight to bytes.
+fn render(mut response: async_graphql::Response) -> Response {
     let not_executed = response.data == async_graphql::Value::Null && !response.errors.is_empty() && response.errors.iter().all(|e| e.path.is_empty());
-    let mut body = serde_json::to_value(&response).unwrap_or_else(|_| json!({"data": null}));
-    if let Some(Json::Array(errors)) = body.get_mut("errors") {
-        for e in errors {
-            let has_code = e.pointer("/extensions/code").is_some();
-            if !has_code && let Json::Object(obj) = e {
-                let code = if not_executed { "GRAPHQL_VALIDATION" } else { ErrorCode::InternalServerError.as_str() };
-                let ext = obj.entry("extensions").or_insert_with(|| json!({}));
-                if let Json::Object(ext) = ext {
-                    ext.insert("code".into(), Json::String(code.into()));
-                }
-            }
+    let fallback = if not_executed { "GRAPHQL_VALIDATION" } else { ErrorCode::InternalServerError.as_str() };
+    for e in &mut response.errors {
+        let ext = e.extensions.get_or_insert_with(Default::default);
+        if ext.get("code").is_none() {
+            ext.set("code", fallback);
         }
     }
     let status = if not_executed { StatusCode::BAD_REQUEST } else { StatusCode::OK };
-    let mut res = with_body(status, "application/json; charset=utf-8", body.to_string());
-    for (name, value) in headers.iter() {
+    let body = serde_json::to_vec(&response).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "a GraphQL response could not be serialised");
+        br#"{"data":null,"errors":[{"message":"An unexpected error occurred.","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}"#.to_vec()
+    });
+    let mut res = with_body(status, "application/json; charset=utf-8", body);
+    for (name, value) in response.http_headers.iter() {
         res.headers_mut().append(name, value.clone());
     }
     res

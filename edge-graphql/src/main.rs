@@ -1,5 +1,10 @@
 //! edge-graphql binary: reads settings, binds GRAPHQL_HOST:GRAPHQL_PORT, serves until SIGTERM/Ctrl-C.
 
+/// mimalloc: GraphQL execution allocates per field and per value; glibc's malloc spent a quarter
+/// of the edge's CPU under load (arena lock contention included), mimalloc much less.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     service_runtime::init_tracing();

@@ -108,6 +108,15 @@ async fn auth_mutations_on_the_system_endpoint() {
     let g = graphql_as(app, "/graphql/system", None, q, json!({})).await;
     assert_eq!(gql_data(&g)["auth_login"]["refresh_token"], Value::Null);
     assert!(cookie_value(&g, "directus_refresh_token").is_some_and(|c| c.len() > 20), "{:?}", g.headers);
+    // Mode session: one cookie, which then authenticates /graphql as it does REST.
+    let q = "mutation { auth_login(email: \"admin@example.com\", password: \"test-password\", mode: session) { access_token expires } }";
+    let g = graphql_as(app, "/graphql/system", None, q, json!({})).await;
+    assert_eq!(gql_data(&g)["auth_login"]["access_token"], Value::Null, "no token in the body in mode session");
+    let session = cookie_value(&g, "directus_session_token").expect("session cookie");
+    let cookie = format!("directus_session_token={session}");
+    let body = json!({"query": "{ tags(limit: 1) { id } }"}).to_string();
+    let r = e2e_tests::send(app, reqwest::Method::POST, "/graphql", None, &[("cookie", &cookie)], Some(("application/json", body))).await;
+    assert_eq!(gql_data(&r)["tags"].as_array().map(Vec::len), Some(1));
     // Wrong password, and the reset mutations.
     let q = "mutation { auth_login(email: \"admin@example.com\", password: \"nope\") { access_token } }";
     let g = graphql_as(app, "/graphql/system", None, q, json!({})).await;
@@ -126,12 +135,15 @@ async fn auth_mutations_on_the_system_endpoint() {
 #[tokio::test]
 async fn a_new_table_appears_in_the_schema_without_restart() {
     let app = app(Dataset::DemoWrites);
-    exec(app, "CREATE TABLE gql_fresh (id serial PRIMARY KEY, label text); INSERT INTO gql_fresh (label) VALUES ('hello')").await;
+    // Names that are not GraphQL names are left out, never a failure to build the schema.
+    exec(app, "CREATE TABLE \"gql-bad name\" (id serial PRIMARY KEY); CREATE TABLE gql_fresh (id serial PRIMARY KEY, label text, \"2fa\" text); INSERT INTO gql_fresh (label) VALUES ('hello')").await;
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let g = graphql(app, "/graphql", "{ gql_fresh { id label } }", json!({})).await;
         if g.status == 200 && g.body.get("errors").is_none() {
             assert_eq!(g.body["data"]["gql_fresh"], json!([{"id": "1", "label": "hello"}]));
+            let r = e2e_tests::get(app, "/items/gql-bad%20name").await;
+            assert_eq!(r.status, 200, "REST still serves it: {}", r.body);
             break;
         }
         assert!(Instant::now() < deadline, "the GraphQL schema never showed the new table: {}", g.body);

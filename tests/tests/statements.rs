@@ -44,3 +44,36 @@ async fn nested_reads_are_one_statement() {
         assert_eq!(count, 1, "{path} ran {count} statements");
     }
 }
+
+/// Waits until the core's log shows `expected` statements for `id` (or 5 s), then a little more
+/// so that extra ones would show too.
+async fn settle(log: &std::path::Path, id: &str, expected: usize) -> usize {
+    for _ in 0..50 {
+        if statements_for(log, id) >= expected {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    statements_for(log, id)
+}
+
+#[tokio::test]
+async fn a_graphql_root_field_is_one_statement_whatever_its_nesting() {
+    let app = app(Dataset::Pagila);
+    let warm = send(app, Method::GET, "/items/language?limit=1", Some(ADMIN_TOKEN), &[], None).await;
+    assert_eq!(warm.status, 200);
+    let cases = [
+        ("{ film(limit: 20, filter: {actors: {actor_id: {last_name: {_starts_with: \"G\"}}}}) { title language_id { name } actors(limit: 3, sort: [\"-actor_id\"]) { actor_id { first_name films(limit: 1) { film_id { title } } } } last_update_func { year } } }", 1),
+        ("{ a: customer(limit: 5, search: \"mary\") { address_id { city_id { country_id { country } } } } b: film_aggregated(groupBy: [\"rating\"]) { group countAll } }", 2),
+    ];
+    for (i, (query, expected)) in cases.iter().enumerate() {
+        let id = format!("gql-stmt-{i}-{}", std::process::id());
+        let body = serde_json::json!({"query": query}).to_string();
+        let r = send(app, Method::POST, "/graphql", Some(ADMIN_TOKEN), &[("x-request-id", &id)], Some(("application/json", body))).await;
+        assert_eq!(r.status, 200, "{query}: {}", r.body);
+        assert!(r.body.get("errors").is_none(), "{}", r.body);
+        let count = settle(&app.core_log, &id, *expected).await;
+        assert_eq!(count, *expected, "{query} ran {count} statements");
+    }
+}
