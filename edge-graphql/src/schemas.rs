@@ -33,6 +33,10 @@ impl From<&crate::config::Settings> for Limits {
 pub struct Built {
     /// The snapshot version they were built from.
     pub version: u64,
+    /// A hash of the snapshot's content (version left out): what decides whether a snapshot
+    /// needs a new build. Versions alone cannot, as they restart with each core process and
+    /// differ between core replicas.
+    pub fingerprint: u64,
     /// The model (also schema data, for resolvers).
     pub model: Arc<Model>,
     /// `/graphql`.
@@ -81,10 +85,11 @@ pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, end
 }
 
 /// Builds both schemas for `model`. Errors: as [`build_one`].
-pub fn build(model: Model, backend: &Arc<Backend>, limits: Limits) -> Result<Built, SchemaError> {
+pub fn build(model: Model, fingerprint: u64, backend: &Arc<Backend>, limits: Limits) -> Result<Built, SchemaError> {
     let model = Arc::new(model);
     Ok(Built {
         version: model.version,
+        fingerprint,
         user: build_one(&model, backend, limits, Endpoint::User)?,
         system: build_one(&model, backend, limits, Endpoint::System)?,
         model,
@@ -111,7 +116,8 @@ impl SchemaCache {
 
     /// Builds and swaps in the schemas of a snapshot (kept as they were when the build fails).
     pub fn update(&self, snapshot: &cdapi_proto::v1::SchemaSnapshot) {
-        if self.current().is_some_and(|b| b.version == snapshot.version && snapshot.version != 0) {
+        let fingerprint = fingerprint(snapshot);
+        if self.current().is_some_and(|b| b.fingerprint == fingerprint) {
             return;
         }
         let started = Instant::now();
@@ -120,7 +126,7 @@ impl SchemaCache {
             tracing::warn!(collection = %c, reason = %why, "collection left out of the GraphQL schema");
         }
         let collections = model.collections.len();
-        match build(model, &self.backend, self.limits) {
+        match build(model, fingerprint, &self.backend, self.limits) {
             Ok(built) => {
                 tracing::info!(version = built.version, collections, build_ms = started.elapsed().as_secs_f64() * 1e3, "GraphQL schemas built");
                 self.current.store(Some(Arc::new(built)));
@@ -128,6 +134,15 @@ impl SchemaCache {
             Err(e) => tracing::error!(version = snapshot.version, error = %e.0, "building the GraphQL schema failed; keeping the previous one"),
         }
     }
+}
+
+/// A hash of a snapshot's content, its version left out.
+pub fn fingerprint(snapshot: &cdapi_proto::v1::SchemaSnapshot) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let content = cdapi_proto::v1::SchemaSnapshot { version: 0, ..snapshot.clone() };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    prost::Message::encode_to_vec(&content).hash(&mut h);
+    h.finish()
 }
 
 /// Follows the core's `WatchSchema` stream for as long as the process runs: every snapshot it
@@ -159,5 +174,53 @@ pub async fn watch(cache: Arc<SchemaCache>) {
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cdapi_proto::v1 as pb;
+
+    fn field(name: &str, ty: &str) -> pb::Field {
+        pb::Field { name: name.into(), r#type: ty.into(), ..Default::default() }
+    }
+
+    /// A schema whose names collide with generated ones still builds; versions alone do not
+    /// decide a rebuild.
+    #[tokio::test]
+    async fn awkward_names_never_fail_the_build() {
+        let snapshot = pb::SchemaSnapshot {
+            version: 1,
+            collections: vec![
+                pb::Collection {
+                    name: "things".into(),
+                    primary_key: vec!["id".into()],
+                    fields: vec![field("id", "integer"), field("_and", "string"), field("_some", "string"), field("made", "date"), field("made_func", "string"), field("item__headings", "string"), field("item", "string"), field("collection", "string")],
+                    ..Default::default()
+                },
+                pb::Collection { name: "headings".into(), primary_key: vec!["id".into()], fields: vec![field("id", "integer")], ..Default::default() },
+                pb::Collection { name: "parents".into(), primary_key: vec!["id".into()], fields: vec![field("id", "integer"), pb::Field { alias: true, ..field("things", "alias") }], ..Default::default() },
+            ],
+            relations: vec![
+                pb::Relation { kind: pb::RelationKind::M2a as i32, many_collection: "things".into(), many_field: "item".into(), one_collection_field: "collection".into(), one_allowed_collections: vec!["headings".into()], ..Default::default() },
+                pb::Relation { kind: pb::RelationKind::M2o as i32, many_collection: "things".into(), many_field: "id".into(), one_collection: "parents".into(), one_field: "things".into(), ..Default::default() },
+            ],
+        };
+        let backend = Arc::new(Backend {
+            items: cdapi_proto::v1::items_service_client::ItemsServiceClient::new(tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy()),
+            auth: cdapi_proto::v1::auth_service_client::AuthServiceClient::new(tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy()),
+            schema: cdapi_proto::v1::schema_service_client::SchemaServiceClient::new(tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy()),
+            cookies: edge_http::cookies::CookieSettings::from_env().expect("cookie settings"),
+        });
+        let limits = Limits { depth: 20, complexity: 1000, introspection: true };
+        let built = build(Model::from_snapshot(&snapshot), fingerprint(&snapshot), &backend, limits).expect("the schema builds");
+        let sdl = built.user.sdl();
+        assert!(sdl.contains("input things_filter"), "{sdl}");
+        assert!(sdl.contains("made_func: String"), "the real field wins over the generated one: {sdl}");
+        let moved = pb::SchemaSnapshot { version: 7, ..snapshot.clone() };
+        assert_eq!(fingerprint(&moved), fingerprint(&snapshot));
+        let changed = pb::SchemaSnapshot { collections: snapshot.collections[1..].to_vec(), ..snapshot };
+        assert_ne!(fingerprint(&changed), fingerprint(&moved));
     }
 }

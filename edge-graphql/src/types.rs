@@ -144,12 +144,17 @@ fn filter_input(c: &Collection, quantifier: bool) -> InputObject {
     let own = format!("{}_filter", c.name);
     let name = if quantifier { format!("{}_quantifier_filter", c.name) } else { own.clone() };
     let mut input = InputObject::new(name);
-    for f in &c.fields {
+    // A column named like an operator key cannot be filtered on in GraphQL (REST still can).
+    for f in c.fields.iter().filter(|f| !matches!(f.name.as_str(), "_and" | "_or" | "_some" | "_none")) {
         input = match &f.kind {
             FieldKind::Scalar(s) => input.field(InputValue::new(&f.name, TypeRef::named(operators_of(*s)))),
             FieldKind::M2O { related } => input.field(InputValue::new(&f.name, TypeRef::named(format!("{related}_filter")))),
             FieldKind::O2M { related } => input.field(InputValue::new(&f.name, TypeRef::named(format!("{related}_quantifier_filter")))),
-            FieldKind::M2A { allowed, .. } => allowed.iter().fold(input, |i, a| i.field(InputValue::new(format!("{}__{a}", f.name), TypeRef::named(format!("{a}_filter"))))),
+            FieldKind::M2A { allowed, .. } => allowed
+                .iter()
+                .map(|a| (format!("{}__{a}", f.name), a))
+                .filter(|(key, _)| c.field(key).is_none())
+                .fold(input, |i, (key, a)| i.field(InputValue::new(key, TypeRef::named(format!("{a}_filter"))))),
         };
         if let Some(functions) = f.functions()
             && c.field(&format!("{}_func", f.name)).is_none()
