@@ -220,7 +220,14 @@ mod tests {
         assert!(sdl.contains("made_func: String"), "the real field wins over the generated one: {sdl}");
         let moved = pb::SchemaSnapshot { version: 7, ..snapshot.clone() };
         assert_eq!(fingerprint(&moved), fingerprint(&snapshot));
-        let changed = pb::SchemaSnapshot { collections: snapshot.collections[1..].to_vec(), ..snapshot };
+        let changed = pb::SchemaSnapshot { collections: snapshot.collections[1..].to_vec(), ..snapshot.clone() };
         assert_ne!(fingerprint(&changed), fingerprint(&moved));
+        // GRAPHQL_INTROSPECTION=false: `__schema` is refused, the rest of the schema is not.
+        let introspect = "{ __schema { queryType { name } } }";
+        let open = built.user.execute(introspect).await;
+        assert!(open.errors.is_empty(), "{:?}", open.errors);
+        let closed = build(Model::from_snapshot(&snapshot), 0, &backend, Limits { introspection: false, ..limits }).expect("builds");
+        let refused = closed.user.execute(introspect).await;
+        assert!(!refused.data.to_string().contains("Query"), "{}", refused.data);
     }
 }
