@@ -17,6 +17,9 @@ pub struct Settings {
     /// GRAPHQL_QUERY_DEPTH_LIMIT (default 20): deepest selection nesting accepted (the standard
     /// introspection query needs 13).
     pub depth_limit: usize,
+    /// GRAPHQL_FAST_PATH (default true): answer item reads in one pass over the core's reply
+    /// instead of a resolver per field (same results; `false` to compare).
+    pub fast_path: bool,
     /// GRAPHQL_QUERY_COMPLEXITY_LIMIT (default 20000): most fields one operation may select,
     /// counted over the query text (each field 1).
     pub complexity_limit: usize,
@@ -31,6 +34,7 @@ impl Settings {
             edge: edge_http::settings::EdgeSettings::from_env()?,
             introspection: env_or("GRAPHQL_INTROSPECTION", true)?,
             depth_limit: env_or("GRAPHQL_QUERY_DEPTH_LIMIT", 20usize)?.max(1),
+            fast_path: env_or("GRAPHQL_FAST_PATH", true)?,
             complexity_limit: env_or("GRAPHQL_QUERY_COMPLEXITY_LIMIT", 20_000usize)?.max(1),
         })
     }

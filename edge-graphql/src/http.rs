@@ -91,7 +91,8 @@ async fn route(
     if text.trim().is_empty() {
         return Err(ApiError::invalid_payload("A GraphQL request needs a \"query\""));
     }
-    if *method == Method::GET && is_mutation(&text, operation.as_deref()) {
+    let document = async_graphql::parser::parse_query(&text).ok();
+    if *method == Method::GET && document.as_ref().is_some_and(|d| is_mutation(d, operation.as_deref())) {
         // GraphQL over HTTP: GET must not change anything.
         return Ok(method_not_allowed(method, "POST"));
     }
@@ -102,11 +103,23 @@ async fn route(
     let built = cache.current().ok_or_else(|| ApiError::new(ErrorCode::ServiceUnavailable, "The GraphQL schema is not loaded yet."))?;
     let session_cookie = cookie(headers, settings.edge.cookies.name(Kind::Session));
     let caller = Caller::new(headers, param("access_token"), session_cookie.clone(), settings.edge.client_ip.resolve(peer, headers), request_id.to_owned())?;
-    let data = RequestData { caller, refresh_cookie: cookie(headers, settings.edge.cookies.name(Kind::Refresh)), session_cookie };
-    let mut request = async_graphql::Request::new(text).variables(variables).data(data);
-    if let Some(op) = operation.filter(|o| !o.is_empty()) {
-        request = request.operation_name(op);
+    let operation = operation.filter(|o| !o.is_empty());
+    let mut request = async_graphql::Request::new(text).variables(variables.clone());
+    if let Some(doc) = &document {
+        request.set_parsed_query(doc.clone());
     }
+    if let Some(op) = &operation {
+        request = request.operation_name(op.clone());
+    }
+    let data = RequestData {
+        caller,
+        refresh_cookie: cookie(headers, settings.edge.cookies.name(Kind::Refresh)),
+        session_cookie,
+        document: document.map(Arc::new),
+        variables,
+        operation_name: operation,
+    };
+    let request = request.data(data);
     let schema = match endpoint {
         Endpoint::User => &built.user,
         Endpoint::System => &built.system,
@@ -116,10 +129,8 @@ async fn route(
 }
 
 /// Whether the operation a request would run (the named one, or the only one) is a mutation.
-/// A document that does not parse is not: GraphQL reports that itself.
-fn is_mutation(text: &str, operation: Option<&str>) -> bool {
+fn is_mutation(doc: &async_graphql::parser::types::ExecutableDocument, operation: Option<&str>) -> bool {
     use async_graphql::parser::types::{DocumentOperations, OperationType};
-    let Ok(doc) = async_graphql::parser::parse_query(text) else { return false };
     let ty = match (&doc.operations, operation.filter(|o| !o.is_empty())) {
         (DocumentOperations::Single(op), _) => Some(op.node.ty),
         (DocumentOperations::Multiple(ops), Some(name)) => ops.iter().find(|(n, _)| n.as_str() == name).map(|(_, op)| op.node.ty),

@@ -6,6 +6,7 @@
 //! - [`config`] — the settings.
 //! - [`model`] — the snapshot as GraphQL sees it (the naming rule: what is exposed, as what).
 //! - [`types`] — the generated types (item objects, filters, inputs, aggregates, unions).
+//! - [`fast`] — the fast path answering item reads in one pass over the core's reply.
 //! - [`root`] — `/graphql`'s root fields and their resolvers (one core call per root field).
 //! - [`system`] — `/graphql/system`'s own root fields (the `auth_*` mutations).
 //! - [`selection`] — a selection tree → the typed query's `fields`, `alias` and `deep`.
@@ -16,6 +17,7 @@
 //! [`run`] serves on a given listener until a shutdown future resolves.
 
 pub mod config;
+pub mod fast;
 pub mod http;
 pub mod model;
 pub mod root;
@@ -44,8 +46,15 @@ pub struct Backend {
     pub cookies: edge_http::cookies::CookieSettings,
 }
 
-/// Per request: who calls, and the auth cookies it carries.
+/// Per request: who calls, the auth cookies it carries, and the parsed operation (for
+/// [`fast`]).
 pub struct RequestData {
+    /// The parsed document (`None` when it does not parse: GraphQL reports that itself).
+    pub document: Option<Arc<async_graphql::parser::types::ExecutableDocument>>,
+    /// The request's variables.
+    pub variables: async_graphql::Variables,
+    /// The operation to run, when the document names several.
+    pub operation_name: Option<String>,
     /// Token, address and request id, forwarded as gRPC metadata.
     pub caller: edge_http::caller::Caller,
     /// The refresh token cookie (mode cookie).

@@ -27,26 +27,40 @@ use std::sync::Arc;
 
 /// What a root field does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Op {
+pub enum Op {
+    /// `<c>`: a list.
     List,
+    /// `<c>_by_id`.
     ById,
+    /// `<c>_by_version`.
     ByVersion,
+    /// `<c>` of a singleton.
     Singleton,
+    /// `<c>_by_version` of a singleton.
     SingletonByVersion,
+    /// `<c>_aggregated`.
     Aggregate,
+    /// `create_<c>_item`.
     CreateOne,
+    /// `create_<c>_items`.
     CreateMany,
+    /// `update_<c>_item`.
     UpdateOne,
+    /// `update_<c>_items` with `ids`.
     UpdateMany,
+    /// `update_<c>_batch`.
     UpdateBatch,
+    /// `update_<c>_items` of a singleton.
     UpdateSingleton,
+    /// `delete_<c>_item`.
     DeleteOne,
+    /// `delete_<c>_items`.
     DeleteMany,
 }
 
 impl Op {
     /// Whether the global list arguments apply to its result.
-    fn lists(self) -> bool {
+    pub fn lists(self) -> bool {
         matches!(self, Self::List | Self::Aggregate | Self::CreateMany | Self::UpdateMany | Self::UpdateBatch)
     }
 }
@@ -213,6 +227,34 @@ fn status(s: tonic::Status) -> ApiError {
     ApiError::from_status(&s)
 }
 
+/// The query of a root field returning items: its selection tree as `fields`/`alias`/`deep`,
+/// and for lists the global arguments. Errors: INVALID_QUERY from a `filter` argument.
+pub fn item_query(walker: &Walker<'_>, c: &Collection, field: &async_graphql::parser::types::Field, op: Op) -> Result<Query, ApiError> {
+    let mut q = Query::default();
+    let mut fields = Vec::new();
+    walker.select(c, &field.selection_set.node, "", &mut q, &mut fields)?;
+    q.fields = fields;
+    if op.lists() {
+        walker.list_arguments(field, c, &mut q)?;
+    }
+    Ok(q)
+}
+
+/// One read call to the core for a root field returning items (`key` for the by-id reads):
+/// the reply's JSON bytes. Errors: the core's.
+pub async fn read(backend: &Backend, caller: &edge_http::caller::Caller, collection: String, op: Op, q: Query, key: String) -> Result<Bytes, ApiError> {
+    let mut items = backend.items.clone();
+    let data = match op {
+        Op::List => items.read_items(caller.request(ReadItemsRequest { collection, query: Some(q) })?).await.map_err(status)?.into_inner().data,
+        Op::ById | Op::ByVersion => items.read_item(caller.request(ReadItemRequest { collection, key, query: Some(q) })?).await.map_err(status)?.into_inner().data,
+        Op::Singleton | Op::SingletonByVersion => {
+            items.read_singleton(caller.request(ReadSingletonRequest { collection, query: Some(q) })?).await.map_err(status)?.into_inner().data
+        }
+        _ => return Err(ApiError::internal()),
+    };
+    Ok(data)
+}
+
 async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Result<Option<FieldValue<'a>>, ApiError> {
     let (backend, model, req) = request_env(ctx)?;
     let c: &Collection = model.collection(collection).ok_or_else(ApiError::forbidden)?;
@@ -232,27 +274,15 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
         };
         return Ok(Some(FieldValue::list(rows.into_iter().map(|row| FieldValue::owned_any(AggregateRow { row, group_by: group_by.clone() })))));
     }
-    let mut q = Query::default();
-    let mut fields = Vec::new();
-    walker.select(c, &field.selection_set.node, "", &mut q, &mut fields)?;
-    q.fields = fields;
-    if op.lists() {
-        walker.list_arguments(field, c, &mut q)?;
-    }
+    let mut q = item_query(&walker, c, field, op)?;
     if matches!(op, Op::ByVersion | Op::SingletonByVersion) {
         q.version = string_arg(ctx, "version");
     }
     let call = &req.caller;
     let bytes = |v: &Json| Bytes::from(v.to_string());
     let data: Bytes = match op {
-        Op::List => items.read_items(call.request(ReadItemsRequest { collection: name, query: Some(q) })?).await.map_err(status)?.into_inner().data,
-        Op::ById | Op::ByVersion => {
-            let key = key_arg(ctx)?;
-            items.read_item(call.request(ReadItemRequest { collection: name, key, query: Some(q) })?).await.map_err(status)?.into_inner().data
-        }
-        Op::Singleton | Op::SingletonByVersion => {
-            items.read_singleton(call.request(ReadSingletonRequest { collection: name, query: Some(q) })?).await.map_err(status)?.into_inner().data
-        }
+        Op::List | Op::Singleton | Op::SingletonByVersion => read(backend, call, name, op, q, String::new()).await?,
+        Op::ById | Op::ByVersion => read(backend, call, name, op, q, key_arg(ctx)?).await?,
         Op::CreateOne => {
             let data = bytes(&data_arg(ctx)?);
             items.create_item(call.request(CreateItemRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data

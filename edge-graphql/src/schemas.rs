@@ -21,11 +21,13 @@ pub struct Limits {
     pub complexity: usize,
     /// Whether introspection is answered.
     pub introspection: bool,
+    /// Whether item reads take the fast path ([`crate::fast`]).
+    pub fast_path: bool,
 }
 
 impl From<&crate::config::Settings> for Limits {
     fn from(s: &crate::config::Settings) -> Self {
-        Self { depth: s.depth_limit, complexity: s.complexity_limit, introspection: s.introspection }
+        Self { depth: s.depth_limit, complexity: s.complexity_limit, introspection: s.introspection, fast_path: s.fast_path }
     }
 }
 
@@ -80,6 +82,9 @@ pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, end
     builder = builder.data(model.clone()).data(backend.clone()).limit_depth(limits.depth).limit_complexity(limits.complexity);
     if !limits.introspection {
         builder = builder.disable_introspection();
+    }
+    if limits.fast_path && endpoint == Endpoint::User {
+        builder = builder.extension(crate::fast::FastReads::new(model));
     }
     builder.finish()
 }
@@ -213,7 +218,7 @@ mod tests {
             schema: cdapi_proto::v1::schema_service_client::SchemaServiceClient::new(tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy()),
             cookies: edge_http::cookies::CookieSettings::from_env().expect("cookie settings"),
         });
-        let limits = Limits { depth: 20, complexity: 1000, introspection: true };
+        let limits = Limits { depth: 20, complexity: 1000, introspection: true, fast_path: true };
         let built = build(Model::from_snapshot(&snapshot), fingerprint(&snapshot), &backend, limits).expect("the schema builds");
         let sdl = built.user.sdl();
         assert!(sdl.contains("input things_filter"), "{sdl}");

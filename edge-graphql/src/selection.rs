@@ -16,9 +16,9 @@
 
 use crate::model::{Collection, FieldKind, Model};
 use crate::values::{rest_filter, value_to_json};
-use async_graphql::parser::types::{Field, Selection, SelectionSet};
-use async_graphql::{Context, Name, Positioned, Value};
-
+use async_graphql::parser::types::{ExecutableDocument, Field, FragmentDefinition, OperationDefinition, Selection, SelectionSet, VariableDefinition};
+use async_graphql::{Context, Name, Positioned, Value, Variables};
+use std::collections::HashMap;
 use cdapi_proto::ApiError;
 use cdapi_proto::query_json::filter_from_json;
 use cdapi_proto::v1::Query;
@@ -31,34 +31,47 @@ pub fn json_key(field: &Field) -> String {
     }
 }
 
-/// Walks selections of one operation.
+/// Walks selections of one operation: its fragments, and its variables with their defaults.
 pub struct Walker<'a> {
     model: &'a Model,
-    ctx: &'a Context<'a>,
+    fragments: &'a HashMap<Name, Positioned<FragmentDefinition>>,
+    variables: &'a Variables,
+    definitions: &'a [Positioned<VariableDefinition>],
 }
 
 impl<'a> Walker<'a> {
-    /// A walker over the operation of `ctx`.
+    /// A walker over the operation a resolver runs in.
     pub fn new(model: &'a Model, ctx: &'a Context<'a>) -> Self {
-        Self { model, ctx }
+        let env = &ctx.query_env;
+        Self { model, fragments: &env.fragments, variables: &env.variables, definitions: &env.operation.node.variable_definitions }
+    }
+
+    /// A walker over `operation` of a parsed document.
+    pub fn of_document(model: &'a Model, doc: &'a ExecutableDocument, operation: &'a OperationDefinition, variables: &'a Variables) -> Self {
+        Self { model, fragments: &doc.fragments, variables, definitions: &operation.variable_definitions }
+    }
+
+    /// The model walked over.
+    pub fn model(&self) -> &'a Model {
+        self.model
+    }
+
+    /// A variable's value: the request's, else its default, else null.
+    fn variable(&self, var: &Name) -> Value {
+        self.variables
+            .get(var)
+            .cloned()
+            .or_else(|| self.definitions.iter().find(|d| d.node.name.node == *var).and_then(|d| d.node.default_value().cloned()))
+            .unwrap_or(Value::Null)
     }
 
     /// An argument value with its variables substituted (a variable's default when the request
     /// has none; null when neither). Errors: none in practice (validated operation).
     pub fn argument(&self, field: &Field, name: &str) -> Option<Value> {
         let (_, v) = field.arguments.iter().find(|(n, _)| n.node == name)?;
-        let env = &self.ctx.query_env;
         v.node
             .clone()
-            .into_const_with(|var: Name| -> Result<Value, std::convert::Infallible> {
-                let def = env.operation.node.variable_definitions.iter().find(|d| d.node.name.node == var);
-                Ok(env
-                    .variables
-                    .get(&var)
-                    .cloned()
-                    .or_else(|| def.and_then(|d| d.node.default_value().cloned()))
-                    .unwrap_or(Value::Null))
-            })
+            .into_const_with(|var: Name| -> Result<Value, std::convert::Infallible> { Ok(self.variable(&var)) })
             .ok()
             .filter(|v| *v != Value::Null)
     }
@@ -67,9 +80,7 @@ impl<'a> Walker<'a> {
     fn included(&self, directives: &[Positioned<async_graphql::parser::types::Directive>]) -> bool {
         directives.iter().all(|d| {
             let arg = d.node.get_argument("if").map(|v| {
-                v.node.clone().into_const_with(|var: Name| -> Result<Value, std::convert::Infallible> {
-                    Ok(self.ctx.query_env.variables.get(&var).cloned().unwrap_or(Value::Null))
-                })
+                v.node.clone().into_const_with(|var: Name| -> Result<Value, std::convert::Infallible> { Ok(self.variable(&var)) })
             });
             let flag = matches!(arg, Some(Ok(Value::Boolean(true))));
             match d.node.name.node.as_str() {
@@ -104,7 +115,7 @@ impl<'a> Walker<'a> {
                 }
                 Selection::FragmentSpread(spread) => {
                     if self.included(&spread.node.directives)
-                        && let Some(frag) = self.ctx.query_env.fragments.get(&spread.node.fragment_name.node)
+                        && let Some(frag) = self.fragments.get(&spread.node.fragment_name.node)
                     {
                         let cond = Some(frag.node.type_condition.node.on.node.as_str());
                         self.collect(&frag.node.selection_set.node, cond, out);
