@@ -116,7 +116,7 @@ pub fn mutation_fields(model: &Model, mut mutation: Object) -> Option<Object> {
     for c in model.collections.values().filter(|c| !c.read_only) {
         any = true;
         let n = &c.name;
-        let create = TypeRef::named(format!("create_{n}_input"));
+        let create = format!("create_{n}_input");
         let update = format!("update_{n}_input");
         if c.singleton {
             mutation = mutation.field(
@@ -126,8 +126,8 @@ pub fn mutation_fields(model: &Model, mut mutation: Object) -> Option<Object> {
             continue;
         }
         mutation = mutation
-            .field(root_field(format!("create_{n}_item"), TypeRef::named(n), n, Op::CreateOne).argument(InputValue::new("data", TypeRef::NonNull(Box::new(create.clone())))))
-            .field(root_field(format!("create_{n}_items"), TypeRef::named_nn_list_nn(n), n, Op::CreateMany).argument(InputValue::new("data", TypeRef::named_nn_list(format!("create_{n}_input")))))
+            .field(root_field(format!("create_{n}_item"), TypeRef::named(n), n, Op::CreateOne).argument(InputValue::new("data", TypeRef::named_nn(&create))))
+            .field(root_field(format!("create_{n}_items"), TypeRef::named_nn_list_nn(n), n, Op::CreateMany).argument(InputValue::new("data", TypeRef::named_nn_list(&create))))
             .field(root_field(format!("update_{n}_batch"), TypeRef::named_nn_list_nn(n), n, Op::UpdateBatch).argument(InputValue::new("data", TypeRef::named_nn_list(&update))));
         if !c.primary_key.is_empty() {
             mutation = mutation
@@ -165,6 +165,16 @@ fn data_arg(ctx: &ResolverContext<'_>) -> Result<Json, ApiError> {
     match ctx.args.get("data") {
         Some(v) if !v.is_null() => Ok(value_to_json(v.as_value())),
         _ => Err(ApiError::invalid_payload("\"data\" is required")),
+    }
+}
+
+/// `data` of `update_<c>_items`, a list by the spec's signature, as the one object it must hold
+/// (a plain object is taken as it is). Errors: INVALID_PAYLOAD with `reason` for another count.
+fn single_data(ctx: &ResolverContext<'_>, reason: &str) -> Result<Json, ApiError> {
+    match data_arg(ctx)? {
+        Json::Array(mut list) if list.len() == 1 => Ok(list.remove(0)),
+        Json::Array(_) => Err(ApiError::invalid_payload(reason)),
+        other => Ok(other),
     }
 }
 
@@ -297,11 +307,7 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
         }
         Op::UpdateMany => {
             let keys = keys_arg(ctx)?;
-            let data = match data_arg(ctx)? {
-                Json::Array(mut list) if list.len() == 1 => list.remove(0),
-                Json::Array(_) => return Err(ApiError::invalid_payload("\"data\" must hold exactly one object of values to set on every item of \"ids\"")),
-                other => other,
-            };
+            let data = single_data(ctx, "\"data\" must hold exactly one object of values to set on every item of \"ids\"")?;
             let selector = Some(update_items_request::Selector::Keys(KeyList { keys }));
             items.update_items(call.request(UpdateItemsRequest { collection: name, selector, data: bytes(&data), query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
@@ -310,11 +316,7 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
             items.update_batch(call.request(UpdateBatchRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
         Op::UpdateSingleton => {
-            let data = match data_arg(ctx)? {
-                Json::Array(mut list) if list.len() == 1 => list.remove(0),
-                Json::Array(_) => return Err(ApiError::invalid_payload("\"data\" must hold exactly one object for a singleton")),
-                other => other,
-            };
+            let data = single_data(ctx, "\"data\" must hold exactly one object for a singleton")?;
             items.update_singleton(call.request(UpdateSingletonRequest { collection: name, data: bytes(&data), query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
         Op::DeleteOne => {
