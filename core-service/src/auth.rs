@@ -7,8 +7,26 @@ use sqlx::PgPool;
 
 pub use access_token::{Accountability, Authenticator};
 
+use crate::permissions::Access;
+use crate::query::Variables;
+use crate::schema::Schema;
+use std::sync::Arc;
+
+/// The caller of one request, as the handlers need them.
+pub struct Caller {
+    /// The whole snapshot (writes, permission filters).
+    pub schema: Arc<Schema>,
+    /// What the caller reads through: `schema` itself for admin access, else their role's view.
+    pub read: Arc<Schema>,
+    /// Admin access or the role whose grants apply.
+    pub access: Access,
+    /// `$CURRENT_USER`, `$CURRENT_ROLE`.
+    pub vars: Variables,
+}
+
 /// Creates the bootstrap admin on first start (issue 2: ADMIN_EMAIL, ADMIN_PASSWORD,
-/// ADMIN_TOKEN), and keeps its static token equal to ADMIN_TOKEN on later starts.
+/// ADMIN_TOKEN) in the Administrator role (admin access; migration 0006), and keeps its static
+/// token equal to ADMIN_TOKEN on later starts.
 /// Without ADMIN_PASSWORD a random password is generated and logged once.
 pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>, token: Option<&str>) -> anyhow::Result<()> {
     let existing: Option<String> = sqlx::query_scalar("SELECT id::text FROM cdapi.users WHERE lower(email) = lower($1)")
@@ -25,6 +43,11 @@ pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>,
             .await?;
     }
     if let Some(id) = existing {
+        // Installs from before roles existed: the admin joins the Administrator role.
+        sqlx::query("UPDATE cdapi.users SET role = (SELECT id FROM cdapi.roles WHERE name = 'Administrator') WHERE id = $1::uuid AND role IS NULL")
+            .bind(&id)
+            .execute(pool)
+            .await?;
         if let Some(hash) = token_hash {
             sqlx::query("UPDATE cdapi.users SET token_hash = $1 WHERE id = $2::uuid")
                 .bind(hash)
@@ -50,7 +73,10 @@ pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>,
         .hash_password(password.as_bytes(), &salt)
         .map_err(|e| anyhow::anyhow!("hashing the admin password failed: {e}"))?
         .to_string();
-    sqlx::query("INSERT INTO cdapi.users (email, password_hash, token_hash, admin_access) VALUES ($1, $2, $3, true)")
+    sqlx::query(
+        "INSERT INTO cdapi.users (email, password_hash, token_hash, admin_access, role) \
+         VALUES ($1, $2, $3, true, (SELECT id FROM cdapi.roles WHERE name = 'Administrator'))",
+    )
         .bind(email)
         .bind(hash)
         .bind(token_hash)
