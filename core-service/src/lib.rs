@@ -8,7 +8,8 @@
 //! - [`query`]: the query engine (fields, filter, search, sort, pagination, meta → SQL).
 //! - [`write`]: creates, updates and deletes, one transaction per request.
 //! - [`versions`]: content versions (deltas, compare, promote, reads in a version).
-//! - [`auth`]: token checks and the bootstrap admin.
+//! - [`permissions`]: roles' grants; read views of the snapshot; payload validation.
+//! - [`auth`]: who is calling ([`auth::Caller`]) and the bootstrap admin.
 //! - [`grpc`]: ItemsService and SchemaService.
 //!
 //! [`run`] serves on a given listener until a shutdown future resolves, so tests can use port 0.
@@ -17,8 +18,10 @@ pub mod auth;
 pub mod config;
 pub mod db;
 pub mod grpc;
+pub mod permissions;
 pub mod query;
 pub mod schema;
+pub mod users;
 pub mod versions;
 pub mod write;
 
@@ -42,6 +45,8 @@ pub struct AppState {
     pub schema: ArcSwap<schema::Schema>,
     /// Token checks.
     pub auth: auth::Authenticator,
+    /// Read views of the snapshot per role (permissions).
+    pub views: permissions::Views,
     /// `limit` rules.
     pub limits: query::Limits,
     /// The version of the newest snapshot, announced to `WatchSchema` streams.
@@ -54,6 +59,22 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// Who is calling, from the request's metadata, with what they may read: the snapshot, the
+    /// caller's view of it, their access and dynamic variables. Errors: as
+    /// [`auth::Authenticator::authenticate`].
+    pub async fn caller(&self, md: &tonic::metadata::MetadataMap) -> Result<auth::Caller, ApiError> {
+        let who = self.auth.authenticate(md).await?;
+        let schema = self.schema.load_full();
+        let access = match (&who.user, &who.role) {
+            _ if who.admin => permissions::Access::Admin,
+            (None, _) => permissions::Access::Subject(permissions::Subject::Public),
+            (Some(_), Some(role)) => permissions::Access::Subject(permissions::Subject::Role(role.clone())),
+            (Some(_), None) => permissions::Access::Subject(permissions::Subject::NoRole),
+        };
+        let read = self.views.read_view(&schema, &access);
+        Ok(auth::Caller { schema, read, access, vars: query::Variables { user: who.user, role: who.role } })
+    }
+
     /// Re-introspects the database and swaps the snapshot in. Errors: database errors.
     pub async fn reload_schema(&self) -> Result<Arc<schema::Schema>, ApiError> {
         let version = self.version.fetch_add(1, Ordering::SeqCst) + 1;
@@ -155,6 +176,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let state = Arc::new(AppState {
         auth: auth::Authenticator::new(pool.clone(), Duration::from_secs(settings.token_cache_ttl_secs), keys, redis),
         pool,
+        views: permissions::Views::default(),
         schema: ArcSwap::from_pointee(schema::Schema::default()),
         limits: settings.limits,
         schema_changed: tokio::sync::watch::Sender::new(0),

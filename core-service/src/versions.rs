@@ -10,9 +10,10 @@
 //! unless the caller passes the current hash or `force`.
 
 use crate::query::read::pk_expr;
-use crate::query::sql::{Param, Sql, table};
+use crate::query::sql::{Param, Sql};
 use crate::query::{Limits, Planner, Variables};
 use crate::schema::{Collection, Schema};
+use crate::permissions::Access;
 use crate::write::Writer;
 use cdapi_proto::v1::Query;
 use cdapi_proto::{ApiError, ErrorCode};
@@ -26,8 +27,12 @@ const VERSION_JSON: &str = "json_build_object('id', v.id, 'key', v.key, 'name', 
 
 /// Version operations over one connection (a transaction where they write).
 pub struct Versions<'a> {
-    /// The schema snapshot.
+    /// The whole schema snapshot.
     pub schema: &'a Schema,
+    /// The schema the caller reads through (items in a version are read with it).
+    pub read: &'a Schema,
+    /// Who is calling: promoting a version is an update of the item under their grant.
+    pub access: &'a Access,
     /// The connection.
     pub conn: &'a mut PgConnection,
     /// `limit` rules.
@@ -68,7 +73,7 @@ impl<'a> Versions<'a> {
     /// The key of a singleton's row (FORBIDDEN when it has none yet).
     async fn singleton_key(&mut self, collection: &Collection) -> Result<String, ApiError> {
         let mut sql = Sql::default();
-        sql.text = format!("SELECT ({})::text FROM {} t0 LIMIT 1", pk_expr(collection, "t0"), table(&self.schema.db_schema, &collection.name));
+        sql.text = format!("SELECT ({})::text FROM {} t0 LIMIT 1", pk_expr(collection, "t0"), collection.table);
         let row = sql.query().fetch_optional(&mut *self.conn).await.map_err(crate::db::map_error)?.ok_or_else(ApiError::forbidden)?;
         row.try_get(0).map_err(crate::db::map_error)
     }
@@ -200,13 +205,17 @@ impl<'a> Versions<'a> {
 
     /// Applies `delta` to the item and reads it with `q` (fields, deep...). Leaves the change in
     /// the connection's transaction: callers roll it back or commit it.
+    /// The delta is applied with full access (it is a preview, rolled back by the callers that
+    /// only read); the item is then read with the caller's permissions (directus-facts.md).
     async fn apply_and_read(&mut self, c: &Collection, item: &str, delta: &Map<String, Value>, q: &Query) -> Result<String, ApiError> {
-        let mut w = Writer { schema: self.schema, conn: &mut *self.conn, limits: self.limits, vars: self.vars };
+        let admin = Access::Admin;
+        let mut w = Writer { schema: self.schema, read: self.schema, access: &admin, conn: &mut *self.conn, limits: self.limits, vars: self.vars };
         if !delta.is_empty() {
             w.save(c, delta, Some(item.to_owned()), 0).await?;
         }
         let read = Query { version: None, ..q.clone() };
-        let st = Planner::new(self.schema, self.limits, self.vars).read_one(c, item, &read)?;
+        let view = self.read.collection(&c.name).ok_or_else(ApiError::forbidden)?;
+        let st = Planner::new(self.read, self.limits, self.vars).read_one(view, item, &read)?;
         let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
         let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
         data.ok_or_else(ApiError::forbidden)
@@ -236,7 +245,8 @@ impl<'a> Versions<'a> {
         let v = self.stored(id).await?;
         let c = self.collection(&v.collection)?;
         let main_hash = self.item_hash(c, &v.item).await?;
-        let st = Planner::new(self.schema, self.limits, self.vars).read_one(c, &v.item, &Query::default())?;
+        let view = self.read.collection(&c.name).ok_or_else(ApiError::forbidden)?;
+        let st = Planner::new(self.read, self.limits, self.vars).read_one(view, &v.item, &Query::default())?;
         let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
         let main: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
         let main: Value = serde_json::from_str(&main.ok_or_else(ApiError::forbidden)?).map_err(|_| ApiError::internal())?;
@@ -259,7 +269,7 @@ impl<'a> Versions<'a> {
             e.extensions.insert("mainHash".into(), current.into());
             return Err(e);
         }
-        let mut w = Writer { schema: self.schema, conn: &mut *self.conn, limits: self.limits, vars: self.vars };
+        let mut w = Writer { schema: self.schema, read: self.read, access: self.access, conn: &mut *self.conn, limits: self.limits, vars: self.vars };
         if !v.delta.is_empty() {
             w.save(c, &v.delta, Some(v.item.clone()), 0).await?;
         }

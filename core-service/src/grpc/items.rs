@@ -1,10 +1,12 @@
 //! ItemsService: reads, aggregates, exports and writes, each a thin call into the query engine
-//! or the writer. Access: admin only until permissions land (issue 7).
+//! or the writer. Reads go through the caller's view of the snapshot, writes through their
+//! grants (see [`crate::permissions`]).
 
 use super::request_span;
 use crate::AppState;
 use crate::query::read::ReadStatement;
-use crate::query::{Planner, Variables};
+use crate::auth::Caller;
+use crate::query::Planner;
 use crate::write::Writer;
 use crate::schema::Collection;
 use bytes::Bytes;
@@ -27,16 +29,13 @@ impl Items {
         Self { state }
     }
 
-    /// Authenticates, looks the collection up and checks read access (admin only until
-    /// permissions land). Unknown collection and no access are both FORBIDDEN (spec rule 6).
-    async fn authorized(&self, md: &tonic::metadata::MetadataMap, name: &str) -> Result<(Arc<crate::schema::Schema>, Arc<Collection>, Variables), ApiError> {
-        let who = self.state.auth.authenticate(md).await?;
-        let schema = self.state.schema.load_full();
-        let collection = schema.collection(name).cloned().ok_or_else(ApiError::forbidden)?;
-        if !who.admin {
-            return Err(ApiError::forbidden());
-        }
-        Ok((schema, collection, Variables { user: who.user, role: who.role }))
+    /// Authenticates and looks the collection up in what the caller may read: their view of
+    /// the snapshot (see [`crate::permissions`]). A collection that does not exist and one the
+    /// caller may not read are both FORBIDDEN (spec rule 6).
+    async fn readable(&self, md: &tonic::metadata::MetadataMap, name: &str) -> Result<(Caller, Arc<Collection>), ApiError> {
+        let caller = self.state.caller(md).await?;
+        let collection = caller.read.collection(name).cloned().ok_or_else(ApiError::forbidden)?;
+        Ok((caller, collection))
     }
 
     /// Runs a planned read; returns (data JSON, meta JSON or empty). With `by_key`, a value that
@@ -65,10 +64,18 @@ impl Items {
     where
         F: for<'c> FnOnce(&'c mut Writer<'c>, &'c Collection) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ApiError>> + Send + 'c>>,
     {
-        let (schema, collection, vars) = self.authorized(md, collection).await?;
+        let caller = self.state.caller(md).await?;
+        let collection = caller.schema.collection(collection).cloned().ok_or_else(ApiError::forbidden)?;
         let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
         let out = {
-            let mut w = Writer { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
+            let mut w = Writer {
+                schema: &caller.schema,
+                read: &caller.read,
+                access: &caller.access,
+                conn: &mut tx,
+                limits: self.state.limits,
+                vars: &caller.vars,
+            };
             op(&mut w, &collection).await?
         };
         tx.commit().await.map_err(crate::db::map_error)?;
@@ -77,18 +84,25 @@ impl Items {
 
     /// An item as it reads in a content version: the delta applied in a transaction that is
     /// rolled back (see [`crate::versions`]).
-    async fn read_in_version(&self, schema: &crate::schema::Schema, collection: &Collection, key: Option<&str>, version: &str, vars: &Variables, q: &Query) -> Result<Bytes, ApiError> {
+    async fn read_in_version(&self, caller: &Caller, collection: &Collection, key: Option<&str>, version: &str, q: &Query) -> Result<Bytes, ApiError> {
         let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
         let data = {
-            let mut v = crate::versions::Versions { schema, conn: &mut tx, limits: self.state.limits, vars };
+            let mut v = crate::versions::Versions {
+                schema: &caller.schema,
+                read: &caller.read,
+                access: &caller.access,
+                conn: &mut tx,
+                limits: self.state.limits,
+                vars: &caller.vars,
+            };
             v.read_item(collection, key, version, q).await?
         };
         tx.rollback().await.map_err(crate::db::map_error)?;
         Ok(Bytes::from(data))
     }
 
-    async fn singleton(&self, collection: &Collection, schema: &crate::schema::Schema, vars: &Variables, q: &Query) -> Result<Bytes, ApiError> {
-        let st = Planner::new(schema, self.state.limits, vars).read_singleton(collection, q)?;
+    async fn singleton(&self, collection: &Collection, caller: &Caller, q: &Query) -> Result<Bytes, ApiError> {
+        let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_singleton(collection, q)?;
         let (data, _) = self.run(st, false).await?;
         // No row yet: Directus answers an object of the fields' defaults; ours are null.
         Ok(Bytes::from(data.unwrap_or_else(|| "{}".to_owned())))
@@ -118,16 +132,16 @@ impl ItemsService for Items {
     async fn read_items(&self, req: Request<ReadItemsRequest>) -> Result<Response<ReadItemsResponse>, Status> {
         let span = request_span("ReadItems", &req);
         async move {
-            let (schema, collection, vars) = self.authorized(req.metadata(), &req.get_ref().collection).await?;
+            let (caller, collection) = self.readable(req.metadata(), &req.get_ref().collection).await?;
             let q = req.get_ref().query.clone().unwrap_or_default();
             if collection.singleton {
                 let data = match q.version.as_deref().filter(|v| *v != "main") {
-                    Some(version) => self.read_in_version(&schema, &collection, None, version, &vars, &q).await?,
-                    None => self.singleton(&collection, &schema, &vars, &Query { version: None, ..q }).await?,
+                    Some(version) => self.read_in_version(&caller, &collection, None, version, &q).await?,
+                    None => self.singleton(&collection, &caller, &Query { version: None, ..q }).await?,
                 };
                 return Ok(Response::new(ReadItemsResponse { data, meta: Bytes::new() }));
             }
-            let st = Planner::new(&schema, self.state.limits, &vars).read_many(&collection, &q)?;
+            let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_many(&collection, &q)?;
             let (data, meta) = self.run(st, false).await?;
             Ok(Response::new(ReadItemsResponse { data: Bytes::from(data.unwrap_or_else(|| "[]".into())), meta }))
         }
@@ -140,14 +154,15 @@ impl ItemsService for Items {
         let span = request_span("ReadItem", &req);
         async move {
             let r = req.get_ref();
-            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
+            let (caller, collection) = self.readable(req.metadata(), &r.collection).await?;
+            let key = crate::users::resolve_me(&collection.name, &r.key, caller.vars.user.as_deref())?;
             let q = r.query.clone().unwrap_or_default();
             if let Some(version) = q.version.as_deref().filter(|v| *v != "main") {
-                let data = self.read_in_version(&schema, &collection, Some(&r.key), version, &vars, &q).await?;
+                let data = self.read_in_version(&caller, &collection, Some(&key), version, &q).await?;
                 return Ok(Response::new(ItemResponse { data }));
             }
             let q = Query { version: None, ..q };
-            let st = Planner::new(&schema, self.state.limits, &vars).read_one(&collection, &r.key, &q)?;
+            let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_one(&collection, &key, &q)?;
             let (data, _) = self.run(st, true).await?;
             let data = data.ok_or_else(ApiError::forbidden)?;
             Ok(Response::new(ItemResponse { data: Bytes::from(data) }))
@@ -161,16 +176,16 @@ impl ItemsService for Items {
         let span = request_span("ReadSingleton", &req);
         async move {
             let r = req.get_ref();
-            let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).await?;
+            let (caller, collection) = self.readable(req.metadata(), &r.collection).await?;
             if !collection.singleton {
                 return Err(ApiError::invalid_query(format!("Collection \"{}\" is not a singleton", collection.name)));
             }
             let q = r.query.clone().unwrap_or_default();
             if let Some(version) = q.version.as_deref().filter(|v| *v != "main") {
-                let data = self.read_in_version(&schema, &collection, None, version, &vars, &q).await?;
+                let data = self.read_in_version(&caller, &collection, None, version, &q).await?;
                 return Ok(Response::new(ItemResponse { data }));
             }
-            let data = self.singleton(&collection, &schema, &vars, &Query { version: None, ..q }).await?;
+            let data = self.singleton(&collection, &caller, &Query { version: None, ..q }).await?;
             Ok(Response::new(ItemResponse { data }))
         }
         .instrument(span)
@@ -181,9 +196,9 @@ impl ItemsService for Items {
     async fn aggregate(&self, req: Request<ReadItemsRequest>) -> Result<Response<ReadItemsResponse>, Status> {
         let span = request_span("Aggregate", &req);
         async move {
-            let (schema, collection, vars) = self.authorized(req.metadata(), &req.get_ref().collection).await?;
+            let (caller, collection) = self.readable(req.metadata(), &req.get_ref().collection).await?;
             let q = req.get_ref().query.clone().unwrap_or_default();
-            let st = Planner::new(&schema, self.state.limits, &vars).aggregate(&collection, &q)?;
+            let st = Planner::new(&caller.read, self.state.limits, &caller.vars).aggregate(&collection, &q)?;
             let (data, meta) = self.run(st, false).await?;
             Ok(Response::new(ReadItemsResponse { data: Bytes::from(data.unwrap_or_else(|| "[]".into())), meta }))
         }
@@ -201,9 +216,9 @@ impl ItemsService for Items {
     async fn export_items(&self, req: Request<ExportItemsRequest>) -> Result<Response<Self::ExportItemsStream>, Status> {
         let span = request_span("ExportItems", &req);
         let r = req.get_ref();
-        let (schema, collection, vars) = self.authorized(req.metadata(), &r.collection).instrument(span.clone()).await?;
+        let (caller, collection) = self.readable(req.metadata(), &r.collection).instrument(span.clone()).await?;
         let q = r.query.clone().unwrap_or_default();
-        let sql = Planner::new(&schema, self.state.limits, &vars).export_rows(&collection, &q)?;
+        let sql = Planner::new(&caller.read, self.state.limits, &caller.vars).export_rows(&collection, &q)?;
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         let pool = self.state.pool.clone();
         tokio::spawn(
@@ -248,7 +263,7 @@ impl ItemsService for Items {
         let out = self
             .in_write_tx(req.metadata(), &r.collection, move |w, c| {
                 Box::pin(async move {
-                    let keys = w.create(c, &data).await?;
+                    let keys = crate::users::create(w, c, data).await?;
                     w.read_back(c, &keys, &q).await
                 })
             })
@@ -264,7 +279,7 @@ impl ItemsService for Items {
         let out = self
             .in_write_tx(req.metadata(), &r.collection, move |w, c| {
                 Box::pin(async move {
-                    let keys = w.create(c, &data).await?;
+                    let keys = crate::users::create(w, c, data).await?;
                     w.read_back(c, &keys, &q).await
                 })
             })
@@ -280,7 +295,8 @@ impl ItemsService for Items {
         let out = self
             .in_write_tx(req.metadata(), &r.collection, move |w, c| {
                 Box::pin(async move {
-                    let keys = w.update_keys(c, std::slice::from_ref(&key), &data).await?;
+                    let key = crate::users::resolve_me(&c.name, &key, w.vars.user.as_deref())?;
+                    let keys = crate::users::update_keys(w, c, std::slice::from_ref(&key), data).await?;
                     w.read_back(c, &keys, &q).await
                 })
             })
@@ -297,7 +313,7 @@ impl ItemsService for Items {
             .in_write_tx(req.metadata(), &r.collection, move |w, c| {
                 Box::pin(async move {
                     let keys = match &selector {
-                        Some(update_items_request::Selector::Keys(k)) => w.update_keys(c, &k.keys, &data).await?,
+                        Some(update_items_request::Selector::Keys(k)) => crate::users::update_keys(w, c, &k.keys, data).await?,
                         Some(update_items_request::Selector::SelectorQuery(sq)) => w.update_query(c, sq, &data).await?,
                         None => return Err(ApiError::invalid_payload("Updating many items requires exactly one of \"keys\" or \"query\"")),
                     };
@@ -340,7 +356,8 @@ impl ItemsService for Items {
                     }
                     w.update_singleton(c, &data).await?;
                     let read = Query { fields: q.fields, deep: q.deep, alias: q.alias, ..Default::default() };
-                    let st = Planner::new(w.schema, w.limits, w.vars).read_singleton(c, &read)?;
+                    let Some(view) = w.read.collection(&c.name).cloned() else { return Ok("{}".into()) };
+                    let st = Planner::new(w.read, w.limits, w.vars).read_singleton(&view, &read)?;
                     let row = st.sql.query().fetch_one(&mut *w.conn).await.map_err(crate::db::map_error)?;
                     let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
                     Ok(data.unwrap_or_else(|| "{}".into()))

@@ -2,7 +2,7 @@
 
 use super::request_span;
 use crate::AppState;
-use crate::query::Variables;
+use crate::permissions::Action;
 use crate::versions::Versions;
 use bytes::Bytes;
 use cdapi_proto::ApiError;
@@ -23,20 +23,25 @@ impl VersionsApi {
         Self { state }
     }
 
-    /// Runs `op` in a transaction (committed on success) for an admin caller.
-    async fn run<T, F>(&self, md: &tonic::metadata::MetadataMap, op: F) -> Result<T, ApiError>
+    /// Runs `op` in a transaction (committed on success). The caller needs admin access or a
+    /// grant for `action` on `directus_versions` (FORBIDDEN otherwise); items are read with
+    /// the caller's permissions and promoted under their update grant.
+    async fn run<T, F>(&self, md: &tonic::metadata::MetadataMap, action: Action, op: F) -> Result<T, ApiError>
     where
         F: for<'c> FnOnce(&'c mut Versions<'c>) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ApiError>> + Send + 'c>>,
     {
-        let who = self.state.auth.authenticate(md).await?;
-        if !who.admin {
-            return Err(ApiError::forbidden());
-        }
-        let vars = Variables { user: who.user, role: who.role };
-        let schema = self.state.schema.load_full();
+        let caller = self.state.caller(md).await?;
+        caller.access.grant(&caller.schema, "directus_versions", action)?;
         let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
         let out = {
-            let mut v = Versions { schema: &schema, conn: &mut tx, limits: self.state.limits, vars: &vars };
+            let mut v = Versions {
+                schema: &caller.schema,
+                read: &caller.read,
+                access: &caller.access,
+                conn: &mut tx,
+                limits: self.state.limits,
+                vars: &caller.vars,
+            };
             op(&mut v).await?
         };
         tx.commit().await.map_err(crate::db::map_error)?;
@@ -53,7 +58,7 @@ impl VersionsService for VersionsApi {
     async fn create_version(&self, req: Request<CreateVersionRequest>) -> Result<Response<ItemResponse>, Status> {
         let span = request_span("CreateVersion", &req);
         let r = req.get_ref().clone();
-        self.run(req.metadata(), move |v| Box::pin(async move { v.create(&r.key, &r.name, &r.collection, &r.item).await }))
+        self.run(req.metadata(), Action::Create, move |v| Box::pin(async move { v.create(&r.key, &r.name, &r.collection, &r.item).await }))
             .instrument(span)
             .await
             .map(item)
@@ -63,7 +68,7 @@ impl VersionsService for VersionsApi {
     async fn list_versions(&self, req: Request<ListVersionsRequest>) -> Result<Response<ItemsResponse>, Status> {
         let span = request_span("ListVersions", &req);
         let r = req.get_ref().clone();
-        self.run(req.metadata(), move |v| Box::pin(async move { v.list(&r.collection, &r.item).await }))
+        self.run(req.metadata(), Action::Read, move |v| Box::pin(async move { v.list(&r.collection, &r.item).await }))
             .instrument(span)
             .await
             .map(|j| Response::new(ItemsResponse { data: Bytes::from(j) }))
@@ -73,13 +78,13 @@ impl VersionsService for VersionsApi {
     async fn read_version(&self, req: Request<VersionRef>) -> Result<Response<ItemResponse>, Status> {
         let span = request_span("ReadVersion", &req);
         let id = req.get_ref().id.clone();
-        self.run(req.metadata(), move |v| Box::pin(async move { v.read(&id).await })).instrument(span).await.map(item).map_err(Into::into)
+        self.run(req.metadata(), Action::Read, move |v| Box::pin(async move { v.read(&id).await })).instrument(span).await.map(item).map_err(Into::into)
     }
 
     async fn update_version(&self, req: Request<UpdateVersionRequest>) -> Result<Response<ItemResponse>, Status> {
         let span = request_span("UpdateVersion", &req);
         let r = req.get_ref().clone();
-        self.run(req.metadata(), move |v| Box::pin(async move { v.update(&r.id, r.key.as_deref(), r.name.as_deref()).await }))
+        self.run(req.metadata(), Action::Update, move |v| Box::pin(async move { v.update(&r.id, r.key.as_deref(), r.name.as_deref()).await }))
             .instrument(span)
             .await
             .map(item)
@@ -89,7 +94,7 @@ impl VersionsService for VersionsApi {
     async fn delete_version(&self, req: Request<VersionRef>) -> Result<Response<DeleteResponse>, Status> {
         let span = request_span("DeleteVersion", &req);
         let id = req.get_ref().id.clone();
-        self.run(req.metadata(), move |v| Box::pin(async move { v.delete(&id).await }))
+        self.run(req.metadata(), Action::Delete, move |v| Box::pin(async move { v.delete(&id).await }))
             .instrument(span)
             .await
             .map(|_| Response::new(DeleteResponse {}))
@@ -102,7 +107,7 @@ impl VersionsService for VersionsApi {
         let data: serde_json::Value =
             serde_json::from_slice(&r.data).map_err(|e| ApiError::invalid_payload(format!("The payload is not valid JSON: {e}")))?;
         let data = data.as_object().cloned().ok_or_else(|| ApiError::invalid_payload("The payload must be an object"))?;
-        self.run(req.metadata(), move |v| Box::pin(async move { v.save(&r.id, &data).await }))
+        self.run(req.metadata(), Action::Update, move |v| Box::pin(async move { v.save(&r.id, &data).await }))
             .instrument(span)
             .await
             .map(item)
@@ -112,13 +117,13 @@ impl VersionsService for VersionsApi {
     async fn compare_version(&self, req: Request<VersionRef>) -> Result<Response<ItemResponse>, Status> {
         let span = request_span("CompareVersion", &req);
         let id = req.get_ref().id.clone();
-        self.run(req.metadata(), move |v| Box::pin(async move { v.compare(&id).await })).instrument(span).await.map(item).map_err(Into::into)
+        self.run(req.metadata(), Action::Read, move |v| Box::pin(async move { v.compare(&id).await })).instrument(span).await.map(item).map_err(Into::into)
     }
 
     async fn promote_version(&self, req: Request<PromoteVersionRequest>) -> Result<Response<ItemResponse>, Status> {
         let span = request_span("PromoteVersion", &req);
         let r = req.get_ref().clone();
-        self.run(req.metadata(), move |v| Box::pin(async move { v.promote(&r.id, r.main_hash.as_deref(), r.force).await }))
+        self.run(req.metadata(), Action::Update, move |v| Box::pin(async move { v.promote(&r.id, r.main_hash.as_deref(), r.force).await }))
             .instrument(span)
             .await
             .map(item)

@@ -11,7 +11,7 @@
 //! `having[count][_gt]=10` or `having[sum][amount][_gte]=100`.
 
 use super::read::{Joins, ReadStatement, pagination};
-use super::sql::{column, ident, table};
+use super::sql::{column, ident};
 use super::{Planner, forbidden_field};
 use crate::schema::{Collection, Field, FieldType};
 use cdapi_proto::ApiError;
@@ -71,7 +71,7 @@ impl Planner<'_> {
             }
             columns.push(format!("json_build_object({}) AS {}", pairs.join(", "), ident(name)));
         }
-        let from = table(&self.schema.db_schema, &collection.name);
+        let from = self.source(collection)?;
         let where_sql = self.where_clause(collection, "t0", q)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
         let mut order = Vec::new();
         for raw in &q.sort {

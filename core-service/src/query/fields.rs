@@ -140,6 +140,15 @@ pub enum Column<'a> {
 }
 
 impl<'a> Planner<'a> {
+    /// Whether the related collection of an M2O field is in the caller's view (other relation
+    /// kinds are cut to readable collections when the view is made).
+    fn readable_target(&self, field: &Field) -> bool {
+        match &field.relation {
+            Some(FieldRelation::M2O { related, .. }) => self.schema.collection(related).is_some(),
+            _ => true,
+        }
+    }
+
     /// Resolves a field tree on `collection` with the `alias` and `deep` of `level`.
     pub fn resolve<'t>(&self, collection: &'t Collection, tree: &'t FieldTree, level: &'t Query) -> Result<Select<'t>, ApiError>
     where
@@ -203,7 +212,8 @@ impl<'a> Planner<'a> {
                 let named = tree.named.iter().find(|(n, _)| *n == field.name);
                 let children = match named {
                     Some((_, Some(c))) => Some(c),
-                    _ if field.relation.is_some() => tree.star_children.as_deref(),
+                    // `*.*` expands relations into collections the caller may read; others stay keys.
+                    _ if field.relation.is_some() && self.readable_target(field) => tree.star_children.as_deref(),
                     _ => None,
                 };
                 used.insert(field.name.as_str());

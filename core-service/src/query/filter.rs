@@ -11,7 +11,7 @@
 //! none may (`_none`).
 
 use super::functions;
-use super::sql::{Param, column, escape_like, table};
+use super::sql::{Param, column, escape_like};
 use super::{MAX_RELATIONAL_DEPTH, Planner, forbidden_field, not_supported};
 use crate::schema::{Collection, FieldRelation, FieldType};
 use cdapi_proto::ApiError;
@@ -109,7 +109,7 @@ impl Planner<'_> {
         };
         let exists = format!(
             "EXISTS (SELECT 1 FROM {} {inner} WHERE {join} AND {nested})",
-            table(&self.schema.db_schema, &related.name)
+            self.source(related)?
         );
         Ok(if quantifier == Quantifier::None { format!("NOT {exists}") } else { exists })
     }
@@ -140,7 +140,7 @@ impl Planner<'_> {
         Ok(format!(
             "CASE WHEN {} = {p} THEN EXISTS (SELECT 1 FROM {} {inner} WHERE {} = CAST({} AS {}) AND {nested}) ELSE FALSE END",
             column(alias, collection_field),
-            table(&self.schema.db_schema, &related.name),
+            self.source(related)?,
             column(&inner, &pk.name),
             column(alias, &field.name),
             pk.db_type

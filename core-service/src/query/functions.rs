@@ -5,7 +5,7 @@
 //! UTC, so results do not depend on the server's time zone.
 
 use super::Planner;
-use super::sql::{column, table};
+use super::sql::column;
 use super::forbidden_field;
 use crate::schema::{Collection, FieldRelation, FieldType};
 use cdapi_proto::ApiError;
@@ -88,7 +88,7 @@ impl Planner<'_> {
                     let rel = self.collection(related)?;
                     Ok(format!(
                         "(SELECT count(*) FROM {} {c} WHERE {} = {})",
-                        table(&self.schema.db_schema, &rel.name),
+                        self.source(rel)?,
                         column(&c, related_field),
                         column(alias, local_field)
                     ))

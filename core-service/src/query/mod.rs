@@ -46,8 +46,11 @@ pub struct Variables {
 
 /// Plans one statement: the schema and request context it reads, and the SQL it writes.
 pub struct Planner<'a> {
-    /// The schema snapshot.
+    /// The schema the caller reads through: a whole snapshot (admin access), or a role's view
+    /// of it (see [`crate::permissions`]).
     pub schema: &'a Schema,
+    /// The whole snapshot (`schema` itself, or the one the view was cut from).
+    base: &'a Schema,
     /// `limit` rules.
     pub limits: Limits,
     /// Dynamic variable values.
@@ -61,7 +64,29 @@ pub struct Planner<'a> {
 impl<'a> Planner<'a> {
     /// A planner with an empty statement.
     pub fn new(schema: &'a Schema, limits: Limits, vars: &'a Variables) -> Self {
-        Self { schema, limits, vars, sql: sql::Sql::default(), expansions: std::cell::Cell::new(0) }
+        Self { schema, base: schema.base(), limits, vars, sql: sql::Sql::default(), expansions: std::cell::Cell::new(0) }
+    }
+
+    /// The rows of `collection` the caller may see, as a FROM item: the table, or (when the
+    /// view carries an item filter) `(SELECT * FROM table p WHERE <filter>)`, which Postgres
+    /// flattens into the surrounding query. Every table a read statement touches goes through
+    /// here, so permissions hold at every depth. The item filter is compiled against the whole
+    /// snapshot (it may name fields the caller cannot read) with the request's variables.
+    pub fn source(&mut self, collection: &crate::schema::Collection) -> Result<String, ApiError> {
+        let Some(f) = collection.row_filter.clone() else { return Ok(collection.table.clone()) };
+        let alias = self.sql.next_alias('p');
+        let cond = self.row_condition(collection, &alias, &f)?;
+        Ok(format!("(SELECT * FROM {} {alias} WHERE {cond})", collection.table))
+    }
+
+    /// The item filter `f` of a permission as a condition on `collection` rows aliased `alias`,
+    /// compiled against the whole snapshot.
+    pub fn row_condition(&mut self, collection: &crate::schema::Collection, alias: &str, f: &cdapi_proto::v1::Filter) -> Result<String, ApiError> {
+        let whole = self.base.collection(&collection.name).cloned().ok_or_else(ApiError::internal)?;
+        let view = std::mem::replace(&mut self.schema, self.base);
+        let cond = self.filter(&whole, alias, f, 0);
+        self.schema = view;
+        cond
     }
 
     /// Counts one expanded relation; INVALID_QUERY past [`MAX_EXPANSIONS`] (`*.*.*...` on a
@@ -77,9 +102,14 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
-    /// The collection `name` of the snapshot (internal error if a relation points nowhere).
+    /// The collection `name` of the schema read through; FORBIDDEN when the caller may not
+    /// read it (a relation into a collection outside the caller's view).
     pub fn collection(&self, name: &str) -> Result<&'a crate::schema::Collection, ApiError> {
-        self.schema.collection(name).map(|c| c.as_ref()).ok_or_else(ApiError::internal)
+        self.schema.collection(name).map(|c| c.as_ref()).ok_or_else(|| {
+            let mut e = ApiError::forbidden();
+            e.message = format!("You don't have permission to access collection \"{name}\" or it does not exist.");
+            e
+        })
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::fields::{Column, FieldTree, Select};
 use super::functions;
-use super::sql::{Param, Sql, column, ident, table};
+use super::sql::{Param, Sql, column, ident};
 use super::{Limits, MAX_RELATIONAL_DEPTH, Planner, forbidden_field};
 use crate::schema::{Collection, FieldRelation};
 use cdapi_proto::ApiError;
@@ -91,7 +91,7 @@ impl Planner<'_> {
             return Err(ApiError::invalid_query("\"export\" is answered by the ExportItems call"));
         }
         let list = self.list_sql(collection, q)?;
-        let from = table(&self.schema.db_schema, &collection.name);
+        let from = self.source(collection)?;
         let total_count = q.meta.contains(&(MetaCount::TotalCount as i32));
         let filter_count = q.meta.contains(&(MetaCount::FilterCount as i32));
         let total = if total_count { format!("(SELECT count(*) FROM {from} t0)") } else { "NULL::int8".into() };
@@ -128,7 +128,7 @@ impl Planner<'_> {
         let (joins, order) = self.order_by(collection, "t0", &q.sort)?;
         let (limit, offset) = pagination(q, &self.limits, self.limits.default)?;
         let page = self.limit_offset(limit, offset);
-        let from = table(&self.schema.db_schema, &collection.name);
+        let from = self.source(collection)?;
         let where_sql = wheres.as_deref().map(|w| format!(" WHERE {w}")).unwrap_or_default();
         Ok(ListSql { select: format!("SELECT {list} FROM {from} t0{joins}{where_sql}{order}{page}"), where_sql })
     }
@@ -154,7 +154,7 @@ impl Planner<'_> {
         if let Some(w) = self.where_clause(collection, "t0", q)? {
             conds.push(w);
         }
-        let from = table(&self.schema.db_schema, &collection.name);
+        let from = self.source(collection)?;
         self.sql.text = format!(
             "SELECT (SELECT row_to_json(j0) FROM (SELECT {list} FROM {from} t0 WHERE {}) j0)::text AS data, NULL::int8 AS total_count, NULL::int8 AS filter_count",
             conds.join(" AND ")
@@ -174,7 +174,7 @@ impl Planner<'_> {
         let tree = FieldTree::parse(&q.fields)?;
         let select = self.resolve(collection, &tree, q)?;
         let list = self.select_list(&select, "t0")?;
-        let from = table(&self.schema.db_schema, &collection.name);
+        let from = self.source(collection)?;
         let where_sql = self.where_clause(collection, "t0", q)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
         let order = pk_order(collection, "t0");
         self.sql.text = format!(
@@ -312,7 +312,7 @@ impl Planner<'_> {
                             let rel = self.collection(related)?;
                             joins.sql.push_str(&format!(
                                 " LEFT JOIN {} {a} ON {} = {}",
-                                table(&self.schema.db_schema, &rel.name),
+                                self.source(rel)?,
                                 column(&a, related_field),
                                 column(&alias, seg)
                             ));
@@ -348,7 +348,7 @@ impl Planner<'_> {
                     let list = self.select_list(nested, &t)?;
                     format!(
                         "(SELECT row_to_json({j}) FROM (SELECT {list} FROM {} {t} WHERE {} = {}) {j}) AS {}",
-                        table(&self.schema.db_schema, &nested.collection.name),
+                        self.source(nested.collection)?,
                         column(&t, related_field),
                         column(alias, &field.name),
                         ident(key)
@@ -365,7 +365,7 @@ impl Planner<'_> {
                         cases.push_str(&format!(
                             " WHEN {} = {name} THEN (SELECT row_to_json({j}) FROM (SELECT {list} FROM {} {t} WHERE {} = CAST({} AS {})) {j})",
                             column(alias, collection_field),
-                            table(&self.schema.db_schema, &branch.collection.name),
+                            self.source(branch.collection)?,
                             column(&t, &pk.name),
                             column(alias, &field.name),
                             pk.db_type
@@ -388,10 +388,11 @@ impl Planner<'_> {
                     // after: otherwise the planner may walk the whole primary key index in order,
                     // filtering on the foreign key, to satisfy ORDER BY key LIMIT n (seen: 185 ms
                     // instead of 2 on the benchmark data).
+                    let f = self.sql.next_alias('f');
                     format!(
-                        "(SELECT coalesce({agg}, '[]'::json) FROM (SELECT {list} FROM (SELECT * FROM {} WHERE {} = {} OFFSET 0) {t}{joins}{where_sql}{order}{page}) {j}) AS {}",
-                        table(&self.schema.db_schema, &related.name),
-                        ident(related_field),
+                        "(SELECT coalesce({agg}, '[]'::json) FROM (SELECT {list} FROM (SELECT * FROM {} {f} WHERE {} = {} OFFSET 0) {t}{joins}{where_sql}{order}{page}) {j}) AS {}",
+                        self.source(related)?,
+                        column(&f, related_field),
                         column(alias, local_field),
                         ident(key)
                     )
@@ -450,6 +451,7 @@ mod tests {
     fn blog() -> Schema {
         let authors = Collection::new(
             "authors".into(),
+            "\"public\".\"authors\"".into(),
             vec!["id".into()],
             false,
             false,
@@ -472,6 +474,7 @@ mod tests {
         );
         let articles = Collection::new(
             "articles".into(),
+            "\"public\".\"articles\"".into(),
             vec!["id".into()],
             false,
             false,

@@ -12,6 +12,7 @@
 
 use super::naming::{ForeignKey, default_aliases};
 use super::{Collection, Deselect, Field, FieldRelation, FieldType, Schema};
+use crate::query::sql::table;
 use sqlx::PgPool;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -19,14 +20,34 @@ use std::sync::Arc;
 /// The Postgres schema holding the system tables.
 pub use system_tables::SYSTEM_SCHEMA;
 
-const COLLECTIONS_SQL: &str = r#"
-SELECT c.relname::text, c.relkind::text
-FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
-ORDER BY c.relname"#;
+/// The relations served: user tables of `$1`, and the system tables exposed as system
+/// collections. A user table named `directus_*` would shadow a system collection: it is not
+/// served. Arguments: the namespace and class aliases of the query.
+macro_rules! served {
+    ($ns:literal, $rel:literal) => {
+        concat!("((", $ns, ".nspname = $1 AND ", $rel, ".relname NOT LIKE 'directus\\_%') OR (", $ns, ".nspname = 'cdapi' AND ", $rel, ".relname IN ('users', 'roles', 'permissions', 'versions')))")
+    };
+}
 
-const COLUMNS_SQL: &str = r#"
-SELECT c.relname::text, a.attname::text,
+/// The collection name of a served relation: its own, or `directus_<table>` for system tables.
+macro_rules! collection_name {
+    ($ns:literal, $rel:literal) => {
+        concat!("CASE WHEN ", $ns, ".nspname = 'cdapi' THEN 'directus_' || ", $rel, ".relname ELSE ", $rel, ".relname::text END")
+    };
+}
+
+const COLLECTIONS_SQL: &str = concat!(
+    "SELECT ", collection_name!("n", "c"), ", c.relkind::text, n.nspname::text, c.relname::text
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE ", served!("n", "c"), " AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+ORDER BY 1"
+);
+
+/// Columns; the secrets of `cdapi.users` (password and token hashes, TOTP secret) and its
+/// legacy `admin_access` flag are never part of the snapshot, so no query can read, filter or
+/// sort on them.
+const COLUMNS_SQL: &str = concat!(
+    "SELECT ", collection_name!("n", "c"), ", a.attname::text,
        format_type(bt.oid, NULL) AS db_type,
        bt.typname::text AS base_type, bt.typcategory::text, bt.typtype::text,
        NOT a.attnotnull AS nullable,
@@ -38,34 +59,40 @@ JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
 JOIN pg_type bt ON bt.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
-WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+WHERE ", served!("n", "c"), " AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
   AND a.attnum > 0 AND NOT a.attisdropped
-ORDER BY c.relname, a.attnum"#;
+  AND NOT (n.nspname = 'cdapi' AND c.relname = 'users' AND a.attname IN ('password_hash', 'token_hash', 'tfa_secret', 'admin_access'))
+ORDER BY 1, a.attnum"
+);
 
-const PRIMARY_KEYS_SQL: &str = r#"
-SELECT c.relname::text, array_agg(a.attname::text ORDER BY k.ord)
+const PRIMARY_KEYS_SQL: &str = concat!(
+    "SELECT ", collection_name!("n", "c"), ", array_agg(a.attname::text ORDER BY k.ord)
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-WHERE n.nspname = $1 AND i.indisprimary AND NOT c.relispartition
-GROUP BY c.relname"#;
+WHERE ", served!("n", "c"), " AND i.indisprimary AND NOT c.relispartition
+GROUP BY 1"
+);
 
-const FOREIGN_KEYS_SQL: &str = r#"
-SELECT DISTINCT pc.relname::text AS many_table, ma.attname::text AS many_column,
-       oc.relname::text AS one_table, oa.attname::text AS one_column
+/// Single-column foreign keys between served relations, so a user table's key into
+/// `cdapi.users` is an M2O to `directus_users` (and `directus_users` gets the reverse O2M).
+const FOREIGN_KEYS_SQL: &str = concat!(
+    "SELECT DISTINCT ", collection_name!("pn", "pc"), " AS many_table, ma.attname::text AS many_column,
+       ", collection_name!("onn", "oc"), " AS one_table, oa.attname::text AS one_column
 FROM pg_constraint con
 JOIN pg_class mc ON mc.oid = con.conrelid
-JOIN pg_namespace mn ON mn.oid = mc.relnamespace
 JOIN pg_class pc ON pc.oid = CASE WHEN mc.relispartition THEN pg_partition_root(mc.oid) ELSE mc.oid END
+JOIN pg_namespace pn ON pn.oid = pc.relnamespace
 JOIN pg_attribute ma ON ma.attrelid = con.conrelid AND ma.attnum = con.conkey[1]
 JOIN pg_class oc ON oc.oid = con.confrelid
 JOIN pg_namespace onn ON onn.oid = oc.relnamespace
 JOIN pg_attribute oa ON oa.attrelid = con.confrelid AND oa.attnum = con.confkey[1]
 WHERE con.contype = 'f' AND cardinality(con.conkey) = 1 AND con.conparentid = 0
-  AND mn.nspname = $1 AND onn.nspname = $1 AND NOT oc.relispartition
-ORDER BY 1, 2, 3, 4"#;
+  AND ", served!("pn", "pc"), " AND ", served!("onn", "oc"), " AND NOT oc.relispartition
+ORDER BY 1, 2, 3, 4"
+);
 
 /// Row of `cdapi.relations`.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -83,7 +110,7 @@ struct RelationSetting {
 /// Reads the database structure of `db_schema` and the system tables into a new snapshot.
 /// Errors: database errors only (an unknown type becomes [`FieldType::Unknown`], never an error).
 pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<Schema, sqlx::Error> {
-    let tables: Vec<(String, String)> = sqlx::query_as(COLLECTIONS_SQL).bind(db_schema).fetch_all(pool).await?;
+    let tables: Vec<(String, String, String, String)> = sqlx::query_as(COLLECTIONS_SQL).bind(db_schema).fetch_all(pool).await?;
     type ColumnRow = (String, String, String, String, String, String, bool, bool, Option<i32>, Option<Vec<String>>);
     let columns: Vec<ColumnRow> = sqlx::query_as(COLUMNS_SQL).bind(db_schema).fetch_all(pool).await?;
     let pks: HashMap<String, Vec<String>> =
@@ -122,7 +149,7 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
 
     // Foreign keys (first one per column wins), and junction detection.
     let mut seen = HashSet::new();
-    let names: HashSet<&str> = tables.iter().map(|(n, _)| n.as_str()).collect();
+    let names: HashSet<&str> = tables.iter().map(|(n, ..)| n.as_str()).collect();
     let fks: Vec<ForeignKey> = fk_rows
         .into_iter()
         .filter(|(m, _, o, _)| names.contains(m.as_str()) && names.contains(o.as_str()))
@@ -219,15 +246,16 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
     }
 
     let mut collections = BTreeMap::new();
-    for (name, relkind) in tables {
+    for (name, relkind, namespace, relname) in tables {
         let mut fs = fields.remove(&name).unwrap_or_default();
         fs.extend(aliases.remove(&name).unwrap_or_default());
         let primary_key = pks.get(&name).cloned().unwrap_or_default();
         let read_only = matches!(relkind.as_str(), "v" | "m");
         let singleton = singletons.contains(&name);
-        collections.insert(name.clone(), Arc::new(Collection::new(name, primary_key, singleton, read_only, fs)));
+        collections.insert(name.clone(), Arc::new(Collection::new(name, table(&namespace, &relname), primary_key, singleton, read_only, fs)));
     }
-    Ok(Schema { version, db_schema: db_schema.to_owned(), collections })
+    let permissions = Arc::new(crate::permissions::Rules::load(pool).await?);
+    Ok(Schema { version, db_schema: db_schema.to_owned(), collections, base: None, permissions })
 }
 
 /// Maps a (domain-resolved) Postgres type to a [`FieldType`].

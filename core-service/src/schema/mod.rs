@@ -8,18 +8,34 @@ mod naming;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// One snapshot of the served database's structure.
+/// One snapshot of the served database's structure, or a caller's view of one (see
+/// [`crate::permissions`]): the collections and fields that caller may use, each collection
+/// carrying the item filter its rows must pass.
 #[derive(Debug, Default)]
 pub struct Schema {
     /// Increases on every rebuild within the process's life.
     pub version: u64,
     /// Postgres schema holding the user collections (DATABASE_SCHEMA, default `public`).
     pub db_schema: String,
-    /// Collections by name.
+    /// Collections by name: user collections, and the system collections (`directus_users`,
+    /// `directus_roles`, `directus_permissions`, `directus_versions`).
     pub collections: BTreeMap<String, Arc<Collection>>,
+    /// For a view: the whole snapshot it was cut from (permission filters are compiled against
+    /// it, since they may name fields the caller cannot read). `None` for a whole snapshot.
+    pub base: Option<Arc<Schema>>,
+    /// The permission rules of every role (read from `cdapi.permissions` with the snapshot).
+    pub permissions: Arc<crate::permissions::Rules>,
 }
 
+/// Name prefix of the system collections (Directus's).
+pub const SYSTEM_PREFIX: &str = "directus_";
+
 impl Schema {
+    /// The whole snapshot a view was cut from (itself for a whole snapshot).
+    pub fn base(&self) -> &Schema {
+        self.base.as_deref().unwrap_or(self)
+    }
+
     /// Looks a collection up by name.
     pub fn collection(&self, name: &str) -> Option<&Arc<Collection>> {
         self.collections.get(name)
@@ -27,10 +43,17 @@ impl Schema {
 }
 
 /// A table, partitioned table or view exposed as a collection.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Collection {
-    /// Collection (= table) name.
+    /// Collection name: the table's name, or `directus_<table>` for a system collection.
     pub name: String,
+    /// The table as SQL: `"schema"."table"`, quoted (the statement builders use it as is).
+    pub table: String,
+    /// A system collection (kept in the system tables' Postgres schema).
+    pub system: bool,
+    /// In a caller's view: the item filter (permission `permissions`) rows must pass to be
+    /// seen at all; `None` = every row.
+    pub row_filter: Option<Arc<cdapi_proto::v1::Filter>>,
     /// Primary key fields in key order; empty for views. More than one = composite key, whose
     /// text form is the values joined by `,` (e.g. `GET /items/film_actor/1,23`).
     pub primary_key: Vec<String>,
@@ -44,10 +67,19 @@ pub struct Collection {
 }
 
 impl Collection {
-    /// Builds a collection and its field index.
-    pub fn new(name: String, primary_key: Vec<String>, singleton: bool, read_only: bool, fields: Vec<Field>) -> Self {
+    /// Builds a collection and its field index; `table` is its SQL name (`"public"."x"`).
+    pub fn new(name: String, table: String, primary_key: Vec<String>, singleton: bool, read_only: bool, fields: Vec<Field>) -> Self {
         let index = fields.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect();
-        Self { name, primary_key, singleton, read_only, fields, index }
+        let system = name.starts_with(SYSTEM_PREFIX);
+        Self { name, table, system, row_filter: None, primary_key, singleton, read_only, fields, index }
+    }
+
+    /// The same collection with only the fields `keep` accepts and the given item filter.
+    pub fn restricted(&self, keep: impl Fn(&Field) -> bool, row_filter: Option<Arc<cdapi_proto::v1::Filter>>) -> Self {
+        let fields: Vec<Field> = self.fields.iter().filter(|f| keep(f)).cloned().collect();
+        let mut c = Self::new(self.name.clone(), self.table.clone(), self.primary_key.clone(), self.singleton, self.read_only, fields);
+        c.row_filter = row_filter;
+        c
     }
 
     /// A field by name.

@@ -1,4 +1,5 @@
-//! Default names of O2M alias fields (see issue 2): the referencing collection's name; when the
+//! Default names of O2M alias fields (see issue 2): the referencing collection's name (without
+//! the `directus_` prefix of system collections); when the
 //! same collection references the target more than once, or the name is taken by a column,
 //! `<collection>_<foreign key column>`. Names configured in `cdapi.relations.one_field` win.
 
@@ -32,7 +33,8 @@ pub fn default_aliases(fks: &[ForeignKey], taken: &HashMap<String, HashSet<Strin
                 !columns.is_some_and(|c| c.contains(name))
                     && !used.get(fk.one_collection.as_str()).is_some_and(|u| u.contains(name))
             };
-            let plain = fk.many_collection.clone();
+            // System collections read as Directus names them: `users` on `directus_roles`.
+            let plain = fk.many_collection.strip_prefix(crate::schema::SYSTEM_PREFIX).unwrap_or(&fk.many_collection).to_owned();
             let qualified = format!("{}_{}", fk.many_collection, fk.many_field);
             let unique_pair = per_pair[&(fk.one_collection.as_str(), fk.many_collection.as_str())] == 1;
             let choice = [unique_pair.then_some(plain), Some(qualified)]

@@ -12,8 +12,9 @@ pub mod payload;
 pub mod relational;
 
 use crate::query::read::pk_expr;
-use crate::query::sql::{Sql, ident, table};
-use crate::query::{Planner, Variables};
+use crate::permissions::{Access, Action, Grant, validate};
+use crate::query::sql::{Sql, ident};
+use crate::query::{Planner, Variables, forbidden_field};
 use crate::schema::{Collection, Schema};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldCondition, Filter, Operator, Query, Value as PbValue, filter, value};
@@ -23,8 +24,12 @@ use sqlx::{PgConnection, Row};
 
 /// What the writes of one request need.
 pub struct Writer<'a> {
-    /// The schema snapshot.
+    /// The whole schema snapshot (writes address every field; permissions are checked here).
     pub schema: &'a Schema,
+    /// The schema the caller reads through (the written items are read back with it).
+    pub read: &'a Schema,
+    /// Who is writing: admin access, or a role whose grants apply (issue 7).
+    pub access: &'a Access,
     /// The transaction's connection.
     pub conn: &'a mut PgConnection,
     /// `limit` rules for reading the results back.
@@ -43,6 +48,12 @@ fn writable(collection: &Collection) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The caller's view of `collection` (query selectors of writes are read conditions: they may
+/// only name what the caller can read). FORBIDDEN when the caller cannot read it at all.
+fn readable(read: &Schema, collection: &Collection) -> Result<std::sync::Arc<Collection>, ApiError> {
+    read.collection(&collection.name).cloned().ok_or_else(ApiError::forbidden)
+}
+
 fn objects(data: &Value) -> Result<Vec<&Map<String, Value>>, ApiError> {
     match data {
         Value::Array(items) => items
@@ -55,6 +66,57 @@ fn objects(data: &Value) -> Result<Vec<&Map<String, Value>>, ApiError> {
 }
 
 impl Writer<'_> {
+    /// The caller's grant for `action` on `collection`; FORBIDDEN without one.
+    pub fn grant(&self, collection: &Collection, action: Action) -> Result<std::borrow::Cow<'_, Grant>, ApiError> {
+        self.access.grant(self.schema, &collection.name, action)
+    }
+
+    /// Checks a payload object against the caller's grant for `action` (Create or Update):
+    /// every field must be allowed (FORBIDDEN, worded as Directus), presets are applied under
+    /// the payload on create, and the result must pass the grant's validation
+    /// (FAILED_VALIDATION; on update only the fields given are checked). Returns the payload
+    /// to write.
+    fn permitted(&self, collection: &Collection, action: Action, obj: &Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
+        if matches!(self.access, Access::Admin) {
+            return Ok(obj.clone());
+        }
+        let grant = self.grant(collection, action)?;
+        if let Some(name) = obj.keys().find(|k| !grant.fields.allows(k)) {
+            return Err(forbidden_field(&collection.name, name));
+        }
+        let mut out = obj.clone();
+        if action == Action::Create {
+            for (k, v) in &grant.presets {
+                if !out.contains_key(k) {
+                    out.insert(k.clone(), validate::resolve(v, self.vars));
+                }
+            }
+        }
+        validate::check_any(&grant.validation, &out, action == Action::Update, self.vars)?;
+        Ok(out)
+    }
+
+    /// The caller's item filter for `action` on `collection` as a condition on rows aliased
+    /// `t0` (bound into `planner`'s statement); `None` when every row is allowed.
+    fn scope(&self, planner: &mut Planner<'_>, collection: &Collection, action: Action) -> Result<Option<String>, ApiError> {
+        if matches!(self.access, Access::Admin) {
+            return Ok(None);
+        }
+        let grant = self.grant(collection, action)?;
+        match &grant.filter {
+            Some(f) => planner.row_condition(collection, "t0", f).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// `selector AND scope` for statements that change rows.
+    fn scoped(&self, planner: &mut Planner<'_>, collection: &Collection, action: Action, selector: String) -> Result<String, ApiError> {
+        Ok(match self.scope(planner, collection, action)? {
+            Some(cond) => format!("({selector}) AND {cond}"),
+            None => selector,
+        })
+    }
+
     async fn keys(&mut self, sql: &Sql) -> Result<Vec<String>, ApiError> {
         let rows = sql.query().fetch_all(&mut *self.conn).await.map_err(crate::db::map_write_error)?;
         rows.iter().map(|r| r.try_get::<String, _>(0).map_err(crate::db::map_error)).collect()
@@ -75,6 +137,8 @@ impl Writer<'_> {
             }
             return Ok(keys);
         }
+        let items: Vec<Map<String, Value>> =
+            items.into_iter().map(|o| self.permitted(collection, Action::Create, o)).collect::<Result<_, _>>()?;
         let rows: Vec<Vec<ColumnValue<'_>>> =
             items.iter().map(|o| payload::columns(collection, o, Mode::Create)).collect::<Result<_, _>>()?;
         // One column list for all rows; a row without a column writes DEFAULT.
@@ -87,7 +151,7 @@ impl Writer<'_> {
             }
         }
         let mut sql = Sql::default();
-        let target = table(&self.schema.db_schema, &collection.name);
+        let target = &collection.table;
         let returning = format!("RETURNING ({})::text", pk_expr(collection, "t0"));
         if cols.is_empty() {
             let first = collection.fields.first().map(|f| f.name.as_str()).ok_or_else(ApiError::internal)?;
@@ -109,15 +173,38 @@ impl Writer<'_> {
             let names: Vec<String> = cols.iter().map(|c| ident(c)).collect();
             sql.text = format!("INSERT INTO {target} AS t0 ({}) VALUES {} {returning}", names.join(", "), values.join(", "));
         }
-        self.keys(&sql).await
+        let keys = self.keys(&sql).await?;
+        self.created_in_scope(collection, &keys).await?;
+        Ok(keys)
+    }
+
+    /// FORBIDDEN (and so a rollback) unless every created item matches the item filter of the
+    /// caller's create grant (e.g. `owner = $CURRENT_USER`).
+    async fn created_in_scope(&mut self, collection: &Collection, keys: &[String]) -> Result<(), ApiError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let mut planner = Planner::new(self.schema, self.limits, self.vars);
+        let Some(cond) = self.scope(&mut planner, collection, Action::Create)? else { return Ok(()) };
+        let selector = planner.keys_condition(collection, "t0", keys)?;
+        let mut sql = planner.sql;
+        sql.text = format!("SELECT count(*)::text FROM {} t0 WHERE {selector} AND {cond}", collection.table);
+        let n: usize = self.keys(&sql).await?.pop().and_then(|n| n.parse().ok()).unwrap_or(0);
+        if n != dedup_len(keys) {
+            return Err(ApiError::forbidden());
+        }
+        Ok(())
     }
 
     /// Applies `data` to the items matched by `selector` (a condition on `t0`) and returns their
     /// keys. Errors: FAILED_VALIDATION, INVALID_PAYLOAD (empty data).
-    async fn update_where(&mut self, collection: &Collection, data: &Value, mut sql: Sql, selector: String) -> Result<Vec<String>, ApiError> {
+    async fn update_where(&mut self, collection: &Collection, data: &Value, mut planner: Planner<'_>, selector: String) -> Result<Vec<String>, ApiError> {
         writable(collection)?;
         let obj = data.as_object().ok_or_else(|| ApiError::invalid_payload("\"data\" must be an object"))?;
-        let cols = payload::columns(collection, obj, Mode::Update)?;
+        let obj = self.permitted(collection, Action::Update, obj)?;
+        let selector = self.scoped(&mut planner, collection, Action::Update, selector)?;
+        let mut sql = planner.sql;
+        let cols = payload::columns(collection, &obj, Mode::Update)?;
         if cols.is_empty() {
             return Err(ApiError::invalid_payload("Nothing to update: the payload has no fields"));
         }
@@ -133,7 +220,7 @@ impl Writer<'_> {
             .collect();
         sql.text = format!(
             "UPDATE {} AS t0 SET {} WHERE {selector} RETURNING ({})::text",
-            table(&self.schema.db_schema, &collection.name),
+            collection.table,
             sets.join(", "),
             pk_expr(collection, "t0")
         );
@@ -152,7 +239,7 @@ impl Writer<'_> {
         }
         let mut planner = Planner::new(self.schema, self.limits, self.vars);
         let selector = planner.keys_condition(collection, "t0", keys)?;
-        let done = self.update_where(collection, data, planner.sql, selector).await?;
+        let done = self.update_where(collection, data, planner, selector).await?;
         if done.len() != dedup_len(keys) {
             return Err(ApiError::forbidden());
         }
@@ -186,15 +273,18 @@ impl Writer<'_> {
 
     /// Updates the items a query's filter/search selects (spec: Update items, `query`).
     pub async fn update_query(&mut self, collection: &Collection, selector: &Query, data: &Value) -> Result<Vec<String>, ApiError> {
-        let mut planner = Planner::new(self.schema, self.limits, self.vars);
-        let cond = planner.where_clause(collection, "t0", selector)?.unwrap_or_else(|| "TRUE".into());
+        let read = self.read;
+        let view = readable(read, collection)?;
+        let mut planner = Planner::new(read, self.limits, self.vars);
+        let cond = planner.where_clause(&view, "t0", selector)?.unwrap_or_else(|| "TRUE".into());
         if data.as_object().is_some_and(|o| relational::has_nested(collection, o)) {
+            let cond = self.scoped(&mut planner, collection, Action::Update, cond)?;
             let mut sql = planner.sql;
-            sql.text = format!("SELECT ({})::text FROM {} t0 WHERE {cond}", pk_expr(collection, "t0"), table(&self.schema.db_schema, &collection.name));
+            sql.text = format!("SELECT ({})::text FROM {} t0 WHERE {cond}", pk_expr(collection, "t0"), collection.table);
             let keys = self.keys(&sql).await?;
             return self.update_keys(collection, &keys, data).await;
         }
-        self.update_where(collection, data, planner.sql, cond).await
+        self.update_where(collection, data, planner, cond).await
     }
 
     /// Updates the singleton's row, creating it on the first write.
@@ -202,12 +292,13 @@ impl Writer<'_> {
         if let Some(obj) = data.as_object().filter(|o| relational::has_nested(collection, o)) {
             writable(collection)?;
             let mut sql = Sql::default();
-            sql.text = format!("SELECT ({})::text FROM {} t0 LIMIT 1", pk_expr(collection, "t0"), table(&self.schema.db_schema, &collection.name));
+            sql.text = format!("SELECT ({})::text FROM {} t0 LIMIT 1", pk_expr(collection, "t0"), collection.table);
             let key = self.keys(&sql).await?.pop();
             self.save(collection, obj, key, 0).await?;
             return Ok(());
         }
-        let done = self.update_where(collection, data, Sql::default(), "TRUE".into()).await?;
+        let planner = Planner::new(self.schema, self.limits, self.vars);
+        let done = self.update_where(collection, data, planner, "TRUE".into()).await?;
         if done.is_empty() {
             self.create(collection, data).await?;
         }
@@ -219,8 +310,9 @@ impl Writer<'_> {
         writable(collection)?;
         let mut planner = Planner::new(self.schema, self.limits, self.vars);
         let selector = planner.keys_condition(collection, "t0", keys)?;
+        let selector = self.scoped(&mut planner, collection, Action::Delete, selector)?;
         let mut sql = planner.sql;
-        sql.text = format!("DELETE FROM {} AS t0 WHERE {selector} RETURNING ({})::text", table(&self.schema.db_schema, &collection.name), pk_expr(collection, "t0"));
+        sql.text = format!("DELETE FROM {} AS t0 WHERE {selector} RETURNING ({})::text", collection.table, pk_expr(collection, "t0"));
         if self.keys(&sql).await?.len() != dedup_len(keys) {
             return Err(ApiError::forbidden());
         }
@@ -230,17 +322,23 @@ impl Writer<'_> {
     /// Deletes the items a query's filter/search selects.
     pub async fn delete_query(&mut self, collection: &Collection, selector: &Query) -> Result<(), ApiError> {
         writable(collection)?;
-        let mut planner = Planner::new(self.schema, self.limits, self.vars);
-        let cond = planner.where_clause(collection, "t0", selector)?.unwrap_or_else(|| "TRUE".into());
+        let read = self.read;
+        let view = readable(read, collection)?;
+        let mut planner = Planner::new(read, self.limits, self.vars);
+        let cond = planner.where_clause(&view, "t0", selector)?.unwrap_or_else(|| "TRUE".into());
+        let cond = self.scoped(&mut planner, collection, Action::Delete, cond)?;
         let mut sql = planner.sql;
-        sql.text = format!("DELETE FROM {} AS t0 WHERE {cond} RETURNING ({})::text", table(&self.schema.db_schema, &collection.name), pk_expr(collection, "t0"));
+        sql.text = format!("DELETE FROM {} AS t0 WHERE {cond} RETURNING ({})::text", collection.table, pk_expr(collection, "t0"));
         self.keys(&sql).await?;
         Ok(())
     }
 
     /// Reads written items back with the request's query (fields, deep...), in `keys` order.
     /// Returns a JSON array.
+    /// Items the caller may not read are left out (Directus then answers without them).
     pub async fn read_back(&mut self, collection: &Collection, keys: &[String], q: &Query) -> Result<String, ApiError> {
+        let Some(collection) = self.read.collection(&collection.name).cloned() else { return Ok("[]".into()) };
+        let collection = collection.as_ref();
         let mut items = Vec::with_capacity(keys.len());
         if collection.primary_key.len() == 1 && keys.len() > 1 {
             // One statement for the batch: filter on the key, then order as written.
@@ -258,7 +356,7 @@ impl Writer<'_> {
                 })),
             });
             let limits = crate::query::Limits { max: None, ..self.limits };
-            let st = Planner::new(self.schema, limits, self.vars).read_many(collection, &read)?;
+            let st = Planner::new(self.read, limits, self.vars).read_many(collection, &read)?;
             let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
             let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
             let all: Vec<Value> = serde_json::from_str(&data.unwrap_or_else(|| "[]".into())).map_err(|_| ApiError::internal())?;
@@ -282,7 +380,7 @@ impl Writer<'_> {
         } else {
             for k in keys {
                 let read = Query { fields: q.fields.clone(), deep: q.deep.clone(), alias: q.alias.clone(), ..Default::default() };
-                let st = Planner::new(self.schema, self.limits, self.vars).read_one(collection, k, &read)?;
+                let st = Planner::new(self.read, self.limits, self.vars).read_one(collection, k, &read)?;
                 let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
                 if let Some(data) = row.try_get::<Option<String>, _>("data").map_err(crate::db::map_error)? {
                     items.push(serde_json::from_str(&data).map_err(|_| ApiError::internal())?);
@@ -305,7 +403,7 @@ pub(crate) async fn item_text(
     let mut planner = planner;
     let cond = planner.keys_condition(collection, "t0", &[key.to_owned()])?;
     let mut sql = planner.sql;
-    sql.text = format!("SELECT ({expr})::text FROM {} t0 WHERE {cond}", table(&planner.schema.db_schema, &collection.name));
+    sql.text = format!("SELECT ({expr})::text FROM {} t0 WHERE {cond}", collection.table);
     let row = sql
         .query()
         .fetch_optional(conn)

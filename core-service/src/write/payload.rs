@@ -99,6 +99,11 @@ fn text(field: &Field, value: &Value) -> Result<Option<String>, ApiError> {
             s.clone()
         }
         Value::Array(items) if kind == FieldType::Csv => array_literal(items),
+        // Directus's CSV form: "a,b" (e.g. a permission's `fields: "*"`).
+        Value::String(s) if kind == FieldType::Csv => {
+            let items: Vec<Value> = s.split(',').map(|p| Value::String(p.trim().to_owned())).filter(|v| v.as_str() != Some("")).collect();
+            array_literal(&items)
+        }
         Value::String(s) if !matches!(kind, FieldType::Integer | FieldType::BigInteger | FieldType::Float | FieldType::Decimal | FieldType::Boolean) => {
             s.clone()
         }
@@ -156,6 +161,7 @@ mod tests {
         rating.enum_values = vec!["G".into(), "PG-13".into()];
         Collection::new(
             "t".into(),
+            "\"public\".\"t\"".into(),
             vec!["id".into()],
             false,
             false,

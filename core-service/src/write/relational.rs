@@ -14,7 +14,8 @@
 
 use super::Writer;
 use crate::query::Planner;
-use crate::query::sql::{Sql, column, ident, table};
+use crate::permissions::{Access, Action};
+use crate::query::sql::{Sql, column, ident};
 use crate::schema::{Collection, Deselect, FieldRelation};
 use cdapi_proto::ApiError;
 use serde_json::{Map, Value};
@@ -90,9 +91,17 @@ impl<'w> Writer<'w> {
                     }
                 }
             }
+            // Relational fields are checked here (the flat writes see only the columns).
+            let action = if key.is_some() { Action::Update } else { Action::Create };
+            if !matches!(self.access, Access::Admin) {
+                let grant = self.grant(collection, action)?;
+                if let Some((name, _)) = to_many.iter().find(|(n, _)| !grant.fields.allows(n)) {
+                    return Err(crate::query::forbidden_field(&collection.name, name));
+                }
+            }
             let key = match key {
                 Some(k) if own.is_empty() => {
-                    self.require(collection, &k).await?;
+                    self.require(collection, &k, Some(Action::Update)).await?;
                     k
                 }
                 Some(k) => self.update_keys(collection, std::slice::from_ref(&k), &Value::Object(own)).await?.remove(0),
@@ -119,7 +128,7 @@ impl<'w> Writer<'w> {
     async fn save_related(&mut self, rel: &Collection, sub: &Map<String, Value>, depth: usize) -> Result<String, ApiError> {
         match own_key(rel, sub) {
             Some(k) if sub.len() == 1 => {
-                self.require(rel, &k).await?;
+                self.require(rel, &k, None).await?;
                 Ok(k)
             }
             Some(k) => {
@@ -223,8 +232,12 @@ impl<'w> Writer<'w> {
             let set = planner.keys_condition(rel, "t0", keys)?;
             cond = if only { format!("{cond} AND {set}") } else { format!("{cond} AND NOT {set}") };
         }
+        // Removing an item from the relation deletes or updates it: the caller's grant for that
+        // applies (items outside it stay; a missing grant is FORBIDDEN).
+        let change = if action == Deselect::Delete { Action::Delete } else { Action::Update };
+        let cond = self.scoped(&mut planner, rel, change, cond)?;
         let mut sql: Sql = planner.sql;
-        let target = table(&self.schema.db_schema, &rel.name);
+        let target = &rel.table;
         sql.text = match action {
             Deselect::Delete => format!("DELETE FROM {target} AS t0 WHERE {cond}"),
             Deselect::Nullify => format!("UPDATE {target} AS t0 SET {} = NULL WHERE {cond}", ident(fk)),
@@ -233,9 +246,27 @@ impl<'w> Writer<'w> {
         Ok(())
     }
 
-    /// FORBIDDEN unless the item with `key` exists.
-    async fn require(&mut self, collection: &Collection, key: &str) -> Result<(), ApiError> {
-        self.column_value(collection, key, &collection.primary_key[0]).await.map(|_| ())
+    /// FORBIDDEN unless every item of `keys` exists and is within the caller's update grant.
+    pub async fn require_updatable(&mut self, collection: &Collection, keys: &[String]) -> Result<(), ApiError> {
+        for k in keys {
+            self.require(collection, k, Some(Action::Update)).await?;
+        }
+        Ok(())
+    }
+
+    /// FORBIDDEN unless the item with `key` exists (and, with `action`, is within the caller's
+    /// grant for it).
+    async fn require(&mut self, collection: &Collection, key: &str, action: Option<Action>) -> Result<(), ApiError> {
+        let mut planner = Planner::new(self.schema, self.limits, self.vars);
+        let scope = match action {
+            Some(a) => self.scope(&mut planner, collection, a)?,
+            None => None,
+        };
+        let expr = match scope {
+            Some(cond) => format!("CASE WHEN {cond} THEN 1 END"),
+            None => "1".into(),
+        };
+        super::item_text(&mut *self.conn, planner, collection, key, &expr).await?.map(|_| ()).ok_or_else(ApiError::forbidden)
     }
 
     /// The text value of `field` of the item with `key`: FORBIDDEN when there is no such item,
