@@ -266,6 +266,11 @@ impl Model {
         let mut sorted: Vec<_> = snapshot.collections.iter().collect();
         sorted.sort_by(|a, b| a.name.cmp(&b.name));
         for c in &sorted {
+            // System collections (`directus_*`) are not user collections: `/graphql` never lists
+            // them, and `/graphql/system` has its own types for what it serves (users_me).
+            if c.name.starts_with("directus_") {
+                continue;
+            }
             if !is_graphql_name(&c.name) {
                 skipped.push((c.name.clone(), "not a valid GraphQL name".to_owned()));
                 continue;

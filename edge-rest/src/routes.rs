@@ -110,7 +110,6 @@ pub(crate) fn decode(segment: &str) -> String {
 }
 
 async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
-    let search = Method::from_bytes(b"SEARCH").map_err(|_| ApiError::internal())?;
     let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     match segments.as_slice() {
         ["server", "ping"] => match req.method {
@@ -121,114 +120,16 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
             Method::GET => Ok(health(state).await),
             _ => Ok(reply::method_not_allowed(&req.method, "GET")),
         },
-        ["items", collection] if !collection.is_empty() => {
-            let collection = decode(collection);
-            let (query, token) = url_query(req)?;
-            match req.method.clone() {
-                Method::GET => read_items(state, req, request_id, collection, query, token).await,
-                m if m == search => {
-                    let query = search_query(&json_body(req, body, state.max_payload_size).await?)?;
-                    read_items(state, req, request_id, collection, query, token).await
-                }
-                Method::POST => {
-                    let data = json_body(req, body, state.max_payload_size).await?;
-                    let bytes = Bytes::from(data.to_string());
-                    let mut items = state.items.clone();
-                    if data.is_array() {
-                        let mut call = tonic::Request::new(CreateItemsRequest { collection, data: bytes, query: Some(query) });
-                        set_metadata(&mut call, req, request_id, token)?;
-                        let res = items.create_items(call).await.map_err(|s| ApiError::from_status(&s))?;
-                        Ok(reply::data(&res.get_ref().data, b""))
-                    } else {
-                        let mut call = tonic::Request::new(CreateItemRequest { collection, data: bytes, query: Some(query) });
-                        set_metadata(&mut call, req, request_id, token)?;
-                        let res = items.create_item(call).await.map_err(|s| ApiError::from_status(&s))?;
-                        Ok(reply::data(&res.get_ref().data, b""))
-                    }
-                }
-                Method::PATCH => {
-                    let body = json_body(req, body, state.max_payload_size).await?;
-                    let mut items = state.items.clone();
-                    match selector(&body)? {
-                        Some(selector) => {
-                            let data = body.get("data").filter(|d| d.is_object()).ok_or_else(|| {
-                                ApiError::invalid_payload("\"data\" (an object of values to set) is required with \"keys\" or \"query\"")
-                            })?;
-                            let mut call = tonic::Request::new(UpdateItemsRequest {
-                                collection,
-                                selector: Some(match selector {
-                                    Selector::Keys(keys) => update_items_request::Selector::Keys(KeyList { keys }),
-                                    Selector::Query(q) => update_items_request::Selector::SelectorQuery(*q),
-                                }),
-                                data: Bytes::from(data.to_string()),
-                                query: Some(query),
-                            });
-                            set_metadata(&mut call, req, request_id, token)?;
-                            let res = items.update_items(call).await.map_err(|s| ApiError::from_status(&s))?;
-                            Ok(reply::data(&res.get_ref().data, b""))
-                        }
-                        None if body.is_array() => {
-                            let mut call = tonic::Request::new(UpdateBatchRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
-                            set_metadata(&mut call, req, request_id, token)?;
-                            let res = items.update_batch(call).await.map_err(|s| ApiError::from_status(&s))?;
-                            Ok(reply::data(&res.get_ref().data, b""))
-                        }
-                        None => {
-                            let mut call = tonic::Request::new(UpdateSingletonRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
-                            set_metadata(&mut call, req, request_id, token)?;
-                            let res = items.update_singleton(call).await.map_err(|s| ApiError::from_status(&s))?;
-                            Ok(reply::data(&res.get_ref().data, b""))
-                        }
-                    }
-                }
-                Method::DELETE => {
-                    let body = json_body(req, body, state.max_payload_size).await?;
-                    let selector = match body {
-                        serde_json::Value::Array(ref items) => Selector::Keys(key_list(items)?),
-                        _ => selector(&body)?.ok_or_else(|| {
-                            ApiError::invalid_payload("Deleting items requires an array of keys, {\"keys\": [...]} or {\"query\": {...}}")
-                        })?,
-                    };
-                    let mut call = tonic::Request::new(DeleteItemsRequest {
-                        collection,
-                        selector: Some(match selector {
-                            Selector::Keys(keys) => delete_items_request::Selector::Keys(KeyList { keys }),
-                            Selector::Query(q) => delete_items_request::Selector::SelectorQuery(*q),
-                        }),
-                    });
-                    set_metadata(&mut call, req, request_id, token)?;
-                    state.items.clone().delete_items(call).await.map_err(|s| ApiError::from_status(&s))?;
-                    Ok(reply::no_content())
-                }
-                _ => Ok(reply::method_not_allowed(&req.method, "GET, SEARCH, POST, PATCH, DELETE")),
-            }
-        }
+        // System collections are served on their own paths (Directus answers 403 here too).
+        ["items", collection] | ["items", collection, ..] if decode(collection).starts_with("directus_") => Err(ApiError::forbidden()),
+        ["items", collection] if !collection.is_empty() => collection_route(state, req, body, request_id, decode(collection)).await,
         ["items", collection, key] if !collection.is_empty() && !key.is_empty() => {
-            let (collection, key) = (decode(collection), decode(key));
-            let (query, token) = url_query(req)?;
-            let mut items = state.items.clone();
-            match req.method {
-                Method::GET => {
-                    let mut call = tonic::Request::new(ReadItemRequest { collection, key, query: Some(query) });
-                    set_metadata(&mut call, req, request_id, token)?;
-                    let res = items.read_item(call).await.map_err(|s| ApiError::from_status(&s))?;
-                    Ok(reply::data(&res.get_ref().data, b""))
-                }
-                Method::PATCH => {
-                    let data = json_body(req, body, state.max_payload_size).await?;
-                    let mut call = tonic::Request::new(UpdateItemRequest { collection, key, data: Bytes::from(data.to_string()), query: Some(query) });
-                    set_metadata(&mut call, req, request_id, token)?;
-                    let res = items.update_item(call).await.map_err(|s| ApiError::from_status(&s))?;
-                    Ok(reply::data(&res.get_ref().data, b""))
-                }
-                Method::DELETE => {
-                    let mut call = tonic::Request::new(DeleteItemRequest { collection, key });
-                    set_metadata(&mut call, req, request_id, token)?;
-                    items.delete_item(call).await.map_err(|s| ApiError::from_status(&s))?;
-                    Ok(reply::no_content())
-                }
-                _ => Ok(reply::method_not_allowed(&req.method, "GET, PATCH, DELETE")),
-            }
+            item_route(state, req, body, request_id, decode(collection), decode(key)).await
+        }
+        ["users", "me", "tfa", action] => crate::auth::tfa(state, req, body, request_id, action).await,
+        [system @ ("users" | "roles" | "permissions")] => collection_route(state, req, body, request_id, format!("directus_{system}")).await,
+        [system @ ("users" | "roles" | "permissions"), key] if !key.is_empty() => {
+            item_route(state, req, body, request_id, format!("directus_{system}"), decode(key)).await
         }
         ["graphql"] | ["graphql", "system"] | ["server", "specs", "graphql"] | ["server", "specs", "graphql", "system"] if state.graphql.is_some() => match &state.graphql {
             Some(proxy) => proxy.forward(req, body, state.max_payload_size).await,
@@ -236,8 +137,122 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
         },
         ["versions", rest @ ..] => crate::versions::route(state, req, body, request_id, rest).await,
         ["auth", rest @ ..] => crate::auth::route(state, req, body, request_id, rest).await,
-        ["users", "me", "tfa", action] => crate::auth::tfa(state, req, body, request_id, action).await,
         _ => Err(ApiError::new(ErrorCode::RouteNotFound, format!("Route {} doesn't exist.", req.path))),
+    }
+}
+
+/// `/items/:collection` and the system collections' list paths (`/users`, `/roles`,
+/// `/permissions`): list (GET, SEARCH), create (POST), update many or the singleton (PATCH),
+/// delete many (DELETE).
+async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, collection: String) -> Result<Response, ApiError> {
+    let search = Method::from_bytes(b"SEARCH").map_err(|_| ApiError::internal())?;
+    let (query, token) = url_query(req)?;
+    match req.method.clone() {
+        Method::GET => read_items(state, req, request_id, collection, query, token).await,
+        m if m == search => {
+            let query = search_query(&json_body(req, body, state.max_payload_size).await?)?;
+            read_items(state, req, request_id, collection, query, token).await
+        }
+        Method::POST => {
+            let data = json_body(req, body, state.max_payload_size).await?;
+            let bytes = Bytes::from(data.to_string());
+            let mut items = state.items.clone();
+            if data.is_array() {
+                let mut call = tonic::Request::new(CreateItemsRequest { collection, data: bytes, query: Some(query) });
+                set_metadata(&mut call, req, request_id, token)?;
+                let res = items.create_items(call).await.map_err(|s| ApiError::from_status(&s))?;
+                Ok(reply::data(&res.get_ref().data, b""))
+            } else {
+                let mut call = tonic::Request::new(CreateItemRequest { collection, data: bytes, query: Some(query) });
+                set_metadata(&mut call, req, request_id, token)?;
+                let res = items.create_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+                Ok(reply::data(&res.get_ref().data, b""))
+            }
+        }
+        Method::PATCH => {
+            let body = json_body(req, body, state.max_payload_size).await?;
+            let mut items = state.items.clone();
+            match selector(&body)? {
+                Some(selector) => {
+                    let data = body.get("data").filter(|d| d.is_object()).ok_or_else(|| {
+                        ApiError::invalid_payload("\"data\" (an object of values to set) is required with \"keys\" or \"query\"")
+                    })?;
+                    let mut call = tonic::Request::new(UpdateItemsRequest {
+                        collection,
+                        selector: Some(match selector {
+                            Selector::Keys(keys) => update_items_request::Selector::Keys(KeyList { keys }),
+                            Selector::Query(q) => update_items_request::Selector::SelectorQuery(*q),
+                        }),
+                        data: Bytes::from(data.to_string()),
+                        query: Some(query),
+                    });
+                    set_metadata(&mut call, req, request_id, token)?;
+                    let res = items.update_items(call).await.map_err(|s| ApiError::from_status(&s))?;
+                    Ok(reply::data(&res.get_ref().data, b""))
+                }
+                None if body.is_array() => {
+                    let mut call = tonic::Request::new(UpdateBatchRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
+                    set_metadata(&mut call, req, request_id, token)?;
+                    let res = items.update_batch(call).await.map_err(|s| ApiError::from_status(&s))?;
+                    Ok(reply::data(&res.get_ref().data, b""))
+                }
+                None => {
+                    let mut call = tonic::Request::new(UpdateSingletonRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
+                    set_metadata(&mut call, req, request_id, token)?;
+                    let res = items.update_singleton(call).await.map_err(|s| ApiError::from_status(&s))?;
+                    Ok(reply::data(&res.get_ref().data, b""))
+                }
+            }
+        }
+        Method::DELETE => {
+            let body = json_body(req, body, state.max_payload_size).await?;
+            let selector = match body {
+                serde_json::Value::Array(ref items) => Selector::Keys(key_list(items)?),
+                _ => selector(&body)?.ok_or_else(|| {
+                    ApiError::invalid_payload("Deleting items requires an array of keys, {\"keys\": [...]} or {\"query\": {...}}")
+                })?,
+            };
+            let mut call = tonic::Request::new(DeleteItemsRequest {
+                collection,
+                selector: Some(match selector {
+                    Selector::Keys(keys) => delete_items_request::Selector::Keys(KeyList { keys }),
+                    Selector::Query(q) => delete_items_request::Selector::SelectorQuery(*q),
+                }),
+            });
+            set_metadata(&mut call, req, request_id, token)?;
+            state.items.clone().delete_items(call).await.map_err(|s| ApiError::from_status(&s))?;
+            Ok(reply::no_content())
+        }
+        _ => Ok(reply::method_not_allowed(&req.method, "GET, SEARCH, POST, PATCH, DELETE")),
+    }
+}
+
+/// `/items/:collection/:id` and the system collections' item paths (`/users/:id`,
+/// `/users/me`, `/roles/:id`, `/permissions/:id`): read, update, delete one item.
+async fn item_route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, collection: String, key: String) -> Result<Response, ApiError> {
+    let (query, token) = url_query(req)?;
+    let mut items = state.items.clone();
+    match req.method {
+        Method::GET => {
+            let mut call = tonic::Request::new(ReadItemRequest { collection, key, query: Some(query) });
+            set_metadata(&mut call, req, request_id, token)?;
+            let res = items.read_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        Method::PATCH => {
+            let data = json_body(req, body, state.max_payload_size).await?;
+            let mut call = tonic::Request::new(UpdateItemRequest { collection, key, data: Bytes::from(data.to_string()), query: Some(query) });
+            set_metadata(&mut call, req, request_id, token)?;
+            let res = items.update_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        Method::DELETE => {
+            let mut call = tonic::Request::new(DeleteItemRequest { collection, key });
+            set_metadata(&mut call, req, request_id, token)?;
+            items.delete_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+            Ok(reply::no_content())
+        }
+        _ => Ok(reply::method_not_allowed(&req.method, "GET, PATCH, DELETE")),
     }
 }
 
