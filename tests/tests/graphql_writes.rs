@@ -89,7 +89,8 @@ async fn auth_mutations_on_the_system_endpoint() {
     // users_me: the caller as they may see themselves (no hashes, no TOTP secret).
     let g = graphql_as(app, "/graphql/system", Some(&access), "{ users_me { id email status tfa_enabled role { name } } }", json!({})).await;
     let me = gql_data(&g)["users_me"].clone();
-    let truth = sql_json(app, "SELECT json_build_object('id', id::text, 'email', email, 'status', status, 'tfa_enabled', tfa_secret IS NOT NULL, 'role', NULL)::text FROM cdapi.users WHERE email = 'admin@example.com'").await;
+    let truth = sql_json(app, "SELECT json_build_object('id', u.id::text, 'email', u.email, 'status', u.status, 'tfa_enabled', u.tfa_secret IS NOT NULL, 'role', json_build_object('name', r.name))::text FROM cdapi.users u JOIN cdapi.roles r ON r.id = u.role WHERE u.email = 'admin@example.com'").await;
+    assert_eq!(me["role"]["name"], "Administrator", "the bootstrap admin's role");
     assert_eq!(me, truth);
     let g = graphql_as(app, "/graphql/system", None, "{ users_me { id } server_ping }", json!({})).await;
     assert_eq!(g.body["errors"][0]["extensions"]["code"], "FORBIDDEN", "{}", g.body);

@@ -1,0 +1,135 @@
+//! The permissions fixture (issue 7), built once per test binary through the REST API as the
+//! admin (the way an operator sets permissions up): a `notes` table owned by users, three roles
+//! with permissions, the public role's permissions, and one user per role with a static token.
+//!
+//! - public: reads published `articles` (fields `id,title,status,author,published_at,rating`)
+//!   and `authors` (`id,name`); nothing else.
+//! - Reviewers: read published `articles` (`*`) and their `comments`, `authors` (`id,name`);
+//!   create `comments` (fields `article,body`, preset `author_name = reviewer`, validation
+//!   `body` not null); update published `articles` (`title,comments`); delete their own
+//!   comments (`author_name = reviewer`).
+//! - Owners: every action on `notes` where `owner = $CURRENT_USER` (preset owner).
+//! - Clerks: read `film` (`film_id,title,rating,length`) rated `PG`, and `language` (Pagila).
+
+use crate::{ADMIN_TOKEN, Reply, TestApp, exec, send};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// Tokens and ids of the fixture.
+#[derive(Debug, Clone)]
+pub struct Fixture {
+    /// Static token of the Reviewers user.
+    pub reviewer: String,
+    /// Static token of the first Owners user, and their id.
+    pub owner: (String, String),
+    /// Static token of the second Owners user, and their id.
+    pub other_owner: (String, String),
+    /// The Reviewers role id.
+    pub reviewers_role: String,
+}
+
+/// A call as the admin with a JSON body.
+pub async fn admin(app: &TestApp, method: Method, path: &str, body: Value) -> Reply {
+    send(app, method, path, Some(ADMIN_TOKEN), &[], Some(("application/json", body.to_string()))).await
+}
+
+/// A call with `token` (`None`: public) and an optional JSON body.
+pub async fn call(app: &TestApp, token: Option<&str>, method: Method, path: &str, body: Option<Value>) -> Reply {
+    send(app, method, path, token, &[], body.map(|b| ("application/json", b.to_string()))).await
+}
+
+async fn created(app: &TestApp, path: &str, body: Value) -> Value {
+    let r = admin(app, Method::POST, path, body.clone()).await;
+    assert_eq!(r.status, 200, "POST {path} {body}: {}", r.body);
+    r.body["data"].clone()
+}
+
+fn id_of(v: &Value) -> String {
+    match &v["id"] {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Creates a role, its user (with a static token) and returns (token, user id, role id).
+async fn role_with_user(app: &TestApp, role: &str, email: &str) -> (String, String, String) {
+    let role_id = id_of(&created(app, "/roles", json!({"name": role})).await);
+    let token = format!("{email}-token");
+    let user = created(app, "/users", json!({"email": email, "password": "a-password-1", "role": role_id, "token": token})).await;
+    (token, id_of(&user), role_id)
+}
+
+/// Waits until `check` holds (permissions reach the core through NOTIFY), at most 15 s.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..150 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+static DEMO: tokio::sync::OnceCell<Fixture> = tokio::sync::OnceCell::const_new();
+
+/// The demo-schema fixture (see the module docs), built on first use.
+pub async fn demo(app: &'static TestApp) -> &'static Fixture {
+    DEMO.get_or_init(|| build_demo(app)).await
+}
+
+async fn build_demo(app: &TestApp) -> Fixture {
+    exec(app, "CREATE TABLE notes (id serial PRIMARY KEY, owner uuid REFERENCES cdapi.users (id), title text NOT NULL, status text NOT NULL DEFAULT 'draft')").await;
+    let (reviewer, _, reviewers_role) = role_with_user(app, "Reviewers", "reviewer@example.com").await;
+    let (owner_token, owner_id, owners_role) = role_with_user(app, "Owners", "owner1@example.com").await;
+    let other_token = "owner2@example.com-token".to_owned();
+    let other = created(app, "/users", json!({"email": "owner2@example.com", "password": "a-password-1", "role": owners_role, "token": other_token})).await;
+    let published = json!({"status": {"_eq": "published"}});
+    let own = json!({"owner": {"_eq": "$CURRENT_USER"}});
+    let rules = [
+        json!({"role": null, "collection": "articles", "action": "read", "permissions": published, "fields": ["id", "title", "status", "author", "published_at", "rating"]}),
+        json!({"role": null, "collection": "authors", "action": "read", "fields": "id,name"}),
+        json!({"role": reviewers_role, "collection": "articles", "action": "read", "permissions": published, "fields": ["*"]}),
+        json!({"role": reviewers_role, "collection": "comments", "action": "read", "fields": ["*"]}),
+        json!({"role": reviewers_role, "collection": "authors", "action": "read", "fields": ["id", "name"]}),
+        json!({"role": reviewers_role, "collection": "comments", "action": "create", "fields": ["article", "body"],
+               "presets": {"author_name": "reviewer"}, "validation": {"body": {"_nnull": true}}}),
+        json!({"role": reviewers_role, "collection": "articles", "action": "update", "permissions": published, "fields": ["title", "comments"]}),
+        json!({"role": reviewers_role, "collection": "comments", "action": "delete", "permissions": {"author_name": {"_eq": "reviewer"}}}),
+        json!({"role": owners_role, "collection": "notes", "action": "create", "permissions": own, "presets": {"owner": "$CURRENT_USER"}, "fields": ["title", "status", "owner"]}),
+        json!({"role": owners_role, "collection": "notes", "action": "read", "permissions": own, "fields": ["*"]}),
+        json!({"role": owners_role, "collection": "notes", "action": "update", "permissions": own, "fields": ["title", "status"]}),
+        json!({"role": owners_role, "collection": "notes", "action": "delete", "permissions": own}),
+    ];
+    let r = admin(app, Method::POST, "/permissions", Value::Array(rules.to_vec())).await;
+    assert_eq!(r.status, 200, "permissions: {}", r.body);
+    // The last rule's effect shows once the core has reloaded.
+    eventually("permissions reach the core", || async {
+        call(app, Some(&owner_token), Method::GET, "/items/notes", None).await.status == 200
+            && call(app, None, Method::GET, "/items/articles?limit=1", None).await.status == 200
+    })
+    .await;
+    Fixture { reviewer, owner: (owner_token, owner_id), other_owner: (other_token, id_of(&other)), reviewers_role }
+}
+
+static PAGILA: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+
+/// The Pagila fixture: the Clerks role (see the module docs); returns their static token.
+pub async fn pagila(app: &'static TestApp) -> &'static String {
+    PAGILA
+        .get_or_init(|| async {
+            let (token, _, role) = role_with_user(app, "Clerks", "clerk@example.com").await;
+            let rules = json!([
+                {"role": role, "collection": "film", "action": "read", "permissions": {"rating": {"_eq": "PG"}}, "fields": ["film_id", "title", "rating", "length", "language_id"]},
+                {"role": role, "collection": "language", "action": "read", "fields": ["*"]},
+            ]);
+            let r = admin(app, Method::POST, "/permissions", rules).await;
+            assert_eq!(r.status, 200, "permissions: {}", r.body);
+            eventually("Clerks can read films", || async { call(app, Some(&token), Method::GET, "/items/film?limit=1", None).await.status == 200 }).await;
+            token
+        })
+        .await
+}
