@@ -24,6 +24,18 @@ pub struct Caller {
     pub vars: Variables,
 }
 
+impl Caller {
+    /// A writer acting for this caller on `conn` (one transaction, owned by the handler).
+    pub fn writer<'c>(&'c self, conn: &'c mut sqlx::PgConnection, limits: crate::query::Limits) -> crate::write::Writer<'c> {
+        crate::write::Writer { schema: &self.schema, read: &self.read, access: &self.access, conn, limits, vars: &self.vars }
+    }
+
+    /// Content versions acting for this caller on `conn` (one transaction, owned by the handler).
+    pub fn versions<'c>(&'c self, conn: &'c mut sqlx::PgConnection, limits: crate::query::Limits) -> crate::versions::Versions<'c> {
+        crate::versions::Versions { schema: &self.schema, read: &self.read, access: &self.access, conn, limits, vars: &self.vars }
+    }
+}
+
 /// Creates the bootstrap admin on first start (issue 2: ADMIN_EMAIL, ADMIN_PASSWORD,
 /// ADMIN_TOKEN) in the Administrator role (admin access; migration 0006), and keeps its static
 /// token equal to ADMIN_TOKEN on later starts.

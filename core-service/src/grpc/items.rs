@@ -68,14 +68,7 @@ impl Items {
         let collection = caller.schema.collection(collection).cloned().ok_or_else(ApiError::forbidden)?;
         let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
         let out = {
-            let mut w = Writer {
-                schema: &caller.schema,
-                read: &caller.read,
-                access: &caller.access,
-                conn: &mut tx,
-                limits: self.state.limits,
-                vars: &caller.vars,
-            };
+            let mut w = caller.writer(&mut tx, self.state.limits);
             op(&mut w, &collection).await?
         };
         tx.commit().await.map_err(crate::db::map_error)?;
@@ -87,14 +80,7 @@ impl Items {
     async fn read_in_version(&self, caller: &Caller, collection: &Collection, key: Option<&str>, version: &str, q: &Query) -> Result<Bytes, ApiError> {
         let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
         let data = {
-            let mut v = crate::versions::Versions {
-                schema: &caller.schema,
-                read: &caller.read,
-                access: &caller.access,
-                conn: &mut tx,
-                limits: self.state.limits,
-                vars: &caller.vars,
-            };
+            let mut v = caller.versions(&mut tx, self.state.limits);
             v.read_item(collection, key, version, q).await?
         };
         tx.rollback().await.map_err(crate::db::map_error)?;

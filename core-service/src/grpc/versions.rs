@@ -34,14 +34,7 @@ impl VersionsApi {
         caller.access.grant(&caller.schema, "directus_versions", action)?;
         let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
         let out = {
-            let mut v = Versions {
-                schema: &caller.schema,
-                read: &caller.read,
-                access: &caller.access,
-                conn: &mut tx,
-                limits: self.state.limits,
-                vars: &caller.vars,
-            };
+            let mut v = caller.versions(&mut tx, self.state.limits);
             op(&mut v).await?
         };
         tx.commit().await.map_err(crate::db::map_error)?;
