@@ -69,7 +69,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         .acquire_timeout(Duration::from_secs(5))
         .connect_with(<sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(&settings.database_url)?.application_name("cdapi-auth"))
         .await?;
-    system_tables::migrate(&settings.database_url).await?;
+    system_tables::migrate_or_wait(&settings.database_url).await?;
     let keys = keys::Keys::load(settings.keys_file.as_deref(), settings.signing_kid.as_deref())?;
     let redis = access_token::sessions::Redis::new(&settings.redis_url, &settings.redis_prefix)?;
     let max_ttl = settings.refresh_ttl.max(settings.session_ttl);
@@ -99,13 +99,18 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         }
     });
 
-    let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    health_reporter.set_serving::<AuthServiceServer<grpc::AuthApi>>().await;
+    let (health, health_service) = service_runtime::grpc::Health::new().await;
+    health.reporter.set_serving::<AuthServiceServer<grpc::AuthApi>>().await;
+    let shutdown = health.shutdown(shutdown)?;
+    let pool = auth.pool.clone();
+    service_runtime::metrics::global().observe_pool(auth.settings.pool_max, move || (pool.size(), pool.num_idle()));
+    service_runtime::metrics::serve_from_env(std::future::pending()).await?;
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(cdapi_proto::FILE_DESCRIPTOR_SET)
         .build_v1()?;
     tracing::info!(addr = %listener.local_addr()?, kid = %auth.keys.signing_kid(), "auth-service listening (gRPC)");
     tonic::transport::Server::builder()
+        .layer(service_runtime::grpc::RpcLayer)
         .add_service(health_service)
         .add_service(reflection)
         .add_service(AuthServiceServer::with_interceptor(grpc::AuthApi::new(auth.clone()), access_token::ip::peer_as_client_ip))

@@ -35,6 +35,7 @@ impl Attempts {
         self.limiter.check_key(&key).map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             tracing::warn!(kind, account = %account, ip = ?ip, "attempt limit reached");
+            service_runtime::metrics::global().rate_limited("auth-attempts");
             ApiError::requests_exceeded(self.points, wait)
         })
     }

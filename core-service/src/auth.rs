@@ -39,7 +39,8 @@ impl Caller {
 /// Creates the bootstrap admin on first start (issue 2: ADMIN_EMAIL, ADMIN_PASSWORD,
 /// ADMIN_TOKEN) in the Administrator role (admin access; migration 0006), and keeps its static
 /// token equal to ADMIN_TOKEN on later starts.
-/// Without ADMIN_PASSWORD a random password is generated and logged once.
+/// Without ADMIN_PASSWORD a random password is generated and logged once. Replicas starting
+/// together may both try to create it: the second insert does nothing.
 pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>, token: Option<&str>) -> anyhow::Result<()> {
     let existing: Option<String> = sqlx::query_scalar("SELECT id::text FROM cdapi.users WHERE lower(email) = lower($1)")
         .bind(email)
@@ -87,7 +88,8 @@ pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>,
         .to_string();
     sqlx::query(
         "INSERT INTO cdapi.users (email, password_hash, token_hash, admin_access, role) \
-         VALUES ($1, $2, $3, true, (SELECT id FROM cdapi.roles WHERE name = 'Administrator'))",
+         VALUES ($1, $2, $3, true, (SELECT id FROM cdapi.roles WHERE name = 'Administrator')) \
+         ON CONFLICT DO NOTHING",
     )
         .bind(email)
         .bind(hash)

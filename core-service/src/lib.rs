@@ -157,7 +157,7 @@ pub async fn plan_sql(settings: &config::Settings, collection: &str, query_json:
 /// Errors: start-up failures (database unreachable, migration failed).
 pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     let pool = db::connect(&settings.database_url, settings.pool_max, settings.statement_timeout_ms).await?;
-    system_tables::migrate(&settings.database_url).await?;
+    system_tables::migrate_or_wait(&settings.database_url).await?;
     auth::bootstrap_admin(&pool, &settings.admin_email, settings.admin_password.as_deref(), settings.admin_token.as_deref()).await?;
     let keys = match &settings.auth_url {
         Some(url) => access_token::KeySource::Remote(access_token::keys::RemoteKeys::new(
@@ -187,16 +187,21 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     state.reload_schema().await.map_err(|e| anyhow::anyhow!("loading the schema failed: {e}"))?;
     tokio::spawn(watch_schema(state.clone()));
 
-    let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    health_reporter.set_serving::<ItemsServiceServer<grpc::items::Items>>().await;
-    health_reporter.set_serving::<SchemaServiceServer<grpc::schema::SchemaApi>>().await;
-    health_reporter.set_serving::<VersionsServiceServer<grpc::versions::VersionsApi>>().await;
+    let (health, health_service) = service_runtime::grpc::Health::new().await;
+    health.reporter.set_serving::<ItemsServiceServer<grpc::items::Items>>().await;
+    health.reporter.set_serving::<SchemaServiceServer<grpc::schema::SchemaApi>>().await;
+    health.reporter.set_serving::<VersionsServiceServer<grpc::versions::VersionsApi>>().await;
+    let shutdown = health.shutdown(shutdown)?;
+    let pool = state.pool.clone();
+    service_runtime::metrics::global().observe_pool(settings.pool_max, move || (pool.size(), pool.num_idle()));
+    service_runtime::metrics::serve_from_env(std::future::pending()).await?;
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(cdapi_proto::FILE_DESCRIPTOR_SET)
         .build_v1()?;
 
     tracing::info!(addr = %listener.local_addr()?, "core-service listening (gRPC)");
     tonic::transport::Server::builder()
+        .layer(service_runtime::grpc::RpcLayer)
         .add_service(health_service)
         .add_service(reflection)
         .add_service(ItemsServiceServer::with_interceptor(grpc::items::Items::new(state.clone()), peer_as_client_ip))

@@ -84,6 +84,7 @@ impl Redis {
 /// cause is logged, not sent.
 pub fn unavailable(e: redis::RedisError) -> ApiError {
     tracing::error!(error = %e, "redis unavailable");
+    service_runtime::metrics::global().redis_error("command");
     let mut err = ApiError::new(ErrorCode::ServiceUnavailable, "Service \"redis\" is unavailable.");
     err.extensions.insert("service".into(), "redis".into());
     err

@@ -1,21 +1,30 @@
-//! Start-up pieces every binary shares: tracing set-up and the shutdown signal.
+//! Start-up and operation pieces every binary shares: tracing set-up, the shutdown signal and
+//! drain, metrics, and the request context carried from the edges to the services.
 //!
 //! Layout: [`init_tracing`] (RUST_LOG filter, LOG_FORMAT `text`|`json`), [`shutdown_signal`]
 //! (SIGINT, SIGTERM, and stdin EOF when SHUTDOWN_ON_STDIN_EOF=1, which lets a parent process —
-//! the test harness, the local launcher — stop its children simply by exiting), [`env_or`].
+//! the test harness, the local launcher — stop its children simply by exiting), [`env_or`];
+//! [`shutdown`] (readiness and the drain delay), [`metrics`] (Prometheus registry and the
+//! `/metrics` listener), [`grpc`] (the servers' span-and-metrics layer), [`trace`] (W3C
+//! `traceparent`).
+
+pub mod grpc;
+pub mod metrics;
+pub mod shutdown;
+pub mod trace;
 
 use std::str::FromStr;
 
 /// Installs the global tracing subscriber. `RUST_LOG` filters (default `info`); `LOG_FORMAT=json`
-/// prints one JSON object per event with its span fields (e.g. `request_id`), anything else
-/// prints human-readable lines. Logs go to stderr.
+/// prints one JSON object per event with the fields of its spans (`spans`: e.g. `request_id`,
+/// `trace_id`), anything else prints human-readable lines. Logs go to stderr.
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
     let result = if json {
-        builder.json().with_current_span(true).with_span_list(false).try_init()
+        builder.json().with_current_span(false).with_span_list(true).try_init()
     } else {
         builder.with_ansi(false).try_init()
     };
@@ -42,10 +51,19 @@ pub async fn shutdown_signal() {
     };
     let stdin_eof = async {
         if std::env::var("SHUTDOWN_ON_STDIN_EOF").as_deref() == Ok("1") {
-            use tokio::io::AsyncReadExt;
-            let mut stdin = tokio::io::stdin();
-            let mut buf = [0u8; 64];
-            while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+            // A plain thread, not Tokio's blocking pool: a read that never returns must not
+            // hold the runtime open at exit (a SIGTERM'd process would then never end).
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            std::thread::spawn(move || {
+                use std::io::Read;
+                let mut buf = [0u8; 64];
+                let mut stdin = std::io::stdin();
+                while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+                let _ = tx.send(());
+            });
+            if rx.await.is_err() {
+                std::future::pending::<()>().await;
+            }
         } else {
             std::future::pending::<()>().await;
         }
