@@ -24,7 +24,8 @@ use warp::Filter;
 use warp::reply::Response;
 
 /// Every route, as one warp filter.
-pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+/// `/server/health` answers 503 once `readiness` is off (shutdown began).
+pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>, readiness: service_runtime::shutdown::Readiness) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
     let ids = Arc::new(RequestIds::default());
     warp::method()
         .and(warp::path::full())
@@ -34,16 +35,23 @@ pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>) -> impl Filter<E
         .and(warp::body::stream())
         .then(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap, peer, body| {
             let body = edge_http::body::boxed(body);
-            let (cache, settings, ids) = (cache.clone(), settings.clone(), ids.clone());
+            let (cache, settings, ids, readiness) = (cache.clone(), settings.clone(), ids.clone(), readiness.clone());
             async move {
+                let started = std::time::Instant::now();
                 let request_id = ids.next(&headers);
-                let mut res = match route(&cache, &settings, &method, path.as_str(), &query, &headers, peer, body, &request_id).await {
-                    Ok(r) => r,
-                    Err(e) => error(&e),
+                let mut res = if readiness.is_stopping() && path.as_str().trim_end_matches('/') == "/server/health" {
+                    with_body(StatusCode::SERVICE_UNAVAILABLE, "application/health+json", r#"{"status":"error"}"#)
+                } else {
+                    match route(&cache, &settings, &method, path.as_str(), &query, &headers, peer, body, &request_id).await {
+                        Ok(r) => r,
+                        Err(e) => error(&e),
+                    }
                 };
                 if let Ok(v) = HeaderValue::from_str(&request_id) {
                     res.headers_mut().insert("x-request-id", v);
                 }
+                let route = edge_http::observe::route_template(path.as_str());
+                service_runtime::metrics::global().observe_http(&route, method.as_str(), res.status().as_u16(), started.elapsed());
                 res
             }
         })

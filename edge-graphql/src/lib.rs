@@ -32,7 +32,7 @@ use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
 use std::future::Future;
 use std::sync::Arc;
-use tonic::transport::Channel;
+use edge_http::balance::Balanced as Channel;
 
 /// The services behind the edge, shared by every request (schema data).
 pub struct Backend {
@@ -78,7 +78,10 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
     });
     let cache = Arc::new(schemas::SchemaCache::new(backend.clone(), schemas::Limits::from(&settings)));
     let watcher = tokio::spawn(schemas::watch(cache.clone()));
-    let routes = http::routes(cache, Arc::new(settings.clone()));
+    let readiness = service_runtime::shutdown::Readiness::default();
+    let routes = http::routes(cache, Arc::new(settings.clone()), readiness.clone());
+    service_runtime::metrics::serve_from_env(std::future::pending()).await?;
+    let shutdown = service_runtime::shutdown::drain_after(shutdown, service_runtime::shutdown::delay_from_env()?, move || readiness.stop());
     tracing::info!(addr = %listener.local_addr()?, core = %edge.core_url, auth = %edge.auth_url, "edge-graphql listening (HTTP)");
     warp::serve(routes).incoming(listener).graceful(shutdown).run().await;
     watcher.abort();

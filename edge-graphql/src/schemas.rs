@@ -212,10 +212,11 @@ mod tests {
                 pb::Relation { kind: pb::RelationKind::M2o as i32, many_collection: "things".into(), many_field: "id".into(), one_collection: "parents".into(), one_field: "things".into(), ..Default::default() },
             ],
         };
+        let nowhere = edge_http::balance::Balanced::new("http://127.0.0.1:1", None, std::time::Duration::from_secs(60)).expect("a channel");
         let backend = Arc::new(Backend {
-            items: cdapi_proto::v1::items_service_client::ItemsServiceClient::new(tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy()),
-            auth: cdapi_proto::v1::auth_service_client::AuthServiceClient::new(tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy()),
-            schema: cdapi_proto::v1::schema_service_client::SchemaServiceClient::new(tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy()),
+            items: cdapi_proto::v1::items_service_client::ItemsServiceClient::new(nowhere.clone()),
+            auth: cdapi_proto::v1::auth_service_client::AuthServiceClient::new(nowhere.clone()),
+            schema: cdapi_proto::v1::schema_service_client::SchemaServiceClient::new(nowhere.clone()),
             cookies: edge_http::cookies::CookieSettings::from_env().expect("cookie settings"),
         });
         let limits = Limits { depth: 20, complexity: 1000, introspection: true, fast_path: true };

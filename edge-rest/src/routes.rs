@@ -17,7 +17,7 @@ use cdapi_proto::v1::{
 use cdapi_proto::{ApiError, ErrorCode};
 use http::{HeaderMap, Method, StatusCode};
 use std::sync::Arc;
-use tonic::transport::Channel;
+use edge_http::balance::Balanced as Channel;
 use warp::reply::Response;
 
 /// What every request handler needs.
@@ -41,6 +41,8 @@ pub struct EdgeState {
     /// Forwarding of `/graphql*`, when GRAPHQL_URL is set.
     pub graphql: Option<crate::graphql_proxy::GraphqlProxy>,
     request_ids: edge_http::caller::RequestIds,
+    /// Off once shutdown began (`/server/health` answers 503).
+    pub readiness: service_runtime::shutdown::Readiness,
 }
 
 impl EdgeState {
@@ -57,6 +59,7 @@ impl EdgeState {
             graphql: settings.graphql_url.as_deref().map(crate::graphql_proxy::GraphqlProxy::new),
             limiter: settings.rate_limit.map(|(points, secs)| crate::rate_limit::PerClient::new(points, secs)).transpose()?,
             request_ids: edge_http::caller::RequestIds::default(),
+            readiness: service_runtime::shutdown::Readiness::default(),
         })
     }
 
@@ -90,7 +93,7 @@ pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Resp
     let span = tracing::info_span!("http", method = %req.method, path = %req.path, request_id = %request_id);
     let routed = async {
         if let (Some(limiter), Some(ip)) = (&state.limiter, req.client_ip) {
-            limiter.check(ip)?;
+            limiter.check(ip).inspect_err(|_| service_runtime::metrics::global().rate_limited("edge-rest"))?;
         }
         route(&state, &req, body, &request_id).await
     };
@@ -389,10 +392,11 @@ pub(crate) fn set_metadata<T>(call: &mut tonic::Request<T>, req: &HttpRequest, r
     edge_http::caller::Caller::new(&req.headers, query_token, req.session_cookie.clone(), req.client_ip, request_id.to_owned())?.apply(call)
 }
 
-/// `GET /server/health`: `{"status":"ok"}` when the core answers SERVING, else 503 `error`.
+/// `GET /server/health`: `{"status":"ok"}` when the core answers SERVING, else 503 `error`;
+/// 503 too once shutdown began (readiness off).
 async fn health(state: &EdgeState) -> Response {
     use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
-    let ok = matches!(
+    let ok = !state.readiness.is_stopping() && matches!(
         state.health.clone().check(HealthCheckRequest { service: String::new() }).await,
         Ok(r) if r.get_ref().status == ServingStatus::Serving as i32
     );

@@ -1,5 +1,5 @@
 //! The caller of an HTTP request as the services see it: gRPC metadata `authorization`
-//! (`Bearer <token>`), `x-client-ip` and `x-request-id` (docs/grpc-api.md).
+//! (`Bearer <token>`), `x-client-ip`, `x-request-id` and `traceparent` (docs/grpc-api.md).
 //!
 //! spec: Authentication rule 3: the token comes from the `Authorization` header, the
 //! `access_token` query parameter (both at once: INVALID_PAYLOAD, directus-facts.md "Auth"), or
@@ -11,14 +11,16 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Who is calling, as read from one HTTP request.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Caller {
     /// `Authorization: Bearer …`, `?access_token=` or the session cookie, as `Bearer <token>`.
     pub bearer: Option<String>,
     /// The end client's address (see [`crate::client_ip`]).
     pub client_ip: Option<IpAddr>,
-    /// The request id (see [`request_id`]).
+    /// The request id (see [`RequestIds`]).
     pub request_id: String,
+    /// W3C trace context for the services: the client's trace continued, or a new one.
+    pub traceparent: service_runtime::trace::TraceParent,
 }
 
 impl Caller {
@@ -42,7 +44,9 @@ impl Caller {
             (None, Some(t)) => Some(format!("Bearer {t}")),
             (None, None) => session_cookie.map(|t| format!("Bearer {t}")),
         };
-        Ok(Self { bearer, client_ip, request_id })
+        let incoming = headers.get("traceparent").and_then(|v| v.to_str().ok());
+        let traceparent = service_runtime::trace::TraceParent::next_hop(incoming, &request_id);
+        Ok(Self { bearer, client_ip, request_id, traceparent })
     }
 
     /// Writes the caller into a gRPC call's metadata. Errors: INVALID_CREDENTIALS for a token
@@ -60,6 +64,9 @@ impl Caller {
         }
         if let Ok(v) = self.request_id.parse() {
             md.insert("x-request-id", v);
+        }
+        if let Ok(v) = self.traceparent.to_string().parse() {
+            md.insert("traceparent", v);
         }
         Ok(())
     }

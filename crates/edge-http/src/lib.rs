@@ -2,16 +2,20 @@
 //! whichever protocol it arrives by.
 //!
 //! Layout:
+//! - [`balance`] — gRPC calls spread over a service's replicas, with retries.
 //! - [`body`] — request bodies read with a size cap.
 //! - [`cookies`] — the auth cookies (names, attributes, parsing).
 //! - [`client_ip`] — the end client's address behind trusted proxies.
 //! - [`caller`] — the caller's token, address and request id as gRPC metadata.
 //! - [`reply`] — bodies and the Directus error body.
 //! - [`settings`] — the settings both edges read, and their gRPC channels.
+//! - [`observe`] — route templates for metrics.
 
+pub mod balance;
 pub mod body;
 pub mod caller;
 pub mod client_ip;
 pub mod cookies;
 pub mod reply;
+pub mod observe;
 pub mod settings;

@@ -19,6 +19,9 @@ pub struct EdgeSettings {
     pub cookies: crate::cookies::CookieSettings,
     /// Who the client is behind proxies (IP_TRUSTED_PROXIES, IP_CUSTOM_HEADER).
     pub client_ip: crate::client_ip::ClientIpRule,
+    /// GRPC_DNS_REFRESH_SECS (seconds, default 5): how often service host names are resolved
+    /// again to find their replicas (see [`crate::balance`]).
+    pub dns_refresh_secs: u64,
 }
 
 impl EdgeSettings {
@@ -34,20 +37,19 @@ impl EdgeSettings {
                 &env_opt("IP_TRUSTED_PROXIES").unwrap_or_default(),
                 &env_or("IP_CUSTOM_HEADER", "x-forwarded-for".to_string())?,
             )?,
+            dns_refresh_secs: env_or("GRPC_DNS_REFRESH_SECS", 5u64)?.max(1),
         })
     }
 
-    /// A lazily connecting HTTP/2 channel to `url` (TCP_NODELAY, 5 s connect timeout, keep-alive
-    /// pings every 30 s). With `deadline`, every call on it is cut off after CORE_TIMEOUT_MS;
-    /// without, for streams that live as long as the service. Errors: an invalid URL.
-    pub fn channel(&self, url: &str, deadline: bool) -> anyhow::Result<tonic::transport::Channel> {
-        let mut endpoint = tonic::transport::Endpoint::from_shared(url.to_owned())?
-            .tcp_nodelay(true)
-            .connect_timeout(Duration::from_secs(5))
-            .http2_keep_alive_interval(Duration::from_secs(30));
-        if deadline {
-            endpoint = endpoint.timeout(Duration::from_millis(self.core_timeout_ms));
-        }
-        Ok(endpoint.connect_lazy())
+    /// A channel balancing calls over every replica behind `url` (comma-separated URLs
+    /// allowed; see [`crate::balance`]), connecting lazily. With `deadline`, every call on it
+    /// is cut off after CORE_TIMEOUT_MS; without, for streams that live as long as the
+    /// service. Must be called inside a Tokio runtime. Errors: an invalid URL.
+    pub fn channel(&self, url: &str, deadline: bool) -> anyhow::Result<crate::balance::Balanced> {
+        crate::balance::Balanced::new(
+            url,
+            deadline.then(|| Duration::from_millis(self.core_timeout_ms)),
+            Duration::from_secs(self.dns_refresh_secs),
+        )
     }
 }

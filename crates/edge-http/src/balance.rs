@@ -1,0 +1,325 @@
+//! Client-side balancing of gRPC calls over every replica of a service, with retries, so that
+//! load spreads over replicas and a replica going away loses no request (README "Operate").
+//!
+//! A service URL (`CORE_GRPC_URL`, `AUTH_GRPC_URL`) may list several comma-separated URLs; each
+//! URL's host is resolved to all its addresses (a Kubernetes headless Service answers with one
+//! address per ready pod) and resolved again every GRPC_DNS_REFRESH_SECS. Each address gets
+//! its own HTTP/2 connection ([`tonic::transport::Channel`]); calls go round-robin over them.
+//!
+//! Retries, in the spirit of gRPC's retry policy (retryable status UNAVAILABLE):
+//! - a call whose connection could not be made (refused: nothing was sent) is sent to the next
+//!   replica, whatever the RPC;
+//! - a read-only RPC ([`is_idempotent`]) is also sent again after a broken connection or an
+//!   UNAVAILABLE answer;
+//! - a replica that failed is skipped for [`DOWN_FOR`] unless every replica is down.
+//!
+//! Attempts are bounded by the number of replicas plus one (at most [`MAX_ATTEMPTS`]).
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tonic::transport::{Channel, Endpoint};
+
+/// How long a replica that failed is skipped.
+pub const DOWN_FOR: Duration = Duration::from_secs(2);
+/// Most attempts of one call.
+pub const MAX_ATTEMPTS: usize = 4;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Whether an RPC only reads (safe to send twice): its method name starts with `Read`, `Get`,
+/// `List`, `Watch`, `Export`, `Compare`, `Aggregate` or `Check` (health).
+pub fn is_idempotent(path: &str) -> bool {
+    let method = path.rsplit('/').next().unwrap_or("");
+    ["Read", "Get", "List", "Watch", "Export", "Compare", "Aggregate", "Check"].iter().any(|p| method.starts_with(p))
+}
+
+/// How to open a connection to one address.
+#[derive(Debug, Clone)]
+struct Template {
+    deadline: Option<Duration>,
+}
+
+impl Template {
+    fn endpoint(&self, uri: &str) -> Result<Endpoint, tonic::transport::Error> {
+        let mut e = Endpoint::from_shared(uri.to_owned())?
+            .tcp_nodelay(true)
+            .connect_timeout(Duration::from_secs(5))
+            .http2_keep_alive_interval(Duration::from_secs(30));
+        if let Some(d) = self.deadline {
+            e = e.timeout(d);
+        }
+        Ok(e)
+    }
+}
+
+/// One replica.
+#[derive(Debug)]
+struct Replica {
+    key: String,
+    channel: Channel,
+    /// Milliseconds since `Shared::epoch` until which this replica is skipped.
+    down_until_ms: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Shared {
+    replicas: ArcSwap<Vec<Arc<Replica>>>,
+    next: AtomicUsize,
+    epoch: Instant,
+}
+
+impl Shared {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// The replicas to try, in order: round-robin from the next one, those marked down last.
+    fn order(&self) -> Vec<Arc<Replica>> {
+        let all = self.replicas.load();
+        if all.is_empty() {
+            return Vec::new();
+        }
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let now = self.now_ms();
+        let rotated = (0..all.len()).map(|i| all[(start + i) % all.len()].clone());
+        let (up, down): (Vec<_>, Vec<_>) = rotated.partition(|r| r.down_until_ms.load(Ordering::Relaxed) <= now);
+        up.into_iter().chain(down).collect()
+    }
+}
+
+/// A channel over every replica of one service; a drop-in for [`Channel`] in generated
+/// clients. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Balanced {
+    shared: Arc<Shared>,
+}
+
+/// One target as configured: a URL, its scheme, host and port.
+#[derive(Debug, Clone)]
+struct Target {
+    scheme: String,
+    host: String,
+    port: u16,
+}
+
+fn parse_targets(urls: &str) -> anyhow::Result<Vec<Target>> {
+    let mut out = Vec::new();
+    for url in urls.split(',').map(str::trim).filter(|u| !u.is_empty()) {
+        let uri: http::Uri = url.parse().map_err(|e| anyhow::anyhow!("invalid service URL {url:?}: {e}"))?;
+        let scheme = uri.scheme_str().unwrap_or("http").to_owned();
+        let host = uri.host().ok_or_else(|| anyhow::anyhow!("service URL {url:?} has no host"))?.to_owned();
+        let port = uri.port_u16().unwrap_or(if scheme == "https" { 443 } else { 80 });
+        out.push(Target { scheme, host, port });
+    }
+    anyhow::ensure!(!out.is_empty(), "no service URL given");
+    Ok(out)
+}
+
+impl Balanced {
+    /// A balanced channel over `urls` (comma-separated). With `deadline`, every call is cut
+    /// off after it. Host names are resolved again every `refresh` (in a background task, so
+    /// this must run inside a Tokio runtime); until the first resolution, each URL is one
+    /// replica. Errors: an invalid URL.
+    pub fn new(urls: &str, deadline: Option<Duration>, refresh: Duration) -> anyhow::Result<Self> {
+        let targets = parse_targets(urls)?;
+        let template = Template { deadline };
+        let mut initial = Vec::new();
+        for t in &targets {
+            let key = format!("{}://{}:{}", t.scheme, t.host, t.port);
+            let channel = template.endpoint(&key)?.connect_lazy();
+            initial.push(Arc::new(Replica { key, channel, down_until_ms: AtomicU64::new(0) }));
+        }
+        let shared = Arc::new(Shared { replicas: ArcSwap::from_pointee(initial), next: AtomicUsize::new(0), epoch: Instant::now() });
+        if targets.iter().any(|t| t.host.parse::<std::net::IpAddr>().is_err()) {
+            tokio::spawn(refresh_loop(Arc::downgrade(&shared), targets, template, refresh));
+        }
+        Ok(Self { shared })
+    }
+
+    /// How many replicas calls are spread over right now.
+    pub fn replicas(&self) -> usize {
+        self.shared.replicas.load().len()
+    }
+}
+
+/// Resolves the targets' hosts every `every` and swaps in the new replica set, keeping the
+/// connections of addresses that stay. Ends when the channel is dropped.
+async fn refresh_loop(shared: Weak<Shared>, targets: Vec<Target>, template: Template, every: Duration) {
+    loop {
+        let mut found: BTreeMap<String, SocketAddr> = BTreeMap::new();
+        for t in &targets {
+            match tokio::net::lookup_host((t.host.as_str(), t.port)).await {
+                Ok(addrs) => {
+                    for a in addrs {
+                        found.insert(format!("{}://{a}", t.scheme), a);
+                    }
+                }
+                Err(e) => tracing::warn!(host = %t.host, error = %e, "resolving a service host failed; keeping the replicas known"),
+            }
+        }
+        let Some(shared) = shared.upgrade() else { return };
+        let current = shared.replicas.load_full();
+        let same = found.len() == current.len() && current.iter().all(|r| found.contains_key(&r.key));
+        if !found.is_empty() && !same {
+            let mut next = Vec::new();
+            for key in found.keys() {
+                if let Some(r) = current.iter().find(|r| &r.key == key) {
+                    next.push(r.clone());
+                } else if let Ok(e) = template.endpoint(key) {
+                    next.push(Arc::new(Replica { key: key.clone(), channel: e.connect_lazy(), down_until_ms: AtomicU64::new(0) }));
+                }
+            }
+            tracing::info!(replicas = ?found.keys().collect::<Vec<_>>(), "service replicas changed");
+            shared.replicas.store(Arc::new(next));
+        }
+        drop(shared);
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Whether nothing of the call reached the server: the connection was refused.
+fn never_sent(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && matches!(io.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::AddrNotAvailable)
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+/// UNAVAILABLE in the headers (trailers-only reply) or, once buffered, in the trailers.
+fn unavailable(res: &http::Response<tonic::body::Body>) -> bool {
+    res.headers().get("grpc-status").is_some_and(|v| v.as_bytes() == b"14")
+}
+
+/// RPCs whose replies are streams (not buffered).
+fn streaming(path: &str) -> bool {
+    path.ends_with("/ExportItems") || path.ends_with("/WatchSchema")
+}
+
+/// Reads a reply whole. Errors: the connection broke before the end. The trailers'
+/// `grpc-status` is copied to the headers when it is UNAVAILABLE, so [`unavailable`] sees it.
+async fn buffered(res: http::Response<tonic::body::Body>) -> Result<http::Response<tonic::body::Body>, BoxError> {
+    let (mut parts, body) = res.into_parts();
+    // A broken body arrives as a Status: a failed call, to be retried.
+    let collected = body.collect().await.map_err(|status| -> BoxError { Box::new(status) })?;
+    let trailers = collected.trailers().cloned();
+    if let Some(t) = &trailers
+        && t.get("grpc-status").is_some_and(|v| v.as_bytes() == b"14")
+    {
+        parts.headers.insert("grpc-status", http::HeaderValue::from_static("14"));
+    }
+    let data = collected.to_bytes();
+    let mut frames = vec![Ok::<_, std::convert::Infallible>(http_body::Frame::data(data))];
+    if let Some(t) = trailers {
+        frames.push(Ok(http_body::Frame::trailers(t)));
+    }
+    let body = http_body_util::StreamBody::new(futures_util::stream::iter(frames));
+    Ok(http::Response::from_parts(parts, tonic::body::Body::new(body)))
+}
+
+impl tower_service::Service<http::Request<tonic::body::Body>> for Balanced {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // Each replica's channel is made ready inside the call.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
+        let shared = self.shared.clone();
+        Box::pin(async move {
+            let (parts, body) = req.into_parts();
+            // Unary request messages: buffered so the call can be sent again.
+            let body: Bytes = body.collect().await?.to_bytes();
+            let rpc = parts.uri.path().to_owned();
+            let idempotent = is_idempotent(&rpc);
+            let order = shared.order();
+            let attempts = (order.len() + 1).min(MAX_ATTEMPTS);
+            let mut last_err: Option<BoxError> = None;
+            for attempt in 0..attempts {
+                let Some(replica) = order.get(attempt % order.len().max(1)) else {
+                    return Err("no replica of the service is known".into());
+                };
+                if attempt > 0 {
+                    service_runtime::metrics::global().grpc_client_retries.get_or_create(&vec![("rpc", rpc.clone())]).inc();
+                    if attempt >= order.len() {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+                let mut builder = http::Request::builder().method(parts.method.clone()).uri(parts.uri.clone()).version(parts.version);
+                if let Some(h) = builder.headers_mut() {
+                    *h = parts.headers.clone();
+                }
+                let request = builder.body(tonic::body::Body::new(http_body_util::Full::new(body.clone())))?;
+                let mut channel = replica.channel.clone();
+                let outcome: Result<_, BoxError> = async {
+                    std::future::poll_fn(|cx| tower_service::Service::poll_ready(&mut channel, cx)).await?;
+                    tower_service::Service::call(&mut channel, request).await
+                }
+                .await
+                .map_err(Into::into);
+                // A read's reply is buffered here, so that a connection lost in the middle of it
+                // is retried like one lost before it (streams are passed through).
+                let outcome = match outcome {
+                    Ok(res) if idempotent && !streaming(&rpc) => buffered(res).await,
+                    other => other,
+                };
+                match outcome {
+                    Ok(res) if idempotent && unavailable(&res) && attempt + 1 < attempts => {
+                        replica.down_until_ms.store(shared.now_ms() + DOWN_FOR.as_millis() as u64, Ordering::Relaxed);
+                        continue;
+                    }
+                    Ok(res) => return Ok(res),
+                    Err(e) => {
+                        replica.down_until_ms.store(shared.now_ms() + DOWN_FOR.as_millis() as u64, Ordering::Relaxed);
+                        let retry = idempotent || never_sent(&*e);
+                        tracing::debug!(rpc = %rpc, replica = %replica.key, error = %e, retry, "call to a replica failed");
+                        if !retry {
+                            return Err(e);
+                        }
+                        last_err = Some(e);
+                    }
+                }
+            }
+            Err(last_err.unwrap_or_else(|| "the call failed on every replica".into()))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_reads_are_idempotent() {
+        assert!(is_idempotent("/cdapi.v1.ItemsService/ReadItems"));
+        assert!(is_idempotent("/grpc.health.v1.Health/Check"));
+        assert!(!is_idempotent("/cdapi.v1.ItemsService/CreateItem"));
+        assert!(!is_idempotent("/cdapi.v1.AuthService/Refresh"));
+    }
+
+    #[test]
+    fn urls_are_split_and_checked() -> anyhow::Result<()> {
+        let t = parse_targets("http://a:1, http://10.0.0.2:2")?;
+        assert_eq!((t[0].host.as_str(), t[0].port, t[1].host.as_str()), ("a", 1, "10.0.0.2"));
+        assert!(parse_targets("").is_err());
+        assert!(parse_targets("http://").is_err());
+        Ok(())
+    }
+}
