@@ -42,6 +42,13 @@ pub struct TestApp {
     pub core_log: PathBuf,
     /// Where the SMTP sink stores delivered mail (one JSON file per message), with mail on.
     pub mail_dir: Option<PathBuf>,
+    /// Every core-service replica's gRPC URL ([`Spec::replicas`]); `grpc_url` is the first.
+    pub core_urls: Vec<String>,
+    /// Every auth-service replica's gRPC URL; `auth_url` is the first.
+    pub auth_urls: Vec<String>,
+    /// `/metrics` URLs by process (`core`, `auth`, `edge`, `graphql`), in replica order, with
+    /// [`Spec::metrics`].
+    pub metrics: Vec<(&'static str, String)>,
     logs: PathBuf,
     auth_env: Vec<(String, String)>,
     children: Vec<(&'static str, Child)>,
@@ -68,6 +75,10 @@ pub struct Spec {
     pub rest_port: Option<u16>,
     /// Run a Redis of this environment's own (stoppable: [`TestApp::stop_redis`]).
     pub own_redis: bool,
+    /// Replicas of core-service and of auth-service (0 = 1); the edges balance over them.
+    pub replicas: usize,
+    /// Serve `/metrics` from every process (METRICS_ADDR on free ports).
+    pub metrics: bool,
 }
 
 impl Drop for TestApp {
@@ -299,19 +310,36 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     } else {
         None
     };
-    let auth_port = free_port()?;
-    auth_env.push(("AUTH_GRPC_ADDR".into(), format!("127.0.0.1:{auth_port}")));
+    let replicas = spec.replicas.max(1);
+    let mut metrics: Vec<(&'static str, String)> = Vec::new();
+    let mut metrics_env = |name: &'static str, env: &mut Vec<(String, String)>| -> Result<()> {
+        if spec.metrics {
+            let port = free_port()?;
+            env.push(("METRICS_ADDR".into(), format!("127.0.0.1:{port}")));
+            metrics.push((name, format!("http://127.0.0.1:{port}/metrics")));
+        }
+        Ok(())
+    };
     auth_env.extend(spec.auth_env.iter().cloned());
-    let auth_url = format!("http://127.0.0.1:{auth_port}");
-    let mut auth = spawn(&bins.join("auth-service"), &auth_env, &logs.join("auth-service.log"))?;
-    wait_tcp(auth_port, &mut auth, &logs.join("auth-service.log"))?;
-    children.push(("auth", auth));
+    let mut auth_urls = Vec::new();
+    for i in 0..replicas {
+        let auth_port = free_port()?;
+        let mut env = auth_env.clone();
+        env.push(("AUTH_GRPC_ADDR".into(), format!("127.0.0.1:{auth_port}")));
+        metrics_env("auth", &mut env)?;
+        let log = logs.join(if i == 0 { "auth-service.log".to_owned() } else { format!("auth-service.{i}.log") });
+        let mut auth = spawn(&bins.join("auth-service"), &env, &log)?;
+        wait_tcp(auth_port, &mut auth, &log)?;
+        children.push(("auth", auth));
+        auth_urls.push(format!("http://127.0.0.1:{auth_port}"));
+    }
+    // The first replica's address is the one restart_auth reuses.
+    auth_env.push(("AUTH_GRPC_ADDR".into(), auth_urls[0].trim_start_matches("http://").to_owned()));
+    let auth_url = auth_urls[0].clone();
 
-    let core_port = free_port()?;
     let core_log = logs.join("core-service.log");
-    let mut core_env: Vec<(String, String)> = vec![
+    let core_env: Vec<(String, String)> = vec![
         ("DATABASE_URL".into(), db.clone()),
-        ("CORE_GRPC_ADDR".into(), format!("127.0.0.1:{core_port}")),
         ("AUTH_GRPC_URL".into(), auth_url.clone()),
         ("REDIS_URL".into(), redis.0.clone()),
         ("REDIS_KEY_PREFIX".into(), redis.1.clone()),
@@ -321,19 +349,30 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         ("LOG_FORMAT".into(), "json".into()),
         ("RUST_LOG".into(), "info,sqlx::query=debug".into()),
     ];
-    core_env.extend(spec.core_env.iter().cloned());
-    children.push(("core", spawn(&bins.join("core-service"), &core_env, &core_log)?));
+    let mut core_urls = Vec::new();
+    for i in 0..replicas {
+        let core_port = free_port()?;
+        let mut env = core_env.clone();
+        env.push(("CORE_GRPC_ADDR".into(), format!("127.0.0.1:{core_port}")));
+        env.extend(spec.core_env.iter().cloned());
+        metrics_env("core", &mut env)?;
+        let log = if i == 0 { core_log.clone() } else { logs.join(format!("core-service.{i}.log")) };
+        children.push(("core", spawn(&bins.join("core-service"), &env, &log)?));
+        core_urls.push(format!("http://127.0.0.1:{core_port}"));
+    }
+    let (core_list, auth_list) = (core_urls.join(","), auth_urls.join(","));
     let graphql_port = free_port()?;
     let graphql_url = format!("http://127.0.0.1:{graphql_port}");
     let graphql_log = logs.join("edge-graphql.log");
     let mut graphql_env: Vec<(String, String)> = vec![
         ("GRAPHQL_HOST".into(), "127.0.0.1".into()),
         ("GRAPHQL_PORT".into(), graphql_port.to_string()),
-        ("CORE_GRPC_URL".into(), format!("http://127.0.0.1:{core_port}")),
-        ("AUTH_GRPC_URL".into(), auth_url.clone()),
+        ("CORE_GRPC_URL".into(), core_list.clone()),
+        ("AUTH_GRPC_URL".into(), auth_list.clone()),
         ("IP_TRUSTED_PROXIES".into(), "127.0.0.1".into()),
     ];
     graphql_env.extend(spec.graphql_env.iter().cloned());
+    metrics_env("graphql", &mut graphql_env)?;
     let mut graphql = spawn(&bins.join("edge-graphql"), &graphql_env, &graphql_log)?;
     let graphql_ready = wait_healthy(&graphql_url, &mut graphql, &graphql_log);
     children.push(("graphql", graphql));
@@ -342,19 +381,23 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     let mut edge_env: Vec<(String, String)> = vec![
         ("REST_HOST".into(), "127.0.0.1".into()),
         ("REST_PORT".into(), rest_port.to_string()),
-        ("CORE_GRPC_URL".into(), format!("http://127.0.0.1:{core_port}")),
-        ("AUTH_GRPC_URL".into(), auth_url.clone()),
+        ("CORE_GRPC_URL".into(), core_list),
+        ("AUTH_GRPC_URL".into(), auth_list),
         ("GRAPHQL_URL".into(), graphql_url.clone()),
     ];
     edge_env.extend(spec.edge_env.iter().cloned());
+    metrics_env("edge", &mut edge_env)?;
     let mut rest = spawn(&bins.join("edge-rest"), &edge_env, &rest_log)?;
     let ready = wait_healthy(&rest_url, &mut rest, &rest_log);
     children.push(("edge", rest));
     let app = TestApp {
         rest_url,
         graphql_url,
-        grpc_url: format!("http://127.0.0.1:{core_port}"),
+        grpc_url: core_urls[0].clone(),
         auth_url,
+        core_urls,
+        auth_urls,
+        metrics,
         database_url: db,
         redis,
         core_log,
@@ -396,6 +439,42 @@ impl TestApp {
         child.kill()?;
         child.wait()?;
         Ok(())
+    }
+
+    /// The process ids of the processes named `name` (`core`, `auth`, `edge`, `graphql`), in
+    /// replica order.
+    pub fn pids(&self, name: &str) -> Vec<u32> {
+        self.children.iter().filter(|(n, _)| *n == name).map(|(_, c)| c.id()).collect()
+    }
+
+    /// Sends `signal` (`TERM`, `KILL`, ...) to replica `index` of `name`. Errors: no such
+    /// process, or `kill` failed.
+    pub fn signal(&self, name: &str, index: usize, signal: &str) -> Result<()> {
+        let pid = *self.pids(name).get(index).with_context(|| format!("no {name} replica {index}"))?;
+        let status = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status()?;
+        anyhow::ensure!(status.success(), "kill -{signal} {pid} failed");
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for replica `index` of `name` to exit; its exit status, or
+    /// `None` if it still runs. Errors: no such process.
+    pub fn wait_exit(&mut self, name: &str, index: usize, timeout: Duration) -> Result<Option<std::process::ExitStatus>> {
+        let deadline = Instant::now() + timeout;
+        let child = self.children.iter_mut().filter(|(n, _)| *n == name).nth(index).map(|(_, c)| c).with_context(|| format!("no {name} replica {index}"))?;
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(Some(status));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The log file of process `name` (replica 0), e.g. `auth-service.log`.
+    pub fn log_file(&self, file: &str) -> PathBuf {
+        self.logs.join(file)
     }
 
     /// The auth-service's keys file (PEM), for tests that rotate keys.
