@@ -5,7 +5,7 @@
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    service_runtime::init_tracing();
+    let _tracing = service_runtime::init_tracing("auth-service");
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("keygen") => {

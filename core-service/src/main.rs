@@ -11,7 +11,7 @@ use core_service::config::Settings;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    service_runtime::init_tracing();
+    let _tracing = service_runtime::init_tracing("core-service");
     let settings = Settings::from_env()?;
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {

@@ -7,7 +7,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    service_runtime::init_tracing();
+    let _tracing = service_runtime::init_tracing("edge-graphql");
     let settings = edge_graphql::config::Settings::from_env()?;
     tracing::info!(?settings, "edge-graphql starting");
     let listener = tokio::net::TcpListener::bind((settings.host, settings.port)).await?;

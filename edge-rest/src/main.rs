@@ -2,7 +2,7 @@
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    service_runtime::init_tracing();
+    let _tracing = service_runtime::init_tracing("edge-rest");
     let settings = edge_rest::config::Settings::from_env()?;
     tracing::info!(?settings, "edge-rest starting");
     let listener = tokio::net::TcpListener::bind((settings.host, settings.port)).await?;

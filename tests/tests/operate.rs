@@ -250,3 +250,83 @@ async fn killing_a_core_replica_mid_load_loses_no_read() {
     let edge = scrape(metrics_url(&app, "edge", 0)).await;
     assert!(sample(&edge, "cdapi_grpc_client_retries_total", &[]) >= 1.0, "the edge retried on the other replica: {edge}");
 }
+
+/// A minimal OTLP/HTTP receiver: answers 200 to every POST and keeps the bodies.
+fn otlp_receiver() -> (u16, Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = bodies.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let kept = kept.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                loop {
+                    let mut len = 0usize;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; len];
+                    if reader.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    kept.lock().expect("lock").push(body);
+                    let mut w = &stream;
+                    if w.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, bodies)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_are_exported_over_otlp_when_configured() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message;
+    let (port, bodies) = otlp_receiver();
+    let otel = env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", &format!("http://127.0.0.1:{port}")), ("OTEL_BSP_SCHEDULE_DELAY", "100")]);
+    let app = start(Spec { core_env: otel.clone(), auth_env: otel, ..spec("ops_otel") }).expect("environment");
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let r = send(&app, Method::GET, "/items/articles?limit=1", Some(ADMIN_TOKEN), &[("traceparent", &format!("00-{trace}-00f067aa0ba902b7-01"))], None).await;
+    assert_eq!(r.status, 200);
+    let body = json!({"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD}).to_string();
+    let r = send(&app, Method::POST, "/auth/login", None, &[("traceparent", &format!("00-{trace}-00f067aa0ba902b7-01"))], Some(("application/json", body))).await;
+    assert_eq!(r.status, 200);
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    for _ in 0..100 {
+        seen.clear();
+        for b in bodies.lock().expect("lock").iter() {
+            let req = ExportTraceServiceRequest::decode(b.as_slice()).expect("an OTLP trace export");
+            for rs in &req.resource_spans {
+                let service = rs.resource.iter().flat_map(|r| &r.attributes).find(|a| a.key == "service.name").and_then(|a| a.value.as_ref()).map(|v| format!("{:?}", v.value)).unwrap_or_default();
+                for s in rs.scope_spans.iter().flat_map(|ss| &ss.spans) {
+                    let tid: String = s.trace_id.iter().map(|b| format!("{b:02x}")).collect();
+                    let rpc = s.attributes.iter().find(|a| a.key == "rpc").map(|a| format!("{:?}", a.value)).unwrap_or_default();
+                    assert_eq!(s.parent_span_id.len(), if tid == trace { 8 } else { s.parent_span_id.len() }, "a span of the trace has the caller as parent");
+                    seen.push((tid, service.clone(), rpc));
+                }
+            }
+        }
+        let has = |svc: &str, rpc: &str| seen.iter().any(|(t, s, r)| t == trace && s.contains(svc) && r.contains(rpc));
+        if has("core-service", "ReadItems") && has("auth-service", "Login") {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no exported spans of trace {trace} from both services; seen: {seen:?}");
+}

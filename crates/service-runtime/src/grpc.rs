@@ -49,6 +49,7 @@ where
         let request_id = header("x-request-id").unwrap_or_else(|| "-".to_owned());
         let trace_id = header("traceparent").and_then(|t| crate::trace::TraceParent::parse(&t)).map(|t| t.trace_id_hex());
         let span = tracing::info_span!("grpc", rpc = %rpc, request_id = %request_id, trace_id = trace_id.as_deref().unwrap_or("-"));
+        crate::otel::adopt_parent(&span, req.headers());
         let started = Instant::now();
         let fut = self.inner.call(req);
         Box::pin(

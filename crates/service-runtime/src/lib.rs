@@ -6,10 +6,11 @@
 //! the test harness, the local launcher — stop its children simply by exiting), [`env_or`];
 //! [`shutdown`] (readiness and the drain delay), [`metrics`] (Prometheus registry and the
 //! `/metrics` listener), [`grpc`] (the servers' span-and-metrics layer), [`trace`] (W3C
-//! `traceparent`).
+//! `traceparent`), [`otel`] (optional OpenTelemetry export).
 
 pub mod grpc;
 pub mod metrics;
+pub mod otel;
 pub mod shutdown;
 pub mod trace;
 
@@ -17,20 +18,43 @@ use std::str::FromStr;
 
 /// Installs the global tracing subscriber. `RUST_LOG` filters (default `info`); `LOG_FORMAT=json`
 /// prints one JSON object per event with the fields of its spans (`spans`: e.g. `request_id`,
-/// `trace_id`), anything else prints human-readable lines. Logs go to stderr.
-pub fn init_tracing() {
+/// `trace_id`), anything else prints human-readable lines. Logs go to stderr. With
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` set, spans are also exported as `service` ([`otel`]). Keep
+/// the returned guard until the end of `main`: dropping it flushes the exporter.
+pub fn init_tracing(service: &str) -> otel::Guard {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
-    let result = if json {
-        builder.json().with_current_span(false).with_span_list(true).try_init()
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let (json_layer, text_layer) = if json {
+        (Some(fmt.json().with_current_span(false).with_span_list(true)), None)
     } else {
-        builder.with_ansi(false).try_init()
+        (None, Some(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false)))
     };
+    let (provider, otel_error) = if otel::requested() {
+        match otel::provider(service) {
+            Ok(p) => (Some(p), None),
+            Err(e) => (None, Some(e)),
+        }
+    } else {
+        (None, None)
+    };
+    let otel_layer = provider.as_ref().map(|p| {
+        use opentelemetry::trace::TracerProvider;
+        tracing_opentelemetry::layer().with_tracer(p.tracer(service.to_owned()))
+    });
+    let result = tracing_subscriber::registry().with(filter).with(json_layer).with(text_layer).with(otel_layer).try_init();
     if let Err(e) = result {
         eprintln!("tracing already initialised: {e}");
     }
+    if let Some(e) = otel_error {
+        tracing::error!(error = %e, "OpenTelemetry export is off: the exporter could not be built");
+    } else if provider.is_some() {
+        tracing::info!("exporting spans over OTLP/HTTP");
+    }
+    otel::Guard(provider)
 }
 
 /// Resolves when the process should shut down gracefully: Ctrl-C, SIGTERM, or — when
