@@ -42,7 +42,9 @@ pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>, readiness: servi
                 let mut res = if readiness.is_stopping() && path.as_str().trim_end_matches('/') == "/server/health" {
                     with_body(StatusCode::SERVICE_UNAVAILABLE, "application/health+json", r#"{"status":"error"}"#)
                 } else {
-                    match route(&cache, &settings, &method, path.as_str(), &query, &headers, peer, body, &request_id).await {
+                    use tracing::Instrument;
+                    let span = tracing::info_span!("http", method = %method, path = %path.as_str(), request_id = %request_id);
+                    match route(&cache, &settings, &method, path.as_str(), &query, &headers, peer, body, &request_id).instrument(span).await {
                         Ok(r) => r,
                         Err(e) => error(&e),
                     }
