@@ -75,7 +75,11 @@ async fn route(
         "/graphql" => Endpoint::User,
         "/graphql/system" => Endpoint::System,
         "/server/specs/graphql" | "/server/specs/graphql/system" => {
-            let built = cache.current().ok_or_else(|| ApiError::new(ErrorCode::ServiceUnavailable, "The GraphQL schema is not loaded yet."))?;
+            let params: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+            let token = params.into_iter().find(|(n, _)| n == "access_token").map(|(_, v)| v);
+            let session_cookie = cookie(headers, settings.edge.cookies.name(Kind::Session));
+            let caller = Caller::new(headers, token, session_cookie, settings.edge.client_ip.resolve(peer, headers), request_id.to_owned())?;
+            let built = cache.for_caller(&caller).await?;
             let schema = if path.trim_end_matches('/').ends_with("/system") { &built.system } else { &built.user };
             return Ok(with_body(StatusCode::OK, "application/graphql; charset=utf-8", schema.sdl()));
         }
@@ -110,9 +114,10 @@ async fn route(
         None => Variables::default(),
         Some(v) => Variables::from_json(serde_json::from_str(&v).map_err(|e| ApiError::invalid_payload(format!("\"variables\" is not valid JSON: {e}")))?),
     };
-    let built = cache.current().ok_or_else(|| ApiError::new(ErrorCode::ServiceUnavailable, "The GraphQL schema is not loaded yet."))?;
     let session_cookie = cookie(headers, settings.edge.cookies.name(Kind::Session));
     let caller = Caller::new(headers, param("access_token"), session_cookie.clone(), settings.edge.client_ip.resolve(peer, headers), request_id.to_owned())?;
+    // The schema of what this caller's role may read (spec: permissions; Directus per role).
+    let built = cache.for_caller(&caller).await?;
     let operation = operation.filter(|o| !o.is_empty());
     let mut request = async_graphql::Request::new(text).variables(variables.clone());
     if let Some(doc) = &document {

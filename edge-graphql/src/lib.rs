@@ -12,6 +12,7 @@
 //! - [`selection`] — a selection tree → the typed query's `fields`, `alias` and `deep`.
 //! - [`values`] — JSON ↔ GraphQL values, filters back to their REST keys, errors.
 //! - [`schemas`] — building both schemas, caching them per snapshot version, the watcher.
+//! - [`views`] — the schemas per caller: their role's read view (cached by credential).
 //! - [`http`] — the warp routes (`/graphql`, `/graphql/system`, `/server/health`).
 //!
 //! [`run`] serves on a given listener until a shutdown future resolves.
@@ -26,6 +27,7 @@ pub mod selection;
 pub mod system;
 pub mod types;
 pub mod values;
+pub mod views;
 
 use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;

@@ -106,12 +106,21 @@ pub struct SchemaCache {
     current: ArcSwapOption<Built>,
     backend: Arc<Backend>,
     limits: Limits,
+    views: crate::views::Views,
 }
 
 impl SchemaCache {
     /// An empty cache (requests answer 503 until the first snapshot is built).
     pub fn new(backend: Arc<Backend>, limits: Limits) -> Self {
-        Self { current: ArcSwapOption::empty(), backend, limits }
+        Self { current: ArcSwapOption::empty(), backend, limits, views: crate::views::Views::default() }
+    }
+
+    /// The schemas `caller` may see (their role's read view; see [`crate::views`]).
+    /// Errors: SERVICE_UNAVAILABLE before the first snapshot; the core's answer for the
+    /// caller's credentials (INVALID_TOKEN, ...).
+    pub async fn for_caller(&self, caller: &edge_http::caller::Caller) -> Result<Arc<Built>, cdapi_proto::ApiError> {
+        let base = self.current().ok_or_else(|| cdapi_proto::ApiError::new(cdapi_proto::ErrorCode::ServiceUnavailable, "The GraphQL schema is not loaded yet."))?;
+        self.views.for_caller(caller, &base, &self.backend, self.limits).await
     }
 
     /// The schemas in use, if any.
@@ -121,6 +130,9 @@ impl SchemaCache {
 
     /// Builds and swaps in the schemas of a snapshot (kept as they were when the build fails).
     pub fn update(&self, snapshot: &cdapi_proto::v1::SchemaSnapshot) {
+        // Any new snapshot may come from a permission or role change, which leaves the full
+        // snapshot as it was but changes the roles' views: those are asked for again.
+        self.views.clear();
         let fingerprint = fingerprint(snapshot);
         if self.current().is_some_and(|b| b.fingerprint == fingerprint) {
             return;

@@ -179,8 +179,10 @@ async fn graphql_and_grpc_apply_the_same_permissions() {
     let r = e2e_tests::graphql_as(app, "/graphql", None, "{ articles(limit: -1, sort: [\"id\"]) { id } }", json!({})).await;
     let truth = sql_json(app, "SELECT coalesce(json_agg(json_build_object('id', id::text) ORDER BY id), '[]')::text FROM articles WHERE status = 'published'").await;
     assert_eq!(e2e_tests::gql_data(&r)["articles"], truth, "{}", r.body);
+    // The public role's schema is its read view: `body` is not a field of its `articles`.
     let r = e2e_tests::graphql_as(app, "/graphql", None, "{ articles(limit: 1) { body } }", json!({})).await;
-    assert_eq!(r.body["errors"][0]["extensions"]["code"], "FORBIDDEN", "{}", r.body);
+    assert_eq!(r.body["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION", "{}", r.body);
+    assert!(r.body["errors"][0]["message"].as_str().unwrap_or_default().contains("Unknown field \"body\""), "{}", r.body);
     // gRPC: the public role over ItemsService, and the system collection by its name.
     use cdapi_proto::v1::items_service_client::ItemsServiceClient;
     use cdapi_proto::v1::{Query, ReadItemsRequest};
@@ -196,6 +198,59 @@ async fn graphql_and_grpc_apply_the_same_permissions() {
     let res = client.read_items(req).await.expect("admin reads users over gRPC");
     let users: Value = serde_json::from_slice(&res.get_ref().data).expect("json");
     assert_eq!(users, sql_json(app, "SELECT json_agg(json_build_object('email', email))::text FROM (SELECT email FROM cdapi.users ORDER BY email LIMIT 1) u").await);
+}
+
+/// The SDL a caller sees on `/server/specs/graphql`.
+async fn sdl_as(app: &TestApp, token: Option<&str>) -> String {
+    let mut req = e2e_tests::http_client().build().expect("client").get(format!("{}/server/specs/graphql", app.graphql_url));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let res = req.send().await.expect("specs");
+    assert_eq!(res.status().as_u16(), 200);
+    res.text().await.expect("sdl")
+}
+
+/// The fields of `type <name> {...}` in an SDL.
+fn sdl_fields(sdl: &str, name: &str) -> Vec<String> {
+    let Some(start) = sdl.find(&format!("type {name} {{")) else { return Vec::new() };
+    sdl[start..]
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.starts_with('}'))
+        .filter_map(|l| l.trim().split(['(', ':']).next().map(str::to_owned))
+        .filter(|f| !f.is_empty() && !f.starts_with('"') && !f.starts_with('#'))
+        .collect()
+}
+
+#[tokio::test]
+async fn each_role_sees_a_graphql_schema_of_what_it_may_read() {
+    let app = app(Dataset::DemoWrites);
+    let f = fixture::demo(app).await;
+    let public = sdl_as(app, None).await;
+    let query = sdl_fields(&public, "Query");
+    assert!(query.contains(&"articles".to_owned()) && query.contains(&"authors".to_owned()), "{query:?}");
+    assert!(!query.iter().any(|q| q.starts_with("comments") || q.starts_with("notes")), "public sees no comments or notes: {query:?}");
+    let articles = sdl_fields(&public, "articles");
+    assert!(articles.contains(&"title".to_owned()) && !articles.contains(&"body".to_owned()), "public articles fields: {articles:?}");
+    assert_eq!(sdl_fields(&public, "authors").iter().filter(|f| !f.ends_with("_func")).cloned().collect::<Vec<_>>(), ["id", "name"]);
+    // Reviewers read comments and every article field; owners only their notes.
+    let reviewer = sdl_as(app, Some(&f.reviewer)).await;
+    assert!(sdl_fields(&reviewer, "Query").contains(&"comments".to_owned()));
+    assert!(sdl_fields(&reviewer, "articles").contains(&"body".to_owned()));
+    let owner = sdl_as(app, Some(&f.owner.0)).await;
+    let owner_query = sdl_fields(&owner, "Query");
+    assert!(owner_query.contains(&"notes".to_owned()) && !owner_query.contains(&"articles".to_owned()), "{owner_query:?}");
+    // The admin sees everything; introspection agrees with the SDL.
+    let admin = sdl_as(app, Some(ADMIN_TOKEN)).await;
+    assert!(sdl_fields(&admin, "Query").contains(&"comments".to_owned()));
+    let r = e2e_tests::graphql_as(app, "/graphql", None, "{ __schema { queryType { fields { name } } } }", json!({})).await;
+    let names: Vec<String> = e2e_tests::gql_data(&r)["__schema"]["queryType"]["fields"].as_array().into_iter().flatten().filter_map(|f| f["name"].as_str().map(str::to_owned)).collect();
+    assert!(names.contains(&"articles".to_owned()) && !names.iter().any(|n| n.starts_with("comments")), "{names:?}");
+    // A bad token is refused before any schema is chosen.
+    let r = e2e_tests::graphql_as(app, "/graphql", Some("not-a-token"), "{ __typename }", json!({})).await;
+    let code = r.body["errors"][0]["extensions"]["code"].clone();
+    assert!(code == "INVALID_TOKEN" || code == "INVALID_CREDENTIALS", "{}", r.body);
 }
 
 #[tokio::test]

@@ -131,8 +131,9 @@ impl SchemaService for SchemaApi {
     async fn get_schema(&self, req: Request<GetSchemaRequest>) -> Result<Response<SchemaSnapshot>, Status> {
         let span = request_span("GetSchema", &req);
         async move {
-            self.admin(req.metadata()).await?;
-            Ok(Response::new(to_proto(&self.state.schema.load())))
+            // The caller's read view: what their role may read (the whole snapshot for admins).
+            let caller = self.state.caller(req.metadata()).await?;
+            Ok(Response::new(to_proto(&caller.read)))
         }
         .instrument(span)
         .await
