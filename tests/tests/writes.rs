@@ -193,3 +193,35 @@ async fn grpc_create_and_delete() {
     let status = items.delete_item(req).await.expect_err("second delete");
     assert_eq!(ApiError::from_status(&status).code, ErrorCode::Forbidden);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_updates_by_query_of_the_same_rows_never_deadlock() {
+    let app = app(Dataset::DemoWrites);
+    e2e_tests::exec(app, "CREATE TABLE counters (id serial PRIMARY KEY, n int NOT NULL DEFAULT 0, tag text NOT NULL DEFAULT 'a'); \
+        INSERT INTO counters (tag) SELECT CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END FROM generate_series(1, 1000) g").await;
+    // Wait until the core knows the table.
+    for _ in 0..100 {
+        if get(app, "/items/counters?limit=1").await.status == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let mut tasks = Vec::new();
+    for worker in 0..12 {
+        tasks.push(tokio::spawn(async move {
+            let mut statuses = Vec::new();
+            for round in 0..4 {
+                // Overlapping selections, each updated row changing its place on disk.
+                let filter = if (worker + round) % 2 == 0 { json!({"n": {"_gte": 0}}) } else { json!({"tag": {"_in": ["a", "b"]}}) };
+                let r = write(app, Method::PATCH, "/items/counters?fields=id&limit=1", json!({"query": {"filter": filter}, "data": {"n": worker * 10 + round}})).await;
+                statuses.push((r.status, r.body.to_string().chars().take(200).collect::<String>()));
+            }
+            statuses
+        }));
+    }
+    for t in tasks {
+        for (status, body) in t.await.expect("worker") {
+            assert_eq!(status, 200, "{body}");
+        }
+    }
+}

@@ -218,12 +218,7 @@ impl Writer<'_> {
                 format!("{} = {value}", ident(&f.name))
             })
             .collect();
-        sql.text = format!(
-            "UPDATE {} AS t0 SET {} WHERE {selector} RETURNING ({})::text",
-            collection.table,
-            sets.join(", "),
-            pk_expr(collection, "t0")
-        );
+        sql.text = locked_write(collection, &format!("UPDATE {} AS u SET {}", collection.table, sets.join(", ")), &selector);
         self.keys(&sql).await
     }
 
@@ -312,7 +307,7 @@ impl Writer<'_> {
         let selector = planner.keys_condition(collection, "t0", keys)?;
         let selector = self.scoped(&mut planner, collection, Action::Delete, selector)?;
         let mut sql = planner.sql;
-        sql.text = format!("DELETE FROM {} AS t0 WHERE {selector} RETURNING ({})::text", collection.table, pk_expr(collection, "t0"));
+        sql.text = locked_write(collection, &format!("DELETE FROM {} AS u", collection.table), &selector);
         if self.keys(&sql).await?.len() != dedup_len(keys) {
             return Err(ApiError::forbidden());
         }
@@ -328,7 +323,7 @@ impl Writer<'_> {
         let cond = planner.where_clause(&view, "t0", selector)?.unwrap_or_else(|| "TRUE".into());
         let cond = self.scoped(&mut planner, collection, Action::Delete, cond)?;
         let mut sql = planner.sql;
-        sql.text = format!("DELETE FROM {} AS t0 WHERE {cond} RETURNING ({})::text", collection.table, pk_expr(collection, "t0"));
+        sql.text = locked_write(collection, &format!("DELETE FROM {} AS u", collection.table), &cond);
         self.keys(&sql).await?;
         Ok(())
     }
@@ -415,4 +410,20 @@ pub(crate) async fn item_text(
 
 fn dedup_len(keys: &[String]) -> usize {
     keys.iter().collect::<std::collections::HashSet<_>>().len()
+}
+
+/// `{head} WHERE <the rows selector picks> RETURNING <their keys>`, where `head` is
+/// `UPDATE <table> AS u SET …` or `DELETE FROM <table> AS u` and `selector` is a condition over
+/// alias `t0`. The rows are locked first in primary-key order (`ORDER BY … FOR UPDATE` in a
+/// subquery), so concurrent writes of overlapping rows wait for each other instead of
+/// deadlocking (each would otherwise lock rows in its own scan order).
+fn locked_write(collection: &Collection, head: &str, selector: &str) -> String {
+    let cols = |alias: &str| collection.primary_key.iter().map(|k| crate::query::sql::column(alias, k)).collect::<Vec<_>>().join(", ");
+    format!(
+        "{head} WHERE ({outer}) IN (SELECT {inner} FROM {table} AS t0 WHERE {selector} ORDER BY {inner} FOR UPDATE) RETURNING ({key})::text",
+        table = collection.table,
+        outer = cols("u"),
+        inner = cols("t0"),
+        key = pk_expr(collection, "u"),
+    )
 }
