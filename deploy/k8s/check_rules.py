@@ -41,6 +41,9 @@ def main(path):
                     if key in ref and (kind, ref[key]["name"]) not in names and ref[key]["name"] not in OPERATOR_SECRETS:
                         errors.append(f"{name}: {kind} {ref[key]['name']} is neither rendered nor created by the operator")
         for v in pod.get("volumes", []):
+            mode = v.get("secret", {}).get("defaultMode", 0o644)
+            if "secret" in v and not (mode & 0o004 or (mode & 0o040 and pod.get("securityContext", {}).get("fsGroup") is not None)):
+                errors.append(f"{name}: secret volume {v['name']} (mode {mode:o}) is unreadable by a non-root user without fsGroup and group-read")
             s = v.get("secret", {}).get("secretName")
             if s and ("Secret", s) not in names and s not in OPERATOR_SECRETS:
                 errors.append(f"{name}: Secret {s} is neither rendered nor created by the operator")
