@@ -44,6 +44,7 @@ pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>, readiness: servi
                 } else {
                     use tracing::Instrument;
                     let span = tracing::info_span!("http", method = %method, path = %path.as_str(), request_id = %request_id);
+                    service_runtime::otel::adopt_parent(&span, &headers);
                     match route(&cache, &settings, &method, path.as_str(), &query, &headers, peer, body, &request_id).instrument(span).await {
                         Ok(r) => r,
                         Err(e) => error(&e),

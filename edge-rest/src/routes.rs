@@ -91,13 +91,14 @@ pub use edge_http::body::{Body, read_body};
 pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Response {
     let request_id = state.request_id(&req.headers);
     let span = tracing::info_span!("http", method = %req.method, path = %req.path, request_id = %request_id);
+    service_runtime::otel::adopt_parent(&span, &req.headers);
     let routed = async {
         if let (Some(limiter), Some(ip)) = (&state.limiter, req.client_ip) {
             limiter.check(ip).inspect_err(|_| service_runtime::metrics::global().rate_limited("edge-rest"))?;
         }
         route(&state, &req, body, &request_id).await
     };
-    let mut res = match routed.await {
+    let mut res = match tracing::Instrument::instrument(routed, span.clone()).await {
         Ok(res) => res,
         Err(e) => reply::error(&e),
     };

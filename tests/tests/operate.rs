@@ -294,39 +294,51 @@ fn otlp_receiver() -> (u16, Arc<std::sync::Mutex<Vec<Vec<u8>>>>) {
     (port, bodies)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn spans_are_exported_over_otlp_when_configured() {
+/// One exported span: (service, name, rpc attribute, trace id, span id, parent span id), ids in hex.
+type Exported = (String, String, String, String, String, String);
+
+fn exported(bodies: &[Vec<u8>]) -> Vec<Exported> {
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use prost::Message;
-    let (port, bodies) = otlp_receiver();
-    let otel = env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", &format!("http://127.0.0.1:{port}")), ("OTEL_BSP_SCHEDULE_DELAY", "100")]);
-    let app = start(Spec { core_env: otel.clone(), auth_env: otel, ..spec("ops_otel") }).expect("environment");
-    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
-    let r = send(&app, Method::GET, "/items/articles?limit=1", Some(ADMIN_TOKEN), &[("traceparent", &format!("00-{trace}-00f067aa0ba902b7-01"))], None).await;
-    assert_eq!(r.status, 200);
-    let body = json!({"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD}).to_string();
-    let r = send(&app, Method::POST, "/auth/login", None, &[("traceparent", &format!("00-{trace}-00f067aa0ba902b7-01"))], Some(("application/json", body))).await;
-    assert_eq!(r.status, 200);
-    let mut seen: Vec<(String, String, String)> = Vec::new();
-    for _ in 0..100 {
-        seen.clear();
-        for b in bodies.lock().expect("lock").iter() {
-            let req = ExportTraceServiceRequest::decode(b.as_slice()).expect("an OTLP trace export");
-            for rs in &req.resource_spans {
-                let service = rs.resource.iter().flat_map(|r| &r.attributes).find(|a| a.key == "service.name").and_then(|a| a.value.as_ref()).map(|v| format!("{:?}", v.value)).unwrap_or_default();
-                for s in rs.scope_spans.iter().flat_map(|ss| &ss.spans) {
-                    let tid: String = s.trace_id.iter().map(|b| format!("{b:02x}")).collect();
-                    let rpc = s.attributes.iter().find(|a| a.key == "rpc").map(|a| format!("{:?}", a.value)).unwrap_or_default();
-                    assert_eq!(s.parent_span_id.len(), if tid == trace { 8 } else { s.parent_span_id.len() }, "a span of the trace has the caller as parent");
-                    seen.push((tid, service.clone(), rpc));
-                }
+    let hex = |b: &[u8]| b.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let mut out = Vec::new();
+    for b in bodies {
+        let req = ExportTraceServiceRequest::decode(b.as_slice()).expect("an OTLP trace export");
+        for rs in &req.resource_spans {
+            let service = rs.resource.iter().flat_map(|r| &r.attributes).find(|a| a.key == "service.name").and_then(|a| a.value.as_ref()).map(|v| format!("{:?}", v.value)).unwrap_or_default();
+            for sp in rs.scope_spans.iter().flat_map(|ss| &ss.spans) {
+                let rpc = sp.attributes.iter().find(|a| a.key == "rpc").map(|a| format!("{:?}", a.value)).unwrap_or_default();
+                out.push((service.clone(), sp.name.clone(), rpc, hex(&sp.trace_id), hex(&sp.span_id), hex(&sp.parent_span_id)));
             }
         }
-        let has = |svc: &str, rpc: &str| seen.iter().any(|(t, s, r)| t == trace && s.contains(svc) && r.contains(rpc));
-        if has("core-service", "ReadItems") && has("auth-service", "Login") {
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_are_exported_over_otlp_when_configured() {
+    let (port, bodies) = otlp_receiver();
+    let otel = env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", &format!("http://127.0.0.1:{port}")), ("OTEL_BSP_SCHEDULE_DELAY", "100")]);
+    let app = start(Spec { core_env: otel.clone(), auth_env: otel.clone(), edge_env: otel.clone(), graphql_env: otel, ..spec("ops_otel") }).expect("environment");
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let client_parent = "00f067aa0ba902b7";
+    let header = format!("00-{trace}-{client_parent}-01");
+    let r = send(&app, Method::GET, "/items/articles?limit=1", Some(ADMIN_TOKEN), &[("traceparent", &header)], None).await;
+    assert_eq!(r.status, 200);
+    let body = json!({"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD}).to_string();
+    let r = send(&app, Method::POST, "/auth/login", None, &[("traceparent", &header)], Some(("application/json", body))).await;
+    assert_eq!(r.status, 200);
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        seen = exported(&bodies.lock().expect("lock"));
+        let in_trace: Vec<&Exported> = seen.iter().filter(|s| s.3 == trace).collect();
+        // The edge's request span hangs under the client's span; each service's span under the edge's.
+        let edge_spans: Vec<&&Exported> = in_trace.iter().filter(|s| s.0.contains("edge-rest") && s.5 == client_parent).collect();
+        let child_of_edge = |svc: &str, rpc: &str| in_trace.iter().any(|s| s.0.contains(svc) && s.2.contains(rpc) && edge_spans.iter().any(|e| e.4 == s.5));
+        if edge_spans.len() >= 2 && child_of_edge("core-service", "ReadItems") && child_of_edge("auth-service", "Login") {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("no exported spans of trace {trace} from both services; seen: {seen:?}");
+    panic!("the trace {trace} lacks edge → core/auth spans; exported: {seen:?}");
 }

@@ -45,7 +45,9 @@ impl Caller {
             (None, None) => session_cookie.map(|t| format!("Bearer {t}")),
         };
         let incoming = headers.get("traceparent").and_then(|v| v.to_str().ok());
-        let traceparent = service_runtime::trace::TraceParent::next_hop(incoming, &request_id);
+        // Exporting: the edge's own span is the services' parent; else the client's trace goes on.
+        let traceparent = service_runtime::otel::current_traceparent()
+            .unwrap_or_else(|| service_runtime::trace::TraceParent::next_hop(incoming, &request_id));
         Ok(Self { bearer, client_ip, request_id, traceparent })
     }
 

@@ -1,4 +1,4 @@
-//! Optional OpenTelemetry export of the services' spans (README "Operate"): on when the
+//! Optional OpenTelemetry export of spans (README "Operate"): on when the
 //! standard `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set,
 //! off otherwise. Spans go by OTLP over HTTP (protobuf) in batches (`OTEL_BSP_*` settings);
 //! the service name is `OTEL_SERVICE_NAME` or the binary's. The gRPC servers' span of each call
@@ -55,6 +55,24 @@ pub fn adopt_parent(span: &tracing::Span, headers: &http::HeaderMap) {
     use tracing_opentelemetry::OpenTelemetrySpanExt;
     let parent = TraceContextPropagator::new().extract(&Headers(headers));
     let _ = span.set_parent(parent);
+}
+
+/// The trace context of the current span as the next hop's `traceparent`, when exporting
+/// (so the services' spans become children of the edge's); `None` otherwise.
+pub fn current_traceparent() -> Option<crate::trace::TraceParent> {
+    if !enabled() {
+        return None;
+    }
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let cx = tracing::Span::current().context();
+    let span = cx.span();
+    let sc = span.span_context();
+    sc.is_valid().then(|| crate::trace::TraceParent {
+        trace_id: u128::from_be_bytes(sc.trace_id().to_bytes()),
+        parent_id: u64::from_be_bytes(sc.span_id().to_bytes()),
+        flags: sc.trace_flags().to_u8(),
+    })
 }
 
 /// Flushes and stops the exporter when dropped (at the end of `main`).
