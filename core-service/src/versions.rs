@@ -25,6 +25,11 @@ const VERSION_JSON: &str = "json_build_object('id', v.id, 'key', v.key, 'name', 
     'item', v.item, 'hash', v.hash, 'delta', v.delta, 'date_created', v.date_created, 'date_updated', v.date_updated, \
     'user_created', v.user_created)::text";
 
+/// [`VERSION_JSON`] with `delta` as the expression giving the delta.
+fn version_json(delta: &str) -> String {
+    VERSION_JSON.replace("'delta', v.delta", &format!("'delta', {delta}"))
+}
+
 /// Version operations over one connection (a transaction where they write).
 pub struct Versions<'a> {
     /// The whole schema snapshot.
@@ -113,14 +118,46 @@ impl<'a> Versions<'a> {
 
     /// Versions (JSON array), optionally of one collection and item, oldest first.
     pub async fn list(&mut self, collection: &str, item: &str) -> Result<String, ApiError> {
-        let mut sql = Sql::default();
+        let mut planner = Planner::new(self.read, self.limits, self.vars);
+        let (visible, delta) = self.visibility(&mut planner)?;
+        let mut sql = planner.sql;
         let (c, i) = (sql.param(Param::Text(collection.into())), sql.param(Param::Text(item.into())));
         sql.text = format!(
             "SELECT coalesce(json_agg(x.j ORDER BY x.date_created, x.id), '[]')::text FROM \
-             (SELECT {VERSION_JSON}::json AS j, v.date_created, v.id FROM cdapi.versions v \
-              WHERE ({c} = '' OR v.collection = {c}) AND ({i} = '' OR v.item = {i})) x"
+             (SELECT {}::json AS j, v.date_created, v.id FROM cdapi.versions v \
+              WHERE ({c} = '' OR v.collection = {c}) AND ({i} = '' OR v.item = {i}) AND {visible}) x",
+            version_json(&delta)
         );
         self.one_json(sql).await
+    }
+
+    /// What of the versions the caller may see, as SQL over a `cdapi.versions v` row: the
+    /// condition (the versioned item is one the caller can read: its collection is in their
+    /// view and the item passes their item filter) and the `delta` expression (only the fields
+    /// they can read). Admins see everything. Errors: a role's item filter that does not compile.
+    fn visibility(&self, planner: &mut Planner) -> Result<(String, String), ApiError> {
+        if matches!(self.access, Access::Admin) {
+            return Ok(("TRUE".into(), "v.delta".into()));
+        }
+        let mut conditions = Vec::new();
+        let mut deltas = Vec::new();
+        for c in self.read.collections.values().filter(|c| !c.system && !c.primary_key.is_empty()) {
+            let source = planner.source(c)?;
+            let alias = planner.sql.next_alias('q');
+            let name = planner.sql.param(Param::Text(c.name.clone()));
+            let fields = planner.sql.param(Param::TextArray(c.fields.iter().map(|f| f.name.clone()).collect()));
+            conditions.push(format!(
+                "(v.collection = {name} AND EXISTS (SELECT 1 FROM {source} {alias} WHERE ({})::text = v.item))",
+                pk_expr(c, &alias)
+            ));
+            deltas.push(format!(
+                "WHEN {name} THEN (SELECT jsonb_object_agg(d.key, d.value) FROM jsonb_each(v.delta) d WHERE d.key = ANY({fields}))"
+            ));
+        }
+        if conditions.is_empty() {
+            return Ok(("FALSE".into(), "NULL".into()));
+        }
+        Ok((format!("({})", conditions.join(" OR ")), format!("CASE v.collection {} END", deltas.join(" "))))
     }
 
     /// One version (JSON). FORBIDDEN when there is none.
@@ -128,9 +165,11 @@ impl<'a> Versions<'a> {
         if !uuid_like(id) {
             return Err(ApiError::forbidden());
         }
-        let mut sql = Sql::default();
+        let mut planner = Planner::new(self.read, self.limits, self.vars);
+        let (visible, delta) = self.visibility(&mut planner)?;
+        let mut sql = planner.sql;
         let p = sql.param(Param::Text(id.into()));
-        sql.text = format!("SELECT {VERSION_JSON} FROM cdapi.versions v WHERE v.id = CAST({p} AS uuid)");
+        sql.text = format!("SELECT {} FROM cdapi.versions v WHERE v.id = CAST({p} AS uuid) AND {visible}", version_json(&delta));
         self.one_json(sql).await
     }
 
@@ -211,7 +250,10 @@ impl<'a> Versions<'a> {
         let admin = Access::Admin;
         let mut w = Writer { schema: self.schema, read: self.schema, access: &admin, conn: &mut *self.conn, limits: self.limits, vars: self.vars };
         if !delta.is_empty() {
-            w.save(c, delta, Some(item.to_owned()), 0).await?;
+            // The whole collection, not the caller's view of it: the delta may hold fields the
+            // caller cannot read; the read below shows them only what they may read.
+            let whole = self.schema.collection(&c.name).ok_or_else(ApiError::forbidden)?;
+            w.save(whole, delta, Some(item.to_owned()), 0).await?;
         }
         let read = Query { version: None, ..q.clone() };
         let view = self.read.collection(&c.name).ok_or_else(ApiError::forbidden)?;

@@ -161,7 +161,7 @@ async fn versions_are_read_with_the_callers_permissions() {
         let r = fixture::admin(app, Method::POST, "/versions", json!({"key": "edit", "collection": "articles", "item": item.to_string()})).await;
         assert_eq!(r.status, 200, "{}", r.body);
         let id = r.body["data"]["id"].as_str().expect("version id").to_owned();
-        let r = fixture::admin(app, Method::POST, &format!("/versions/{id}/save"), json!({"title": "Versioned title"})).await;
+        let r = fixture::admin(app, Method::POST, &format!("/versions/{id}/save"), json!({"title": "Versioned title", "body": "Versioned body"})).await;
         assert_eq!(r.status, 200, "{}", r.body);
     }
     let v = get_as(app, None, &format!("/items/articles/{published}?version=edit&fields=id,title")).await;
@@ -170,6 +170,20 @@ async fn versions_are_read_with_the_callers_permissions() {
     forbidden(app, None, &format!("/items/articles/{draft}?version=edit")).await;
     // The version records themselves are not the public's.
     forbidden(app, None, "/versions").await;
+    // Given read access to versions, the public sees only those of items it can read, and in
+    // their deltas only the fields it can read.
+    let r = fixture::admin(app, Method::POST, "/permissions", json!({"role": null, "collection": "directus_versions", "action": "read"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let path = "/versions?filter[collection][_eq]=articles";
+    fixture::eventually("the versions grant reaches the core", || async { call(app, None, Method::GET, path, None).await.status == 200 }).await;
+    let listed = get_as(app, None, path).await;
+    let items: Vec<Value> = listed["data"].as_array().expect("versions").iter().map(|v| v["item"].clone()).collect();
+    assert_eq!(items, vec![Value::String(published.to_string())], "{listed}");
+    assert_eq!(listed["data"][0]["delta"], json!({"title": "Versioned title"}), "{listed}");
+    let all = get_as(app, Some(ADMIN_TOKEN), path).await;
+    let draft_version = all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(draft.to_string())).expect("the draft's version")["id"].as_str().expect("id").to_owned();
+    forbidden(app, None, &format!("/versions/{draft_version}")).await;
+    assert_eq!(all["data"].as_array().map(Vec::len), Some(2), "the admin sees both: {all}");
 }
 
 #[tokio::test]
