@@ -160,13 +160,21 @@ impl<'a> Versions<'a> {
         Ok((format!("({})", conditions.join(" OR ")), format!("CASE v.collection {} END", deltas.join(" "))))
     }
 
-    /// One version (JSON). FORBIDDEN when there is none.
+    /// One version (JSON), its `delta` cut to what the caller can read. FORBIDDEN when there is
+    /// none or the caller cannot read its item.
     pub async fn read(&mut self, id: &str) -> Result<String, ApiError> {
+        self.read_as(id, false).await
+    }
+
+    /// One version the caller can see; with `whole_delta`, its delta uncut (for saving into it
+    /// and promoting it, which must not drop fields the caller cannot read).
+    async fn read_as(&mut self, id: &str, whole_delta: bool) -> Result<String, ApiError> {
         if !uuid_like(id) {
             return Err(ApiError::forbidden());
         }
         let mut planner = Planner::new(self.read, self.limits, self.vars);
         let (visible, delta) = self.visibility(&mut planner)?;
+        let delta = if whole_delta { "v.delta".to_owned() } else { delta };
         let mut sql = planner.sql;
         let p = sql.param(Param::Text(id.into()));
         sql.text = format!("SELECT {} FROM cdapi.versions v WHERE v.id = CAST({p} AS uuid) AND {visible}", version_json(&delta));
@@ -175,9 +183,8 @@ impl<'a> Versions<'a> {
 
     /// Renames a version.
     pub async fn update(&mut self, id: &str, key: Option<&str>, name: Option<&str>) -> Result<String, ApiError> {
-        if !uuid_like(id) {
-            return Err(ApiError::forbidden());
-        }
+        // Only versions of items the caller can read (FORBIDDEN otherwise, as missing).
+        self.read_as(id, true).await?;
         if key.is_some_and(|k| k.is_empty() || k == "main" || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')) {
             return Err(ApiError::invalid_payload("\"key\" must be letters, digits, _ or -, and not \"main\""));
         }
@@ -192,18 +199,16 @@ impl<'a> Versions<'a> {
         if let Some(n) = n {
             sets.push(format!("name = {n}"));
         }
-        sql.text = format!(
-            "WITH v AS (UPDATE cdapi.versions SET {} WHERE id = CAST({p} AS uuid) RETURNING *) SELECT {VERSION_JSON} FROM v",
-            sets.join(", ")
-        );
-        self.one_json(sql).await
+        sql.text = format!("UPDATE cdapi.versions SET {} WHERE id = CAST({p} AS uuid) RETURNING id::text", sets.join(", "));
+        self.one_json(sql).await?;
+        // As the caller reads it (delta cut to their fields).
+        self.read(id).await
     }
 
     /// Deletes a version. FORBIDDEN when there is none.
     pub async fn delete(&mut self, id: &str) -> Result<(), ApiError> {
-        if !uuid_like(id) {
-            return Err(ApiError::forbidden());
-        }
+        // Only versions of items the caller can read (FORBIDDEN otherwise, as missing).
+        self.read_as(id, true).await?;
         let mut sql = Sql::default();
         let p = sql.param(Param::Text(id.into()));
         sql.text = format!("DELETE FROM cdapi.versions WHERE id = CAST({p} AS uuid) RETURNING id::text");
@@ -211,7 +216,7 @@ impl<'a> Versions<'a> {
     }
 
     async fn stored(&mut self, id: &str) -> Result<Stored, ApiError> {
-        let v: Value = serde_json::from_str(&self.read(id).await?).map_err(|_| ApiError::internal())?;
+        let v: Value = serde_json::from_str(&self.read_as(id, true).await?).map_err(|_| ApiError::internal())?;
         let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
         Ok(Stored {
             collection: text("collection"),
@@ -292,7 +297,10 @@ impl<'a> Versions<'a> {
         let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
         let main: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
         let main: Value = serde_json::from_str(&main.ok_or_else(ApiError::forbidden)?).map_err(|_| ApiError::internal())?;
-        let out = serde_json::json!({"outdated": main_hash != v.hash, "mainHash": main_hash, "current": v.delta, "main": main});
+        // The delta as the caller may read it.
+        let shown: Value = serde_json::from_str(&self.read(id).await?).map_err(|_| ApiError::internal())?;
+        let current = shown.get("delta").cloned().unwrap_or(Value::Null);
+        let out = serde_json::json!({"outdated": main_hash != v.hash, "mainHash": main_hash, "current": current, "main": main});
         Ok(out.to_string())
     }
 

@@ -184,6 +184,22 @@ async fn versions_are_read_with_the_callers_permissions() {
     let draft_version = all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(draft.to_string())).expect("the draft's version")["id"].as_str().expect("id").to_owned();
     forbidden(app, None, &format!("/versions/{draft_version}")).await;
     assert_eq!(all["data"].as_array().map(Vec::len), Some(2), "the admin sees both: {all}");
+    // Saving into a version keeps the fields the saver cannot read; versions of items they
+    // cannot read cannot be changed.
+    let r = fixture::admin(app, Method::POST, "/permissions", json!({"role": null, "collection": "directus_versions", "action": "update"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let published_version = all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(published.to_string())).expect("the published item's version")["id"].as_str().expect("id").to_owned();
+    let save = format!("/versions/{published_version}/save");
+    fixture::eventually("the versions update grant reaches the core", || async {
+        call(app, None, Method::POST, &save, Some(json!({"title": "Public edit"}))).await.status == 200
+    })
+    .await;
+    let stored = get_as(app, Some(ADMIN_TOKEN), &format!("/versions/{published_version}")).await;
+    assert_eq!(stored["data"]["delta"], json!({"title": "Public edit", "body": "Versioned body"}), "{stored}");
+    let r = call(app, None, Method::POST, &format!("/versions/{draft_version}/save"), Some(json!({"title": "x"}))).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    let r = call(app, None, Method::PATCH, &format!("/versions/{draft_version}"), Some(json!({"name": "x"}))).await;
+    assert_eq!(r.status, 403, "{}", r.body);
 }
 
 #[tokio::test]
