@@ -169,27 +169,32 @@ impl<'a> Versions<'a> {
     /// One version the caller can see; with `whole_delta`, its delta uncut (for saving into it
     /// and promoting it, which must not drop fields the caller cannot read).
     async fn read_as(&mut self, id: &str, whole_delta: bool) -> Result<String, ApiError> {
+        let (mut sql, visible, delta) = self.visible_version(id)?;
+        let delta = if whole_delta { "v.delta".to_owned() } else { delta };
+        sql.text = format!("SELECT {} FROM cdapi.versions v WHERE {visible}", version_json(&delta));
+        self.one_json(sql).await
+    }
+
+    /// The statement under construction for version `id` if the caller can see it: its
+    /// condition over `cdapi.versions v` (this id, and [`Self::visibility`]) and the delta
+    /// expression the caller may read. FORBIDDEN for an id that is not a UUID.
+    fn visible_version(&self, id: &str) -> Result<(Sql, String, String), ApiError> {
         if !uuid_like(id) {
             return Err(ApiError::forbidden());
         }
         let mut planner = Planner::new(self.read, self.limits, self.vars);
         let (visible, delta) = self.visibility(&mut planner)?;
-        let delta = if whole_delta { "v.delta".to_owned() } else { delta };
         let mut sql = planner.sql;
         let p = sql.param(Param::Text(id.into()));
-        sql.text = format!("SELECT {} FROM cdapi.versions v WHERE v.id = CAST({p} AS uuid) AND {visible}", version_json(&delta));
-        self.one_json(sql).await
+        Ok((sql, format!("v.id = CAST({p} AS uuid) AND {visible}"), delta))
     }
 
-    /// Renames a version.
+    /// Renames a version (one the caller can see; FORBIDDEN otherwise, as a missing one).
     pub async fn update(&mut self, id: &str, key: Option<&str>, name: Option<&str>) -> Result<String, ApiError> {
-        // Only versions of items the caller can read (FORBIDDEN otherwise, as missing).
-        self.read_as(id, true).await?;
+        let (mut sql, visible, delta) = self.visible_version(id)?;
         if key.is_some_and(|k| k.is_empty() || k == "main" || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')) {
             return Err(ApiError::invalid_payload("\"key\" must be letters, digits, _ or -, and not \"main\""));
         }
-        let mut sql = Sql::default();
-        let p = sql.param(Param::Text(id.into()));
         let k = key.map(|k| sql.param(Param::Text(k.into())));
         let n = name.map(|n| sql.param(Param::Text(n.into())));
         let mut sets = vec!["date_updated = now()".to_owned()];
@@ -199,24 +204,21 @@ impl<'a> Versions<'a> {
         if let Some(n) = n {
             sets.push(format!("name = {n}"));
         }
-        sql.text = format!("UPDATE cdapi.versions SET {} WHERE id = CAST({p} AS uuid) RETURNING id::text", sets.join(", "));
-        self.one_json(sql).await?;
-        // As the caller reads it (delta cut to their fields).
-        self.read(id).await
+        // Returned as the caller reads it (delta cut to their fields).
+        sql.text = format!("UPDATE cdapi.versions v SET {} WHERE {visible} RETURNING {}", sets.join(", "), version_json(&delta));
+        self.one_json(sql).await
     }
 
-    /// Deletes a version. FORBIDDEN when there is none.
+    /// Deletes a version (one the caller can see). FORBIDDEN when there is none.
     pub async fn delete(&mut self, id: &str) -> Result<(), ApiError> {
-        // Only versions of items the caller can read (FORBIDDEN otherwise, as missing).
-        self.read_as(id, true).await?;
-        let mut sql = Sql::default();
-        let p = sql.param(Param::Text(id.into()));
-        sql.text = format!("DELETE FROM cdapi.versions WHERE id = CAST({p} AS uuid) RETURNING id::text");
+        let (mut sql, visible, _) = self.visible_version(id)?;
+        sql.text = format!("DELETE FROM cdapi.versions v WHERE {visible} RETURNING v.id::text");
         self.one_json(sql).await.map(|_| ())
     }
 
-    async fn stored(&mut self, id: &str) -> Result<Stored, ApiError> {
-        let v: Value = serde_json::from_str(&self.read_as(id, true).await?).map_err(|_| ApiError::internal())?;
+    /// A version the caller can see, its delta whole or cut to the caller's fields.
+    async fn stored(&mut self, id: &str, whole_delta: bool) -> Result<Stored, ApiError> {
+        let v: Value = serde_json::from_str(&self.read_as(id, whole_delta).await?).map_err(|_| ApiError::internal())?;
         let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
         Ok(Stored {
             collection: text("collection"),
@@ -229,7 +231,7 @@ impl<'a> Versions<'a> {
     /// Merges `data` into the version's delta (top-level keys replace); returns the item as it
     /// reads in the version (all fields).
     pub async fn save(&mut self, id: &str, data: &Map<String, Value>) -> Result<String, ApiError> {
-        let v = self.stored(id).await?;
+        let v = self.stored(id, true).await?;
         let c = self.collection(&v.collection)?;
         let mut delta = v.delta;
         delta.extend(data.clone());
@@ -289,7 +291,8 @@ impl<'a> Versions<'a> {
 
     /// `{"outdated", "mainHash", "current", "main"}` (Directus's compare).
     pub async fn compare(&mut self, id: &str) -> Result<String, ApiError> {
-        let v = self.stored(id).await?;
+        // The delta as the caller may read it.
+        let v = self.stored(id, false).await?;
         let c = self.collection(&v.collection)?;
         let main_hash = self.item_hash(c, &v.item).await?;
         let view = self.read.collection(&c.name).ok_or_else(ApiError::forbidden)?;
@@ -297,10 +300,7 @@ impl<'a> Versions<'a> {
         let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
         let main: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
         let main: Value = serde_json::from_str(&main.ok_or_else(ApiError::forbidden)?).map_err(|_| ApiError::internal())?;
-        // The delta as the caller may read it.
-        let shown: Value = serde_json::from_str(&self.read(id).await?).map_err(|_| ApiError::internal())?;
-        let current = shown.get("delta").cloned().unwrap_or(Value::Null);
-        let out = serde_json::json!({"outdated": main_hash != v.hash, "mainHash": main_hash, "current": current, "main": main});
+        let out = serde_json::json!({"outdated": main_hash != v.hash, "mainHash": main_hash, "current": v.delta, "main": main});
         Ok(out.to_string())
     }
 
@@ -308,7 +308,7 @@ impl<'a> Versions<'a> {
     /// JSON. UNPROCESSABLE_CONTENT when the main item changed since the version was made,
     /// unless `main_hash` equals its current hash or `force`.
     pub async fn promote(&mut self, id: &str, main_hash: Option<&str>, force: bool) -> Result<String, ApiError> {
-        let v = self.stored(id).await?;
+        let v = self.stored(id, true).await?;
         let c = self.collection(&v.collection)?;
         let current = self.item_hash(c, &v.item).await?;
         if current != v.hash && main_hash != Some(current.as_str()) && !force {
