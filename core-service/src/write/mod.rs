@@ -65,7 +65,7 @@ fn objects(data: &Value) -> Result<Vec<&Map<String, Value>>, ApiError> {
     }
 }
 
-impl Writer<'_> {
+impl<'w> Writer<'w> {
     /// The caller's grant for `action` on `collection`; FORBIDDEN without one.
     pub fn grant(&self, collection: &Collection, action: Action) -> Result<std::borrow::Cow<'_, Grant>, ApiError> {
         self.access.grant(self.schema, &collection.name, action)
@@ -107,6 +107,17 @@ impl Writer<'_> {
             Some(f) => planner.row_condition(collection, "t0", f).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// The rows a write's `query` (filter/search) selects, as a condition over alias `t0` in a
+    /// new statement; the query may only name what the caller can read (FORBIDDEN for a
+    /// collection they cannot read, as for reads).
+    fn query_condition(&self, collection: &Collection, selector: &Query) -> Result<(Planner<'w>, String), ApiError> {
+        let read: &'w Schema = self.read;
+        let view = readable(read, collection)?;
+        let mut planner = Planner::new(read, self.limits, self.vars);
+        let cond = planner.where_clause(&view, "t0", selector)?.unwrap_or_else(|| "TRUE".into());
+        Ok((planner, cond))
     }
 
     /// `selector AND scope` for statements that change rows.
@@ -268,10 +279,7 @@ impl Writer<'_> {
 
     /// Updates the items a query's filter/search selects (spec: Update items, `query`).
     pub async fn update_query(&mut self, collection: &Collection, selector: &Query, data: &Value) -> Result<Vec<String>, ApiError> {
-        let read = self.read;
-        let view = readable(read, collection)?;
-        let mut planner = Planner::new(read, self.limits, self.vars);
-        let cond = planner.where_clause(&view, "t0", selector)?.unwrap_or_else(|| "TRUE".into());
+        let (mut planner, cond) = self.query_condition(collection, selector)?;
         if data.as_object().is_some_and(|o| relational::has_nested(collection, o)) {
             let cond = self.scoped(&mut planner, collection, Action::Update, cond)?;
             let mut sql = planner.sql;
@@ -317,10 +325,7 @@ impl Writer<'_> {
     /// Deletes the items a query's filter/search selects.
     pub async fn delete_query(&mut self, collection: &Collection, selector: &Query) -> Result<(), ApiError> {
         writable(collection)?;
-        let read = self.read;
-        let view = readable(read, collection)?;
-        let mut planner = Planner::new(read, self.limits, self.vars);
-        let cond = planner.where_clause(&view, "t0", selector)?.unwrap_or_else(|| "TRUE".into());
+        let (mut planner, cond) = self.query_condition(collection, selector)?;
         let cond = self.scoped(&mut planner, collection, Action::Delete, cond)?;
         let mut sql = planner.sql;
         sql.text = locked_write(collection, &format!("DELETE FROM {} AS u", collection.table), &cond);
