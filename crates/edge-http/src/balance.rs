@@ -18,9 +18,8 @@
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -49,7 +48,8 @@ struct Template {
 }
 
 impl Template {
-    fn endpoint(&self, uri: &str) -> Result<Endpoint, tonic::transport::Error> {
+    /// A replica at `uri` (e.g. `http://10.0.0.7:50051`), its connection opened lazily.
+    fn replica(&self, uri: &str) -> Result<Arc<Replica>, tonic::transport::Error> {
         let mut e = Endpoint::from_shared(uri.to_owned())?
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_secs(5))
@@ -57,7 +57,7 @@ impl Template {
         if let Some(d) = self.deadline {
             e = e.timeout(d);
         }
-        Ok(e)
+        Ok(Arc::new(Replica { key: uri.to_owned(), channel: e.connect_lazy(), down_until_ms: AtomicU64::new(0) }))
     }
 }
 
@@ -80,6 +80,11 @@ struct Shared {
 impl Shared {
     fn now_ms(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Skips `replica` for [`DOWN_FOR`].
+    fn mark_down(&self, replica: &Replica) {
+        replica.down_until_ms.store(self.now_ms() + DOWN_FOR.as_millis() as u64, Ordering::Relaxed);
     }
 
     /// The replicas to try, in order: round-robin from the next one, those marked down last.
@@ -134,9 +139,7 @@ impl Balanced {
         let template = Template { deadline };
         let mut initial = Vec::new();
         for t in &targets {
-            let key = format!("{}://{}:{}", t.scheme, t.host, t.port);
-            let channel = template.endpoint(&key)?.connect_lazy();
-            initial.push(Arc::new(Replica { key, channel, down_until_ms: AtomicU64::new(0) }));
+            initial.push(template.replica(&format!("{}://{}:{}", t.scheme, t.host, t.port))?);
         }
         let shared = Arc::new(Shared { replicas: ArcSwap::from_pointee(initial), next: AtomicUsize::new(0), epoch: Instant::now() });
         if targets.iter().any(|t| t.host.parse::<std::net::IpAddr>().is_err()) {
@@ -144,41 +147,32 @@ impl Balanced {
         }
         Ok(Self { shared })
     }
-
-    /// How many replicas calls are spread over right now.
-    pub fn replicas(&self) -> usize {
-        self.shared.replicas.load().len()
-    }
 }
 
 /// Resolves the targets' hosts every `every` and swaps in the new replica set, keeping the
 /// connections of addresses that stay. Ends when the channel is dropped.
 async fn refresh_loop(shared: Weak<Shared>, targets: Vec<Target>, template: Template, every: Duration) {
     loop {
-        let mut found: BTreeMap<String, SocketAddr> = BTreeMap::new();
+        let mut found: BTreeSet<String> = BTreeSet::new();
         for t in &targets {
             match tokio::net::lookup_host((t.host.as_str(), t.port)).await {
-                Ok(addrs) => {
-                    for a in addrs {
-                        found.insert(format!("{}://{a}", t.scheme), a);
-                    }
-                }
+                Ok(addrs) => found.extend(addrs.map(|a| format!("{}://{a}", t.scheme))),
                 Err(e) => tracing::warn!(host = %t.host, error = %e, "resolving a service host failed; keeping the replicas known"),
             }
         }
         let Some(shared) = shared.upgrade() else { return };
         let current = shared.replicas.load_full();
-        let same = found.len() == current.len() && current.iter().all(|r| found.contains_key(&r.key));
+        let same = found.len() == current.len() && current.iter().all(|r| found.contains(&r.key));
         if !found.is_empty() && !same {
             let mut next = Vec::new();
-            for key in found.keys() {
+            for key in &found {
                 if let Some(r) = current.iter().find(|r| &r.key == key) {
                     next.push(r.clone());
-                } else if let Ok(e) = template.endpoint(key) {
-                    next.push(Arc::new(Replica { key: key.clone(), channel: e.connect_lazy(), down_until_ms: AtomicU64::new(0) }));
+                } else if let Ok(r) = template.replica(key) {
+                    next.push(r);
                 }
             }
-            tracing::info!(replicas = ?found.keys().collect::<Vec<_>>(), "service replicas changed");
+            tracing::info!(replicas = ?found, "service replicas changed");
             shared.replicas.store(Arc::new(next));
         }
         drop(shared);
@@ -282,12 +276,12 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Balanced {
                 };
                 match outcome {
                     Ok(res) if idempotent && unavailable(&res) && attempt + 1 < attempts => {
-                        replica.down_until_ms.store(shared.now_ms() + DOWN_FOR.as_millis() as u64, Ordering::Relaxed);
+                        shared.mark_down(replica);
                         continue;
                     }
                     Ok(res) => return Ok(res),
                     Err(e) => {
-                        replica.down_until_ms.store(shared.now_ms() + DOWN_FOR.as_millis() as u64, Ordering::Relaxed);
+                        shared.mark_down(replica);
                         let retry = idempotent || never_sent(&*e);
                         tracing::debug!(rpc = %rpc, replica = %replica.key, error = %e, retry, "call to a replica failed");
                         if !retry {
