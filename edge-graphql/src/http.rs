@@ -53,8 +53,7 @@ pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>, readiness: servi
                 if let Ok(v) = HeaderValue::from_str(&request_id) {
                     res.headers_mut().insert("x-request-id", v);
                 }
-                let route = edge_http::observe::route_template(path.as_str());
-                service_runtime::metrics::global().observe_http(&route, method.as_str(), res.status().as_u16(), started.elapsed());
+                edge_http::observe::record(path.as_str(), &method, res.status(), started);
                 res
             }
         })

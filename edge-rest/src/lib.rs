@@ -26,7 +26,7 @@ use warp::Filter;
 /// Errors: an invalid CORE_GRPC_URL.
 pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     let state = Arc::new(routes::EdgeState::new(settings.edge.channel(&settings.edge.core_url, true)?, settings.edge.channel(&settings.edge.auth_url, true)?, &settings)?);
-    service_runtime::metrics::serve_from_env(std::future::pending()).await?;
+    service_runtime::metrics::serve_from_env().await?;
     let readiness = state.readiness.clone();
     let shutdown = service_runtime::shutdown::drain_after(shutdown, service_runtime::shutdown::delay_from_env()?, move || readiness.stop());
     // Item data can exceed tonic's 4 MiB default (limit=-1 on a large collection).
@@ -44,9 +44,9 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
             let body = edge_http::body::boxed(body);
             async move {
                 let started = std::time::Instant::now();
-                let (route, method) = (edge_http::observe::route_template(&req.path), req.method.clone());
+                let (path, method) = (req.path.clone(), req.method.clone());
                 let res = routes::handle(state, req, body).await;
-                service_runtime::metrics::global().observe_http(&route, method.as_str(), res.status().as_u16(), started.elapsed());
+                edge_http::observe::record(&path, &method, res.status(), started);
                 res
             }
         });

@@ -1,6 +1,12 @@
 //! What the edges record per request for metrics: the route template of a path, so that ids,
 //! collections and unknown paths do not each become a time series.
 
+/// Counts one answered request in the process's metrics under its route template (see
+/// [`route_template`]), with its latency since `started`.
+pub fn record(path: &str, method: &http::Method, status: http::StatusCode, started: std::time::Instant) {
+    service_runtime::metrics::global().observe_http(&route_template(path), method.as_str(), status.as_u16(), started.elapsed());
+}
+
 /// Path segments kept as written; any other segment after the first becomes `:id` (after
 /// `items`, `:collection`).
 const WORDS: &[&str] = &[
