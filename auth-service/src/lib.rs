@@ -104,7 +104,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let shutdown = health.shutdown(shutdown)?;
     let pool = auth.pool.clone();
     service_runtime::metrics::global().observe_pool(auth.settings.pool_max, move || (pool.size(), pool.num_idle()));
-    service_runtime::metrics::serve_from_env(std::future::pending()).await?;
+    service_runtime::metrics::serve_from_env().await?;
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(cdapi_proto::FILE_DESCRIPTOR_SET)
         .build_v1()?;

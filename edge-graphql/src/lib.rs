@@ -82,7 +82,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
     let watcher = tokio::spawn(schemas::watch(cache.clone()));
     let readiness = service_runtime::shutdown::Readiness::default();
     let routes = http::routes(cache, Arc::new(settings.clone()), readiness.clone());
-    service_runtime::metrics::serve_from_env(std::future::pending()).await?;
+    service_runtime::metrics::serve_from_env().await?;
     let shutdown = service_runtime::shutdown::drain_after(shutdown, service_runtime::shutdown::delay_from_env()?, move || readiness.stop());
     tracing::info!(addr = %listener.local_addr()?, core = %edge.core_url, auth = %edge.auth_url, "edge-graphql listening (HTTP)");
     warp::serve(routes).incoming(listener).graceful(shutdown).run().await;

@@ -27,9 +27,10 @@ pub fn init_tracing(service: &str) -> otel::Guard {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
-    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Two layer values, not one turned either way: each sits at its own place in the stack,
+    // so each has its own subscriber type.
     let (json_layer, text_layer) = if json {
-        (Some(fmt.json().with_current_span(false).with_span_list(true)), None)
+        (Some(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).json().with_current_span(false).with_span_list(true)), None)
     } else {
         (None, Some(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false)))
     };

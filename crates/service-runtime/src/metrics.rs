@@ -55,9 +55,8 @@ fn latency_histogram() -> Histogram {
 
 impl Metrics {
     fn new() -> Self {
-        let mut registry = Registry::with_prefix("cdapi");
-        let m = Self {
-            registry: Registry::default(),
+        let mut m = Self {
+            registry: Registry::with_prefix("cdapi"),
             hooks: Mutex::new(Vec::new()),
             http_requests: Family::default(),
             http_duration: Family::new_with_constructor(latency_histogram),
@@ -69,16 +68,17 @@ impl Metrics {
             redis_errors: Family::default(),
             rate_limited: Family::default(),
         };
-        registry.register("http_requests", "HTTP requests answered, by route template, method and status", m.http_requests.clone());
-        registry.register("http_request_duration_seconds", "HTTP request latency in seconds", m.http_duration.clone());
-        registry.register("grpc_requests", "gRPC calls answered, by RPC and status code", m.grpc_requests.clone());
-        registry.register("grpc_request_duration_seconds", "gRPC call latency in seconds", m.grpc_duration.clone());
-        registry.register("grpc_client_retries", "gRPC calls sent again to another replica", m.grpc_client_retries.clone());
-        registry.register("db_pool_connections", "Database pool connections by state", m.db_pool_connections.clone());
-        registry.register("db_pool_max", "Database pool size limit", m.db_pool_max.clone());
-        registry.register("redis_errors", "Failed Redis commands", m.redis_errors.clone());
-        registry.register("rate_limited", "Requests refused by a rate limiter", m.rate_limited.clone());
-        Self { registry, ..m }
+        let r = &mut m.registry;
+        r.register("http_requests", "HTTP requests answered, by route template, method and status", m.http_requests.clone());
+        r.register("http_request_duration_seconds", "HTTP request latency in seconds", m.http_duration.clone());
+        r.register("grpc_requests", "gRPC calls answered, by RPC and status code", m.grpc_requests.clone());
+        r.register("grpc_request_duration_seconds", "gRPC call latency in seconds", m.grpc_duration.clone());
+        r.register("grpc_client_retries", "gRPC calls sent again to another replica", m.grpc_client_retries.clone());
+        r.register("db_pool_connections", "Database pool connections by state", m.db_pool_connections.clone());
+        r.register("db_pool_max", "Database pool size limit", m.db_pool_max.clone());
+        r.register("redis_errors", "Failed Redis commands", m.redis_errors.clone());
+        r.register("rate_limited", "Requests refused by a rate limiter", m.rate_limited.clone());
+        m
     }
 
     /// Runs `hook` before every scrape (to read gauges such as pool usage).
@@ -121,11 +121,11 @@ impl Metrics {
     /// (open connections, idle ones).
     pub fn observe_pool(&self, max: u32, usage: impl Fn() -> (u32, usize) + Send + Sync + 'static) {
         self.db_pool_max.set(i64::from(max));
-        let idle = self.db_pool_connections.clone();
+        let connections = self.db_pool_connections.clone();
         self.on_scrape(move || {
             let (size, free) = usage();
-            idle.get_or_create(&vec![("state", "idle".to_owned())]).set(free as i64);
-            idle.get_or_create(&vec![("state", "in_use".to_owned())]).set(i64::from(size).saturating_sub(free as i64));
+            connections.get_or_create(&vec![("state", "idle".to_owned())]).set(free as i64);
+            connections.get_or_create(&vec![("state", "in_use".to_owned())]).set(i64::from(size).saturating_sub(free as i64));
         });
     }
 
@@ -141,25 +141,21 @@ pub fn global() -> &'static Metrics {
     METRICS.get_or_init(Metrics::new)
 }
 
-/// Serves `GET /metrics` (anything else: 404) on `listener` until `shutdown` resolves.
+/// Serves `GET /metrics` (anything else: 404) on `listener` for as long as the process runs.
 /// HTTP/1.1 only: this is for Prometheus scrapers, not clients.
-pub async fn serve(listener: tokio::net::TcpListener, shutdown: impl std::future::Future<Output = ()> + Send + 'static) {
+pub async fn serve(listener: tokio::net::TcpListener) {
     use http_body_util::Full;
     use hyper::server::conn::http1;
     use hyper::service::service_fn;
     use hyper_util::rt::TokioIo;
 
-    tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!(error = %e, "metrics listener accept failed");
-                    continue;
-                }
-            },
-            _ = &mut shutdown => return,
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "metrics listener accept failed");
+                continue;
+            }
         };
         tokio::spawn(async move {
             let svc = service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
@@ -183,15 +179,16 @@ pub async fn serve(listener: tokio::net::TcpListener, shutdown: impl std::future
     }
 }
 
-/// Binds METRICS_ADDR (when set) and serves [`serve`] there in the background until
-/// `shutdown` resolves. Errors: METRICS_ADDR does not parse or cannot be bound.
-pub async fn serve_from_env(shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+/// Binds METRICS_ADDR (when set) and serves [`serve`] there in the background (scrapes are
+/// answered until the process exits, the drain included). Errors: METRICS_ADDR does not parse
+/// or cannot be bound.
+pub async fn serve_from_env() -> anyhow::Result<()> {
     let Some(addr) = crate::env_opt("METRICS_ADDR") else {
         return Ok(());
     };
     let addr: std::net::SocketAddr = addr.trim().parse().map_err(|e| anyhow::anyhow!("METRICS_ADDR={addr:?} is invalid: {e}"))?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "metrics listening (HTTP, /metrics)");
-    tokio::spawn(serve(listener, shutdown));
+    tokio::spawn(serve(listener));
     Ok(())
 }
