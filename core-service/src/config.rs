@@ -23,8 +23,13 @@ pub struct Settings {
     pub admin_password: Option<String>,
     /// ADMIN_TOKEN: the bootstrap admin's static token (kept in sync on every start).
     pub admin_token: Option<String>,
-    /// QUERY_LIMIT_DEFAULT (default 100), QUERY_LIMIT_MAX (default unlimited).
+    /// QUERY_LIMIT_DEFAULT (default 100), QUERY_LIMIT_MAX (default 10000; -1 = unlimited),
+    /// RESPONSE_MAX_BYTES (default 33554432 = 32 MiB; 0 = unlimited), RESPONSE_MAX_ROWS
+    /// (default 10000000; 0 = unlimited): see [`Limits`].
     pub limits: Limits,
+    /// PASSWORD_MIN_LENGTH (characters, default 8): the password policy of user writes (the
+    /// same setting as auth-service's, for resets).
+    pub password_min_length: usize,
     /// STATIC_TOKEN_CACHE_TTL (seconds, default 30): how long a user lookup (by static token,
     /// or by a JWT's user id) is cached.
     pub token_cache_ttl_secs: u64,
@@ -43,7 +48,9 @@ impl Settings {
     pub fn from_env() -> anyhow::Result<Self> {
         let database_url = env_opt("DATABASE_URL").ok_or_else(|| anyhow::anyhow!("DATABASE_URL is required"))?;
         let default_limit = env_or("QUERY_LIMIT_DEFAULT", 100i64)?;
-        let max = env_or("QUERY_LIMIT_MAX", -1i64)?;
+        let max = env_or("QUERY_LIMIT_MAX", 10_000i64)?;
+        let max_bytes = env_or("RESPONSE_MAX_BYTES", 32usize << 20)?;
+        let max_rows = env_or("RESPONSE_MAX_ROWS", 10_000_000u64)?;
         Ok(Self {
             database_url,
             database_schema: env_or("DATABASE_SCHEMA", "public".to_string())?,
@@ -53,7 +60,14 @@ impl Settings {
             admin_email: env_or("ADMIN_EMAIL", "admin@example.com".to_string())?,
             admin_password: env_opt("ADMIN_PASSWORD"),
             admin_token: env_opt("ADMIN_TOKEN"),
-            limits: Limits { default: default_limit, max: (max >= 0).then_some(max), nested_default: default_limit },
+            limits: Limits {
+                default: default_limit,
+                max: (max >= 0).then_some(max),
+                nested_default: default_limit,
+                max_bytes: (max_bytes > 0).then_some(max_bytes),
+                max_rows: (max_rows > 0).then_some(max_rows),
+            },
+            password_min_length: env_or("PASSWORD_MIN_LENGTH", 8usize)?,
             token_cache_ttl_secs: env_or("STATIC_TOKEN_CACHE_TTL", 30u64)?,
             auth_url: service_url("AUTH_GRPC_URL", "http://127.0.0.1:50052"),
             redis_url: service_url("REDIS_URL", "redis://127.0.0.1:6379"),
@@ -75,6 +89,7 @@ impl std::fmt::Debug for Settings {
             .field("admin_password", &self.admin_password.as_ref().map(|_| "***"))
             .field("admin_token", &self.admin_token.as_ref().map(|_| "***"))
             .field("limits", &self.limits)
+            .field("password_min_length", &self.password_min_length)
             .field("token_cache_ttl_secs", &self.token_cache_ttl_secs)
             .field("auth_url", &self.auth_url)
             .field("redis_url", &self.redis_url.as_deref().map(mask_url))

@@ -1,17 +1,38 @@
-//! What `directus_users` needs beyond the generic engine (issue 7, spec "Authentication":
-//! static tokens are set "by updating the user's `token` value through the API"):
+//! What `directus_users` needs beyond the generic engine (issue 7, issue 15; spec
+//! "Authentication": static tokens are set "by updating the user's `token` value through the
+//! API"):
 //! - `password` and `token` are write-only values: they are taken out of the payload, stored
 //!   as an argon2id hash and a SHA-256 hash, and never read back (the hash columns are not part
-//!   of the snapshot). Writing them needs them in the caller's field list, like any field.
+//!   of the snapshot). Writing them needs a permission row naming them, matching the user's row
+//!   (they are [`crate::permissions::SENSITIVE`]), like the other fields of the write.
+//! - A password must meet the policy (PASSWORD_MIN_LENGTH, the same setting as auth-service's).
+//! - Changing a user's password, email, status or role ends every refresh session of that user
+//!   (OWASP ASVS 3.3.3), except the caller's own login when they change themselves.
 //! - The key `me` (`/users/me`) is the caller's own id.
 
-use crate::permissions::{Access, Action};
 use crate::schema::Collection;
 use crate::write::Writer;
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHasher, SaltString};
 use cdapi_proto::ApiError;
+use cdapi_proto::v1::Query;
 use serde_json::{Map, Value};
+
+/// Fields whose change ends the user's refresh sessions (besides the password).
+const SESSION_FIELDS: &[&str] = &["email", "status", "role"];
+
+/// What ending a user's sessions needs: the Redis holding them (`None` when the core runs
+/// without one: then nothing can be ended, and a warning is logged) and the caller's own login
+/// (the family claim of their token), which a self-change keeps.
+#[derive(Clone, Default)]
+pub struct Sessions {
+    /// The session store (REDIS_URL).
+    pub redis: Option<access_token::sessions::Redis>,
+    /// The caller's user id and login family, if their token names one.
+    pub own: Option<(String, String)>,
+    /// PASSWORD_MIN_LENGTH (characters).
+    pub password_min_length: usize,
+}
 
 /// The system collection of users.
 pub const USERS: &str = "directus_users";
@@ -33,12 +54,13 @@ impl Secrets {
 }
 
 /// Takes `password` and `token` out of each object of `data` (an object or an array of
-/// objects) of a `directus_users` write. Errors: INVALID_PAYLOAD for a password that is not a
-/// non-empty string or a token that is not a string or null; FORBIDDEN when the caller's grant
-/// for `action` does not list the field.
-pub fn take_secrets(w: &Writer<'_>, collection: &str, action: Action, data: &mut Value) -> Result<Vec<Secrets>, ApiError> {
+/// objects) of a `directus_users` write; returns them and the names taken (which the caller's
+/// permission rows must grant, checked by the write). Errors: INVALID_PAYLOAD for a password
+/// that is not a non-empty string or a token that is not a string or null; FAILED_VALIDATION
+/// for a password shorter than the policy.
+pub fn take_secrets(w: &Writer<'_>, collection: &str, data: &mut Value) -> Result<(Vec<Secrets>, Vec<&'static str>), ApiError> {
     if collection != USERS {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let objects: Vec<&mut Map<String, Value>> = match data {
         Value::Object(o) => vec![o],
@@ -46,18 +68,24 @@ pub fn take_secrets(w: &Writer<'_>, collection: &str, action: Action, data: &mut
         _ => Vec::new(),
     };
     let mut out = Vec::with_capacity(objects.len());
+    let mut names = Vec::new();
     for obj in objects {
         let mut s = Secrets::default();
         for name in ["password", "token"] {
             let Some(v) = obj.remove(name) else { continue };
-            if !matches!(w.access, Access::Admin) {
-                let users = w.schema.collection(USERS).ok_or_else(ApiError::forbidden)?;
-                if !w.grant(users, action)?.fields.allows(name) {
-                    return Err(crate::query::forbidden_field(USERS, name));
-                }
+            if !names.contains(&name) {
+                names.push(name);
             }
             match (name, v) {
-                ("password", Value::String(p)) if !p.is_empty() => s.password = Some(p),
+                ("password", Value::String(p)) if !p.is_empty() => {
+                    let min = w.sessions.password_min_length;
+                    if p.chars().count() < min {
+                        let mut e = crate::write::payload::failed("password", "min_length", &format!("At least {min} characters are required."));
+                        e.extensions.insert("valid".into(), min.into());
+                        return Err(e);
+                    }
+                    s.password = Some(p);
+                }
                 ("token", Value::String(t)) if !t.is_empty() => s.token = Some(Some(t)),
                 ("token", Value::Null) => s.token = Some(None),
                 (name, _) => return Err(ApiError::invalid_payload(format!("\"{name}\" must be a non-empty string"))),
@@ -65,7 +93,7 @@ pub fn take_secrets(w: &Writer<'_>, collection: &str, action: Action, data: &mut
         }
         out.push(s);
     }
-    Ok(out)
+    Ok((out, names))
 }
 
 /// Stores `secrets` for the users with `keys` (in the write's transaction). `secrets` has one
@@ -74,8 +102,15 @@ pub async fn store(w: &mut Writer<'_>, keys: &[String], secrets: &[Secrets]) -> 
     for (i, key) in keys.iter().enumerate() {
         let Some(s) = secrets.get(i).or_else(|| secrets.first().filter(|_| secrets.len() == 1)) else { continue };
         if let Some(p) = &s.password {
-            let salt = SaltString::generate(&mut OsRng);
-            let hash = argon2::Argon2::default().hash_password(p.as_bytes(), &salt).map_err(|_| ApiError::internal())?.to_string();
+            // argon2 is ~19 MiB and tens of ms of CPU: never on an async worker.
+            let p = p.clone();
+            let hash = tokio::task::spawn_blocking(move || {
+                let salt = SaltString::generate(&mut OsRng);
+                argon2::Argon2::default().hash_password(p.as_bytes(), &salt).map(|h| h.to_string())
+            })
+            .await
+            .map_err(|_| ApiError::internal())?
+            .map_err(|_| ApiError::internal())?;
             sqlx::query("UPDATE cdapi.users SET password_hash = $1 WHERE id = $2::uuid")
                 .bind(hash)
                 .bind(key)
@@ -106,22 +141,45 @@ pub fn resolve_me(collection: &str, key: &str, user: Option<&str>) -> Result<Str
 
 /// Creates the users (or any items) of `data`, storing passwords and tokens; returns the keys.
 pub async fn create(w: &mut Writer<'_>, c: &Collection, mut data: Value) -> Result<Vec<String>, ApiError> {
-    let secrets = take_secrets(w, &c.name, Action::Create, &mut data)?;
-    let keys = w.create(c, &data).await?;
+    let (secrets, names) = take_secrets(w, &c.name, &mut data)?;
+    let keys = w.create_with(c, &data, &names).await?;
     store(w, &keys, &secrets).await?;
     Ok(keys)
 }
 
-/// Updates the items with `keys` with `data`, storing a user's password and token; a payload
-/// of only those still needs the caller's update grant on each item. Returns the keys.
+/// Updates the items with `keys` with `data`, storing a user's password and token (which the
+/// caller's update rows must grant on each item) and ending the sessions a change of password,
+/// email, status or role invalidates. Returns the keys.
 pub async fn update_keys(w: &mut Writer<'_>, c: &Collection, keys: &[String], mut data: Value) -> Result<Vec<String>, ApiError> {
-    let secrets = take_secrets(w, &c.name, Action::Update, &mut data)?;
-    let keys = if !secrets.iter().all(Secrets::is_empty) && data.as_object().is_some_and(Map::is_empty) {
-        w.require_updatable(c, keys).await?;
-        keys.to_vec()
-    } else {
-        w.update_keys(c, keys, &data).await?
-    };
+    let (secrets, names) = take_secrets(w, &c.name, &mut data)?;
+    let keys = w.update_keys_with(c, keys, &data, &names).await?;
     store(w, &keys, &secrets).await?;
+    let ends_sessions = !names.is_empty() && secrets.iter().any(|s| s.password.is_some())
+        || data.as_object().is_some_and(|o| SESSION_FIELDS.iter().any(|f| o.contains_key(*f)));
+    if c.name == USERS && ends_sessions {
+        end_sessions(w, &keys).await?;
+    }
     Ok(keys)
+}
+
+/// Updates the items a query selects (exactly its keys, as [`Writer::update_query`]), with
+/// the handling of [`update_keys`].
+pub async fn update_query(w: &mut Writer<'_>, c: &Collection, selector: &Query, data: Value) -> Result<Vec<String>, ApiError> {
+    let keys = w.query_keys(c, selector).await?;
+    update_keys(w, c, &keys, data).await
+}
+
+/// Ends the refresh sessions of the users `keys` (but the caller's own login). Runs before the
+/// write commits: if Redis cannot be asked the write fails (SERVICE_UNAVAILABLE) rather than
+/// leave a stolen session alive; if the commit then fails, sessions ended early are harmless.
+async fn end_sessions(w: &Writer<'_>, keys: &[String]) -> Result<(), ApiError> {
+    let Some(redis) = &w.sessions.redis else {
+        tracing::warn!("a user's password, email, status or role changed but the core has no REDIS_URL: their sessions go on");
+        return Ok(());
+    };
+    for user in keys {
+        let keep = w.sessions.own.as_ref().filter(|(own, _)| own == user).map(|(_, family)| family.as_str());
+        redis.end_user_sessions(user, keep).await?;
+    }
+    Ok(())
 }

@@ -5,7 +5,12 @@
 //! Reading an item in a version applies the delta with the writer inside a transaction that is
 //! then rolled back, and reads the item with the caller's query in between: nested relational
 //! deltas therefore read exactly as they would after promotion. (Such a read is a few
-//! statements, not one.) Promotion applies the delta for real and deletes the version; it
+//! statements, not one.) Permissions (issue 15): reading an item in a version needs it readable
+//! by the caller as it is live AND as it is in the version (a delta can never make an item they
+//! cannot read readable); the preview itself is applied with full rights and rolled back, so
+//! read-only preview tokens work (Directus's live preview). Creating a version, and saving into
+//! one, need the item readable and updatable by the caller, and what a save adds must be an update
+//! the caller's rows allow on the item; promoting is an update under them too. Promotion applies the delta for real and deletes the version; it
 //! refuses (UNPROCESSABLE_CONTENT) when the main item changed since the version was made,
 //! unless the caller passes the current hash or `force`.
 
@@ -44,6 +49,8 @@ pub struct Versions<'a> {
     pub limits: Limits,
     /// Dynamic variables (`user` is recorded as `user_created`).
     pub vars: &'a Variables,
+    /// For the writer (user writes end sessions).
+    pub sessions: &'a crate::users::Sessions,
 }
 
 /// A stored version.
@@ -96,6 +103,7 @@ impl<'a> Versions<'a> {
         }
         let c = self.collection(collection)?;
         let item = if item.is_empty() && c.singleton { self.singleton_key(c).await? } else { item.to_owned() };
+        self.require_live(c, &item, true).await?;
         let hash = self.item_hash(c, &item).await?;
         let mut sql = Sql::default();
         let (k, n, col, it, h) = (
@@ -233,6 +241,11 @@ impl<'a> Versions<'a> {
     pub async fn save(&mut self, id: &str, data: &Map<String, Value>) -> Result<String, ApiError> {
         let v = self.stored(id, true).await?;
         let c = self.collection(&v.collection)?;
+        // What the caller adds must be an update their rows allow on the item (issue 15).
+        self.require_live(c, &v.item, false).await?;
+        if !matches!(self.access, Access::Admin) {
+            self.writer().require_update(c, &v.item, data, &[]).await?;
+        }
         let mut delta = v.delta;
         delta.extend(data.clone());
         // The merged delta must be a writable payload: checked by applying it (rolled back by
@@ -249,17 +262,40 @@ impl<'a> Versions<'a> {
         Ok(item)
     }
 
+    /// FORBIDDEN unless the caller can read the item `key` of `c` as it is now (and, with
+    /// `update`, some update row of theirs matches it). Admins pass.
+    async fn require_live(&mut self, c: &Collection, key: &str, update: bool) -> Result<(), ApiError> {
+        if matches!(self.access, Access::Admin) {
+            return Ok(());
+        }
+        let view = self.read.collection(&c.name).ok_or_else(ApiError::forbidden)?;
+        let pk = Query { fields: c.primary_key.clone(), ..Default::default() };
+        let st = Planner::new(self.read, self.limits, self.vars).read_one(view, key, &pk)?;
+        let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
+        row.try_get::<Option<String>, _>("data").map_err(crate::db::map_error)?.ok_or_else(ApiError::forbidden)?;
+        if update {
+            self.writer().require_update(c, key, &Map::new(), &[]).await?;
+        }
+        Ok(())
+    }
+
+    /// A writer acting for the caller on this connection.
+    fn writer(&mut self) -> Writer<'_> {
+        Writer { schema: self.schema, read: self.read, access: self.access, conn: &mut *self.conn, limits: self.limits, vars: self.vars, sessions: self.sessions }
+    }
+
     /// Applies `delta` to the item and reads it with `q` (fields, deep...). Leaves the change in
-    /// the connection's transaction: callers roll it back or commit it.
-    /// The delta is applied with full access (it is a preview, rolled back by the callers that
-    /// only read); the item is then read with the caller's permissions (directus-facts.md).
+    /// the connection's transaction: callers roll it back or commit it. The item must be
+    /// readable by the caller as it is now; the delta is applied with full rights (a preview,
+    /// rolled back: it may hold fields the caller cannot read or write, saved by others); the
+    /// item is then read with the caller's read permissions: FORBIDDEN when its state in the
+    /// version is not readable to them.
     async fn apply_and_read(&mut self, c: &Collection, item: &str, delta: &Map<String, Value>, q: &Query) -> Result<String, ApiError> {
-        let admin = Access::Admin;
-        let mut w = Writer { schema: self.schema, read: self.schema, access: &admin, conn: &mut *self.conn, limits: self.limits, vars: self.vars };
+        self.require_live(c, item, false).await?;
         if !delta.is_empty() {
-            // The whole collection, not the caller's view of it: the delta may hold fields the
-            // caller cannot read; the read below shows them only what they may read.
             let whole = self.schema.collection(&c.name).ok_or_else(ApiError::forbidden)?;
+            let admin = Access::Admin;
+            let mut w = Writer { access: &admin, ..self.writer() };
             w.save(whole, delta, Some(item.to_owned()), 0).await?;
         }
         let read = Query { version: None, ..q.clone() };
@@ -319,9 +355,8 @@ impl<'a> Versions<'a> {
             e.extensions.insert("mainHash".into(), current.into());
             return Err(e);
         }
-        let mut w = Writer { schema: self.schema, read: self.read, access: self.access, conn: &mut *self.conn, limits: self.limits, vars: self.vars };
         if !v.delta.is_empty() {
-            w.save(c, &v.delta, Some(v.item.clone()), 0).await?;
+            self.writer().save(c, &v.delta, Some(v.item.clone()), 0).await?;
         }
         self.delete(id).await?;
         Ok(Value::String(v.item).to_string())

@@ -185,8 +185,14 @@ async fn versions_are_read_with_the_callers_permissions() {
     forbidden(app, None, &format!("/versions/{draft_version}")).await;
     assert_eq!(all["data"].as_array().map(Vec::len), Some(2), "the admin sees both: {all}");
     // Saving into a version keeps the fields the saver cannot read; versions of items they
-    // cannot read cannot be changed.
+    // cannot read cannot be changed; what a save adds must be an update the saver may make on
+    // the item (issue 15).
     let r = fixture::admin(app, Method::POST, "/permissions", json!({"role": null, "collection": "directus_versions", "action": "update"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let published_version_id = all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(published.to_string())).expect("version")["id"].as_str().expect("id").to_owned();
+    let r = call(app, None, Method::POST, &format!("/versions/{published_version_id}/save"), Some(json!({"title": "Public edit"}))).await;
+    assert_eq!(r.status, 403, "no update grant on the item: {}", r.body);
+    let r = fixture::admin(app, Method::POST, "/permissions", json!({"role": null, "collection": "articles", "action": "update", "permissions": {"status": {"_eq": "published"}}, "fields": ["title"]})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let published_version = all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(published.to_string())).expect("the published item's version")["id"].as_str().expect("id").to_owned();
     let save = format!("/versions/{published_version}/save");

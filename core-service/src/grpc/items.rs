@@ -45,6 +45,7 @@ impl Items {
             if by_key && crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) }
         })?;
         let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
+        self.state.limits.check_bytes(data.as_ref().map_or(0, String::len))?;
         let mut meta = Vec::new();
         if st.total_count {
             let n: Option<i64> = row.try_get("total_count").map_err(crate::db::map_error)?;
@@ -204,7 +205,9 @@ impl ItemsService for Items {
         let r = req.get_ref();
         let (caller, collection) = self.readable(req.metadata(), &r.collection).instrument(span.clone()).await?;
         let q = r.query.clone().unwrap_or_default();
-        let sql = Planner::new(&caller.read, self.state.limits, &caller.vars).export_rows(&collection, &q)?;
+        // Exports stream with flat memory: QUERY_LIMIT_MAX and the response budgets do not apply.
+        let limits = crate::query::Limits { max: None, max_rows: None, max_bytes: None, ..self.state.limits };
+        let sql = Planner::new(&caller.read, limits, &caller.vars).export_rows(&collection, &q)?;
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         let pool = self.state.pool.clone();
         tokio::spawn(
@@ -300,7 +303,7 @@ impl ItemsService for Items {
                 Box::pin(async move {
                     let keys = match &selector {
                         Some(update_items_request::Selector::Keys(k)) => crate::users::update_keys(w, c, &k.keys, data).await?,
-                        Some(update_items_request::Selector::SelectorQuery(sq)) => w.update_query(c, sq, &data).await?,
+                        Some(update_items_request::Selector::SelectorQuery(sq)) => crate::users::update_query(w, c, sq, data).await?,
                         None => return Err(ApiError::invalid_payload("Updating many items requires exactly one of \"keys\" or \"query\"")),
                     };
                     w.read_back(c, &keys, &q).await

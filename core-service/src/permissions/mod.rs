@@ -1,32 +1,42 @@
-//! Permissions (issue 7; directus-facts.md "Permissions"): per role, collection and action
-//! (`create read update delete`), an item filter, a payload validation filter, presets and a
-//! field list. Admin access bypasses them; requests without a token get the public role's
-//! (rows with `role` NULL).
+//! Permissions (issue 7, issue 15; directus-facts.md "Permissions"): per role, collection and
+//! action (`create read update delete`), rows of an item filter, a payload validation filter,
+//! presets and a field list. Admin access bypasses them; requests without a token get the public
+//! role's (rows with `role` NULL).
+//!
+//! **Each permission row is a unit** (Directus 10+): its item filter, field list, validation and
+//! presets belong together and are never mixed with another row's. A field is readable or
+//! writable on an item only when one row whose filter matches that item grants that field (and,
+//! for writes, whose validation the payload passes). Several rows therefore add up per item and
+//! per field, never by uniting one row's filter with another row's fields.
 //!
 //! How they are enforced:
-//! - Reads run against a **view** of the snapshot ([`Views::read_view`]): a [`Schema`] holding
-//!   only the collections and fields the caller may read, each collection carrying its item
-//!   filter. The planner cannot name what the view lacks (FORBIDDEN, as an unknown field), and
-//!   every table it reads, at any depth (nested relations, relational filters, sorts, counts),
-//!   becomes a subquery with the item filter (`Planner::source`). So nothing outside the
-//!   permissions can be seen, counted, filtered or sorted on, and a read is still one statement.
-//! - Writes check each payload against the action's [`Grant`] (fields, presets, validation)
-//!   and add the item filter to the statement that selects the rows to change.
+//! - Reads run against a **view** of the snapshot ([`view::read_view`]): a [`Schema`] holding
+//!   only the collections and fields the caller may read. Each collection carries its
+//!   [`RowAccess`]: the rows' item filters (an item is visible when one matches) and, for fields
+//!   only some rows grant, a mask (the value reads as NULL on items no granting row matches).
+//!   Every table a read statement touches, at any depth, goes through `Planner::source`, which
+//!   applies both inside the one statement.
+//! - Writes ([`scope`]) check each payload against the rows: every field must be granted by a
+//!   row whose validation the payload passes; the rows to change must match, for every field,
+//!   one of those rows' filters (that condition is added to the statement selecting the rows).
+//! - Sensitive fields ([`SENSITIVE`]: a user's password, token, role, status, email...) are
+//!   writable only through a row naming them explicitly; `*` does not cover them.
 //!
-//! Several rows for the same role, collection and action add up: item filters are OR-ed, field
-//! lists united, presets merged in row order, and a payload passes validation when it satisfies
-//! any row's rule.
-//!
-//! Layout: this module (rules, grants, views); [`validate`] (validation filters on payloads).
+//! Layout: this module (rules and grants), [`view`] (read views), [`scope`] (write checks),
+//! [`validate`] (validation rules, evaluated by Postgres on the payload's typed values).
 
+pub mod scope;
 pub mod validate;
+pub mod view;
 
-use crate::schema::{Collection, Field, FieldRelation, Schema};
+pub use view::{RowAccess, Views, read_view};
+
+use crate::schema::Schema;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{Filter, FilterGroup, filter};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// What a permission is for (Directus's `action`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,66 +63,122 @@ impl Action {
     }
 }
 
-/// The fields a grant allows.
+/// The fields a permission row allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fields {
-    /// `*`: every field.
+    /// `*`: every field (but the [`SENSITIVE`] ones, for writes).
     All,
     /// These fields only.
     Only(HashSet<String>),
 }
 
 impl Fields {
-    /// Whether `field` is allowed.
+    /// Whether `field` is allowed (for reads; writes use [`Permission::writes`]).
     pub fn allows(&self, field: &str) -> bool {
         match self {
             Self::All => true,
             Self::Only(set) => set.contains(field),
         }
     }
+
+    /// Whether `field` is named explicitly (not only through `*`).
+    pub fn names(&self, field: &str) -> bool {
+        matches!(self, Self::Only(set) if set.contains(field))
+    }
 }
 
-/// What one role may do with one collection for one action: the union of its permission rows.
+/// Fields of system collections that only a permission row naming them may write (issue 15):
+/// `*` never covers them, so a grant to edit one's name cannot become a takeover.
+pub const SENSITIVE: &[(&str, &[&str])] = &[
+    (
+        "directus_users",
+        &["password", "token", "role", "status", "email", "ip_access", "tfa_secret", "admin_access", "provider", "external_identifier"],
+    ),
+    ("directus_roles", &["admin_access", "app_access", "ip_access"]),
+];
+
+/// Whether `field` of `collection` is in [`SENSITIVE`].
+pub fn is_sensitive(collection: &str, field: &str) -> bool {
+    SENSITIVE.iter().any(|(c, fields)| *c == collection && fields.contains(&field))
+}
+
+/// One permission row: an item filter, the fields, a validation rule and presets, which hold
+/// together (see the module docs).
 #[derive(Debug, Clone)]
-pub struct Grant {
-    /// Rows the action applies to; `None` = every row.
+pub struct Permission {
+    /// Items the row applies to; `None` = every item.
     pub filter: Option<Arc<Filter>>,
-    /// Fields the action may read or write.
+    /// Fields the row lets its action read or write.
     pub fields: Fields,
-    /// Validation rules (Directus filter objects); a payload must satisfy one of them. Empty =
-    /// no validation.
-    pub validation: Vec<Value>,
+    /// Validation rule (a Directus filter object) a payload written through this row must
+    /// pass; `None` = no rule.
+    pub validation: Option<Value>,
     /// Default values, applied under the payload on create.
     pub presets: Map<String, Value>,
+}
+
+impl Permission {
+    /// Whether this row lets a write (create/update) set `field` of `collection`: listed, or
+    /// covered by `*` unless [`is_sensitive`].
+    pub fn writes(&self, collection: &str, field: &str) -> bool {
+        if is_sensitive(collection, field) { self.fields.names(field) } else { self.fields.allows(field) }
+    }
+}
+
+/// What one subject may do with one collection for one action: its permission rows (at least
+/// one), kept apart.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    /// The rows, in `cdapi.permissions` order, then the built-in [`minimal`] ones.
+    pub rows: Vec<Permission>,
 }
 
 impl Grant {
     /// Everything (admin access).
     pub fn everything() -> Self {
-        Self { filter: None, fields: Fields::All, validation: Vec::new(), presets: Map::new() }
+        Self { rows: vec![Permission { filter: None, fields: Fields::All, validation: None, presets: Map::new() }] }
     }
 
-    fn add(&mut self, other: Grant) {
-        self.filter = match (self.filter.take(), other.filter) {
-            (Some(a), Some(b)) => Some(Arc::new(Filter {
-                node: Some(filter::Node::Or(FilterGroup { filters: vec![(*a).clone(), (*b).clone()] })),
-            })),
-            _ => None,
-        };
-        self.fields = match (std::mem::replace(&mut self.fields, Fields::All), other.fields) {
-            (Fields::Only(mut a), Fields::Only(b)) => {
-                a.extend(b);
-                Fields::Only(a)
-            }
-            _ => Fields::All,
-        };
-        // A rule without validation accepts every payload, so the union does too.
-        if self.validation.is_empty() || other.validation.is_empty() {
-            self.validation.clear();
-        } else {
-            self.validation.extend(other.validation);
+    /// The items some row applies to: the OR of the rows' filters; `None` = every item.
+    pub fn row_filter(&self) -> Option<Arc<Filter>> {
+        any_of(self.rows.iter().map(|r| r.filter.clone()))
+    }
+
+    /// Whether some row lets the action read `field`.
+    pub fn reads(&self, field: &str) -> bool {
+        self.rows.iter().any(|r| r.fields.allows(field))
+    }
+
+    /// The presets of every row, merged in row order (a later row's value wins).
+    pub fn presets(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        for r in &self.rows {
+            out.extend(r.presets.clone());
         }
-        self.presets.extend(other.presets);
+        out
+    }
+}
+
+/// The OR of item filters, `None` (every item) as soon as one is `None`; a single filter stays
+/// itself. An empty list matches nothing.
+pub fn any_of(filters: impl IntoIterator<Item = Option<Arc<Filter>>>) -> Option<Arc<Filter>> {
+    let mut out = Vec::new();
+    for f in filters {
+        out.push(f?);
+    }
+    if out.len() == 1 {
+        return out.pop();
+    }
+    Some(Arc::new(Filter { node: Some(filter::Node::Or(FilterGroup { filters: out.iter().map(|f| (**f).clone()).collect() })) }))
+}
+
+/// The AND of item filters, skipping `None` (every item); `None` when all are.
+pub fn all_of(filters: impl IntoIterator<Item = Option<Arc<Filter>>>) -> Option<Arc<Filter>> {
+    let mut out: Vec<Arc<Filter>> = filters.into_iter().flatten().collect();
+    match out.len() {
+        0 => None,
+        1 => out.pop(),
+        _ => Some(Arc::new(Filter { node: Some(filter::Node::And(FilterGroup { filters: out.iter().map(|f| (**f).clone()).collect() })) })),
     }
 }
 
@@ -136,8 +202,8 @@ struct Row {
 }
 
 impl Row {
-    /// The grant of this row alone. A filter that does not parse matches nothing (logged).
-    fn grant(self) -> Grant {
+    /// This row as a [`Permission`]. A filter that does not parse matches nothing (logged).
+    fn permission(self) -> Permission {
         let filter = match self.permissions.as_ref().filter(|v| !v.is_null()) {
             None => None,
             Some(v) => match cdapi_proto::query_json::filter_from_json(v, 0) {
@@ -154,12 +220,12 @@ impl Row {
             // No list: Directus reads that as no fields; only the key can be named then.
             None => Fields::Only(HashSet::new()),
         };
-        let validation = self.validation.filter(|v| v.as_object().is_some_and(|o| !o.is_empty())).into_iter().collect();
+        let validation = self.validation.filter(|v| v.as_object().is_some_and(|o| !o.is_empty()));
         let presets = match self.presets {
             Some(Value::Object(o)) => o,
             _ => Map::new(),
         };
-        Grant { filter, fields, validation, presets }
+        Permission { filter, fields, validation, presets }
     }
 }
 
@@ -183,23 +249,30 @@ pub enum Subject {
 }
 
 /// What every signed-in user may do whatever their role (as Directus's app access minimum):
-/// read their own user and role, and update their own name and password.
-fn minimal() -> Vec<(&'static str, Action, Grant)> {
+/// read their own user and role, and update their own name and password. Each is a row of its
+/// own, so it widens nothing of the role's rows: it reaches the caller's own row only.
+fn minimal() -> Vec<(&'static str, Action, Permission)> {
     let own = |field: &str, var: &str| {
         cdapi_proto::query_json::filter_from_json(&serde_json::json!({ field: { "_eq": var } }), 0).ok().flatten().map(Arc::new)
     };
     let only = |names: &[&str]| Fields::Only(names.iter().map(|n| (*n).to_owned()).collect());
-    let grant = |filter, fields| Grant { filter, fields, validation: Vec::new(), presets: Map::new() };
+    // A rule that does not compile would grant every row: fall back to none at all.
+    let row = |filter: Option<Arc<Filter>>, fields| Permission {
+        filter: Some(filter.unwrap_or_else(|| Arc::new(nothing()))),
+        fields,
+        validation: None,
+        presets: Map::new(),
+    };
     vec![
-        ("directus_users", Action::Read, grant(own("id", "$CURRENT_USER"), Fields::All)),
-        ("directus_users", Action::Update, grant(own("id", "$CURRENT_USER"), only(&["first_name", "last_name", "password"]))),
-        ("directus_roles", Action::Read, grant(own("id", "$CURRENT_ROLE"), Fields::All)),
+        ("directus_users", Action::Read, row(own("id", "$CURRENT_USER"), Fields::All)),
+        ("directus_users", Action::Update, row(own("id", "$CURRENT_USER"), only(&["first_name", "last_name", "password"]))),
+        ("directus_roles", Action::Read, row(own("id", "$CURRENT_ROLE"), Fields::All)),
     ]
 }
 
 impl Rules {
     /// Reads `cdapi.permissions` and `cdapi.roles`. Rows with an unknown action are skipped.
-    /// Every signed-in user also gets the [`minimal`] grants (their own user and role).
+    /// Every signed-in user also gets the [`minimal`] rows (their own user and role).
     /// Errors: database.
     pub async fn load(pool: &sqlx::PgPool) -> Result<Self, sqlx::Error> {
         let rows: Vec<Row> = sqlx::query_as(
@@ -209,23 +282,17 @@ impl Rules {
         .await?;
         let roles: Vec<String> = sqlx::query_scalar("SELECT id::text FROM cdapi.roles").fetch_all(pool).await?;
         let mut by_subject: HashMap<Subject, HashMap<(String, Action), Grant>> = HashMap::new();
-        let mut add = |subject: Subject, key: (String, Action), grant: Grant| {
-            let grants = by_subject.entry(subject).or_default();
-            match grants.get_mut(&key) {
-                Some(existing) => existing.add(grant),
-                None => {
-                    grants.insert(key, grant);
-                }
-            }
+        let mut add = |subject: Subject, key: (String, Action), row: Permission| {
+            by_subject.entry(subject).or_default().entry(key).or_insert_with(|| Grant { rows: Vec::new() }).rows.push(row);
         };
         for row in rows {
             let Some(action) = Action::parse(&row.action) else { continue };
             let subject = row.role.clone().map_or(Subject::Public, Subject::Role);
-            add(subject, (row.collection.clone(), action), row.grant());
+            add(subject, (row.collection.clone(), action), row.permission());
         }
         for subject in roles.into_iter().map(Subject::Role).chain([Subject::NoRole]) {
-            for (collection, action, grant) in minimal() {
-                add(subject.clone(), (collection.to_owned(), action), grant);
+            for (collection, action, row) in minimal() {
+                add(subject.clone(), (collection.to_owned(), action), row);
             }
         }
         Ok(Self { by_subject })
@@ -264,67 +331,3 @@ impl Access {
     }
 }
 
-/// The caller's readable part of `base` (see the module docs). Collections without a read
-/// grant are absent; a collection keeps the fields its grant lists (and its primary key, so
-/// items stay addressable), minus O2M aliases into collections the role cannot read; Many-to-
-/// Any fields keep only readable collections as branches.
-pub fn read_view(base: &Arc<Schema>, subject: &Subject) -> Schema {
-    let rules = &base.permissions;
-    let readable = |c: &str| rules.grant(subject, c, Action::Read).is_some();
-    let mut collections = std::collections::BTreeMap::new();
-    for (name, c) in &base.collections {
-        let Some(grant) = rules.grant(subject, name, Action::Read) else { continue };
-        let fields: Vec<Field> = c
-            .fields
-            .iter()
-            .filter(|f| f.primary_key || grant.fields.allows(&f.name))
-            .filter(|f| match &f.relation {
-                Some(FieldRelation::O2M { related, .. }) => readable(related),
-                _ => true,
-            })
-            .map(|f| match &f.relation {
-                Some(FieldRelation::M2A { collection_field, allowed }) => Field {
-                    relation: Some(FieldRelation::M2A {
-                        collection_field: collection_field.clone(),
-                        allowed: allowed.iter().filter(|a| readable(a)).cloned().collect(),
-                    }),
-                    ..f.clone()
-                },
-                _ => f.clone(),
-            })
-            .collect();
-        let mut view = Collection::new(c.name.clone(), c.table.clone(), c.primary_key.clone(), c.singleton, c.read_only, fields);
-        view.row_filter = grant.filter.clone();
-        collections.insert(name.clone(), Arc::new(view));
-    }
-    Schema {
-        version: base.version,
-        db_schema: base.db_schema.clone(),
-        collections,
-        base: Some(base.clone()),
-        permissions: base.permissions.clone(),
-    }
-}
-
-/// Read views by subject, for the current snapshot: built on first use, dropped when the snapshot
-/// changes (permissions are part of it).
-#[derive(Default)]
-pub struct Views {
-    cache: Mutex<(u64, ViewsByRole)>,
-}
-
-/// Views keyed by subject.
-type ViewsByRole = HashMap<Subject, Arc<Schema>>;
-
-impl Views {
-    /// The schema `access` reads through: the whole snapshot for admin access, else the role's
-    /// view of it.
-    pub fn read_view(&self, base: &Arc<Schema>, access: &Access) -> Arc<Schema> {
-        let Access::Subject(subject) = access else { return base.clone() };
-        let Ok(mut cache) = self.cache.lock() else { return Arc::new(read_view(base, subject)) };
-        if cache.0 != base.version {
-            *cache = (base.version, HashMap::new());
-        }
-        cache.1.entry(subject.clone()).or_insert_with(|| Arc::new(read_view(base, subject))).clone()
-    }
-}

@@ -1,81 +1,202 @@
-//! Validation rules of permissions (Directus `validation`, and the create presets' targets):
-//! a Directus filter object checked against a payload in memory, before anything is written.
-//! A failure is FAILED_VALIDATION with `field` and `type` (the operator without its
-//! underscore), directus-facts.md "Error body".
+//! Validation rules of permissions (Directus `validation`): a Directus filter object a payload
+//! must satisfy. A failure is FAILED_VALIDATION with `field` and `type` (the operator without
+//! its underscore), directus-facts.md "Error body".
 //!
-//! Supported: `_and`, `_or`; `_eq _neq _lt _lte _gt _gte _in _nin _null _nnull _empty _nempty
-//! _contains _ncontains _icontains _starts_with _nstarts_with _istarts_with _ends_with
-//! _nends_with _iends_with _between _nbetween _regex`. Values `$CURRENT_USER` and `$CURRENT_ROLE`
-//! are the caller's ids. Numbers compare as numbers, everything else as text (ISO dates order
-//! correctly as text). On an update only the fields present in the payload are checked.
+//! Rules are evaluated **by Postgres, on the payload's values cast to their fields' types**
+//! (issue 15): each condition is compiled by the read filter compiler against a one-row
+//! `(SELECT CAST($1 AS <type>) AS "field", …) t0`, so `" 900"` is the integer 900, an upper-case
+//! UUID equals its lower-case form, `2024-1-5` is the date 2024-01-05, and every operator means
+//! exactly what it means in a read filter (`$NOW`, `$CURRENT_USER` included). `_regex` (a
+//! validation-only operator) is Postgres's `~` on the value's text. `_and`/`_or` combine the
+//! results in Rust, so the first failing condition names the error.
+//!
+//! On an update (`partial`), conditions on fields absent from the payload are not checked
+//! (Directus); on a create an absent field is NULL. Relational conditions (`{"author":
+//! {"name": …}}`) cannot be evaluated on a payload: INVALID_PAYLOAD.
 
-use crate::query::Variables;
-use crate::write::payload::failed;
+use crate::query::Planner;
+use crate::schema::Collection;
+use crate::write::payload::{failed, text};
 use cdapi_proto::ApiError;
-use serde_json::{Map, Value};
-use std::cmp::Ordering;
+use cdapi_proto::v1::filter;
+use serde_json::{Map, Value, json};
+use sqlx::{PgConnection, Row};
 
-/// Checks `payload` against one rule. `partial`: fields absent from the payload pass (update).
-/// Errors: FAILED_VALIDATION for the first condition that fails; INVALID_PAYLOAD for a rule
-/// this version cannot evaluate (an unknown operator, a relational rule).
-pub fn check(rule: &Value, payload: &Map<String, Value>, partial: bool, vars: &Variables) -> Result<(), ApiError> {
-    let Value::Object(rule) = rule else { return Ok(()) };
-    for (key, cond) in rule {
+/// A parsed rule: `_and`/`_or` of single conditions.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rule {
+    /// Every part holds.
+    And(Vec<Rule>),
+    /// Some part holds.
+    Or(Vec<Rule>),
+    /// `{field: {op: operand}}`.
+    Condition {
+        /// The field's name.
+        field: String,
+        /// The operator (`_eq`, `_regex`...).
+        op: String,
+        /// The value compared with.
+        operand: Value,
+        /// Its number among the rule's conditions (the slot of its result).
+        index: usize,
+    },
+}
+
+/// Parses a rule object. Errors: INVALID_PAYLOAD for a shape that is not a filter.
+pub fn parse(rule: &Value) -> Result<Rule, ApiError> {
+    let mut n = 0;
+    parse_into(rule, &mut n)
+}
+
+fn parse_into(rule: &Value, n: &mut usize) -> Result<Rule, ApiError> {
+    let Value::Object(obj) = rule else { return Err(rule_error("(rule)")) };
+    let mut parts = Vec::new();
+    for (key, cond) in obj {
         match key.as_str() {
-            "_and" => {
-                for r in cond.as_array().into_iter().flatten() {
-                    check(r, payload, partial, vars)?;
-                }
-            }
-            "_or" => {
-                let rules = cond.as_array().cloned().unwrap_or_default();
-                let mut first_error = None;
-                let passed = rules.iter().any(|r| match check(r, payload, partial, vars) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        first_error.get_or_insert(e);
-                        false
-                    }
-                });
-                if !passed && let Some(e) = first_error {
-                    return Err(e);
-                }
+            "_and" | "_or" => {
+                let list = cond.as_array().ok_or_else(|| rule_error(key))?;
+                let inner = list.iter().map(|r| parse_into(r, n)).collect::<Result<Vec<_>, _>>()?;
+                parts.push(if key == "_and" { Rule::And(inner) } else { Rule::Or(inner) });
             }
             field => {
-                if partial && !payload.contains_key(field) {
-                    continue;
-                }
-                let value = payload.get(field).unwrap_or(&Value::Null);
-                let Value::Object(ops) = cond else {
-                    return Err(rule_error(field));
-                };
+                let Value::Object(ops) = cond else { return Err(rule_error(field)) };
                 for (op, operand) in ops {
-                    if !holds(op, value, &resolve(operand, vars)).ok_or_else(|| rule_error(field))? {
-                        return Err(failure(field, op, operand));
+                    if !op.starts_with('_') {
+                        // `{"author": {"name": …}}`: a relational condition.
+                        return Err(rule_error(field));
+                    }
+                    parts.push(Rule::Condition { field: field.to_owned(), op: op.clone(), operand: operand.clone(), index: *n });
+                    *n += 1;
+                }
+            }
+        }
+    }
+    Ok(Rule::And(parts))
+}
+
+impl Rule {
+    fn conditions<'r>(&'r self, out: &mut Vec<&'r Rule>) {
+        match self {
+            Self::And(parts) | Self::Or(parts) => parts.iter().for_each(|p| p.conditions(out)),
+            c @ Self::Condition { .. } => out.push(c),
+        }
+    }
+
+    /// Whether the rule holds given each condition's result (`None` = not checked: passes);
+    /// else the error of the first failing condition.
+    pub fn outcome(&self, results: &[Option<bool>]) -> Result<(), ApiError> {
+        match self {
+            Self::And(parts) => parts.iter().try_for_each(|p| p.outcome(results)),
+            Self::Or(parts) if parts.is_empty() => Ok(()),
+            Self::Or(parts) => {
+                let mut first = None;
+                for p in parts {
+                    match p.outcome(results) {
+                        Ok(()) => return Ok(()),
+                        Err(e) => {
+                            first.get_or_insert(e);
+                        }
                     }
                 }
+                first.map_or(Ok(()), Err)
             }
+            Self::Condition { field, op, operand, index } => match results.get(*index).copied().flatten() {
+                Some(false) => Err(failure(field, op, operand)),
+                _ => Ok(()),
+            },
         }
     }
-    Ok(())
 }
 
-/// Checks `payload` against a grant's rules: it must satisfy one of them (none = no rule).
-pub fn check_any(rules: &[Value], payload: &Map<String, Value>, partial: bool, vars: &Variables) -> Result<(), ApiError> {
-    let mut first_error = None;
-    for r in rules {
-        match check(r, payload, partial, vars) {
-            Ok(()) => return Ok(()),
-            Err(e) => {
-                first_error.get_or_insert(e);
+/// Checks `payload` (an item of `collection`, whole snapshot) against each rule of `rules`, in
+/// one statement on `conn`. Returns each rule's outcome (Ok, or its FAILED_VALIDATION).
+/// Errors: INVALID_PAYLOAD for a rule that cannot be evaluated; the payload's own type errors
+/// (FAILED_VALIDATION) as the write would give them.
+pub async fn check(
+    conn: &mut PgConnection,
+    mut planner: Planner<'_>,
+    collection: &Collection,
+    rules: &[&Value],
+    payload: &Map<String, Value>,
+    partial: bool,
+) -> Result<Vec<Result<(), ApiError>>, ApiError> {
+    let parsed = rules.iter().map(|r| parse(r)).collect::<Result<Vec<_>, _>>()?;
+    // Each rule's conditions: SQL over t0, or None when not checked (absent on an update).
+    let mut exprs: Vec<String> = Vec::new();
+    let mut slots: Vec<Vec<Option<usize>>> = Vec::with_capacity(parsed.len());
+    let mut used: Vec<&str> = Vec::new();
+    for rule in &parsed {
+        let mut conds = Vec::new();
+        rule.conditions(&mut conds);
+        let mut rule_slots = vec![None; conds.len()];
+        for c in conds {
+            let Rule::Condition { field, op, operand, index } = c else { continue };
+            let f = collection.field(field).filter(|f| !f.is_alias()).ok_or_else(|| rule_error(field))?;
+            if partial && !payload.contains_key(field) {
+                continue;
             }
+            let sql = if op == "_regex" {
+                let pattern = operand.as_str().ok_or_else(|| rule_error(field))?;
+                // JavaScript's `/pattern/flags` form too (`i` = case-insensitive).
+                let (pattern, fold) = match pattern.strip_prefix('/').and_then(|p| p.rsplit_once('/')) {
+                    Some((p, flags)) => (p.to_owned(), flags.contains('i')),
+                    None => (pattern.to_owned(), false),
+                };
+                let p = planner.sql.param(crate::query::sql::Param::Text(pattern));
+                format!("CAST({} AS text) {} {p}", crate::query::sql::column("t0", field), if fold { "~*" } else { "~" })
+            } else {
+                let f = cdapi_proto::query_json::filter_from_json(&json!({ field: { op: operand } }), 0)
+                    .map_err(|_| rule_error(field))?
+                    .ok_or_else(|| rule_error(field))?;
+                if !matches!(f.node, Some(filter::Node::Condition(_))) {
+                    return Err(rule_error(field));
+                }
+                planner.row_condition(collection, "t0", &f).map_err(|_| rule_error(field))?
+            };
+            if !used.contains(&f.name.as_str()) {
+                used.push(&f.name);
+            }
+            rule_slots[*index] = Some(exprs.len());
+            // A negated operator holds for a NULL (absent) value, as in Directus: "not equal to
+            // x" is true of nothing; the others need a value that satisfies them.
+            let negated = matches!(op.as_str(), "_neq" | "_nin" | "_ncontains" | "_nicontains" | "_nstarts_with" | "_nistarts_with" | "_nends_with" | "_niends_with");
+            exprs.push(format!("({sql}) {}", if negated { "IS NOT FALSE" } else { "IS TRUE" }));
         }
+        slots.push(rule_slots);
     }
-    first_error.map_or(Ok(()), Err)
+    let results: Vec<bool> = if exprs.is_empty() {
+        Vec::new()
+    } else {
+        let mut cols = Vec::with_capacity(used.len());
+        for name in &used {
+            let f = collection.field(name).ok_or_else(ApiError::internal)?;
+            let value = match payload.get(*name) {
+                Some(v) => text(f, v)?,
+                None => None,
+            };
+            let cell = match value {
+                Some(v) => planner.sql.cast_param(v, &f.db_type),
+                None => format!("CAST(NULL AS {})", f.db_type),
+            };
+            cols.push(format!("{cell} AS {}", crate::query::sql::ident(name)));
+        }
+        let mut sql = planner.sql;
+        sql.text = format!("SELECT ARRAY[{}]::bool[] FROM (SELECT {}) t0", exprs.join(", "), cols.join(", "));
+        let row = sql.query().fetch_one(&mut *conn).await.map_err(crate::db::map_write_error)?;
+        row.try_get::<Vec<bool>, _>(0).map_err(crate::db::map_error)?
+    };
+    Ok(parsed
+        .iter()
+        .zip(&slots)
+        .map(|(rule, rule_slots)| {
+            let per_condition: Vec<Option<bool>> = rule_slots.iter().map(|s| s.and_then(|i| results.get(i).copied())).collect();
+            rule.outcome(&per_condition)
+        })
+        .collect())
 }
 
-/// `$CURRENT_USER` / `$CURRENT_ROLE` (also inside arrays) → the caller's ids.
-pub fn resolve(v: &Value, vars: &Variables) -> Value {
+/// `$CURRENT_USER` / `$CURRENT_ROLE` (also inside arrays) → the caller's ids (for presets).
+pub fn resolve(v: &Value, vars: &crate::query::Variables) -> Value {
     match v {
         Value::String(s) if s == "$CURRENT_USER" => vars.user.clone().map_or(Value::Null, Value::String),
         Value::String(s) if s == "$CURRENT_ROLE" => vars.role.clone().map_or(Value::Null, Value::String),
@@ -103,148 +224,36 @@ fn failure(field: &str, op: &str, operand: &Value) -> ApiError {
     e
 }
 
-/// Text of a scalar for comparisons; `None` for null, arrays and objects.
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
-}
-
-fn compare(a: &Value, b: &Value) -> Option<Ordering> {
-    let num = |v: &Value| match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.parse::<f64>().ok(),
-        _ => None,
-    };
-    if let (Some(x), Some(y)) = (num(a), num(b))
-        && (a.is_number() || b.is_number())
-    {
-        return x.partial_cmp(&y);
-    }
-    Some(text(a)?.cmp(&text(b)?))
-}
-
-fn equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Null, Value::Null) => true,
-        (Value::Null, _) | (_, Value::Null) => false,
-        _ => compare(a, b) == Some(Ordering::Equal),
-    }
-}
-
-fn list(v: &Value) -> Vec<Value> {
-    match v {
-        Value::Array(items) => items.clone(),
-        Value::String(s) => s.split(',').map(|p| Value::String(p.trim().to_owned())).collect(),
-        Value::Null => Vec::new(),
-        other => vec![other.clone()],
-    }
-}
-
-fn truthy(v: &Value) -> bool {
-    !matches!(v, Value::Bool(false) | Value::Null) && v.as_str() != Some("false")
-}
-
-/// Whether `value op operand` holds; `None` for an operator this module does not know.
-fn holds(op: &str, value: &Value, operand: &Value) -> Option<bool> {
-    let is_empty = matches!(value, Value::Null) || value.as_str() == Some("") || value.as_array().is_some_and(Vec::is_empty);
-    let contains = |needle: &Value, fold: bool| -> bool {
-        let (Some(hay), Some(needle)) = (text(value), text(needle)) else { return false };
-        if fold { hay.to_lowercase().contains(&needle.to_lowercase()) } else { hay.contains(&needle) }
-    };
-    let starts = |fold: bool| -> bool {
-        let (Some(hay), Some(p)) = (text(value), text(operand)) else { return false };
-        if fold { hay.to_lowercase().starts_with(&p.to_lowercase()) } else { hay.starts_with(&p) }
-    };
-    let ends = |fold: bool| -> bool {
-        let (Some(hay), Some(p)) = (text(value), text(operand)) else { return false };
-        if fold { hay.to_lowercase().ends_with(&p.to_lowercase()) } else { hay.ends_with(&p) }
-    };
-    let between = || -> bool {
-        let bounds = list(operand);
-        let [lo, hi] = bounds.as_slice() else { return false };
-        !value.is_null()
-            && matches!(compare(value, lo), Some(Ordering::Greater | Ordering::Equal))
-            && matches!(compare(value, hi), Some(Ordering::Less | Ordering::Equal))
-    };
-    let ordered = |accept: &[Ordering]| !value.is_null() && compare(value, operand).is_some_and(|o| accept.contains(&o));
-    Some(match op {
-        "_eq" => equal(value, operand),
-        "_neq" => !equal(value, operand),
-        "_lt" => ordered(&[Ordering::Less]),
-        "_lte" => ordered(&[Ordering::Less, Ordering::Equal]),
-        "_gt" => ordered(&[Ordering::Greater]),
-        "_gte" => ordered(&[Ordering::Greater, Ordering::Equal]),
-        "_in" => !value.is_null() && list(operand).iter().any(|o| equal(value, o)),
-        "_nin" => !list(operand).iter().any(|o| equal(value, o)),
-        "_null" => value.is_null() == truthy(operand),
-        "_nnull" => value.is_null() != truthy(operand),
-        "_empty" => is_empty == truthy(operand),
-        "_nempty" => is_empty != truthy(operand),
-        "_contains" => contains(operand, false),
-        "_ncontains" => !contains(operand, false),
-        "_icontains" => contains(operand, true),
-        "_nicontains" => !contains(operand, true),
-        "_starts_with" => starts(false),
-        "_nstarts_with" => !starts(false),
-        "_istarts_with" => starts(true),
-        "_nistarts_with" => !starts(true),
-        "_ends_with" => ends(false),
-        "_nends_with" => !ends(false),
-        "_iends_with" => ends(true),
-        "_niends_with" => !ends(true),
-        "_between" => between(),
-        "_nbetween" => !value.is_null() && !between(),
-        "_regex" => {
-            let pattern = text(operand)?;
-            // Directus accepts JavaScript's `/pattern/flags` form too.
-            let pattern = pattern.strip_prefix('/').and_then(|p| p.rsplit_once('/')).map(|(p, _)| p.to_owned()).unwrap_or(pattern);
-            let re = regex::Regex::new(&pattern).ok()?;
-            text(value).is_some_and(|v| re.is_match(&v))
-        }
-        _ => return None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn run(rule: Value, payload: Value, partial: bool) -> Result<(), ApiError> {
-        let vars = Variables { user: Some("u1".into()), role: None };
-        check(&rule, payload.as_object().ok_or_else(ApiError::internal)?, partial, &vars)
+    #[test]
+    fn rules_parse_into_numbered_conditions() -> Result<(), ApiError> {
+        let r = parse(&json!({"_or": [{"a": {"_eq": 1}}, {"b": {"_gt": 2, "_lt": 5}}], "c": {"_nnull": true}}))?;
+        let mut conds = Vec::new();
+        r.conditions(&mut conds);
+        assert_eq!(conds.len(), 4);
+        assert!(matches!(conds[3], Rule::Condition { field, index: 3, .. } if field == "c"));
+        assert_eq!(parse(&json!({"author": {"name": {"_eq": "x"}}})).map_err(|e| e.code).err(), Some(cdapi_proto::ErrorCode::InvalidPayload));
+        assert!(parse(&json!({"a": 1})).is_err());
+        Ok(())
     }
 
     #[test]
-    fn operators_and_failure_shape() {
-        assert!(run(json!({"rating": {"_gte": 3}}), json!({"rating": 4}), false).is_ok());
-        let e = run(json!({"rating": {"_gte": 3}}), json!({"rating": 2}), false).expect_err("below");
-        assert_eq!(e.code, cdapi_proto::ErrorCode::FailedValidation);
-        assert_eq!(e.extensions.get("field"), Some(&json!("rating")));
+    fn outcome_combines_and_or_and_names_the_first_failure() -> Result<(), ApiError> {
+        let r = parse(&json!({"_or": [{"a": {"_eq": 1}}, {"b": {"_in": [1, 2]}}], "c": {"_gte": 3}}))?;
+        assert!(r.outcome(&[Some(false), Some(true), Some(true)]).is_ok());
+        let e = r.outcome(&[Some(false), Some(false), Some(true)]).err().ok_or_else(ApiError::internal)?;
+        assert_eq!(e.extensions.get("field"), Some(&json!("a")));
+        assert_eq!(e.extensions.get("type"), Some(&json!("eq")));
+        let e = r.outcome(&[Some(true), None, Some(false)]).err().ok_or_else(ApiError::internal)?;
         assert_eq!(e.extensions.get("type"), Some(&json!("gte")));
-        let e = run(json!({"status": {"_in": ["draft", "review"]}}), json!({"status": "published"}), false).expect_err("in");
-        assert_eq!(e.extensions.get("valid"), Some(&json!(["draft", "review"])));
-        assert!(run(json!({"title": {"_regex": "^[A-Z]"}}), json!({"title": "Hello"}), false).is_ok());
-        assert!(run(json!({"title": {"_regex": "^[A-Z]"}}), json!({"title": "hello"}), false).is_err());
-        assert!(run(json!({"title": {"_nnull": true}}), json!({}), false).is_err());
-    }
-
-    #[test]
-    fn partial_checks_only_present_fields_and_variables_resolve() {
-        assert!(run(json!({"title": {"_nnull": true}}), json!({"body": "x"}), true).is_ok());
-        assert!(run(json!({"owner": {"_eq": "$CURRENT_USER"}}), json!({"owner": "u1"}), false).is_ok());
-        assert!(run(json!({"owner": {"_eq": "$CURRENT_USER"}}), json!({"owner": "u2"}), false).is_err());
-        assert!(run(json!({"_or": [{"a": {"_eq": 1}}, {"b": {"_eq": 2}}]}), json!({"a": 0, "b": 2}), false).is_ok());
-        assert!(run(json!({"_or": [{"a": {"_eq": 1}}, {"b": {"_eq": 2}}]}), json!({"a": 0, "b": 0}), false).is_err());
-    }
-
-    #[test]
-    fn unknown_operators_are_refused_not_ignored() {
-        let e = run(json!({"a": {"_bogus": 1}}), json!({"a": 1}), false).expect_err("unknown");
-        assert_eq!(e.code, cdapi_proto::ErrorCode::InvalidPayload);
+        // Not checked (absent on an update) passes.
+        assert!(r.outcome(&[None, None, None]).is_ok());
+        let in_rule = parse(&json!({"s": {"_in": ["x"]}}))?;
+        let e = in_rule.outcome(&[Some(false)]).err().ok_or_else(ApiError::internal)?;
+        assert_eq!(e.extensions.get("valid"), Some(&json!(["x"])));
+        Ok(())
     }
 }

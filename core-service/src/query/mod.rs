@@ -17,21 +17,51 @@ pub mod sql;
 use crate::schema::Schema;
 use cdapi_proto::ApiError;
 
-/// Limits on `limit` (spec: "Limits"; env QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX).
+/// Limits on `limit` and on what one response may hold (spec: "Limits"; issue 15 budgets; env
+/// QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, RESPONSE_MAX_ROWS, RESPONSE_MAX_BYTES).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Items per request when `limit` is absent (default 100).
     pub default: i64,
-    /// Largest allowed `limit`, also what `-1` means; `None` = unlimited.
+    /// Largest allowed `limit`, also what `-1` means; `None` = unlimited (default 10,000).
     pub max: Option<i64>,
     /// Items per nested O2M list (Directus applies the default limit there too).
     pub nested_default: i64,
+    /// Most items one read may return, counting nested O2M lists at their worst (root limit ×
+    /// nested limits, summed over the lists); `None` = unlimited (default 100,000). Checked
+    /// when the statement is planned: INVALID_QUERY, nothing run.
+    pub max_rows: Option<u64>,
+    /// Most bytes of JSON one read's reply may hold; `None` = unlimited (default 32 MiB).
+    /// Checked on the statement's result: INVALID_QUERY. Exports stream and are not capped.
+    pub max_bytes: Option<usize>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { default: 100, max: None, nested_default: 100 }
+        Self { default: 100, max: Some(10_000), nested_default: 100, max_rows: Some(10_000_000), max_bytes: Some(32 << 20) }
     }
+}
+
+impl Limits {
+    /// INVALID_QUERY when a reply of `len` bytes is over [`Self::max_bytes`].
+    pub fn check_bytes(&self, len: usize) -> Result<(), ApiError> {
+        match self.max_bytes {
+            Some(max) if len > max => Err(ApiError::invalid_query(format!(
+                "The response would hold more than {max} bytes (RESPONSE_MAX_BYTES); ask for fewer items or fields"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// How many items a read may return at worst, as its select tree is planned: the number of
+/// rows one item at the current depth stands for (`factor`) and the running total.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fanout {
+    /// Items per item of the current level (root: the root `limit`; 0 = unknown, unchecked).
+    pub factor: u64,
+    /// Items counted so far.
+    pub total: u64,
 }
 
 /// Values of the dynamic variables of a request (directus-facts.md: `$CURRENT_USER`,
@@ -59,24 +89,56 @@ pub struct Planner<'a> {
     pub sql: sql::Sql,
     /// Relations expanded so far (bounded by [`MAX_EXPANSIONS`]).
     expansions: std::cell::Cell<usize>,
+    /// Items the read may return at worst (bounded by [`Limits::max_rows`]).
+    pub fanout: Fanout,
 }
 
 impl<'a> Planner<'a> {
     /// A planner with an empty statement.
     pub fn new(schema: &'a Schema, limits: Limits, vars: &'a Variables) -> Self {
-        Self { schema, base: schema.base(), limits, vars, sql: sql::Sql::default(), expansions: std::cell::Cell::new(0) }
+        Self { schema, base: schema.base(), limits, vars, sql: sql::Sql::default(), expansions: std::cell::Cell::new(0), fanout: Fanout::default() }
     }
 
-    /// The rows of `collection` the caller may see, as a FROM item: the table, or (when the
-    /// view carries an item filter) `(SELECT * FROM table p WHERE <filter>)`, which Postgres
-    /// flattens into the surrounding query. Every table a read statement touches goes through
-    /// here, so permissions hold at every depth. The item filter is compiled against the whole
-    /// snapshot (it may name fields the caller cannot read) with the request's variables.
+    /// The rows of `collection` the caller may see, as a FROM item (issue 15): the table, or,
+    /// when the view carries a [`RowAccess`](crate::permissions::RowAccess),
+    /// `(SELECT … FROM table p WHERE <some row's filter matches>)` where every column that only
+    /// some permission rows grant reads `CASE WHEN <one of those rows' filters> THEN p.col END`.
+    /// Postgres flattens it into the surrounding query. Every table a read statement touches
+    /// goes through here, so permissions hold at every depth, in selects, filters, sorts,
+    /// searches and aggregates alike. Each row's filter is compiled once (against the whole
+    /// snapshot: it may name fields the caller cannot read) and its text reused.
     pub fn source(&mut self, collection: &crate::schema::Collection) -> Result<String, ApiError> {
-        let Some(f) = collection.row_filter.clone() else { return Ok(collection.table.clone()) };
+        let Some(access) = collection.row_access.clone() else { return Ok(collection.table.clone()) };
         let alias = self.sql.next_alias('p');
-        let cond = self.row_condition(collection, &alias, &f)?;
-        Ok(format!("(SELECT * FROM {} {alias} WHERE {cond})", collection.table))
+        let conds = access
+            .filters
+            .iter()
+            .map(|f| f.as_ref().map(|f| self.row_condition(collection, &alias, f)).transpose())
+            .collect::<Result<Vec<Option<String>>, ApiError>>()?;
+        let any = |idx: &mut dyn Iterator<Item = usize>| -> Option<String> {
+            let mut parts = Vec::new();
+            for i in idx {
+                parts.push(conds.get(i)?.clone()?);
+            }
+            Some(if parts.is_empty() { "FALSE".to_owned() } else { format!("({})", parts.join(" OR ")) })
+        };
+        let visible = any(&mut (0..conds.len())).map(|c| format!(" WHERE {c}")).unwrap_or_default();
+        if access.masks.is_empty() {
+            return Ok(format!("(SELECT * FROM {} {alias}{visible})", collection.table));
+        }
+        let whole = self.base.collection(&collection.name).cloned().ok_or_else(ApiError::internal)?;
+        let mut cols = Vec::with_capacity(whole.fields.len());
+        for f in whole.fields.iter().filter(|f| !f.is_alias()) {
+            let col = sql::column(&alias, &f.name);
+            cols.push(match access.masks.get(&f.name) {
+                None => col,
+                Some(rows) => match any(&mut rows.iter().copied()) {
+                    Some(cond) => format!("CASE WHEN {cond} THEN {col} END AS {}", sql::ident(&f.name)),
+                    None => col,
+                },
+            });
+        }
+        Ok(format!("(SELECT {} FROM {} {alias}{visible})", cols.join(", "), collection.table))
     }
 
     /// The item filter `f` of a permission as a condition on `collection` rows aliased `alias`,
@@ -100,6 +162,27 @@ impl<'a> Planner<'a> {
             )));
         }
         Ok(())
+    }
+
+    /// Enters a nested list of at most `limit` items per parent (`None` = unbounded): the
+    /// worst-case count grows by parent rows × `limit`. Returns the factor to restore on leaving.
+    /// INVALID_QUERY past [`Limits::max_rows`].
+    pub fn enter_list(&mut self, limit: Option<i64>) -> Result<u64, ApiError> {
+        let saved = self.fanout.factor;
+        if saved == 0 {
+            return Ok(saved);
+        }
+        let per = limit.map_or(u64::MAX, |l| u64::try_from(l).unwrap_or(0));
+        self.fanout.factor = saved.saturating_mul(per);
+        self.fanout.total = self.fanout.total.saturating_add(self.fanout.factor);
+        if let Some(max) = self.limits.max_rows
+            && self.fanout.total > max
+        {
+            return Err(ApiError::invalid_query(format!(
+                "The query could return more than {max} items with its nested lists (RESPONSE_MAX_ROWS); lower \"limit\" or the nested lists' \"_limit\" in \"deep\""
+            )));
+        }
+        Ok(saved)
     }
 
     /// The collection `name` of the schema read through; FORBIDDEN when the caller may not

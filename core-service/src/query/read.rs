@@ -7,7 +7,7 @@
 use super::fields::{Column, FieldTree, Select};
 use super::functions;
 use super::sql::{Param, Sql, column, ident};
-use super::{Limits, MAX_RELATIONAL_DEPTH, Planner, forbidden_field};
+use super::{Fanout, Limits, MAX_RELATIONAL_DEPTH, Planner, forbidden_field};
 use crate::schema::{Collection, FieldRelation};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{MetaCount, Query};
@@ -119,14 +119,36 @@ impl Planner<'_> {
         Ok(self.sql)
     }
 
+    /// The keys (text form) of the items a write's `query` selects (issue 15; Directus's
+    /// getKeysByQuery): `SELECT (<key>)::text` with its filter, search, sort, limit, offset and
+    /// page, through the caller's view. Without `limit`, every matching item (so `page` alone
+    /// has no effect, as with `limit=-1`). Errors: as for reads (FORBIDDEN, INVALID_QUERY).
+    pub fn select_keys(mut self, collection: &Collection, q: &Query) -> Result<Sql, ApiError> {
+        let wheres = self.where_clause(collection, "t0", q)?;
+        let (joins, order) = self.order_by(collection, "t0", &q.sort)?;
+        let paged = Query { limit: q.limit.or(Some(-1)), ..q.clone() };
+        let (limit, offset) = pagination(&paged, &self.limits, self.limits.default)?;
+        let page = self.limit_offset(limit, offset);
+        let from = self.source(collection)?;
+        let where_sql = wheres.as_deref().map(|w| format!(" WHERE {w}")).unwrap_or_default();
+        self.sql.text = format!("SELECT ({})::text FROM {from} t0{joins}{where_sql}{order}{page}", pk_expr(collection, "t0"));
+        Ok(self.sql)
+    }
+
     /// The paged, filtered, sorted SELECT of a list, and its WHERE clause for counts.
     fn list_sql(&mut self, collection: &Collection, q: &Query) -> Result<ListSql, ApiError> {
         let tree = FieldTree::parse(&q.fields)?;
         let select = self.resolve(collection, &tree, q)?;
+        let (limit, offset) = pagination(q, &self.limits, self.limits.default)?;
+        // The root's own rows count too; an unbounded root (no QUERY_LIMIT_MAX) is not estimated.
+        self.fanout = Fanout { factor: 1, total: 0 };
+        if limit.is_none() {
+            self.fanout.factor = 0;
+        }
+        self.enter_list(limit)?;
         let list = self.select_list(&select, "t0")?;
         let wheres = self.where_clause(collection, "t0", q)?;
         let (joins, order) = self.order_by(collection, "t0", &q.sort)?;
-        let (limit, offset) = pagination(q, &self.limits, self.limits.default)?;
         let page = self.limit_offset(limit, offset);
         let from = self.source(collection)?;
         let where_sql = wheres.as_deref().map(|w| format!(" WHERE {w}")).unwrap_or_default();
@@ -138,6 +160,7 @@ impl Planner<'_> {
     /// Errors: FORBIDDEN (no such key shape), INVALID_QUERY.
     pub fn read_one(mut self, collection: &Collection, key: &str, q: &Query) -> Result<ReadStatement, ApiError> {
         refuse_unsupported(q, true)?;
+        self.fanout = Fanout { factor: 1, total: 1 };
         if q.export.is_some() {
             return Err(ApiError::invalid_query("\"export\" applies to lists of items"));
         }
@@ -166,6 +189,7 @@ impl Planner<'_> {
     /// matches `filter`/`search`, if given), or NULL. Sort and pagination do not apply.
     pub fn read_singleton(mut self, collection: &Collection, q: &Query) -> Result<ReadStatement, ApiError> {
         refuse_unsupported(q, true)?;
+        self.fanout = Fanout { factor: 1, total: 1 };
         if q.export.is_some() || !q.sort.is_empty() || q.limit.is_some() || q.offset.is_some() || q.page.is_some() {
             return Err(ApiError::invalid_query(
                 "\"export\", \"sort\", \"limit\", \"offset\" and \"page\" do not apply to a singleton",
@@ -376,13 +400,15 @@ impl Planner<'_> {
                 Column::O2M { key, related_field, local_field, related, select: nested, query } => {
                     let t = self.sql.next_alias('t');
                     let j = self.sql.next_alias('j');
+                    let (limit, offset) = pagination(query, &self.limits, self.limits.nested_default)?;
+                    let parent = self.enter_list(limit)?;
                     let (list, agg) = match nested {
                         Some(n) => (self.select_list(n, &t)?, format!("array_to_json(array_agg({j}))")),
                         None => (format!("{} AS k", pk_expr(related, &t)), format!("array_to_json(array_agg({j}.k))")),
                     };
+                    self.fanout.factor = parent;
                     let where_sql = self.where_clause(related, &t, query)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
                     let (joins, order) = self.order_by(related, &t, &query.sort)?;
-                    let (limit, offset) = pagination(query, &self.limits, self.limits.nested_default)?;
                     let page = self.limit_offset(limit, offset);
                     // The related rows are selected in a fenced subquery (OFFSET 0) and sorted
                     // after: otherwise the planner may walk the whole primary key index in order,
@@ -525,7 +551,11 @@ mod tests {
         let q = |limit, offset, page| Query { limit, offset, page, ..Default::default() };
         assert_eq!(pagination(&q(None, None, None), &l, 100)?, (Some(100), 0));
         assert_eq!(pagination(&q(Some(10), Some(5), Some(3)), &l, 100)?, (Some(10), 20));
-        assert_eq!(pagination(&q(Some(-1), None, Some(2)), &l, 100)?, (None, 0));
+        let unlimited = Limits { max: None, ..l };
+        assert_eq!(pagination(&q(Some(-1), None, Some(2)), &unlimited, 100)?, (None, 0));
+        // The default maximum (issue 15): -1 means 10,000, and more is refused.
+        assert_eq!(pagination(&q(Some(-1), None, None), &l, 100)?, (Some(10_000), 0));
+        assert!(pagination(&q(Some(10_001), None, None), &l, 100).is_err());
         assert!(pagination(&q(Some(-2), None, None), &l, 100).is_err());
         assert!(pagination(&q(None, None, Some(0)), &l, 100).is_err());
         let capped = Limits { max: Some(50), ..l };

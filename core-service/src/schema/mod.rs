@@ -51,9 +51,9 @@ pub struct Collection {
     pub table: String,
     /// A system collection (kept in the system tables' Postgres schema).
     pub system: bool,
-    /// In a caller's view: the item filter (permission `permissions`) rows must pass to be
-    /// seen at all; `None` = every row.
-    pub row_filter: Option<Arc<cdapi_proto::v1::Filter>>,
+    /// In a caller's view: which items (and which fields of them) the caller's read permission
+    /// rows let them see; `None` = everything listed in `fields`, on every item.
+    pub row_access: Option<Arc<crate::permissions::RowAccess>>,
     /// Primary key fields in key order; empty for views. More than one = composite key, whose
     /// text form is the values joined by `,` (e.g. `GET /items/film_actor/1,23`).
     pub primary_key: Vec<String>,
@@ -71,15 +71,7 @@ impl Collection {
     pub fn new(name: String, table: String, primary_key: Vec<String>, singleton: bool, read_only: bool, fields: Vec<Field>) -> Self {
         let index = fields.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect();
         let system = name.starts_with(SYSTEM_PREFIX);
-        Self { name, table, system, row_filter: None, primary_key, singleton, read_only, fields, index }
-    }
-
-    /// The same collection with only the fields `keep` accepts and the given item filter.
-    pub fn restricted(&self, keep: impl Fn(&Field) -> bool, row_filter: Option<Arc<cdapi_proto::v1::Filter>>) -> Self {
-        let fields: Vec<Field> = self.fields.iter().filter(|f| keep(f)).cloned().collect();
-        let mut c = Self::new(self.name.clone(), self.table.clone(), self.primary_key.clone(), self.singleton, self.read_only, fields);
-        c.row_filter = row_filter;
-        c
+        Self { name, table, system, row_access: None, primary_key, singleton, read_only, fields, index }
     }
 
     /// A field by name.

@@ -12,9 +12,10 @@ pub mod payload;
 pub mod relational;
 
 use crate::query::read::pk_expr;
-use crate::permissions::{Access, Action, Grant, validate};
+use crate::permissions::{Access, Action, Grant, scope, validate};
+use std::sync::Arc;
 use crate::query::sql::{Sql, ident};
-use crate::query::{Planner, Variables, forbidden_field};
+use crate::query::{Planner, Variables};
 use crate::schema::{Collection, Schema};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldCondition, Filter, Operator, Query, Value as PbValue, filter, value};
@@ -36,6 +37,8 @@ pub struct Writer<'a> {
     pub limits: crate::query::Limits,
     /// Dynamic variables (for `query` selectors and read-back).
     pub vars: &'a Variables,
+    /// Refresh sessions a user write may have to end, and the password policy.
+    pub sessions: &'a crate::users::Sessions,
 }
 
 fn writable(collection: &Collection) -> Result<(), ApiError> {
@@ -71,59 +74,74 @@ impl<'w> Writer<'w> {
         self.access.grant(self.schema, &collection.name, action)
     }
 
-    /// Checks a payload object against the caller's grant for `action` (Create or Update):
-    /// every field must be allowed (FORBIDDEN, worded as Directus), presets are applied under
-    /// the payload on create, and the result must pass the grant's validation
-    /// (FAILED_VALIDATION; on update only the fields given are checked). Returns the payload
-    /// to write.
-    fn permitted(&self, collection: &Collection, action: Action, obj: &Map<String, Value>) -> Result<Map<String, Value>, ApiError> {
+    /// Checks a payload object against the caller's permission rows for `action` (Create or
+    /// Update; issue 15): every field (and every name in `extra`: write-only secrets, relational
+    /// fields) must be granted by a row whose validation the payload passes (rules evaluated by
+    /// Postgres on the typed values, [`validate`]); presets are applied under the payload on
+    /// create. Returns the payload to write and the condition every item written must meet
+    /// (`None` = any), for [`Self::scoped`]. Errors: FORBIDDEN (a field no row grants, worded
+    /// as Directus), FAILED_VALIDATION, INVALID_PAYLOAD (a rule that cannot be evaluated).
+    async fn permitted(&mut self, collection: &Collection, action: Action, obj: &Map<String, Value>, extra: &[&str]) -> Result<(Map<String, Value>, Option<Arc<Filter>>), ApiError> {
         if matches!(self.access, Access::Admin) {
-            return Ok(obj.clone());
+            return Ok((obj.clone(), None));
         }
-        let grant = self.grant(collection, action)?;
-        if let Some(name) = obj.keys().find(|k| !grant.fields.allows(k)) {
-            return Err(forbidden_field(&collection.name, name));
-        }
+        let grant = self.grant(collection, action)?.into_owned();
         let mut out = obj.clone();
         if action == Action::Create {
-            for (k, v) in &grant.presets {
-                if !out.contains_key(k) {
-                    out.insert(k.clone(), validate::resolve(v, self.vars));
+            for (k, v) in grant.presets() {
+                if !out.contains_key(&k) {
+                    out.insert(k, validate::resolve(&v, self.vars));
                 }
             }
         }
-        validate::check_any(&grant.validation, &out, action == Action::Update, self.vars)?;
-        Ok(out)
+        let fields: Vec<&str> = obj.keys().map(String::as_str).chain(extra.iter().copied()).collect();
+        // Only rows that could grant one of the fields matter; their rules run in one statement.
+        let ruled: Vec<(usize, &Value)> = grant
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| fields.iter().any(|f| r.writes(&collection.name, f)))
+            .filter_map(|(i, r)| r.validation.as_ref().map(|v| (i, v)))
+            .collect();
+        let mut outcomes: Vec<Result<(), ApiError>> = vec![Ok(()); grant.rows.len()];
+        if !ruled.is_empty() {
+            let whole = self.schema.collection(&collection.name).cloned().ok_or_else(ApiError::forbidden)?;
+            let planner = Planner::new(self.schema, self.limits, self.vars);
+            let rules: Vec<&Value> = ruled.iter().map(|(_, v)| *v).collect();
+            let results = validate::check(&mut *self.conn, planner, &whole, &rules, &out, action == Action::Update).await?;
+            for ((i, _), r) in ruled.iter().zip(results) {
+                outcomes[*i] = r;
+            }
+        }
+        let cond = scope::write_condition(&grant, &collection.name, &fields, &outcomes)?;
+        Ok((out, cond))
     }
 
-    /// The caller's item filter for `action` on `collection` as a condition on rows aliased
-    /// `t0` (bound into `planner`'s statement); `None` when every row is allowed.
-    fn scope(&self, planner: &mut Planner<'_>, collection: &Collection, action: Action) -> Result<Option<String>, ApiError> {
+    /// The rows a delete may remove: those some delete row's filter matches. FORBIDDEN without
+    /// a delete grant.
+    fn delete_scope(&self, collection: &Collection) -> Result<Option<Arc<Filter>>, ApiError> {
         if matches!(self.access, Access::Admin) {
             return Ok(None);
         }
-        let grant = self.grant(collection, action)?;
-        match &grant.filter {
-            Some(f) => planner.row_condition(collection, "t0", f).map(Some),
-            None => Ok(None),
-        }
+        Ok(self.grant(collection, Action::Delete)?.row_filter())
     }
 
-    /// The rows a write's `query` (filter/search) selects, as a condition over alias `t0` in a
-    /// new statement; the query may only name what the caller can read (FORBIDDEN for a
-    /// collection they cannot read, as for reads).
-    fn query_condition(&self, collection: &Collection, selector: &Query) -> Result<(Planner<'w>, String), ApiError> {
+    /// The keys (text form) of the items a write's `query` selects, in its order (issue 15,
+    /// Directus's getKeysByQuery): its filter, search, sort, limit, offset and page, read
+    /// under the caller's read permissions (it may only name what they can read; FORBIDDEN
+    /// for a collection they cannot read). Without `limit`, every matching item.
+    pub(crate) async fn query_keys(&mut self, collection: &Collection, selector: &Query) -> Result<Vec<String>, ApiError> {
         let read: &'w Schema = self.read;
         let view = readable(read, collection)?;
-        let mut planner = Planner::new(read, self.limits, self.vars);
-        let cond = planner.where_clause(&view, "t0", selector)?.unwrap_or_else(|| "TRUE".into());
-        Ok((planner, cond))
+        let limits = crate::query::Limits { max: None, ..self.limits };
+        let sql = Planner::new(read, limits, self.vars).select_keys(&view, selector)?;
+        self.keys(&sql).await
     }
 
-    /// `selector AND scope` for statements that change rows.
-    fn scoped(&self, planner: &mut Planner<'_>, collection: &Collection, action: Action, selector: String) -> Result<String, ApiError> {
-        Ok(match self.scope(planner, collection, action)? {
-            Some(cond) => format!("({selector}) AND {cond}"),
+    /// `selector AND cond` (a permission condition over `t0`) for statements that change rows.
+    fn scoped(&self, planner: &mut Planner<'_>, collection: &Collection, cond: Option<&Arc<Filter>>, selector: String) -> Result<String, ApiError> {
+        Ok(match cond {
+            Some(f) => format!("({selector}) AND {}", planner.row_condition(collection, "t0", f)?),
             None => selector,
         })
     }
@@ -136,6 +154,12 @@ impl<'w> Writer<'w> {
     /// Creates the items of `data` (an object or an array of objects) with one INSERT and
     /// returns their keys (text form) in payload order.
     pub async fn create(&mut self, collection: &Collection, data: &Value) -> Result<Vec<String>, ApiError> {
+        self.create_with(collection, data, &[]).await
+    }
+
+    /// [`Self::create`], where the caller must also be granted the fields `extra` (relational
+    /// lists and write-only values written by other statements).
+    pub async fn create_with(&mut self, collection: &Collection, data: &Value, extra: &[&str]) -> Result<Vec<String>, ApiError> {
         writable(collection)?;
         let items = objects(data)?;
         if items.is_empty() {
@@ -144,12 +168,15 @@ impl<'w> Writer<'w> {
         if items.iter().any(|o| relational::has_nested(collection, o)) {
             let mut keys = Vec::with_capacity(items.len());
             for o in items {
-                keys.push(self.save(collection, o, None, 0).await?);
+                keys.push(self.save_with(collection, o, None, 0, extra).await?);
             }
             return Ok(keys);
         }
-        let items: Vec<Map<String, Value>> =
-            items.into_iter().map(|o| self.permitted(collection, Action::Create, o)).collect::<Result<_, _>>()?;
+        let mut checked = Vec::with_capacity(items.len());
+        for o in items {
+            checked.push(self.permitted(collection, Action::Create, o, extra).await?);
+        }
+        let (items, conds): (Vec<Map<String, Value>>, Vec<Option<Arc<Filter>>>) = checked.into_iter().unzip();
         let rows: Vec<Vec<ColumnValue<'_>>> =
             items.iter().map(|o| payload::columns(collection, o, Mode::Create)).collect::<Result<_, _>>()?;
         // One column list for all rows; a row without a column writes DEFAULT.
@@ -185,18 +212,30 @@ impl<'w> Writer<'w> {
             sql.text = format!("INSERT INTO {target} AS t0 ({}) VALUES {} {returning}", names.join(", "), values.join(", "));
         }
         let keys = self.keys(&sql).await?;
-        self.created_in_scope(collection, &keys).await?;
+        // Items checked against the same condition are checked together.
+        let mut groups: Vec<(Option<Arc<Filter>>, Vec<String>)> = Vec::new();
+        for (k, c) in keys.iter().zip(conds) {
+            match groups.iter_mut().find(|(g, _)| *g == c) {
+                Some((_, ks)) => ks.push(k.clone()),
+                None => groups.push((c, vec![k.clone()])),
+            }
+        }
+        for (cond, ks) in groups {
+            if let Some(cond) = cond {
+                self.created_in_scope(collection, &ks, &cond).await?;
+            }
+        }
         Ok(keys)
     }
 
-    /// FORBIDDEN (and so a rollback) unless every created item matches the item filter of the
-    /// caller's create grant (e.g. `owner = $CURRENT_USER`).
-    async fn created_in_scope(&mut self, collection: &Collection, keys: &[String]) -> Result<(), ApiError> {
+    /// FORBIDDEN (and so a rollback) unless every created item matches `cond`, the condition of
+    /// the caller's create rows (e.g. `owner = $CURRENT_USER`).
+    async fn created_in_scope(&mut self, collection: &Collection, keys: &[String], cond: &Filter) -> Result<(), ApiError> {
         if keys.is_empty() {
             return Ok(());
         }
         let mut planner = Planner::new(self.schema, self.limits, self.vars);
-        let Some(cond) = self.scope(&mut planner, collection, Action::Create)? else { return Ok(()) };
+        let cond = planner.row_condition(collection, "t0", cond)?;
         let selector = planner.keys_condition(collection, "t0", keys)?;
         let mut sql = planner.sql;
         sql.text = format!("SELECT count(*)::text FROM {} t0 WHERE {selector} AND {cond}", collection.table);
@@ -209,11 +248,11 @@ impl<'w> Writer<'w> {
 
     /// Applies `data` to the items matched by `selector` (a condition on `t0`) and returns their
     /// keys. Errors: FAILED_VALIDATION, INVALID_PAYLOAD (empty data).
-    async fn update_where(&mut self, collection: &Collection, data: &Value, mut planner: Planner<'_>, selector: String) -> Result<Vec<String>, ApiError> {
+    async fn update_where(&mut self, collection: &Collection, data: &Value, mut planner: Planner<'_>, selector: String, extra: &[&str]) -> Result<Vec<String>, ApiError> {
         writable(collection)?;
         let obj = data.as_object().ok_or_else(|| ApiError::invalid_payload("\"data\" must be an object"))?;
-        let obj = self.permitted(collection, Action::Update, obj)?;
-        let selector = self.scoped(&mut planner, collection, Action::Update, selector)?;
+        let (obj, cond) = self.permitted(collection, Action::Update, obj, extra).await?;
+        let selector = self.scoped(&mut planner, collection, cond.as_ref(), selector)?;
         let mut sql = planner.sql;
         let cols = payload::columns(collection, &obj, Mode::Update)?;
         if cols.is_empty() {
@@ -233,19 +272,36 @@ impl<'w> Writer<'w> {
         self.keys(&sql).await
     }
 
-    /// Updates the items with these keys; FORBIDDEN unless every key exists (spec rule 6).
+    /// Updates the items with these keys; FORBIDDEN unless every key exists and the caller's
+    /// update rows allow the payload on each (spec rule 6).
     pub async fn update_keys(&mut self, collection: &Collection, keys: &[String], data: &Value) -> Result<Vec<String>, ApiError> {
+        self.update_keys_with(collection, keys, data, &[]).await
+    }
+
+    /// [`Self::update_keys`], where the caller must also be granted the fields `extra` (values
+    /// written by another statement: a user's password or token).
+    pub async fn update_keys_with(&mut self, collection: &Collection, keys: &[String], data: &Value, extra: &[&str]) -> Result<Vec<String>, ApiError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
         if let Some(obj) = data.as_object().filter(|o| relational::has_nested(collection, o)) {
             writable(collection)?;
             let mut done = Vec::with_capacity(keys.len());
             for k in keys {
-                done.push(self.save(collection, obj, Some(k.clone()), 0).await?);
+                done.push(self.save_with(collection, obj, Some(k.clone()), 0, extra).await?);
             }
             return Ok(done);
         }
+        if data.as_object().is_some_and(Map::is_empty) && !extra.is_empty() {
+            // Only write-only values: the items must exist and be writable for them.
+            for k in keys {
+                self.require_update(collection, k, &Map::new(), extra).await?;
+            }
+            return Ok(keys.to_vec());
+        }
         let mut planner = Planner::new(self.schema, self.limits, self.vars);
         let selector = planner.keys_condition(collection, "t0", keys)?;
-        let done = self.update_where(collection, data, planner, selector).await?;
+        let done = self.update_where(collection, data, planner, selector, extra).await?;
         if done.len() != dedup_len(keys) {
             return Err(ApiError::forbidden());
         }
@@ -277,43 +333,48 @@ impl<'w> Writer<'w> {
         Ok(keys)
     }
 
-    /// Updates the items a query's filter/search selects (spec: Update items, `query`).
+    /// Updates the items a query selects (spec: Update items, `query`): exactly the keys its
+    /// filter, search, sort, limit, offset and page select ([`Self::query_keys`]), each of
+    /// which must be within the caller's update rows (FORBIDDEN otherwise, nothing written).
     pub async fn update_query(&mut self, collection: &Collection, selector: &Query, data: &Value) -> Result<Vec<String>, ApiError> {
-        let (mut planner, cond) = self.query_condition(collection, selector)?;
-        if data.as_object().is_some_and(|o| relational::has_nested(collection, o)) {
-            let cond = self.scoped(&mut planner, collection, Action::Update, cond)?;
-            let mut sql = planner.sql;
-            sql.text = format!("SELECT ({})::text FROM {} t0 WHERE {cond}", pk_expr(collection, "t0"), collection.table);
-            let keys = self.keys(&sql).await?;
-            return self.update_keys(collection, &keys, data).await;
-        }
-        self.update_where(collection, data, planner, cond).await
+        writable(collection)?;
+        let keys = self.query_keys(collection, selector).await?;
+        self.update_keys(collection, &keys, data).await
     }
 
-    /// Updates the singleton's row, creating it on the first write.
+    /// Updates the singleton's row, creating it on the first write. The row is locked first;
+    /// when it exists but is outside the caller's update rows the answer is FORBIDDEN (never a
+    /// second row, issue 15); concurrent first writes create one row (advisory lock).
     pub async fn update_singleton(&mut self, collection: &Collection, data: &Value) -> Result<(), ApiError> {
-        if let Some(obj) = data.as_object().filter(|o| relational::has_nested(collection, o)) {
-            writable(collection)?;
-            let mut sql = Sql::default();
-            sql.text = format!("SELECT ({})::text FROM {} t0 LIMIT 1", pk_expr(collection, "t0"), collection.table);
-            let key = self.keys(&sql).await?.pop();
-            self.save(collection, obj, key, 0).await?;
-            return Ok(());
-        }
-        let planner = Planner::new(self.schema, self.limits, self.vars);
-        let done = self.update_where(collection, data, planner, "TRUE".into()).await?;
-        if done.is_empty() {
-            self.create(collection, data).await?;
+        writable(collection)?;
+        let mut sql = Sql::default();
+        let name = sql.param(crate::query::sql::Param::Text(collection.table.clone()));
+        sql.text = format!("SELECT pg_advisory_xact_lock(hashtext({name}))::text");
+        self.keys(&sql).await?;
+        let mut sql = Sql::default();
+        sql.text = format!("SELECT ({})::text FROM {} t0 ORDER BY 1 LIMIT 1 FOR UPDATE", pk_expr(collection, "t0"), collection.table);
+        match self.keys(&sql).await?.pop() {
+            Some(key) => {
+                self.update_keys(collection, &[key], data).await?;
+            }
+            None => {
+                self.create(collection, data).await?;
+            }
         }
         Ok(())
     }
 
-    /// Deletes the items with these keys; FORBIDDEN unless every key exists.
+    /// Deletes the items with these keys; FORBIDDEN unless every key exists and is within the
+    /// caller's delete rows.
     pub async fn delete_keys(&mut self, collection: &Collection, keys: &[String]) -> Result<(), ApiError> {
         writable(collection)?;
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let cond = self.delete_scope(collection)?;
         let mut planner = Planner::new(self.schema, self.limits, self.vars);
         let selector = planner.keys_condition(collection, "t0", keys)?;
-        let selector = self.scoped(&mut planner, collection, Action::Delete, selector)?;
+        let selector = self.scoped(&mut planner, collection, cond.as_ref(), selector)?;
         let mut sql = planner.sql;
         sql.text = locked_write(collection, &format!("DELETE FROM {} AS u", collection.table), &selector);
         if self.keys(&sql).await?.len() != dedup_len(keys) {
@@ -322,15 +383,11 @@ impl<'w> Writer<'w> {
         Ok(())
     }
 
-    /// Deletes the items a query's filter/search selects.
+    /// Deletes exactly the items a query selects (as [`Self::update_query`]).
     pub async fn delete_query(&mut self, collection: &Collection, selector: &Query) -> Result<(), ApiError> {
         writable(collection)?;
-        let (mut planner, cond) = self.query_condition(collection, selector)?;
-        let cond = self.scoped(&mut planner, collection, Action::Delete, cond)?;
-        let mut sql = planner.sql;
-        sql.text = locked_write(collection, &format!("DELETE FROM {} AS u", collection.table), &cond);
-        self.keys(&sql).await?;
-        Ok(())
+        let keys = self.query_keys(collection, selector).await?;
+        self.delete_keys(collection, &keys).await
     }
 
     /// Reads written items back with the request's query (fields, deep...), in `keys` order.

@@ -63,7 +63,7 @@ pub fn columns<'a>(collection: &'a Collection, obj: &Map<String, Value>, mode: M
 }
 
 /// A JSON value as the text Postgres casts to the field's type; `None` for null.
-fn text(field: &Field, value: &Value) -> Result<Option<String>, ApiError> {
+pub(crate) fn text(field: &Field, value: &Value) -> Result<Option<String>, ApiError> {
     let kind = field.field_type;
     let wrong = || {
         failed(&field.name, kind.as_str(), &format!("Value has to be of type {}.", kind.as_str()))

@@ -14,11 +14,12 @@
 
 use super::Writer;
 use crate::query::Planner;
-use crate::permissions::{Access, Action};
+use crate::permissions::Action;
 use crate::query::sql::{Sql, column, ident};
 use crate::schema::{Collection, Deselect, FieldRelation};
 use cdapi_proto::ApiError;
 use serde_json::{Map, Value};
+use sqlx::Row;
 use std::future::Future;
 use std::pin::Pin;
 
@@ -58,6 +59,15 @@ impl<'w> Writer<'w> {
     where
         'w: 'b,
     {
+        self.save_with(collection, obj, key, depth, &[])
+    }
+
+    /// [`Self::save`], where the caller must also be granted the fields `extra` on the item
+    /// (write-only values another statement stores).
+    pub fn save_with<'b>(&'b mut self, collection: &'b Collection, obj: &'b Map<String, Value>, key: Option<String>, depth: usize, extra: &'b [&'b str]) -> Saved<'b>
+    where
+        'w: 'b,
+    {
         Box::pin(async move {
             if depth > crate::query::MAX_RELATIONAL_DEPTH {
                 return Err(ApiError::invalid_payload("Max relational depth exceeded"));
@@ -91,22 +101,16 @@ impl<'w> Writer<'w> {
                     }
                 }
             }
-            // Relational fields are checked here (the flat writes see only the columns).
-            let action = if key.is_some() { Action::Update } else { Action::Create };
-            if !matches!(self.access, Access::Admin) {
-                let grant = self.grant(collection, action)?;
-                if let Some((name, _)) = to_many.iter().find(|(n, _)| !grant.fields.allows(n)) {
-                    return Err(crate::query::forbidden_field(&collection.name, name));
-                }
-            }
+            // Relational fields are granted like the columns, by the same permission rows.
+            let names: Vec<&str> = to_many.iter().map(|(n, _)| n.as_str()).chain(extra.iter().copied()).collect();
             let key = match key {
                 Some(k) if own.is_empty() => {
-                    self.require(collection, &k, Some(Action::Update)).await?;
+                    self.require_update(collection, &k, &Map::new(), &names).await?;
                     k
                 }
-                Some(k) => self.update_keys(collection, std::slice::from_ref(&k), &Value::Object(own)).await?.remove(0),
+                Some(k) => self.update_keys_with(collection, std::slice::from_ref(&k), &Value::Object(own), &names).await?.remove(0),
                 None => {
-                    let mut keys = self.create(collection, &Value::Object(own)).await?;
+                    let mut keys = self.create_with(collection, &Value::Object(own), &names).await?;
                     keys.pop().ok_or_else(ApiError::internal)?
                 }
             };
@@ -128,7 +132,7 @@ impl<'w> Writer<'w> {
     async fn save_related(&mut self, rel: &Collection, sub: &Map<String, Value>, depth: usize) -> Result<String, ApiError> {
         match own_key(rel, sub) {
             Some(k) if sub.len() == 1 => {
-                self.require(rel, &k, None).await?;
+                self.require(rel, &k).await?;
                 Ok(k)
             }
             Some(k) => {
@@ -224,20 +228,42 @@ impl<'w> Writer<'w> {
     }
 
     /// Removes items from the relation: those with `keys` (`only`), or all but `keys`.
+    /// Removing deletes or updates the related items, so the caller's rows for that apply
+    /// (issue 15): delete rows, or update rows granting the foreign key with a validation that
+    /// accepts NULL. FORBIDDEN (nothing changed) when an item to remove is outside them.
     async fn deselect(&mut self, rel: &Collection, fk: &str, local: &str, action: Deselect, keys: &[String], only: bool) -> Result<(), ApiError> {
         let fk_field = rel.field(fk).ok_or_else(ApiError::internal)?;
-        let mut planner = Planner::new(self.schema, self.limits, self.vars);
-        let mut cond = format!("{} = {}", column("t0", fk), planner.sql.cast_param(local.to_owned(), &fk_field.db_type));
-        if !keys.is_empty() {
-            let set = planner.keys_condition(rel, "t0", keys)?;
-            cond = if only { format!("{cond} AND {set}") } else { format!("{cond} AND NOT {set}") };
-        }
-        // Removing an item from the relation deletes or updates it: the caller's grant for that
-        // applies (items outside it stay; a missing grant is FORBIDDEN).
-        let change = if action == Deselect::Delete { Action::Delete } else { Action::Update };
-        let cond = self.scoped(&mut planner, rel, change, cond)?;
-        let mut sql: Sql = planner.sql;
+        let scope = match action {
+            Deselect::Delete => self.delete_scope(rel)?,
+            Deselect::Nullify => {
+                let payload = Map::from_iter([(fk.to_owned(), Value::Null)]);
+                self.permitted(rel, Action::Update, &payload, &[]).await?.1
+            }
+        };
+        // The items to remove, as a condition over `t0` in `planner`'s statement.
+        let selection = |planner: &mut Planner<'_>| -> Result<String, ApiError> {
+            let mut cond = format!("{} = {}", column("t0", fk), planner.sql.cast_param(local.to_owned(), &fk_field.db_type));
+            if !keys.is_empty() {
+                let set = planner.keys_condition(rel, "t0", keys)?;
+                cond = if only { format!("{cond} AND {set}") } else { format!("{cond} AND NOT {set}") };
+            }
+            Ok(cond)
+        };
         let target = &rel.table;
+        if let Some(scope) = &scope {
+            let mut planner = Planner::new(self.schema, self.limits, self.vars);
+            let cond = selection(&mut planner)?;
+            let allowed = planner.row_condition(rel, "t0", scope)?;
+            let mut sql = planner.sql;
+            sql.text = format!("SELECT count(*)::text FROM {target} t0 WHERE {cond} AND NOT coalesce({allowed}, FALSE)");
+            let outside: String = sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?.try_get(0).map_err(crate::db::map_error)?;
+            if outside != "0" {
+                return Err(ApiError::forbidden());
+            }
+        }
+        let mut planner = Planner::new(self.schema, self.limits, self.vars);
+        let cond = selection(&mut planner)?;
+        let mut sql: Sql = planner.sql;
         sql.text = match action {
             Deselect::Delete => format!("DELETE FROM {target} AS t0 WHERE {cond}"),
             Deselect::Nullify => format!("UPDATE {target} AS t0 SET {} = NULL WHERE {cond}", ident(fk)),
@@ -246,27 +272,23 @@ impl<'w> Writer<'w> {
         Ok(())
     }
 
-    /// FORBIDDEN unless every item of `keys` exists and is within the caller's update grant.
-    pub async fn require_updatable(&mut self, collection: &Collection, keys: &[String]) -> Result<(), ApiError> {
-        for k in keys {
-            self.require(collection, k, Some(Action::Update)).await?;
-        }
-        Ok(())
-    }
-
-    /// FORBIDDEN unless the item with `key` exists (and, with `action`, is within the caller's
-    /// grant for it).
-    async fn require(&mut self, collection: &Collection, key: &str, action: Option<Action>) -> Result<(), ApiError> {
+    /// FORBIDDEN unless the item with `key` exists and the caller's update rows let them write
+    /// `obj` (validated) and the fields `extra` on it (any update row for neither), without
+    /// writing anything. Errors also as [`Self::permitted`].
+    pub async fn require_update(&mut self, collection: &Collection, key: &str, obj: &Map<String, Value>, extra: &[&str]) -> Result<(), ApiError> {
+        let (_, scope) = self.permitted(collection, Action::Update, obj, extra).await?;
         let mut planner = Planner::new(self.schema, self.limits, self.vars);
-        let scope = match action {
-            Some(a) => self.scope(&mut planner, collection, a)?,
-            None => None,
-        };
-        let expr = match scope {
-            Some(cond) => format!("CASE WHEN {cond} THEN 1 END"),
+        let expr = match &scope {
+            Some(f) => format!("CASE WHEN {} THEN 1 END", planner.row_condition(collection, "t0", f)?),
             None => "1".into(),
         };
         super::item_text(&mut *self.conn, planner, collection, key, &expr).await?.map(|_| ()).ok_or_else(ApiError::forbidden)
+    }
+
+    /// FORBIDDEN unless the item with `key` exists.
+    async fn require(&mut self, collection: &Collection, key: &str) -> Result<(), ApiError> {
+        let planner = Planner::new(self.schema, self.limits, self.vars);
+        super::item_text(&mut *self.conn, planner, collection, key, "1").await?.map(|_| ()).ok_or_else(ApiError::forbidden)
     }
 
     /// The text value of `field` of the item with `key`: FORBIDDEN when there is no such item,

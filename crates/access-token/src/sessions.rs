@@ -9,7 +9,9 @@
 //! - `family:<family>`: the user id, while the login it stems from is alive. Every rotation of
 //!   one login shares the family; deleting this key revokes them all (logout, reuse of a
 //!   rotated token, password reset). TTL: extended at every refresh.
-//! - `user:<user>:families`: set of the user's families, to end all sessions of a user.
+//! - `user:<user>:families`: set of the user's families, to end all sessions of a user
+//!   ([`Redis::end_user_sessions`]: password reset or change, email change, suspension, role
+//!   change).
 //! - `reset-used:<id>`, `sso:<state>`, `totp-used:<user>`, written by auth-service.
 //!
 //! One Redis (or a primary with replicas) is assumed: the scripts name keys they compute.
@@ -36,6 +38,20 @@ if g == 0 then return 1 end
 local t = redis.call('TIME')
 if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) <= g then return 1 end
 return 0
+";
+
+/// Ends every family of a user but one. KEYS[1] = `user:<user>:families`; ARGV[1] = prefix,
+/// ARGV[2] = the family to keep (`''`: none). Returns how many families were ended. Atomic, so
+/// a login racing with it either ends up in the set before (and is ended) or after.
+const END_USER: &str = r"
+local ended = 0
+for _, f in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if f ~= ARGV[2] then
+    ended = ended + redis.call('DEL', ARGV[1] .. 'family:' .. f)
+    redis.call('SREM', KEYS[1], f)
+  end
+end
+return ended
 ";
 
 impl Redis {
@@ -78,6 +94,24 @@ impl Redis {
             .map_err(unavailable)?;
         Ok(alive == 1)
     }
+
+    /// Ends every refresh session (family) of `user` except `keep_family` (the caller's own
+    /// login, for a self-change): their refresh tokens stop refreshing and their session
+    /// tokens stop working at once (OWASP ASVS 3.3.3; Directus ends them too). Call it after
+    /// a password or email change, a suspension (status other than `active`) or a role change
+    /// (issue 15). Access tokens already issued live on until they expire (ACCESS_TOKEN_TTL).
+    /// Errors: SERVICE_UNAVAILABLE when Redis cannot be asked.
+    pub async fn end_user_sessions(&self, user: &str, keep_family: Option<&str>) -> Result<(), ApiError> {
+        let ended: i64 = redis::Script::new(END_USER)
+            .key(self.key("user", &format!("{user}:families")))
+            .arg(&self.prefix)
+            .arg(keep_family.unwrap_or(""))
+            .invoke_async(&mut self.conn())
+            .await
+            .map_err(unavailable)?;
+        tracing::info!(user, ended, kept = keep_family.is_some(), "ended the user's refresh sessions");
+        Ok(())
+    }
 }
 
 /// SERVICE_UNAVAILABLE for a Redis failure (Directus: `Service "redis" is unavailable.`); the
@@ -88,4 +122,38 @@ pub fn unavailable(e: redis::RedisError) -> ApiError {
     let mut err = ApiError::new(ErrorCode::ServiceUnavailable, "Service \"redis\" is unavailable.");
     err.extensions.insert("service".into(), "redis".into());
     err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Redis;
+
+    /// Against the Redis of REDIS_URL (default local); skipped, saying so, when none answers.
+    #[tokio::test]
+    async fn end_user_sessions_keeps_only_the_given_family() -> Result<(), Box<dyn std::error::Error>> {
+        let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+        let prefix = format!("cdapi-unit-{}:", crate::now_ms());
+        let redis = Redis::new(&url, &prefix)?;
+        let mut conn = redis.conn();
+        let set = redis.key("user", "u1:families");
+        let ready: Result<(), _> = redis::cmd("SADD").arg(&set).arg("f1").arg("f2").arg("f3").query_async(&mut conn).await;
+        if ready.is_err() {
+            eprintln!("no Redis at {url}: skipped");
+            return Ok(());
+        }
+        for f in ["f1", "f2", "f3"] {
+            redis::cmd("SET").arg(redis.key("family", f)).arg("u1").arg("PX").arg(60_000).query_async::<()>(&mut conn).await?;
+        }
+        redis.end_user_sessions("u1", Some("f2")).await.map_err(|e| e.message)?;
+        let ended: i64 = redis::cmd("EXISTS").arg(redis.key("family", "f1")).arg(redis.key("family", "f3")).query_async(&mut conn).await?;
+        assert_eq!(ended, 0);
+        let kept: i64 = redis::cmd("EXISTS").arg(redis.key("family", "f2")).query_async(&mut conn).await?;
+        assert_eq!(kept, 1);
+        let members: Vec<String> = redis::cmd("SMEMBERS").arg(&set).query_async(&mut conn).await?;
+        assert_eq!(members, vec!["f2".to_owned()]);
+        redis.end_user_sessions("u1", None).await.map_err(|e| e.message)?;
+        let kept: i64 = redis::cmd("EXISTS").arg(redis.key("family", "f2")).query_async(&mut conn).await?;
+        assert_eq!(kept, 0);
+        Ok(())
+    }
 }
