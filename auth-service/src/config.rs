@@ -41,19 +41,50 @@ pub struct Settings {
     pub reset_url: String,
     /// PASSWORD_RESET_URL_ALLOW_LIST (comma-separated URLs): the `reset_url`s a request may name.
     pub reset_url_allow_list: Vec<String>,
-    /// PASSWORD_MIN_LENGTH (default 8): the password policy of resets.
-    pub password_min_length: usize,
+    /// PASSWORD_MIN_LENGTH (default 8, characters) and PASSWORD_MAX_LENGTH (default 1024,
+    /// bytes): the password policy, shared with core-service.
+    pub password_policy: access_token::passwords::Policy,
+    /// PASSWORD_HASH_CONCURRENCY, PASSWORD_HASH_QUEUE_TIMEOUT_MS: the argon2 bound.
+    pub hasher: access_token::passwords::Hasher,
+    /// AUTH_MAX_*: input length budgets, checked before any work.
+    pub budgets: Budgets,
     /// PROJECT_NAME (default `cdapi`): the sender's name in mails and the issuer in TOTP apps.
     pub project_name: String,
     /// EMAIL_*: the SMTP server; `None` when EMAIL_SMTP_HOST is unset (no mail is sent).
     pub mail: Option<MailSettings>,
-    /// AUTH_RATE_LIMIT_POINTS (default 10) attempts per AUTH_RATE_LIMIT_DURATION (default 5m)
-    /// for one account from one address: logins, OTP checks and reset requests.
-    pub attempts: (u32, Duration),
+    /// AUTH_RATE_LIMIT_*: attempt limits of logins, OTP checks and reset requests.
+    pub attempts: AttemptLimits,
     /// AUTH_DISABLE_DEFAULT (default false): email/password login is off (SSO only).
     pub disable_default: bool,
     /// AUTH_PROVIDERS and AUTH_<NAME>_*: the SSO providers.
     pub providers: Vec<crate::sso::ProviderSettings>,
+}
+
+/// Attempt limits (issue 15, finding 6), counted in Redis so replicas share them: within one
+/// window of AUTH_RATE_LIMIT_DURATION, an attempt is refused once any of its counters is full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptLimits {
+    /// AUTH_RATE_LIMIT_DURATION (default 5m): the window.
+    pub window: Duration,
+    /// AUTH_RATE_LIMIT_POINTS (default 10): attempts per account from one address.
+    pub per_account_address: u32,
+    /// AUTH_RATE_LIMIT_ACCOUNT_POINTS (default 20): attempts per account from all addresses.
+    pub per_account: u32,
+    /// AUTH_RATE_LIMIT_IP_POINTS (default 100): attempts per address on all accounts.
+    pub per_address: u32,
+}
+
+/// Input length budgets in bytes (issue 15, finding 6), checked before any hashing, Redis or
+/// database work; longer answers 400 INVALID_PAYLOAD. Passwords: [`Settings::password_policy`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budgets {
+    /// AUTH_MAX_EMAIL_LENGTH (default 254, RFC 5321's longest address).
+    pub email: usize,
+    /// AUTH_MAX_OTP_LENGTH (default 16): TOTP codes.
+    pub otp: usize,
+    /// AUTH_MAX_TOKEN_LENGTH (default 4096): refresh, session and reset tokens, TOTP secrets,
+    /// SSO codes and states.
+    pub token: usize,
 }
 
 /// How auth-service sends mail.
@@ -141,10 +172,21 @@ impl Settings {
             reset_url: env_opt("PASSWORD_RESET_URL").unwrap_or_else(|| format!("{public_url}/admin/reset-password")),
             public_url,
             reset_url_allow_list: env_list("PASSWORD_RESET_URL_ALLOW_LIST"),
-            password_min_length: env_or("PASSWORD_MIN_LENGTH", 8usize)?,
+            password_policy: access_token::passwords::Policy::from_env()?,
+            hasher: access_token::passwords::Hasher::from_env()?,
+            budgets: Budgets {
+                email: env_or("AUTH_MAX_EMAIL_LENGTH", 254usize)?,
+                otp: env_or("AUTH_MAX_OTP_LENGTH", 16usize)?,
+                token: env_or("AUTH_MAX_TOKEN_LENGTH", 4096usize)?,
+            },
             project_name: env_or("PROJECT_NAME", "cdapi".to_string())?,
             mail,
-            attempts: (env_or("AUTH_RATE_LIMIT_POINTS", 10u32)?.max(1), env_duration("AUTH_RATE_LIMIT_DURATION", "5m")?),
+            attempts: AttemptLimits {
+                window: env_duration("AUTH_RATE_LIMIT_DURATION", "5m")?.max(Duration::from_millis(1)),
+                per_account_address: env_or("AUTH_RATE_LIMIT_POINTS", 10u32)?.max(1),
+                per_account: env_or("AUTH_RATE_LIMIT_ACCOUNT_POINTS", 20u32)?.max(1),
+                per_address: env_or("AUTH_RATE_LIMIT_IP_POINTS", 100u32)?.max(1),
+            },
             disable_default: env_or("AUTH_DISABLE_DEFAULT", false)?,
             providers: crate::sso::ProviderSettings::from_env()?,
         })
@@ -167,7 +209,10 @@ impl std::fmt::Debug for Settings {
             .field("public_url", &self.public_url)
             .field("reset_url", &self.reset_url)
             .field("reset_url_allow_list", &self.reset_url_allow_list)
-            .field("password_min_length", &self.password_min_length)
+            .field("password_policy", &self.password_policy)
+            .field("password_hash_concurrency", &self.hasher.concurrency())
+            .field("password_hash_queue_timeout", &self.hasher.queue_timeout())
+            .field("budgets", &self.budgets)
             .field("mail", &self.mail.as_ref().map(|m| (&m.host, m.port, m.tls, &m.from, m.credentials.is_some())))
             .field("attempts", &self.attempts)
             .field("disable_default", &self.disable_default)

@@ -58,7 +58,7 @@ impl AuthService for AuthApi {
     async fn request_password_reset(&self, req: Request<PasswordResetRequest>) -> Result<Response<AuthAck>, Status> {
         let ip = ip(&req);
         let r = req.into_inner();
-        reply(self.auth.request_reset(r.email, r.reset_url, ip).map(|()| AuthAck {}))
+        reply(self.auth.request_reset(r.email, r.reset_url, ip).await.map(|()| AuthAck {}))
     }
 
     async fn reset_password(&self, req: Request<ResetPasswordRequest>) -> Result<Response<AuthAck>, Status> {

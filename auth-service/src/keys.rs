@@ -145,6 +145,7 @@ mod tests {
             app_access: false,
             admin_access: true,
             session: None,
+            family: Some("f".into()),
             iat: now,
             exp: now + 60,
             iss: access_token::claims::ACCESS_ISSUER.into(),

@@ -6,13 +6,13 @@
 //! Layout:
 //! - [`config`]: settings from the environment.
 //! - [`keys`]: the signing keys, rotation, `auth-service keygen`.
-//! - [`passwords`]: argon2id hashing.
+//! - [`passwords`]: the dummy hash; hashing itself is [`access_token::passwords`] (bounded).
 //! - [`sessions`]: refresh sessions in Redis (rotation, grace window, reuse detection).
 //! - [`login`]: login, refresh, logout and the tokens of each mode.
 //! - [`reset`] and [`mail`]: password reset by mail (lettre over SMTP).
 //! - [`tfa`]: TOTP enrolment and checks.
 //! - [`sso`]: OAuth 2.0 / OpenID Connect providers.
-//! - [`limits`]: attempt limits per account and address (governor).
+//! - [`limits`]: attempt limits per account, per address and per both, in Redis.
 //! - [`grpc`]: the AuthService.
 //!
 //! [`run`] serves on a given listener until a shutdown future resolves, so tests can use port 0.
@@ -46,7 +46,7 @@ pub struct Auth {
     /// Refresh sessions (and the Redis handle).
     pub sessions: sessions::SessionStore,
     /// Attempt limits.
-    pub attempts: Arc<limits::Attempts>,
+    pub attempts: limits::Attempts,
     /// The mailer, when EMAIL_SMTP_HOST is set.
     pub mailer: Option<mail::Mailer>,
     /// SSO providers.
@@ -73,7 +73,6 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let keys = keys::Keys::load(settings.keys_file.as_deref(), settings.signing_kid.as_deref())?;
     let redis = access_token::sessions::Redis::new(&settings.redis_url, &settings.redis_prefix)?;
     let max_ttl = settings.refresh_ttl.max(settings.session_ttl);
-    let attempts = limits::Attempts::new(settings.attempts.0, settings.attempts.1)?;
     let auth = Arc::new(Auth {
         mailer: settings.mail.as_ref().map(|m| mail::Mailer::new(m, &settings.project_name)).transpose()?,
         providers: sso::Providers::new(settings.providers.clone())?,
@@ -84,19 +83,12 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
             access_token::KeySource::Local(keys.verifying().clone()),
             Some(redis.clone()),
         ),
+        attempts: limits::Attempts::new(redis.clone(), settings.attempts),
         sessions: sessions::SessionStore::new(redis, settings.refresh_grace, max_ttl),
-        dummy_hash: passwords::dummy_hash().await?,
-        attempts: attempts.clone(),
+        dummy_hash: passwords::dummy_hash(&settings.hasher).await?,
         keys,
         pool,
         settings,
-    });
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(60));
-        loop {
-            tick.tick().await;
-            attempts.prune();
-        }
     });
 
     let (health, health_service) = service_runtime::grpc::Health::new().await;

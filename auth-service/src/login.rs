@@ -17,23 +17,28 @@ pub fn ip_allowed(user: &Identity, ip: Option<IpAddr>) -> bool {
 }
 
 impl Auth {
-    /// `Login`: email + password (+ otp). Order of checks: attempt limit; password (verified
-    /// against a dummy hash when the email is unknown, so every wrong answer takes as long);
-    /// status; IP allow-list (only after the password, so it reveals nothing to others); OTP.
-    /// Errors: REQUESTS_EXCEEDED, INVALID_PAYLOAD (missing email/password), ROUTE_NOT_FOUND
-    /// (AUTH_DISABLE_DEFAULT), INVALID_CREDENTIALS, INVALID_IP, INVALID_OTP,
-    /// SERVICE_UNAVAILABLE (database or Redis).
+    /// `Login`: email + password (+ otp). Order of checks: input lengths (before any work;
+    /// they depend on nothing stored, so they tell nothing about the account); attempt limits;
+    /// password (verified against a dummy hash when the email is unknown, so every wrong answer
+    /// takes as long); status; IP allow-list (only after the password, so it reveals nothing to
+    /// others); OTP. Errors: INVALID_PAYLOAD (missing or too long email/password/otp),
+    /// REQUESTS_EXCEEDED, ROUTE_NOT_FOUND (AUTH_DISABLE_DEFAULT), INVALID_CREDENTIALS,
+    /// INVALID_IP, INVALID_OTP, SERVICE_UNAVAILABLE (database, Redis, argon2 queue full).
     pub async fn login(&self, req: LoginRequest, ip: Option<IpAddr>) -> Result<TokenReply, ApiError> {
         if self.settings.disable_default {
             return Err(ApiError::new(ErrorCode::RouteNotFound, "Route /auth/login doesn't exist."));
         }
+        let budgets = &self.settings.budgets;
+        access_token::within_budget("email", &req.email, budgets.email)?;
+        self.settings.password_policy.check_presented(&req.password)?;
+        access_token::within_budget("otp", req.otp.as_deref().unwrap_or(""), budgets.otp)?;
         if req.email.trim().is_empty() || req.password.is_empty() {
             return Err(ApiError::invalid_payload("\"email\" and \"password\" are required"));
         }
-        self.attempts.check("login", req.email.trim(), ip)?;
+        self.attempts.check("login", req.email.trim(), ip).await?;
         let user = users::by_email(&self.pool, req.email.trim()).await.map_err(crate::db_error)?;
         let hash = user.as_ref().and_then(|u| u.password_hash.clone()).unwrap_or_else(|| self.dummy_hash.clone());
-        let password_ok = crate::passwords::verify(req.password, hash).await;
+        let password_ok = self.settings.hasher.verify(req.password, hash).await?;
         let user = match user {
             Some(u) if password_ok && u.password_hash.is_some() && u.is_active() => u,
             _ => return Err(ApiError::invalid_credentials()),
@@ -52,19 +57,19 @@ impl Auth {
 
     /// `Refresh`: rotates the refresh token (or the session behind a session token) and returns
     /// new tokens in `mode`. Errors: INVALID_PAYLOAD (no token), INVALID_CREDENTIALS (unknown,
-    /// ended or replayed session; inactive user), TOKEN_EXPIRED / INVALID_TOKEN (session token),
-    /// INVALID_IP, SERVICE_UNAVAILABLE.
+    /// ended or replayed session; inactive or deleted user: that login is ended too),
+    /// TOKEN_EXPIRED / INVALID_TOKEN (session token), INVALID_IP, SERVICE_UNAVAILABLE.
     pub async fn refresh(&self, req: RefreshRequest, ip: Option<IpAddr>) -> Result<TokenReply, ApiError> {
         let sid = self.session_id(&req.refresh_token, &req.session_token, false)?;
         let (user_id, family) = match self.sessions.rotate(&sid).await? {
             Rotation::Accepted { user, family } => (user, family),
             Rotation::Unknown | Rotation::Replayed => return Err(ApiError::invalid_credentials()),
         };
-        let user = users::by_id(&self.pool, &user_id)
-            .await
-            .map_err(crate::db_error)?
-            .filter(Identity::is_active)
-            .ok_or_else(ApiError::invalid_credentials)?;
+        let Some(user) = users::by_id(&self.pool, &user_id).await.map_err(crate::db_error)?.filter(Identity::is_active) else {
+            // Suspended or deleted meanwhile: this login is over for good.
+            self.sessions.end(&sid).await?;
+            return Err(ApiError::invalid_credentials());
+        };
         if !ip_allowed(&user, ip) {
             return Err(ApiError::invalid_ip());
         }
@@ -85,8 +90,11 @@ impl Auth {
     }
 
     /// The session id behind a refresh token (its hash) or a session token (its `session`
-    /// claim; verified, expiry checked unless `expired_ok`).
+    /// claim; verified, expiry checked unless `expired_ok`). Errors: INVALID_PAYLOAD (no token,
+    /// or one longer than AUTH_MAX_TOKEN_LENGTH), TOKEN_EXPIRED, INVALID_TOKEN.
     fn session_id(&self, refresh_token: &str, session_token: &str, expired_ok: bool) -> Result<String, ApiError> {
+        access_token::within_budget("refresh_token", refresh_token, self.settings.budgets.token)?;
+        access_token::within_budget("session_token", session_token, self.settings.budgets.token)?;
         if !refresh_token.is_empty() {
             return Ok(access_token::sha256_hex(refresh_token));
         }
@@ -119,7 +127,7 @@ impl Auth {
             Some(f) => self.sessions.issue(&user.id, f, session_ttl).await?.ok_or_else(ApiError::invalid_credentials)?,
             None => self.sessions.open(&user.id, session_ttl).await?,
         };
-        let access_token = self.sign_access(user, session_mode.then_some(issued.sid), token_ttl)?;
+        let access_token = self.sign_access(user, session_mode.then_some(issued.sid), issued.family, token_ttl)?;
         Ok(TokenReply {
             access_token,
             expires_ms: token_ttl.as_millis() as i64,
@@ -129,8 +137,9 @@ impl Auth {
         })
     }
 
-    /// Signs an access token (or, with `session`, a session token) for `user`, living `ttl`.
-    fn sign_access(&self, user: &Identity, session: Option<String>, ttl: Duration) -> Result<String, ApiError> {
+    /// Signs an access token (or, with `session`, a session token) for `user` in login
+    /// `family`, living `ttl`.
+    fn sign_access(&self, user: &Identity, session: Option<String>, family: String, ttl: Duration) -> Result<String, ApiError> {
         let now = access_token::now_ms() / 1000;
         let claims = Claims {
             id: user.id.clone(),
@@ -138,6 +147,7 @@ impl Auth {
             app_access: user.app_access,
             admin_access: user.admin_access,
             session,
+            family: Some(family),
             iat: now,
             exp: now + ttl.as_secs().max(1),
             iss: ACCESS_ISSUER.into(),

@@ -9,7 +9,7 @@
 
 use crate::Auth;
 use access_token::claims::RESET_ISSUER;
-use cdapi_proto::{ApiError, ErrorCode};
+use cdapi_proto::ApiError;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -38,23 +38,13 @@ fn fingerprint(password_hash: Option<&str>) -> String {
     d
 }
 
-/// Whether `password` meets the policy. Errors: FAILED_VALIDATION on `password`.
-pub fn check_policy(password: &str, min_length: usize) -> Result<(), ApiError> {
-    if password.chars().count() >= min_length {
-        return Ok(());
-    }
-    let mut e = ApiError::new(ErrorCode::FailedValidation, format!("Validation failed for field \"password\": at least {min_length} characters are required."));
-    e.extensions.insert("field".into(), "password".into());
-    e.extensions.insert("type".into(), "min_length".into());
-    e.extensions.insert("valid".into(), min_length.into());
-    Err(e)
-}
-
 impl Auth {
     /// `RequestPasswordReset`. Errors (the only ones, none depending on the email):
-    /// INVALID_PAYLOAD (no email, `reset_url` not on PASSWORD_RESET_URL_ALLOW_LIST),
-    /// REQUESTS_EXCEEDED.
-    pub fn request_reset(self: &Arc<Self>, email: String, reset_url: Option<String>, ip: Option<IpAddr>) -> Result<(), ApiError> {
+    /// INVALID_PAYLOAD (no email, or longer than AUTH_MAX_EMAIL_LENGTH; `reset_url` not on
+    /// PASSWORD_RESET_URL_ALLOW_LIST), REQUESTS_EXCEEDED, SERVICE_UNAVAILABLE (Redis).
+    pub async fn request_reset(self: &Arc<Self>, email: String, reset_url: Option<String>, ip: Option<IpAddr>) -> Result<(), ApiError> {
+        access_token::within_budget("email", &email, self.settings.budgets.email)?;
+        access_token::within_budget("reset_url", reset_url.as_deref().unwrap_or(""), self.settings.budgets.token)?;
         let email = email.trim().to_owned();
         if email.is_empty() {
             return Err(ApiError::invalid_payload("\"email\" is required"));
@@ -64,7 +54,7 @@ impl Auth {
             Some(u) => return Err(ApiError::invalid_payload(format!("Url \"{u}\" can't be used to reset passwords"))),
             None => self.settings.reset_url.clone(),
         };
-        self.attempts.check("reset", &email, ip)?;
+        self.attempts.check("reset", &email, ip).await?;
         let auth = self.clone();
         tokio::spawn(async move {
             if let Err(e) = auth.mail_reset_link(&email, &target).await {
@@ -110,13 +100,16 @@ impl Auth {
 
     /// `ResetPassword`: sets the new password and ends every session of the user.
     /// Errors: FORBIDDEN (bad, expired, used or outdated token; inactive user),
-    /// FAILED_VALIDATION (policy), INVALID_PAYLOAD (missing fields), SERVICE_UNAVAILABLE.
+    /// FAILED_VALIDATION (policy), INVALID_PAYLOAD (missing fields, token longer than
+    /// AUTH_MAX_TOKEN_LENGTH), SERVICE_UNAVAILABLE.
     pub async fn reset_password(&self, token: &str, password: String) -> Result<(), ApiError> {
+        access_token::within_budget("token", token, self.settings.budgets.token)?;
+        self.settings.password_policy.check_presented(&password)?;
         if token.is_empty() || password.is_empty() {
             return Err(ApiError::invalid_payload("\"token\" and \"password\" are required"));
         }
         let claims: ResetClaims = self.keys.verifying().verify(token, RESET_ISSUER).map_err(|_| ApiError::forbidden())?;
-        check_policy(&password, self.settings.password_min_length)?;
+        self.settings.password_policy.check_new(&password)?;
         let user: Identity = users::by_id(&self.pool, &claims.id)
             .await
             .map_err(crate::db_error)?
@@ -137,7 +130,7 @@ impl Auth {
         if first.is_none() {
             return Err(ApiError::forbidden());
         }
-        let hash = crate::passwords::hash(password).await?;
+        let hash = self.settings.hasher.hash(password).await?;
         let changed = sqlx::query("UPDATE cdapi.users SET password_hash = $1 WHERE id = $2::uuid AND password_hash IS NOT DISTINCT FROM $3")
             .bind(hash)
             .bind(&user.id)
@@ -148,16 +141,6 @@ impl Auth {
         if changed.rows_affected() != 1 {
             return Err(ApiError::forbidden());
         }
-        self.sessions.end_user(&user.id).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn policy_counts_characters() {
-        assert!(super::check_policy("ääääääää", 8).is_ok());
-        let e = super::check_policy("short", 8).err();
-        assert_eq!(e.map(|e| e.code), Some(cdapi_proto::ErrorCode::FailedValidation));
+        redis.end_user_sessions(&user.id, None).await
     }
 }

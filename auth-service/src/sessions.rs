@@ -1,5 +1,7 @@
 //! Refresh sessions in Redis (layout: [`access_token::sessions`]): opened at login, rotated at
-//! every refresh, ended at logout or password reset.
+//! every refresh, ended at logout, and all of a user's at once by
+//! [`Redis::end_user_sessions`] (password reset here; password, email, status or role changes
+//! in core-service).
 //!
 //! Rotation (directus-facts.md "better"): a refresh marks the presented token rotated and
 //! issues a new one in the same family. During the grace window (REFRESH_TOKEN_GRACE) the old
@@ -25,6 +27,8 @@ pub struct Issued {
     pub token: String,
     /// Its session id: SHA-256 hex of the token, the key of its record.
     pub sid: String,
+    /// The family (login) it belongs to: the `family` claim of the tokens issued with it.
+    pub family: String,
 }
 
 /// What presenting a refresh token did.
@@ -120,7 +124,7 @@ impl SessionStore {
             .invoke_async(&mut self.redis.conn())
             .await
             .map_err(unavailable)?;
-        Ok((written == 1).then_some(Issued { token, sid }))
+        Ok((written == 1).then(|| Issued { token, sid, family: family.to_owned() }))
     }
 
     /// Presents the token with session id `sid` for a refresh (see the module docs).
@@ -156,20 +160,6 @@ impl SessionStore {
             pipe.del(self.redis.key("family", &family)).ignore();
             pipe.srem(self.redis.key("user", &format!("{user}:families")), &family).ignore();
         }
-        pipe.query_async::<()>(&mut conn).await.map_err(unavailable)
-    }
-
-    /// Ends every session of `user` (password reset). Errors: SERVICE_UNAVAILABLE.
-    pub async fn end_user(&self, user: &str) -> Result<(), ApiError> {
-        let mut conn = self.redis.conn();
-        let families_key = self.redis.key("user", &format!("{user}:families"));
-        let families: Vec<String> = redis::cmd("SMEMBERS").arg(&families_key).query_async(&mut conn).await.map_err(unavailable)?;
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        for f in &families {
-            pipe.del(self.redis.key("family", f)).ignore();
-        }
-        pipe.del(&families_key).ignore();
         pipe.query_async::<()>(&mut conn).await.map_err(unavailable)
     }
 

@@ -10,13 +10,17 @@
 //!   user's id at the provider: default `sub` / `email`), AUTH_<P>_EMAIL_KEY (default `email`),
 //!   AUTH_<P>_ICON, AUTH_<P>_ALLOW_PUBLIC_REGISTRATION (default false),
 //!   AUTH_<P>_DEFAULT_ROLE_ID (role of registered users), AUTH_<P>_REDIRECT_ALLOW_LIST
-//!   (comma-separated URLs the browser may be sent back to).
+//!   (comma-separated URLs the browser may be sent back to), AUTH_<P>_REQUIRE_VERIFIED_EMAIL
+//!   (default true: see below).
 //!
 //! The flow is the authorization-code flow with PKCE (S256), `state` and, for OpenID, `nonce`;
 //! they are kept in Redis for 10 minutes under `sso:<state>` and used once. The provider sends
 //! the browser back to `<PUBLIC_URL>/auth/login/<name>/callback`. The user is found by
 //! (provider, identifier); else a user pre-created for this provider with that email (and no
-//! identifier yet) is linked; else, with public registration, created.
+//! identifier yet) is linked, but only when the provider says the email is verified (the
+//! profile's `email_verified` is true; issue 15: anyone can claim an unverified address at
+//! many providers), unless AUTH_<P>_REQUIRE_VERIFIED_EMAIL=false; else, with public
+//! registration, created.
 
 use crate::Auth;
 use crate::config::env_list;
@@ -75,6 +79,7 @@ pub struct ProviderSettings {
     allow_registration: bool,
     default_role: Option<String>,
     redirect_allow_list: Vec<String>,
+    require_verified_email: bool,
 }
 
 impl ProviderSettings {
@@ -114,6 +119,7 @@ impl ProviderSettings {
             allow_registration: var("ALLOW_PUBLIC_REGISTRATION").is_some_and(|v| v.eq_ignore_ascii_case("true")),
             default_role: var("DEFAULT_ROLE_ID"),
             redirect_allow_list: env_list(&format!("{p}REDIRECT_ALLOW_LIST")),
+            require_verified_email: !var("REQUIRE_VERIFIED_EMAIL").is_some_and(|v| v.eq_ignore_ascii_case("false")),
         })
     }
 
@@ -121,6 +127,16 @@ impl ProviderSettings {
     pub fn listed(&self) -> Provider {
         Provider { name: self.name.clone(), driver: self.driver.as_str().into(), icon: self.icon.clone() }
     }
+}
+
+/// Who the user is at the provider.
+struct AtProvider {
+    /// The profile's AUTH_<P>_IDENTIFIER_KEY.
+    identifier: String,
+    /// The profile's AUTH_<P>_EMAIL_KEY, if any.
+    email: Option<String>,
+    /// The profile's `email_verified` is true.
+    email_verified: bool,
 }
 
 /// A begun login, kept in Redis under its state.
@@ -272,6 +288,9 @@ impl Auth {
     /// used or foreign state), ROUTE_NOT_FOUND.
     pub async fn finish_sso(&self, req: FinishSsoRequest, ip: Option<IpAddr>) -> Result<SsoResult, ApiError> {
         let (i, p) = self.providers.find(&req.provider)?;
+        for (field, value) in [("state", &req.state), ("code", &req.code), ("error", &req.error)] {
+            access_token::within_budget(field, value, self.settings.budgets.token)?;
+        }
         if req.state.is_empty() || req.state != req.state_cookie {
             return Err(ApiError::forbidden());
         }
@@ -287,8 +306,8 @@ impl Auth {
             if !req.error.is_empty() || req.code.is_empty() {
                 return Err(ApiError::invalid_credentials());
             }
-            let (identifier, email) = self.identify_at_provider(i, p, &req.code, &pending).await?;
-            let user = self.sso_user(p, &identifier, email.as_deref()).await?;
+            let at_provider = self.identify_at_provider(i, p, &req.code, &pending).await?;
+            let user = self.sso_user(p, &at_provider).await?;
             if !crate::login::ip_allowed(&user, ip) {
                 return Err(ApiError::invalid_ip());
             }
@@ -331,10 +350,10 @@ impl Auth {
         Ok(client)
     }
 
-    /// Exchanges the code and returns (identifier, email) of the user at the provider.
+    /// Exchanges the code and returns who the user is at the provider.
     /// Errors: INVALID_CREDENTIALS (code refused, ID token invalid, no identifier),
     /// SERVICE_UNAVAILABLE.
-    async fn identify_at_provider(&self, i: usize, p: &ProviderSettings, code: &str, pending: &Pending) -> Result<(String, Option<String>), ApiError> {
+    async fn identify_at_provider(&self, i: usize, p: &ProviderSettings, code: &str, pending: &Pending) -> Result<AtProvider, ApiError> {
         let refused = |e: &dyn std::fmt::Display| {
             tracing::warn!(provider = %p.name, error = %e, "SSO code exchange or verification failed");
             ApiError::invalid_credentials()
@@ -374,7 +393,9 @@ impl Auth {
             _ => None,
         };
         let identifier = text(&p.identifier_key).ok_or_else(|| refused(&format!("the profile has no {:?}", p.identifier_key)))?;
-        Ok((identifier, text(&p.email_key)))
+        // OpenID Connect's standard claim; some providers send it as a string.
+        let email_verified = matches!(profile.get("email_verified"), Some(serde_json::Value::Bool(true))) || matches!(profile.get("email_verified"), Some(serde_json::Value::String(s)) if s == "true");
+        Ok(AtProvider { identifier, email: text(&p.email_key), email_verified })
     }
 
     async fn fetch_profile(&self, p: &ProviderSettings, token: &AccessToken) -> Result<serde_json::Value, ApiError> {
@@ -386,20 +407,29 @@ impl Auth {
         res.json().await.map_err(|e| provider_error(&p.name, &e))
     }
 
-    /// The user for `identifier` at provider `p`: linked, pre-created (linked now) or
-    /// registered. Errors: INVALID_CREDENTIALS (unknown and no registration, inactive).
-    async fn sso_user(&self, p: &ProviderSettings, identifier: &str, email: Option<&str>) -> Result<Identity, ApiError> {
+    /// The user for `who` at provider `p`: linked, pre-created (linked now, if the email is
+    /// verified or the provider is trusted without) or registered. Errors: INVALID_CREDENTIALS
+    /// (unknown and no registration, unverified email of a pre-created user, inactive).
+    async fn sso_user(&self, p: &ProviderSettings, who: &AtProvider) -> Result<Identity, ApiError> {
         let db = crate::db_error;
+        let identifier = who.identifier.as_str();
         if let Some(u) = users::by_external(&self.pool, &p.name, identifier).await.map_err(db)? {
             return Some(u).filter(Identity::is_active).ok_or_else(ApiError::invalid_credentials);
         }
-        let email = email.unwrap_or(identifier);
+        let email = who.email.as_deref().unwrap_or(identifier);
+        let may_link = who.email_verified || !p.require_verified_email;
+        if !may_link {
+            // Not linked by an address the provider has not verified; a registration below
+            // cannot take the address either (it is unique).
+            tracing::info!(provider = %p.name, "SSO login with an unverified email: no pre-created user is linked by it");
+        }
         let linked = sqlx::query_scalar::<_, String>(
-            "UPDATE cdapi.users SET external_identifier = $1 WHERE provider = $2 AND external_identifier IS NULL AND lower(email) = lower($3) RETURNING id::text",
+            "UPDATE cdapi.users SET external_identifier = $1 WHERE $4 AND provider = $2 AND external_identifier IS NULL AND lower(email) = lower($3) RETURNING id::text",
         )
         .bind(identifier)
         .bind(&p.name)
         .bind(email)
+        .bind(may_link)
         .fetch_optional(&self.pool)
         .await
         .map_err(db)?;

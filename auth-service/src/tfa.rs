@@ -67,9 +67,10 @@ impl Auth {
         if user.tfa_secret.is_some() {
             return Err(ApiError::invalid_payload("TFA is already enabled for this user"));
         }
-        self.attempts.check("login", &user.email, ip)?;
+        self.settings.password_policy.check_presented(&password)?;
+        self.attempts.check("login", &user.email, ip).await?;
         let ok = match &user.password_hash {
-            Some(hash) => crate::passwords::verify(password, hash.clone()).await,
+            Some(hash) => self.settings.hasher.verify(password, hash.clone()).await?,
             None => false,
         };
         if !ok {
@@ -86,8 +87,10 @@ impl Auth {
         if user.tfa_secret.is_some() {
             return Err(ApiError::invalid_payload("TFA is already enabled for this user"));
         }
+        access_token::within_budget("secret", secret, self.settings.budgets.token)?;
+        access_token::within_budget("otp", otp, self.settings.budgets.otp)?;
         totp(secret, &self.settings.project_name, &user.email)?;
-        self.attempts.check("otp", &user.id, ip)?;
+        self.attempts.check("otp", &user.id, ip).await?;
         self.check_otp(&user.id, secret, otp).await?;
         self.set_tfa_secret(&user.id, Some(secret.trim())).await
     }
@@ -95,8 +98,9 @@ impl Auth {
     /// `DisableTfa`: removes the secret once `otp` is right. Errors: FORBIDDEN,
     /// INVALID_PAYLOAD (TOTP is off), INVALID_OTP, REQUESTS_EXCEEDED.
     pub async fn disable_tfa(&self, user: &Identity, otp: &str, ip: Option<IpAddr>) -> Result<(), ApiError> {
+        access_token::within_budget("otp", otp, self.settings.budgets.otp)?;
         let secret = user.tfa_secret.as_deref().ok_or_else(|| ApiError::invalid_payload("TFA is not enabled for this user"))?;
-        self.attempts.check("otp", &user.id, ip)?;
+        self.attempts.check("otp", &user.id, ip).await?;
         self.check_otp(&user.id, secret, otp).await?;
         self.set_tfa_secret(&user.id, None).await
     }

@@ -41,12 +41,17 @@ pub struct Accountability {
     pub role: Option<String>,
     /// Admin access bypasses permissions.
     pub admin: bool,
+    /// The refresh-session family of the login behind the token (its `family` claim), for
+    /// keeping the caller's own session when they change their password or email
+    /// ([`crate::sessions::Redis::end_user_sessions`]); `None` for static tokens, the public
+    /// role and tokens signed before the claim existed.
+    pub family: Option<String>,
 }
 
 impl Accountability {
     /// The public role (no token).
     pub fn public() -> Self {
-        Self { user: None, role: None, admin: false }
+        Self { user: None, role: None, admin: false, family: None }
     }
 }
 
@@ -106,8 +111,8 @@ impl Authenticator {
     /// TOKEN_EXPIRED, INVALID_IP; SERVICE_UNAVAILABLE when the database, auth-service (for an
     /// unknown signing key) or Redis (for a session token) cannot be asked.
     pub async fn authenticate(&self, md: &MetadataMap) -> Result<Accountability, ApiError> {
-        Ok(match self.identify(md).await? {
-            Some(identity) => Accountability { user: Some(identity.id), role: identity.role, admin: identity.admin_access },
+        Ok(match self.identify_with_family(md).await? {
+            Some((identity, family)) => Accountability { user: Some(identity.id), role: identity.role, admin: identity.admin_access, family },
             None => Accountability::public(),
         })
     }
@@ -115,6 +120,11 @@ impl Authenticator {
     /// The signed-in user behind the request's token, `None` without a token. Errors as
     /// [`Self::authenticate`].
     pub async fn identify(&self, md: &MetadataMap) -> Result<Option<Identity>, ApiError> {
+        Ok(self.identify_with_family(md).await?.map(|(identity, _)| identity))
+    }
+
+    /// [`Self::identify`], with the token's session family (JWTs only).
+    async fn identify_with_family(&self, md: &MetadataMap) -> Result<Option<(Identity, Option<String>)>, ApiError> {
         let Some(header) = md.get("authorization") else { return Ok(None) };
         let header = header.to_str().map_err(|_| ApiError::invalid_credentials())?;
         // Other schemes (Basic ...) carry no token of ours: the public role, as Directus does.
@@ -123,15 +133,16 @@ impl Authenticator {
             return Ok(None);
         }
         let token = Some(token.trim()).filter(|t| !t.is_empty()).ok_or_else(ApiError::invalid_credentials)?;
-        let identity = if looks_like_jwt(token) { self.jwt_identity(token).await? } else { self.static_identity(token).await? };
+        let (identity, family) = if looks_like_jwt(token) { self.jwt_identity(token).await? } else { (self.static_identity(token).await?, None) };
         let identity = identity.filter(Identity::is_active).ok_or_else(ApiError::invalid_credentials)?;
         if crate::ip::client_ip(md).is_some_and(|ip| !crate::ip::admits(&identity, ip)) {
             return Err(ApiError::invalid_ip());
         }
-        Ok(Some(identity))
+        Ok(Some((identity, family)))
     }
 
-    async fn jwt_identity(&self, token: &str) -> Result<Option<Identity>, ApiError> {
+    /// The user of a JWT, and its session family.
+    async fn jwt_identity(&self, token: &str) -> Result<(Option<Identity>, Option<String>), ApiError> {
         let claims = match &self.keys {
             KeySource::Remote(keys) => keys.verify_access(token).await?,
             KeySource::Local(keys) => keys.verify(token, ACCESS_ISSUER).map_err(VerifyError::to_api_error)?,
@@ -146,11 +157,11 @@ impl Authenticator {
             }
         }
         if let Some(hit) = self.by_user.get(&claims.id) {
-            return Ok(hit);
+            return Ok((hit, claims.family));
         }
         let found = users::by_id(&self.pool, &claims.id).await.map_err(db_error)?;
         self.by_user.put(claims.id, found.clone());
-        Ok(found)
+        Ok((found, claims.family))
     }
 
     async fn static_identity(&self, token: &str) -> Result<Option<Identity>, ApiError> {

@@ -27,6 +27,12 @@ pub struct Claims {
     /// of its Redis record). A session token is valid only while that session is alive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// The refresh-session family (login) this token was issued from, in every mode (json,
+    /// cookie, session): a self-service password or email change ends the user's other
+    /// families and keeps this one (`sessions::Redis::end_user_sessions`). Absent in tokens
+    /// signed before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
     /// Issued at (seconds since the epoch).
     pub iat: u64,
     /// Expires at (seconds since the epoch).

@@ -2,9 +2,10 @@
 //!
 //! auth-service alone holds the private keys; it publishes the public ones through
 //! `AuthService.GetPublicKeys`. [`RemoteKeys`] is the verifier's cache of them: fetched on first
-//! use, refreshed every [`REFRESH_EVERY`], and fetched again (at most once per
-//! [`MIN_REFETCH`]) when a token names a key id it does not know, which is how a rotated-in key
-//! is learnt without a restart.
+//! use, refreshed every [`REFRESH_EVERY`] (in the background), and fetched again (at most once
+//! per [`MIN_REFETCH`]) when a token names a key id it does not know, which is how a rotated-in
+//! key is learnt without a restart. Tokens with an unknown key id never queue behind each
+//! other: they all await the one fetch under way or scheduled ([`RemoteKeys`]).
 
 use crate::claims::{ACCESS_ISSUER, Claims};
 use arc_swap::ArcSwap;
@@ -14,8 +15,11 @@ use cdapi_proto::{ApiError, ErrorCode};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Shared};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tonic::transport::Channel;
 
@@ -116,33 +120,50 @@ impl KeySet {
 /// The key set of auth-service, cached (see the module docs).
 pub struct RemoteKeys {
     client: AuthServiceClient<Channel>,
-    keys: ArcSwap<KeySet>,
-    fetches: tokio::sync::Mutex<Fetches>,
+    keys: Arc<ArcSwap<KeySet>>,
+    fetches: Arc<Mutex<Fetches>>,
+    /// Fetches started (for tests and logs).
+    started: AtomicU64,
 }
 
-/// When the key set was last asked for, and last received.
+/// A fetch under way, awaited by every request that needs its result.
+type Inflight = Shared<BoxFuture<'static, ()>>;
+
+/// When the key set was last asked for and last received, and the fetch under way.
 #[derive(Default)]
 struct Fetches {
+    /// When the last fetch started (or, scheduled, will start).
     attempt: Option<Instant>,
     success: Option<Instant>,
+    /// Whether the last fetch failed (auth-service unreachable).
+    failed: bool,
+    inflight: Option<Inflight>,
 }
 
 impl Fetches {
-    /// A fetch is due: the set is older than [`REFRESH_EVERY`] (or was never fetched) and the
-    /// last attempt is older than [`MIN_REFETCH`].
-    fn due(&self, unknown_kid: bool) -> bool {
-        let recent = |at: Option<Instant>, within: Duration| at.is_some_and(|at| at.elapsed() < within);
-        (unknown_kid || !recent(self.success, REFRESH_EVERY)) && !recent(self.attempt, MIN_REFETCH)
+    /// How long a new fetch must wait so that fetches start at most once per [`MIN_REFETCH`].
+    fn delay(&self) -> Duration {
+        self.attempt.map_or(Duration::ZERO, |at| MIN_REFETCH.saturating_sub(at.elapsed()))
+    }
+
+    /// A periodic refresh is due: the set is older than [`REFRESH_EVERY`] (or was never
+    /// fetched) and no fetch started within [`MIN_REFETCH`].
+    fn refresh_due(&self) -> bool {
+        !self.success.is_some_and(|at| at.elapsed() < REFRESH_EVERY) && self.delay().is_zero()
     }
 }
+
+/// Longest wait for auth-service's answer to one fetch.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl RemoteKeys {
     /// A cache over a (lazily connecting) channel to auth-service; nothing is fetched yet.
     pub fn new(channel: Channel) -> Arc<Self> {
         Arc::new(Self {
             client: AuthServiceClient::new(channel),
-            keys: ArcSwap::from_pointee(KeySet::default()),
-            fetches: tokio::sync::Mutex::new(Fetches::default()),
+            keys: Arc::new(ArcSwap::from_pointee(KeySet::default())),
+            fetches: Arc::new(Mutex::new(Fetches::default())),
+            started: AtomicU64::new(0),
         })
     }
 
@@ -158,45 +179,121 @@ impl RemoteKeys {
         self.keys.load().verify(token, ACCESS_ISSUER).map_err(VerifyError::to_api_error)
     }
 
-    /// Fetches the key set when one is due (see [`Fetches::due`]). Errors: SERVICE_UNAVAILABLE
-    /// when the fetch fails and `kid` is still unknown; with `kid` known, the cached set stays
-    /// in use.
+    /// Makes sure `kid` is known if it can be (issue 15, finding 10: a flood of unknown key ids
+    /// must not queue behind a lock):
+    /// - a known key never waits; a periodic refresh that is due runs in the background;
+    /// - an unknown key awaits the one fetch under way, or schedules it: at once, or when
+    ///   [`MIN_REFETCH`] has passed since the last one (a key rotated in just after a fetch is
+    ///   still learnt). The lock is held only to look at the state, never across an await.
+    ///
+    /// So forged key ids cost at most one fetch per [`MIN_REFETCH`], and each waits at most
+    /// [`MIN_REFETCH`] plus one fetch ([`FETCH_TIMEOUT`] at worst), however many arrive.
+    /// Errors: INVALID_TOKEN (still unknown), SERVICE_UNAVAILABLE (unknown and the last fetch
+    /// failed).
     async fn refresh(&self, kid: &str) -> Result<(), ApiError> {
         let known = self.keys.load().contains(kid);
-        let mut fetches = if known {
-            // Hot path: a known key; whoever holds the lock is already fetching.
-            match self.fetches.try_lock() {
-                Ok(guard) => guard,
-                Err(_) => return Ok(()),
+        let fetch = {
+            let mut fetches = self.fetches.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match fetches.inflight.clone() {
+                Some(inflight) => Some(inflight),
+                None if !known => {
+                    let delay = fetches.delay();
+                    Some(self.start_fetch(&mut fetches, delay))
+                }
+                None if fetches.refresh_due() => Some(self.start_fetch(&mut fetches, Duration::ZERO)),
+                None => None,
             }
-        } else {
-            self.fetches.lock().await
         };
-        // Another request may have fetched it while this one waited for the lock.
-        let known = known || self.keys.load().contains(kid);
-        if !known && let Some(at) = fetches.attempt {
-            // An unknown key right after a fetch (a key rotated in moments ago): wait out
-            // MIN_REFETCH rather than refuse a good token. Forged kids queue here, one fetch a
-            // second at most.
-            tokio::time::sleep(MIN_REFETCH.saturating_sub(at.elapsed())).await;
-        } else if !fetches.due(!known) {
+        if known {
             return Ok(());
         }
-        fetches.attempt = Some(Instant::now());
-        match self.client.clone().get_public_keys(GetPublicKeysRequest {}).await {
-            Ok(reply) => {
-                self.keys.store(Arc::new(KeySet::from_published(reply.get_ref())));
-                fetches.success = Some(Instant::now());
-                Ok(())
-            }
-            Err(status) => {
-                tracing::warn!(error = %status.message(), "fetching the public keys from auth-service failed");
-                if known {
-                    Ok(())
-                } else {
-                    Err(ApiError::new(ErrorCode::ServiceUnavailable, "Service \"auth\" is unavailable: the token cannot be verified."))
-                }
-            }
+        if let Some(fetch) = fetch {
+            fetch.await;
         }
+        if self.keys.load().contains(kid) {
+            return Ok(());
+        }
+        let failed = self.fetches.lock().map(|f| f.failed).unwrap_or(true);
+        if failed {
+            Err(ApiError::new(ErrorCode::ServiceUnavailable, "Service \"auth\" is unavailable: the token cannot be verified."))
+        } else {
+            Err(VerifyError::UnknownKey.to_api_error())
+        }
+    }
+
+    /// Starts a fetch after `delay` on its own task (it completes even if every waiter goes
+    /// away) and records it as under way.
+    fn start_fetch(&self, fetches: &mut Fetches, delay: Duration) -> Inflight {
+        fetches.attempt = Some(Instant::now() + delay);
+        self.started.fetch_add(1, Ordering::Relaxed);
+        let (mut client, keys, state) = (self.client.clone(), self.keys.clone(), self.fetches.clone());
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let fetched = tokio::time::timeout(FETCH_TIMEOUT, client.get_public_keys(GetPublicKeysRequest {})).await;
+            let ok = match fetched {
+                Ok(Ok(reply)) => {
+                    keys.store(Arc::new(KeySet::from_published(reply.get_ref())));
+                    true
+                }
+                Ok(Err(status)) => {
+                    tracing::warn!(error = %status.message(), "fetching the public keys from auth-service failed");
+                    false
+                }
+                Err(_) => {
+                    tracing::warn!(timeout = ?FETCH_TIMEOUT, "fetching the public keys from auth-service timed out");
+                    false
+                }
+            };
+            let mut f = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            f.failed = !ok;
+            if ok {
+                f.success = Some(Instant::now());
+            }
+            f.inflight = None;
+        });
+        let shared = async move {
+            let _ = task.await;
+        }
+        .boxed()
+        .shared();
+        fetches.inflight = Some(shared.clone());
+        shared
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A token of the right shape naming a key id nobody has.
+    fn forged(kid: &str) -> String {
+        let header = jsonwebtoken::Header { kid: Some(kid.into()), ..jsonwebtoken::Header::default() };
+        jsonwebtoken::encode(&header, &serde_json::json!({"id": "x", "exp": 4_000_000_000u64}), &jsonwebtoken::EncodingKey::from_secret(b"forged"))
+            .unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn unknown_key_ids_never_queue_and_fetch_at_most_once_per_interval() {
+        // auth-service unreachable: every fetch fails at once (connection refused)
+        let keys = RemoteKeys::new(Channel::from_static("http://127.0.0.1:9").connect_lazy());
+        let forge = |n: usize| {
+            futures_util::future::join_all((0..n).map(|i| {
+                let keys = keys.clone();
+                async move { keys.verify_access(&forged(&format!("kid-{i}"))).await }
+            }))
+        };
+        let started = Instant::now();
+        let results = tokio::time::timeout(Duration::from_secs(3), forge(200)).await.unwrap_or_default();
+        assert_eq!(results.len(), 200, "200 forged tokens did not all get an answer within 3 s");
+        assert!(results.iter().all(|r| r.as_ref().is_err_and(|e| e.code == ErrorCode::ServiceUnavailable)));
+        assert!(started.elapsed() < MIN_REFETCH + Duration::from_millis(500), "took {:?}", started.elapsed());
+        let fetched = keys.started.load(Ordering::Relaxed);
+        assert!((1..=2).contains(&fetched), "{fetched} fetches for the flood");
+        // a second flood right after: one more (deferred) fetch, all waiting for it together
+        let started = Instant::now();
+        let results = tokio::time::timeout(Duration::from_secs(3), forge(200)).await.unwrap_or_default();
+        assert_eq!(results.len(), 200);
+        assert!(started.elapsed() < MIN_REFETCH + Duration::from_millis(500), "took {:?}", started.elapsed());
+        assert_eq!(keys.started.load(Ordering::Relaxed), fetched + 1);
     }
 }

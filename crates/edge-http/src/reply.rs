@@ -1,6 +1,6 @@
 //! HTTP replies both edges make the same way: a body with a status and content type, and the
 //! one mapping of [`ApiError`] to HTTP (status from the spec's table, Directus's error body,
-//! `Retry-After` on 429; directus-facts.md "Error body").
+//! `Retry-After` on 429 and on a 503 that says when to retry; directus-facts.md "Error body").
 
 use bytes::Bytes;
 use cdapi_proto::{ApiError, ErrorCode};
@@ -22,7 +22,8 @@ pub fn error(e: &ApiError) -> Response {
         tracing::error!(message = %e.message, "internal error");
     }
     let mut res = with_body(status, "application/json; charset=utf-8", e.to_body().to_string());
-    if e.code == ErrorCode::RequestsExceeded
+    // 429 from a limit, 503 from a full queue (argon2 in auth-service): both say when to retry.
+    if matches!(e.code, ErrorCode::RequestsExceeded | ErrorCode::ServiceUnavailable)
         && let Some(secs) = e.extensions.get("retry_after").and_then(|v| v.as_u64())
     {
         res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
