@@ -169,3 +169,28 @@ pub fn gql_data(reply: &Reply) -> &Value {
     assert!(reply.body.get("errors").is_none(), "{}", reply.body);
     &reply.body["data"]
 }
+
+/// The claims of a JWT (its payload, base64url-decoded), unverified: for tests that look at
+/// what a token carries. `Value::Null` when `token` is not a JWT.
+pub fn jwt_claims(token: &str) -> Value {
+    let Some(payload) = token.split('.').nth(1) else { return Value::Null };
+    let sextet = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'-' | b'+' => Some(62),
+        b'_' | b'/' => Some(63),
+        _ => None,
+    };
+    let (mut bytes, mut acc, mut bits) = (Vec::new(), 0u32, 0u32);
+    for v in payload.bytes().filter_map(sextet) {
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            bytes.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+}
