@@ -149,7 +149,7 @@ impl Fetches {
     /// A periodic refresh is due: the set is older than [`REFRESH_EVERY`] (or was never
     /// fetched) and no fetch started within [`MIN_REFETCH`].
     fn refresh_due(&self) -> bool {
-        !self.success.is_some_and(|at| at.elapsed() < REFRESH_EVERY) && self.delay().is_zero()
+        self.success.is_none_or(|at| at.elapsed() >= REFRESH_EVERY) && self.delay().is_zero()
     }
 }
 
