@@ -7,7 +7,7 @@ import sys
 import yaml
 
 # Secrets an operator creates before applying (README "Operate"); all others must be rendered.
-OPERATOR_SECRETS = {"cdapi-secrets", "cdapi-auth-keys", "cdapi-tls"}
+OPERATOR_SECRETS = {"cdapi-secrets", "cdapi-auth-keys", "cdapi-internal", "cdapi-tls"}
 
 
 def main(path):

@@ -5,27 +5,109 @@ use ipnet::IpNet;
 use std::net::IpAddr;
 use tonic::metadata::MetadataMap;
 
-/// gRPC metadata key carrying the end client's address: set by the edges (after their
-/// trusted-proxy rules), else by [`peer_as_client_ip`] from the TCP peer.
+/// gRPC metadata key carrying the end client's address: believed only from a caller that
+/// presents the internal credential ([`INTERNAL_TOKEN_KEY`]), i.e. an edge; otherwise
+/// [`peer_as_client_ip`] replaces it with the TCP peer's address.
 pub const CLIENT_IP_KEY: &str = "x-client-ip";
+
+/// gRPC metadata key carrying the internal credential (INTERNAL_TOKEN) with which the edges
+/// authenticate to the services (README "Security": what the gRPC ports trust).
+pub const INTERNAL_TOKEN_KEY: &str = "x-internal-token";
 
 /// The end client's address from request metadata, if present and well formed.
 pub fn client_ip(md: &MetadataMap) -> Option<IpAddr> {
     md.get(CLIENT_IP_KEY)?.to_str().ok()?.trim().parse().ok()
 }
 
-/// A tonic interceptor for servers: when a call carries no [`CLIENT_IP_KEY`] (an internal
-/// caller, not an edge), the TCP peer's address is recorded there, so allow-lists and rate
-/// limits always have an address. Never fails.
-#[allow(clippy::result_large_err)] // the signature tonic's interceptors have
-pub fn peer_as_client_ip(mut req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
-    if req.metadata().get(CLIENT_IP_KEY).is_none()
-        && let Some(peer) = req.remote_addr()
-        && let Ok(v) = peer.ip().to_canonical().to_string().parse()
-    {
-        req.metadata_mut().insert(CLIENT_IP_KEY, v);
+/// Whom a service believes about the client's address: callers presenting the internal
+/// credential (the edges, which apply their trusted-proxy rules first). Compared in constant
+/// time (SHA-256 digests of both sides, compared with no early exit).
+#[derive(Clone)]
+pub struct EdgeTrust {
+    digest: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for EdgeTrust {
+    /// Never prints the credential.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EdgeTrust").field("credential", &self.digest.map(|_| "***")).finish()
     }
-    Ok(req)
+}
+
+impl EdgeTrust {
+    /// Trusts callers presenting `token`; `None` trusts no caller (every client is its TCP peer).
+    pub fn new(token: Option<&str>) -> Self {
+        Self { digest: token.filter(|t| !t.is_empty()).map(digest) }
+    }
+
+    /// From INTERNAL_TOKEN or INTERNAL_TOKEN_FILE (README "Configuration"). Errors: both set, or
+    /// the file cannot be read.
+    pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let token = service_runtime::secret_env("INTERNAL_TOKEN")?;
+        if token.as_ref().is_some_and(|t| t.len() < 16) {
+            tracing::warn!("INTERNAL_TOKEN is shorter than 16 characters; use a long random value");
+        }
+        Ok(Self::new(token.as_deref()))
+    }
+
+    /// Whether the call carries the internal credential.
+    pub fn is_edge(&self, md: &MetadataMap) -> bool {
+        let (Some(expected), Some(given)) = (&self.digest, md.get(INTERNAL_TOKEN_KEY)) else { return false };
+        let given = digest_bytes(given.as_bytes());
+        expected.iter().zip(given.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    }
+
+    /// The interceptor: an edge's [`CLIENT_IP_KEY`] is kept; anyone else's is replaced by the
+    /// TCP peer's address (or removed when there is none). The credential itself is removed,
+    /// so no handler or log sees it. Never fails.
+    pub fn apply(&self, mut req: tonic::Request<()>) -> tonic::Request<()> {
+        let edge = self.is_edge(req.metadata());
+        req.metadata_mut().remove(INTERNAL_TOKEN_KEY);
+        if !edge || req.metadata().get(CLIENT_IP_KEY).is_none() {
+            req.metadata_mut().remove(CLIENT_IP_KEY);
+            if let Some(peer) = req.remote_addr()
+                && let Ok(v) = peer.ip().to_canonical().to_string().parse()
+            {
+                req.metadata_mut().insert(CLIENT_IP_KEY, v);
+            }
+        }
+        req
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    digest_bytes(token.as_bytes())
+}
+
+fn digest_bytes(bytes: &[u8]) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).into()
+}
+
+/// The process's [`EdgeTrust`], from the environment on first use. A credential that cannot
+/// be read is logged and trusts no caller (fail closed).
+pub fn edge_trust() -> &'static EdgeTrust {
+    static TRUST: std::sync::OnceLock<EdgeTrust> = std::sync::OnceLock::new();
+    TRUST.get_or_init(|| match EdgeTrust::from_env() {
+        Ok(t) => {
+            if t.digest.is_none() {
+                tracing::warn!("INTERNAL_TOKEN is unset: x-client-ip from callers is ignored, every client is judged by its TCP peer");
+            }
+            t
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "the internal credential cannot be read: no caller's x-client-ip is believed");
+            EdgeTrust::new(None)
+        }
+    })
+}
+
+/// A tonic interceptor for servers (core-service, auth-service): [`EdgeTrust::apply`] with the
+/// process's [`edge_trust`], so `x-client-ip` is believed only from the edges and allow-lists
+/// and per-address limits always judge a real address. Never fails.
+#[allow(clippy::result_large_err)] // the signature tonic's interceptors have
+pub fn peer_as_client_ip(req: tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> {
+    Ok(edge_trust().apply(req))
 }
 
 /// Whether `list` lets `ip` in. An empty list allows every address; an entry that does not
@@ -58,7 +140,36 @@ pub fn parse(entry: &str) -> Option<IpNet> {
 
 #[cfg(test)]
 mod tests {
-    use super::allows;
+    use super::{CLIENT_IP_KEY, EdgeTrust, INTERNAL_TOKEN_KEY, allows};
+
+    fn call(md: &[(&'static str, &str)]) -> tonic::Request<()> {
+        let mut req = tonic::Request::new(());
+        for (k, v) in md {
+            if let Ok(v) = v.parse() {
+                req.metadata_mut().insert(*k, v);
+            }
+        }
+        req
+    }
+
+    fn ip_of(req: &tonic::Request<()>) -> Option<String> {
+        req.metadata().get(CLIENT_IP_KEY).and_then(|v| v.to_str().ok()).map(str::to_owned)
+    }
+
+    #[test]
+    fn only_callers_with_the_credential_set_the_client_address() {
+        let trust = EdgeTrust::new(Some("a-long-internal-secret"));
+        let edge = trust.apply(call(&[(CLIENT_IP_KEY, "10.1.2.3"), (INTERNAL_TOKEN_KEY, "a-long-internal-secret")]));
+        assert_eq!(ip_of(&edge).as_deref(), Some("10.1.2.3"));
+        assert!(edge.metadata().get(INTERNAL_TOKEN_KEY).is_none(), "the credential is not passed on");
+        // No peer address in a unit test: a forged address is removed, not kept.
+        for md in [vec![(CLIENT_IP_KEY, "10.1.2.3")], vec![(CLIENT_IP_KEY, "10.1.2.3"), (INTERNAL_TOKEN_KEY, "a-long-internal-secreT")], vec![(CLIENT_IP_KEY, "10.1.2.3"), (INTERNAL_TOKEN_KEY, "")]] {
+            assert_eq!(ip_of(&trust.apply(call(&md))), None, "{md:?}");
+        }
+        let nobody = EdgeTrust::new(None);
+        assert_eq!(ip_of(&nobody.apply(call(&[(CLIENT_IP_KEY, "10.1.2.3"), (INTERNAL_TOKEN_KEY, "")]))), None);
+        assert!(!format!("{trust:?}").contains("secret"));
+    }
 
     fn list(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()

@@ -3,7 +3,8 @@
 //!
 //! Layout: [`init_tracing`] (RUST_LOG filter, LOG_FORMAT `text`|`json`), [`shutdown_signal`]
 //! (SIGINT, SIGTERM, and stdin EOF when SHUTDOWN_ON_STDIN_EOF=1, which lets a parent process —
-//! the test harness, the local launcher — stop its children simply by exiting), [`env_or`];
+//! the test harness, the local launcher — stop its children simply by exiting), [`env_or`],
+//! [`secret_env`] (a secret from `NAME` or the file `NAME_FILE`);
 //! [`shutdown`] (readiness and the drain delay), [`metrics`] (Prometheus registry and the
 //! `/metrics` listener), [`grpc`] (the servers' span-and-metrics layer), [`trace`] (W3C
 //! `traceparent`), [`otel`] (optional OpenTelemetry export).
@@ -117,4 +118,20 @@ where
 /// Reads an optional env var (unset or empty = `None`).
 pub fn env_opt(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// A secret from the environment: `NAME` itself, or the contents of the file `NAME_FILE`
+/// (a mounted Kubernetes Secret; surrounding whitespace trimmed). Unset or empty: `None`.
+/// Errors: both are set, or the file cannot be read.
+pub fn secret_env(name: &str) -> anyhow::Result<Option<String>> {
+    let file_var = format!("{name}_FILE");
+    match (env_opt(name), env_opt(&file_var)) {
+        (Some(_), Some(_)) => anyhow::bail!("set {name} or {file_var}, not both"),
+        (Some(v), None) => Ok(Some(v.trim().to_owned())),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path.trim()).map_err(|e| anyhow::anyhow!("{file_var}={path:?} cannot be read: {e}"))?;
+            Ok(Some(text.trim().to_owned()).filter(|t| !t.is_empty()))
+        }
+        (None, None) => Ok(None),
+    }
 }

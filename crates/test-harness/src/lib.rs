@@ -289,7 +289,11 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     };
     let rest_url = format!("http://127.0.0.1:{rest_port}");
 
+    // The edges authenticate to the services with it (they believe x-client-ip only then).
+    let internal_token = format!("internal-{name}-{}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    let internal = ("INTERNAL_TOKEN".to_owned(), internal_token);
     let mut auth_env: Vec<(String, String)> = vec![
+        internal.clone(),
         ("DATABASE_URL".into(), db.clone()),
         ("REDIS_URL".into(), redis.0.clone()),
         ("REDIS_KEY_PREFIX".into(), redis.1.clone()),
@@ -339,6 +343,7 @@ pub fn start(spec: Spec) -> Result<TestApp> {
 
     let core_log = logs.join("core-service.log");
     let core_env: Vec<(String, String)> = vec![
+        internal.clone(),
         ("DATABASE_URL".into(), db.clone()),
         ("AUTH_GRPC_URL".into(), auth_url.clone()),
         ("REDIS_URL".into(), redis.0.clone()),
@@ -365,6 +370,7 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     let graphql_url = format!("http://127.0.0.1:{graphql_port}");
     let graphql_log = logs.join("edge-graphql.log");
     let mut graphql_env: Vec<(String, String)> = vec![
+        internal.clone(),
         ("GRAPHQL_HOST".into(), "127.0.0.1".into()),
         ("GRAPHQL_PORT".into(), graphql_port.to_string()),
         ("CORE_GRPC_URL".into(), core_list.clone()),
@@ -379,6 +385,7 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     graphql_ready?;
     let rest_log = logs.join("edge-rest.log");
     let mut edge_env: Vec<(String, String)> = vec![
+        internal,
         ("REST_HOST".into(), "127.0.0.1".into()),
         ("REST_PORT".into(), rest_port.to_string()),
         ("CORE_GRPC_URL".into(), core_list),
