@@ -23,6 +23,9 @@ pub struct Settings {
     /// GRAPHQL_QUERY_COMPLEXITY_LIMIT (default 20000): most fields one operation may select,
     /// counted over the query text (each field 1).
     pub complexity_limit: usize,
+    /// GRAPHQL_MAX_DOCUMENT_SIZE, GRAPHQL_MAX_ROOT_FIELDS, GRAPHQL_MAX_ALIASES,
+    /// GRAPHQL_MAX_FIELDS, GRAPHQL_MAX_AUTH_MUTATIONS: see [`crate::budget::DocumentLimits`].
+    pub document: crate::budget::DocumentLimits,
 }
 
 impl Settings {
@@ -36,6 +39,16 @@ impl Settings {
             depth_limit: env_or("GRAPHQL_QUERY_DEPTH_LIMIT", 20usize)?.max(1),
             fast_path: env_or("GRAPHQL_FAST_PATH", true)?,
             complexity_limit: env_or("GRAPHQL_QUERY_COMPLEXITY_LIMIT", 20_000usize)?.max(1),
+            document: {
+                let d = crate::budget::DocumentLimits::default();
+                crate::budget::DocumentLimits {
+                    max_bytes: env_or("GRAPHQL_MAX_DOCUMENT_SIZE", d.max_bytes)?.max(1),
+                    max_root_fields: env_or("GRAPHQL_MAX_ROOT_FIELDS", d.max_root_fields)?.max(1),
+                    max_aliases: env_or("GRAPHQL_MAX_ALIASES", d.max_aliases)?,
+                    max_fields: env_or("GRAPHQL_MAX_FIELDS", d.max_fields)?.max(1),
+                    max_auth_mutations: env_or("GRAPHQL_MAX_AUTH_MUTATIONS", d.max_auth_mutations)?,
+                }
+            },
         })
     }
 }

@@ -71,6 +71,7 @@ async fn route(
     body: edge_http::body::Body,
     request_id: &str,
 ) -> Result<Response, ApiError> {
+    edge_http::settings::check_query_string(query, settings.edge.max_query_string_size)?;
     let endpoint = match path.trim_end_matches('/') {
         "/graphql" => Endpoint::User,
         "/graphql/system" => Endpoint::System,
@@ -105,7 +106,14 @@ async fn route(
     if text.trim().is_empty() {
         return Err(ApiError::invalid_payload("A GraphQL request needs a \"query\""));
     }
+    // The document's caps come first: a refused document costs no schema lookup and no call.
+    if let Err(message) = settings.document.check(&text, None) {
+        return Ok(validation_error(message));
+    }
     let document = async_graphql::parser::parse_query(&text).ok();
+    if let Err(message) = settings.document.check(&text, document.as_ref()) {
+        return Ok(validation_error(message));
+    }
     if *method == Method::GET && document.as_ref().is_some_and(|d| is_mutation(d, operation.as_deref())) {
         // GraphQL over HTTP: GET must not change anything.
         return Ok(method_not_allowed(method, "POST"));
@@ -141,6 +149,12 @@ async fn route(
     };
     let response = schema.execute(request).await;
     Ok(render(response))
+}
+
+/// A document refused before it ran: the GraphQL response `{"errors": [...]}` with code
+/// GRAPHQL_VALIDATION and status 400, as for a document that does not validate.
+fn validation_error(message: String) -> Response {
+    render(async_graphql::Response::from_errors(vec![async_graphql::ServerError::new(message, None)]))
 }
 
 /// Whether the operation a request would run (the named one, or the only one) is a mutation.

@@ -4,6 +4,7 @@
 //!
 //! Layout:
 //! - [`config`] — the settings.
+//! - [`budget`] — the caps of one document (size, root fields, aliases, fields, `auth_*`).
 //! - [`model`] — the snapshot as GraphQL sees it (the naming rule: what is exposed, as what).
 //! - [`types`] — the generated types (item objects, filters, inputs, aggregates, unions).
 //! - [`fast`] — the fast path answering item reads in one pass over the core's reply.
@@ -17,6 +18,7 @@
 //!
 //! [`run`] serves on a given listener until a shutdown future resolves.
 
+pub mod budget;
 pub mod config;
 pub mod fast;
 pub mod http;

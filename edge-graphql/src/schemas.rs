@@ -224,7 +224,7 @@ mod tests {
                 pb::Relation { kind: pb::RelationKind::M2o as i32, many_collection: "things".into(), many_field: "id".into(), one_collection: "parents".into(), one_field: "things".into(), ..Default::default() },
             ],
         };
-        let nowhere = edge_http::balance::Balanced::new("http://127.0.0.1:1", None, std::time::Duration::from_secs(60)).expect("a channel");
+        let nowhere = edge_http::balance::Balanced::new("http://127.0.0.1:1", None, std::time::Duration::from_secs(60), Default::default()).expect("a channel");
         let backend = Arc::new(Backend {
             items: cdapi_proto::v1::items_service_client::ItemsServiceClient::new(nowhere.clone()),
             auth: cdapi_proto::v1::auth_service_client::AuthServiceClient::new(nowhere.clone()),

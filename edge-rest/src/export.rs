@@ -5,7 +5,8 @@
 //! (directus-facts.md: Export).
 //!
 //! Formats: JSON, an array of the items; CSV (csv crate), nested objects flattened into dotted
-//! column names, arrays written as JSON text, columns taken from the first item; XML
+//! column names, arrays written as JSON text, columns taken from the first item, text cells
+//! that a spreadsheet would run as a formula prefixed with `'` ([`neutralise`]); XML
 //! (quick-xml escaping), `<data><item>...</item></data>` with nested elements, characters that
 //! XML names cannot hold replaced by `_`; YAML (serde_norway), a sequence of mappings.
 
@@ -61,7 +62,7 @@ impl Renderer {
                 let header = self.header.get_or_insert_with(|| flat.iter().map(|(k, _)| k.clone()).collect());
                 let mut w = csv::Writer::from_writer(Vec::new());
                 if first {
-                    w.write_record(header.iter()).map_err(|e| e.to_string())?;
+                    w.write_record(header.iter().map(|h| neutralise(h))).map_err(|e| e.to_string())?;
                 }
                 let lookup: std::collections::HashMap<&str, &str> = flat.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
                 w.write_record(header.iter().map(|h| lookup.get(h.as_str()).copied().unwrap_or(""))).map_err(|e| e.to_string())?;
@@ -106,9 +107,19 @@ fn flatten(prefix: &str, obj: &Map<String, Value>, out: &mut Vec<(String, String
         match v {
             Value::Object(m) => flatten(&key, m, out),
             Value::Null => out.push((key, String::new())),
-            Value::String(s) => out.push((key, s.clone())),
+            Value::String(s) => out.push((key, neutralise(s))),
             other => out.push((key, other.to_string())),
         }
+    }
+}
+
+/// A CSV cell a spreadsheet will not run as a formula (OWASP "CSV Injection"): text starting
+/// with `=`, `+`, `-`, `@`, a tab or a carriage return gets a leading `'`. Only strings: numbers
+/// (`-5`) are written as they are.
+fn neutralise(text: &str) -> String {
+    match text.as_bytes().first() {
+        Some(b'=' | b'+' | b'-' | b'@' | b'\t' | b'\r') => format!("'{text}"),
+        _ => text.to_owned(),
     }
 }
 
@@ -184,6 +195,12 @@ mod tests {
             render(ExportFormat::Csv, ITEMS),
             "id,title,author.name,tags\n1,\"a, \"\"b\"\"\",X,\"[1,2]\"\n2,<c>,,[]\n"
         );
+    }
+
+    #[test]
+    fn csv_cells_never_start_a_formula() {
+        let lines = "{\"a\":\"=1+1\",\"b\":\"+x\",\"c\":\"-y\",\"d\":\"@z\",\"e\":\"\\tt\",\"f\":\"\\rr\",\"g\":-5,\"h\":\"ok=\"}\n";
+        assert_eq!(render(ExportFormat::Csv, lines), "a,b,c,d,e,f,g,h\n'=1+1,'+x,'-y,'@z,'\tt,\"'\rr\",-5,ok=\n");
     }
 
     #[test]

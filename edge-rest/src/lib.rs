@@ -3,7 +3,7 @@
 //!
 //! Layout: [`config`] (settings), [`routes`] (routing and translation to gRPC), [`auth`]
 //! (`/auth/*`, `/users/me/tfa/*`), [`rate_limit`] (requests per client address), [`query_string`]
-//! (query string → query object), [`export`] (file formats of `export=`), [`versions`]
+//! (query string → query object), [`identifiers`] (the names' length budget), [`export`] (file formats of `export=`), [`versions`]
 //! (`/versions`), [`graphql_proxy`] (`/graphql*` forwarded to edge-graphql), [`reply`]
 //! (responses and error rendering).
 //! [`run`] serves on a given listener until a shutdown future resolves.
@@ -12,6 +12,7 @@ pub mod auth;
 pub mod config;
 pub mod export;
 pub mod graphql_proxy;
+pub mod identifiers;
 pub mod query_string;
 pub mod rate_limit;
 pub mod reply;

@@ -32,6 +32,8 @@ pub struct EdgeState {
     pub health: tonic_health::pb::health_client::HealthClient<Channel>,
     /// Largest accepted body (bytes).
     pub max_payload_size: u64,
+    /// Longest accepted query string (bytes, MAX_QUERY_STRING_SIZE).
+    pub max_query_string_size: usize,
     /// Auth cookie names and attributes.
     pub cookies: edge_http::cookies::CookieSettings,
     /// Who the client is behind proxies.
@@ -54,6 +56,7 @@ impl EdgeState {
             auth: AuthServiceClient::new(auth),
             health: tonic_health::pb::health_client::HealthClient::new(core),
             max_payload_size: settings.edge.max_payload_size,
+            max_query_string_size: settings.edge.max_query_string_size,
             cookies: settings.edge.cookies.clone(),
             client_ip: settings.edge.client_ip.clone(),
             graphql: settings.graphql_url.as_deref().map(crate::graphql_proxy::GraphqlProxy::new),
@@ -93,6 +96,7 @@ pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Resp
     let span = tracing::info_span!("http", method = %req.method, path = %req.path, request_id = %request_id);
     service_runtime::otel::adopt_parent(&span, &req.headers);
     let routed = async {
+        edge_http::settings::check_query_string(&req.query, state.max_query_string_size)?;
         if let (Some(limiter), Some(ip)) = (&state.limiter, req.client_ip) {
             limiter.check(ip).inspect_err(|_| service_runtime::metrics::global().rate_limited("edge-rest"))?;
         }
@@ -322,7 +326,15 @@ async fn export(state: &EdgeState, req: &HttpRequest, request_id: &str, collecti
 /// The query string as a typed query, plus `?access_token=`.
 pub(crate) fn url_query(req: &HttpRequest) -> Result<(Query, Option<String>), ApiError> {
     let parsed = query_string::parse(&req.query)?;
-    Ok((query_from_json(&parsed.query)?, parsed.access_token))
+    Ok((typed_query(&parsed.query)?, parsed.access_token))
+}
+
+/// A Directus query object as the typed query, its names within the identifier budget.
+/// Errors: INVALID_QUERY.
+fn typed_query(obj: &serde_json::Map<String, serde_json::Value>) -> Result<Query, ApiError> {
+    let query = query_from_json(obj)?;
+    crate::identifiers::check(&query)?;
+    Ok(query)
 }
 
 /// A JSON request body (SEARCH, POST, PATCH, DELETE). Errors: UNSUPPORTED_MEDIA_TYPE unless
@@ -350,7 +362,7 @@ pub(crate) fn require_json(req: &HttpRequest) -> Result<(), ApiError> {
 /// `SEARCH` body: `{"query": {...}}` (spec: List items with body query).
 fn search_query(body: &serde_json::Value) -> Result<Query, ApiError> {
     match body.get("query") {
-        Some(serde_json::Value::Object(q)) => query_from_json(q),
+        Some(serde_json::Value::Object(q)) => typed_query(q),
         None if body.is_object() => Ok(Query::default()),
         _ => Err(ApiError::invalid_payload("\"query\" must be an object")),
     }
@@ -369,7 +381,7 @@ fn selector(body: &serde_json::Value) -> Result<Option<Selector>, ApiError> {
         (Some(_), Some(_)) => Err(ApiError::invalid_payload("Use exactly one of \"keys\" and \"query\"")),
         (Some(serde_json::Value::Array(keys)), None) => Ok(Some(Selector::Keys(key_list(keys)?))),
         (Some(_), None) => Err(ApiError::invalid_payload("\"keys\" must be an array of primary keys")),
-        (None, Some(serde_json::Value::Object(q))) => Ok(Some(Selector::Query(Box::new(query_from_json(q)?)))),
+        (None, Some(serde_json::Value::Object(q))) => Ok(Some(Selector::Query(Box::new(typed_query(q)?)))),
         (None, Some(_)) => Err(ApiError::invalid_payload("\"query\" must be an object")),
         (None, None) => Ok(None),
     }

@@ -10,10 +10,14 @@
 //! - a call whose connection could not be made (refused: nothing was sent) is sent to the next
 //!   replica, whatever the RPC;
 //! - a read-only RPC ([`is_idempotent`]) is also sent again after a broken connection or an
-//!   UNAVAILABLE answer;
+//!   UNAVAILABLE answer from the transport (one without the service's `error-code`: a replica
+//!   shutting down); a service's own SERVICE_UNAVAILABLE (a statement cancelled by
+//!   DB_STATEMENT_TIMEOUT_MS, a pool timeout) is final, as another replica would run the same
+//!   expensive work again;
 //! - a replica that failed is skipped for [`DOWN_FOR`] unless every replica is down.
 //!
-//! Attempts are bounded by the number of replicas plus one (at most [`MAX_ATTEMPTS`]).
+//! Budget: attempts are bounded by the number of replicas plus one, at most [`MAX_ATTEMPTS`]
+//! (so one client call costs at most 4 sends, 3 of them only after a transport failure).
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -73,6 +77,8 @@ struct Replica {
 #[derive(Debug)]
 struct Shared {
     replicas: ArcSwap<Vec<Arc<Replica>>>,
+    /// Sent as `x-internal-token` with every call.
+    internal_token: crate::settings::InternalToken,
     next: AtomicUsize,
     epoch: Instant,
 }
@@ -130,18 +136,18 @@ fn parse_targets(urls: &str) -> anyhow::Result<Vec<Target>> {
 }
 
 impl Balanced {
-    /// A balanced channel over `urls` (comma-separated). With `deadline`, every call is cut
-    /// off after it. Host names are resolved again every `refresh` (in a background task, so
+    /// A balanced channel over `urls` (comma-separated), every call carrying `internal_token`
+    /// as `x-internal-token`. With `deadline`, every call is cut off after it. Host names are resolved again every `refresh` (in a background task, so
     /// this must run inside a Tokio runtime); until the first resolution, each URL is one
     /// replica. Errors: an invalid URL.
-    pub fn new(urls: &str, deadline: Option<Duration>, refresh: Duration) -> anyhow::Result<Self> {
+    pub fn new(urls: &str, deadline: Option<Duration>, refresh: Duration, internal_token: crate::settings::InternalToken) -> anyhow::Result<Self> {
         let targets = parse_targets(urls)?;
         let template = Template { deadline };
         let mut initial = Vec::new();
         for t in &targets {
             initial.push(template.replica(&format!("{}://{}:{}", t.scheme, t.host, t.port))?);
         }
-        let shared = Arc::new(Shared { replicas: ArcSwap::from_pointee(initial), next: AtomicUsize::new(0), epoch: Instant::now() });
+        let shared = Arc::new(Shared { replicas: ArcSwap::from_pointee(initial), internal_token, next: AtomicUsize::new(0), epoch: Instant::now() });
         if targets.iter().any(|t| t.host.parse::<std::net::IpAddr>().is_err()) {
             tokio::spawn(refresh_loop(Arc::downgrade(&shared), targets, template, refresh));
         }
@@ -194,9 +200,18 @@ fn never_sent(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// UNAVAILABLE in the headers (trailers-only reply) or, once buffered, in the trailers.
+/// Whether a reply's status (headers of a trailers-only reply, or trailers) is worth another
+/// replica: UNAVAILABLE from the transport or the server's framework (a replica shutting down,
+/// not ready), i.e. without the service's own `error-code`. A service's own
+/// SERVICE_UNAVAILABLE (a cancelled statement, a pool timeout, a deadlock) is final: sending the
+/// same work again would only multiply it.
+fn retryable_status(h: &http::HeaderMap) -> bool {
+    h.get("grpc-status").is_some_and(|v| v.as_bytes() == b"14") && !h.contains_key(cdapi_proto::error_code::ERROR_CODE_KEY)
+}
+
+/// [`retryable_status`] in the headers (trailers-only reply) or, once buffered, the trailers.
 fn unavailable(res: &http::Response<tonic::body::Body>) -> bool {
-    res.headers().get("grpc-status").is_some_and(|v| v.as_bytes() == b"14")
+    retryable_status(res.headers())
 }
 
 /// RPCs whose replies are streams (not buffered).
@@ -205,14 +220,14 @@ fn streaming(path: &str) -> bool {
 }
 
 /// Reads a reply whole. Errors: the connection broke before the end. The trailers'
-/// `grpc-status` is copied to the headers when it is UNAVAILABLE, so [`unavailable`] sees it.
+/// `grpc-status` is copied to the headers when it is retryable, so [`unavailable`] sees it.
 async fn buffered(res: http::Response<tonic::body::Body>) -> Result<http::Response<tonic::body::Body>, BoxError> {
     let (mut parts, body) = res.into_parts();
     // A broken body arrives as a Status: a failed call, to be retried.
     let collected = body.collect().await.map_err(|status| -> BoxError { Box::new(status) })?;
     let trailers = collected.trailers().cloned();
     if let Some(t) = &trailers
-        && t.get("grpc-status").is_some_and(|v| v.as_bytes() == b"14")
+        && retryable_status(t)
     {
         parts.headers.insert("grpc-status", http::HeaderValue::from_static("14"));
     }
@@ -238,7 +253,10 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Balanced {
     fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
         let shared = self.shared.clone();
         Box::pin(async move {
-            let (parts, body) = req.into_parts();
+            let (mut parts, body) = req.into_parts();
+            if let Some(token) = shared.internal_token.header() {
+                parts.headers.insert("x-internal-token", token.clone());
+            }
             // Unary request messages: buffered so the call can be sent again.
             let body: Bytes = body.collect().await?.to_bytes();
             let rpc = parts.uri.path().to_owned();
@@ -306,6 +324,18 @@ mod tests {
         assert!(is_idempotent("/grpc.health.v1.Health/Check"));
         assert!(!is_idempotent("/cdapi.v1.ItemsService/CreateItem"));
         assert!(!is_idempotent("/cdapi.v1.AuthService/Refresh"));
+    }
+
+    #[test]
+    fn only_transport_unavailable_is_retried() {
+        let mut h = http::HeaderMap::new();
+        h.insert("grpc-status", http::HeaderValue::from_static("14"));
+        assert!(retryable_status(&h), "a replica going away");
+        h.insert("error-code", http::HeaderValue::from_static("SERVICE_UNAVAILABLE"));
+        assert!(!retryable_status(&h), "the service's own answer (a statement timeout)");
+        h.remove("error-code");
+        h.insert("grpc-status", http::HeaderValue::from_static("7"));
+        assert!(!retryable_status(&h));
     }
 
     #[test]

@@ -22,6 +22,35 @@ pub struct EdgeSettings {
     /// GRPC_DNS_REFRESH_SECS (seconds, default 5): how often service host names are resolved
     /// again to find their replicas (see [`crate::balance`]).
     pub dns_refresh_secs: u64,
+    /// INTERNAL_TOKEN or INTERNAL_TOKEN_FILE (default none): the credential sent to the services
+    /// with every call, so they believe the client address the edge sends
+    /// (`access_token::ip::EdgeTrust`; README "Security").
+    pub internal_token: InternalToken,
+    /// MAX_QUERY_STRING_SIZE (bytes, default 16384, Node's header limit that bounds Directus's
+    /// URLs): longest query string accepted; longer ones answer 400 INVALID_QUERY.
+    pub max_query_string_size: usize,
+}
+
+/// The internal credential; never printed.
+#[derive(Clone, Default)]
+pub struct InternalToken(Option<http::HeaderValue>);
+
+impl std::fmt::Debug for InternalToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(***)" } else { "None" })
+    }
+}
+
+impl InternalToken {
+    /// A credential; errors when it cannot travel as a header value.
+    pub fn new(token: Option<&str>) -> anyhow::Result<Self> {
+        Ok(Self(token.map(|t| http::HeaderValue::from_str(t).map(|mut v| { v.set_sensitive(true); v })).transpose().map_err(|_| anyhow::anyhow!("INTERNAL_TOKEN must be printable ASCII"))?))
+    }
+
+    /// The header value, if any.
+    pub fn header(&self) -> Option<&http::HeaderValue> {
+        self.0.as_ref()
+    }
 }
 
 impl EdgeSettings {
@@ -38,11 +67,14 @@ impl EdgeSettings {
                 &env_or("IP_CUSTOM_HEADER", "x-forwarded-for".to_string())?,
             )?,
             dns_refresh_secs: env_or("GRPC_DNS_REFRESH_SECS", 5u64)?.max(1),
+            internal_token: InternalToken::new(service_runtime::secret_env("INTERNAL_TOKEN")?.as_deref())?,
+            max_query_string_size: env_or("MAX_QUERY_STRING_SIZE", 16_384usize)?,
         })
     }
 
     /// A channel balancing calls over every replica behind `url` (comma-separated URLs
-    /// allowed; see [`crate::balance`]), connecting lazily. With `deadline`, every call on it
+    /// allowed; see [`crate::balance`]), connecting lazily, every call carrying the internal
+    /// credential. With `deadline`, every call on it
     /// is cut off after CORE_TIMEOUT_MS; without, for streams that live as long as the
     /// service. Must be called inside a Tokio runtime. Errors: an invalid URL.
     pub fn channel(&self, url: &str, deadline: bool) -> anyhow::Result<crate::balance::Balanced> {
@@ -50,6 +82,16 @@ impl EdgeSettings {
             url,
             deadline.then(|| Duration::from_millis(self.core_timeout_ms)),
             Duration::from_secs(self.dns_refresh_secs),
+            self.internal_token.clone(),
         )
     }
+}
+
+/// Errors: INVALID_QUERY when the raw query string is longer than `max` bytes
+/// (MAX_QUERY_STRING_SIZE), before anything of it is parsed.
+pub fn check_query_string(raw: &str, max: usize) -> Result<(), cdapi_proto::ApiError> {
+    if raw.len() > max {
+        return Err(cdapi_proto::ApiError::invalid_query(format!("The query string is longer than {max} bytes (MAX_QUERY_STRING_SIZE)")));
+    }
+    Ok(())
 }
