@@ -26,46 +26,77 @@ pub fn is_data_exception(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.code().is_some_and(|c| c.starts_with("22")))
 }
 
-/// Maps an error of a write: constraint violations name their field (from Postgres's detail,
-/// `Key (email)=(x) already exists.`), as Directus does; the rest as [`map_error`].
-/// 23505 → RECORD_NOT_UNIQUE {collection, field, value}; 23503 → INVALID_FOREIGN_KEY {field};
-/// 23502 → FAILED_VALIDATION {field, type: required}; 23514 and class 22 → FAILED_VALIDATION.
+/// Maps an error of a write. Constraint violations name only the collection written and its
+/// field, as Directus does (directus-facts.md "Error body"), never the database's own names
+/// (schema, table, constraint) or values of other rows; Postgres's detail (`Key (email)=(x)
+/// already exists.`) is read for the field:
+/// - 23505 → RECORD_NOT_UNIQUE `{collection, field, value}`; `value` only for a one-column key,
+///   where it is the value the write itself tried to store (a key of several columns may hold
+///   values of the existing row);
+/// - 23503 → INVALID_FOREIGN_KEY `{collection, field}`: the write's own foreign key points
+///   nowhere, or (deleting or re-keying a referenced item) the item is still referenced, where
+///   neither the referencing collection nor the value is named;
+/// - 23502 → FAILED_VALIDATION `{field, type: required}`; 23514 → FAILED_VALIDATION
+///   `{field, type: check}` with the field read from Postgres's default constraint name
+///   (`<table>_<field>_check`), else no field; class 22 → FAILED_VALIDATION `{type: type}`;
+/// - the rest as [`map_error`].
 pub fn map_write_error(e: sqlx::Error) -> ApiError {
     use crate::write::payload::failed;
     let sqlx::Error::Database(db) = &e else { return map_error(e) };
     let code = db.code().unwrap_or_default().to_string();
     let pg = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>();
     let detail = pg.and_then(|p| p.detail()).unwrap_or_default();
-    // "Key (col)=(value) ..." → (col, value)
+    // "Key (col)=(value) ..." → (columns, value)
     let key = detail.strip_prefix("Key (").and_then(|rest| {
-        let (col, rest) = rest.split_once(")=(")?;
+        let (cols, rest) = rest.split_once(")=(")?;
         let value = rest.rsplit_once(')').map(|(v, _)| v).unwrap_or(rest);
-        Some((col.to_owned(), value.to_owned()))
+        Some((cols.to_owned(), value.to_owned()))
     });
-    let table = pg.and_then(|p| p.table()).unwrap_or_default().to_owned();
+    let table = pg.and_then(|p| p.table()).unwrap_or_default();
+    let collection = collection_of(pg.and_then(|p| p.schema()), table);
+    tracing::debug!(code = %code, table = %table, constraint = ?pg.and_then(|p| p.constraint()), "a write violated a constraint");
     match code.as_str() {
         "23505" => {
-            let (field, value) = key.unwrap_or_default();
-            let mut err = ApiError::new(ErrorCode::RecordNotUnique, format!("Value for field \"{field}\" in collection \"{table}\" has to be unique."));
-            err.extensions.insert("collection".into(), table.into());
+            let (columns, value) = key.unwrap_or_default();
+            let field = key_field(&columns);
+            let single = field.is_some();
+            let field = field.unwrap_or_default().to_owned();
+            let message = if single {
+                format!("Value for field \"{field}\" in collection \"{collection}\" has to be unique.")
+            } else {
+                format!("The combination of values has to be unique in collection \"{collection}\".")
+            };
+            let mut err = ApiError::new(ErrorCode::RecordNotUnique, message);
+            err.extensions.insert("collection".into(), collection.into());
+            err.extensions.insert("field".into(), if single { field.into() } else { serde_json::Value::Null });
+            if single {
+                err.extensions.insert("value".into(), value.into());
+            }
+            err
+        }
+        "23503" if detail.contains("is still referenced") => {
+            // The error is about the referencing table; the caller wrote the referenced one,
+            // whose name is in neither field: name the written key column only.
+            let (field, _) = key.unwrap_or_default();
+            let mut err = ApiError::new(ErrorCode::InvalidForeignKey, "The item is still referenced by other items and cannot be deleted or re-keyed.");
+            if let Some(referenced) = referenced_table(pg.map(|p| p.message()).unwrap_or_default()) {
+                err.extensions.insert("collection".into(), collection_of(pg.and_then(|p| p.schema()), referenced).into());
+            }
             err.extensions.insert("field".into(), field.into());
-            err.extensions.insert("value".into(), value.into());
             err
         }
         "23503" => {
             let (field, value) = key.unwrap_or_default();
-            let message = if detail.contains("is still referenced") {
-                format!("The item \"{value}\" is still referenced by field \"{field}\" of collection \"{table}\".")
-            } else {
-                format!("Invalid foreign key \"{value}\" for field \"{field}\" in collection \"{table}\".")
-            };
-            let mut err = ApiError::new(ErrorCode::InvalidForeignKey, message);
-            err.extensions.insert("collection".into(), table.into());
+            let mut err = ApiError::new(ErrorCode::InvalidForeignKey, format!("Invalid foreign key \"{value}\" for field \"{field}\" in collection \"{collection}\"."));
+            err.extensions.insert("collection".into(), collection.into());
             err.extensions.insert("field".into(), field.into());
             err
         }
         "23502" => failed(pg.and_then(|p| p.column()).unwrap_or_default(), "required", "Value is required."),
-        "23514" => failed(pg.and_then(|p| p.constraint()).unwrap_or_default(), "check", "Value does not pass the database's check."),
+        "23514" => {
+            let field = pg.and_then(|p| p.constraint()).and_then(|c| check_field(table, c)).unwrap_or_default();
+            failed(field, "check", "Value does not pass the database's check.")
+        }
         c if c.starts_with("22") => {
             let mut err = ApiError::new(ErrorCode::FailedValidation, "Validation failed: a value does not fit its field's type.");
             err.extensions.insert("type".into(), "type".into());
@@ -73,6 +104,38 @@ pub fn map_write_error(e: sqlx::Error) -> ApiError {
         }
         _ => map_error(e),
     }
+}
+
+/// The collection a table is served as: the system tables (Postgres schema `cdapi`) are the
+/// `directus_*` collections; the served schema's tables keep their names.
+fn collection_of(schema: Option<&str>, table: &str) -> String {
+    if schema == Some("cdapi") { format!("directus_{table}") } else { table.to_owned() }
+}
+
+/// The one field of a unique key's column list: `email`, or the column of an expression index
+/// on one column (`lower(email)`); `None` for several columns.
+fn key_field(columns: &str) -> Option<&str> {
+    let inner = match columns.split_once('(') {
+        Some((_, rest)) => rest.strip_suffix(')')?,
+        None => columns,
+    };
+    let plain = !inner.is_empty() && inner.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    plain.then_some(inner)
+}
+
+/// The referenced table of a foreign-key violation's message (`update or delete on table
+/// "authors" violates foreign key constraint ...`).
+fn referenced_table(message: &str) -> Option<&str> {
+    message.strip_prefix("update or delete on table \"")?.split_once('"').map(|(t, _)| t)
+}
+
+/// The column of a check constraint named by Postgres's default rule (`<table>_<column>_check`,
+/// possibly with a number after `check`); `None` for any other name.
+fn check_field<'a>(table: &str, constraint: &'a str) -> Option<&'a str> {
+    let rest = constraint.strip_prefix(table)?.strip_prefix('_')?;
+    let end = rest.rfind("_check")?;
+    let suffix = &rest[end + "_check".len()..];
+    (end > 0 && suffix.bytes().all(|b| b.is_ascii_digit())).then(|| &rest[..end])
 }
 
 /// Maps a database error to the API error a client sees; internal causes are logged here.
@@ -88,7 +151,11 @@ pub fn map_error(e: sqlx::Error) -> ApiError {
             return ApiError::new(ErrorCode::ServiceUnavailable, "The write conflicted with a concurrent one and was rolled back; retry it.");
         }
         if code == "57014" {
-            return ApiError::new(ErrorCode::ServiceUnavailable, "The query took too long and was cancelled.");
+            // DB_STATEMENT_TIMEOUT_MS: final, never retried by the edges (their balancer retries
+            // only transport failures); `reason` tells it from an outage.
+            let mut err = ApiError::new(ErrorCode::ServiceUnavailable, "The query took too long and was cancelled.");
+            err.extensions.insert("reason".into(), "statement_timeout".into());
+            return err;
         }
     }
     match e {
@@ -100,5 +167,24 @@ pub fn map_error(e: sqlx::Error) -> ApiError {
             tracing::error!(error = %other, "database error");
             ApiError::internal()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_field, collection_of, key_field, referenced_table};
+
+    #[test]
+    fn database_names_become_collection_and_field_names() {
+        assert_eq!(check_field("articles", "articles_status_check"), Some("status"));
+        assert_eq!(check_field("articles", "articles_word_count_check1"), Some("word_count"));
+        assert_eq!(check_field("articles", "my_rule"), None);
+        assert_eq!(check_field("articles", "articles_check"), None);
+        assert_eq!(collection_of(Some("cdapi"), "users"), "directus_users");
+        assert_eq!(key_field("email"), Some("email"));
+        assert_eq!(key_field("lower(email)"), Some("email"));
+        assert_eq!(key_field("tenant, slug"), None);
+        assert_eq!(collection_of(Some("public"), "authors"), "authors");
+        assert_eq!(referenced_table("update or delete on table \"authors\" violates foreign key constraint \"x\" on table \"articles\""), Some("authors"));
     }
 }
