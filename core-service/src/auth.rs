@@ -22,19 +22,20 @@ pub struct Caller {
     pub access: Access,
     /// `$CURRENT_USER`, `$CURRENT_ROLE`.
     pub vars: Variables,
-    /// Sessions a user write may end (and the caller's own login, kept on a self-change).
-    pub sessions: crate::users::Sessions,
+    /// What user writes need: sessions to end (and the caller's own login, kept on a
+    /// self-change), the password policy and hasher.
+    pub accounts: crate::users::Accounts,
 }
 
 impl Caller {
     /// A writer acting for this caller on `conn` (one transaction, owned by the handler).
     pub fn writer<'c>(&'c self, conn: &'c mut sqlx::PgConnection, limits: crate::query::Limits) -> crate::write::Writer<'c> {
-        crate::write::Writer { schema: &self.schema, read: &self.read, access: &self.access, conn, limits, vars: &self.vars, sessions: &self.sessions }
+        crate::write::Writer { schema: &self.schema, read: &self.read, access: &self.access, conn, limits, vars: &self.vars, accounts: &self.accounts }
     }
 
     /// Content versions acting for this caller on `conn` (one transaction, owned by the handler).
     pub fn versions<'c>(&'c self, conn: &'c mut sqlx::PgConnection, limits: crate::query::Limits) -> crate::versions::Versions<'c> {
-        crate::versions::Versions { schema: &self.schema, read: &self.read, access: &self.access, conn, limits, vars: &self.vars, sessions: &self.sessions }
+        crate::versions::Versions { schema: &self.schema, read: &self.read, access: &self.access, conn, limits, vars: &self.vars, accounts: &self.accounts }
     }
 }
 

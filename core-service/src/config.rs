@@ -27,9 +27,12 @@ pub struct Settings {
     /// RESPONSE_MAX_BYTES (default 33554432 = 32 MiB; 0 = unlimited), RESPONSE_MAX_ROWS
     /// (default 10000000; 0 = unlimited): see [`Limits`].
     pub limits: Limits,
-    /// PASSWORD_MIN_LENGTH (characters, default 8): the password policy of user writes (the
-    /// same setting as auth-service's, for resets).
-    pub password_min_length: usize,
+    /// PASSWORD_MIN_LENGTH (characters, default 8), PASSWORD_MAX_LENGTH (bytes, default 1024):
+    /// the password policy of user writes (the same settings as auth-service's).
+    pub password_policy: access_token::passwords::Policy,
+    /// PASSWORD_HASH_CONCURRENCY (default: CPUs), PASSWORD_HASH_QUEUE_TIMEOUT_MS (default
+    /// 2000): the argon2 bound, as auth-service's.
+    pub password_hasher: access_token::passwords::Hasher,
     /// STATIC_TOKEN_CACHE_TTL (seconds, default 30): how long a user lookup (by static token,
     /// or by a JWT's user id) is cached.
     pub token_cache_ttl_secs: u64,
@@ -67,7 +70,8 @@ impl Settings {
                 max_bytes: (max_bytes > 0).then_some(max_bytes),
                 max_rows: (max_rows > 0).then_some(max_rows),
             },
-            password_min_length: env_or("PASSWORD_MIN_LENGTH", 8usize)?,
+            password_policy: access_token::passwords::Policy::from_env()?,
+            password_hasher: access_token::passwords::Hasher::from_env()?,
             token_cache_ttl_secs: env_or("STATIC_TOKEN_CACHE_TTL", 30u64)?,
             auth_url: service_url("AUTH_GRPC_URL", "http://127.0.0.1:50052"),
             redis_url: service_url("REDIS_URL", "redis://127.0.0.1:6379"),
@@ -89,7 +93,8 @@ impl std::fmt::Debug for Settings {
             .field("admin_password", &self.admin_password.as_ref().map(|_| "***"))
             .field("admin_token", &self.admin_token.as_ref().map(|_| "***"))
             .field("limits", &self.limits)
-            .field("password_min_length", &self.password_min_length)
+            .field("password_policy", &self.password_policy)
+            .field("password_hasher", &self.password_hasher)
             .field("token_cache_ttl_secs", &self.token_cache_ttl_secs)
             .field("auth_url", &self.auth_url)
             .field("redis_url", &self.redis_url.as_deref().map(mask_url))

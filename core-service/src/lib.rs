@@ -49,8 +49,9 @@ pub struct AppState {
     pub views: permissions::Views,
     /// `limit` rules.
     pub limits: query::Limits,
-    /// The session store and password policy user writes need (`own` is filled per caller).
-    pub sessions: users::Sessions,
+    /// What user writes need: session store, password policy and hasher (`own` is filled per
+    /// caller).
+    pub accounts: users::Accounts,
     /// The version of the newest snapshot, announced to `WatchSchema` streams.
     pub schema_changed: tokio::sync::watch::Sender<u64>,
     /// Turns true when the server starts shutting down, so open streams end and the drain can
@@ -74,8 +75,8 @@ impl AppState {
             (Some(_), None) => permissions::Access::Subject(permissions::Subject::NoRole),
         };
         let read = self.views.read_view(&schema, &access);
-        let sessions = users::Sessions { own: None, ..self.sessions.clone() }; // INTEGRATION: who.family
-        Ok(auth::Caller { schema, read, access, vars: query::Variables { user: who.user, role: who.role }, sessions })
+        let accounts = users::Accounts { own: who.user.clone().zip(who.family.clone()), ..self.accounts.clone() };
+        Ok(auth::Caller { schema, read, access, vars: query::Variables { user: who.user, role: who.role }, accounts })
     }
 
     /// Re-introspects the database and swaps the snapshot in. Errors: database errors.
@@ -178,7 +179,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     };
     let state = Arc::new(AppState {
         auth: auth::Authenticator::new(pool.clone(), Duration::from_secs(settings.token_cache_ttl_secs), keys, redis.clone()),
-        sessions: users::Sessions { redis, own: None, password_min_length: settings.password_min_length },
+        accounts: users::Accounts { redis, own: None, policy: settings.password_policy, hasher: settings.password_hasher.clone() },
         pool,
         views: permissions::Views::default(),
         schema: ArcSwap::from_pointee(schema::Schema::default()),

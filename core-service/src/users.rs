@@ -12,8 +12,6 @@
 
 use crate::schema::Collection;
 use crate::write::Writer;
-use argon2::password_hash::rand_core::OsRng;
-use argon2::password_hash::{PasswordHasher, SaltString};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::Query;
 use serde_json::{Map, Value};
@@ -21,17 +19,20 @@ use serde_json::{Map, Value};
 /// Fields whose change ends the user's refresh sessions (besides the password).
 const SESSION_FIELDS: &[&str] = &["email", "status", "role"];
 
-/// What ending a user's sessions needs: the Redis holding them (`None` when the core runs
-/// without one: then nothing can be ended, and a warning is logged) and the caller's own login
-/// (the family claim of their token), which a self-change keeps.
-#[derive(Clone, Default)]
-pub struct Sessions {
+/// What user writes need beyond the engine: the Redis holding refresh sessions (`None` when
+/// the core runs without one: then nothing can be ended, and a warning is logged), the
+/// caller's own login (the family claim of their token), which a self-change keeps, and the
+/// password policy and bounded hasher shared with auth-service.
+#[derive(Clone)]
+pub struct Accounts {
     /// The session store (REDIS_URL).
     pub redis: Option<access_token::sessions::Redis>,
     /// The caller's user id and login family, if their token names one.
     pub own: Option<(String, String)>,
-    /// PASSWORD_MIN_LENGTH (characters).
-    pub password_min_length: usize,
+    /// PASSWORD_MIN_LENGTH / PASSWORD_MAX_LENGTH.
+    pub policy: access_token::passwords::Policy,
+    /// argon2 behind PASSWORD_HASH_CONCURRENCY / PASSWORD_HASH_QUEUE_TIMEOUT_MS.
+    pub hasher: access_token::passwords::Hasher,
 }
 
 /// The system collection of users.
@@ -78,12 +79,7 @@ pub fn take_secrets(w: &Writer<'_>, collection: &str, data: &mut Value) -> Resul
             }
             match (name, v) {
                 ("password", Value::String(p)) if !p.is_empty() => {
-                    let min = w.sessions.password_min_length;
-                    if p.chars().count() < min {
-                        let mut e = crate::write::payload::failed("password", "min_length", &format!("At least {min} characters are required."));
-                        e.extensions.insert("valid".into(), min.into());
-                        return Err(e);
-                    }
+                    w.accounts.policy.check_new(&p)?;
                     s.password = Some(p);
                 }
                 ("token", Value::String(t)) if !t.is_empty() => s.token = Some(Some(t)),
@@ -102,15 +98,8 @@ pub async fn store(w: &mut Writer<'_>, keys: &[String], secrets: &[Secrets]) -> 
     for (i, key) in keys.iter().enumerate() {
         let Some(s) = secrets.get(i).or_else(|| secrets.first().filter(|_| secrets.len() == 1)) else { continue };
         if let Some(p) = &s.password {
-            // argon2 is ~19 MiB and tens of ms of CPU: never on an async worker.
-            let p = p.clone();
-            let hash = tokio::task::spawn_blocking(move || {
-                let salt = SaltString::generate(&mut OsRng);
-                argon2::Argon2::default().hash_password(p.as_bytes(), &salt).map(|h| h.to_string())
-            })
-            .await
-            .map_err(|_| ApiError::internal())?
-            .map_err(|_| ApiError::internal())?;
+            // argon2 is ~19 MiB and tens of ms of CPU: bounded, and never on an async worker.
+            let hash = w.accounts.hasher.hash(p.clone()).await?;
             sqlx::query("UPDATE cdapi.users SET password_hash = $1 WHERE id = $2::uuid")
                 .bind(hash)
                 .bind(key)
@@ -173,12 +162,12 @@ pub async fn update_query(w: &mut Writer<'_>, c: &Collection, selector: &Query, 
 /// write commits: if Redis cannot be asked the write fails (SERVICE_UNAVAILABLE) rather than
 /// leave a stolen session alive; if the commit then fails, sessions ended early are harmless.
 async fn end_sessions(w: &Writer<'_>, keys: &[String]) -> Result<(), ApiError> {
-    let Some(redis) = &w.sessions.redis else {
+    let Some(redis) = &w.accounts.redis else {
         tracing::warn!("a user's password, email, status or role changed but the core has no REDIS_URL: their sessions go on");
         return Ok(());
     };
     for user in keys {
-        let keep = w.sessions.own.as_ref().filter(|(own, _)| own == user).map(|(_, family)| family.as_str());
+        let keep = w.accounts.own.as_ref().filter(|(own, _)| own == user).map(|(_, family)| family.as_str());
         redis.end_user_sessions(user, keep).await?;
     }
     Ok(())

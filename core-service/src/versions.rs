@@ -49,8 +49,8 @@ pub struct Versions<'a> {
     pub limits: Limits,
     /// Dynamic variables (`user` is recorded as `user_created`).
     pub vars: &'a Variables,
-    /// For the writer (user writes end sessions).
-    pub sessions: &'a crate::users::Sessions,
+    /// For the writer (user writes end sessions, hash passwords).
+    pub accounts: &'a crate::users::Accounts,
 }
 
 /// A stored version.
@@ -281,7 +281,7 @@ impl<'a> Versions<'a> {
 
     /// A writer acting for the caller on this connection.
     fn writer(&mut self) -> Writer<'_> {
-        Writer { schema: self.schema, read: self.read, access: self.access, conn: &mut *self.conn, limits: self.limits, vars: self.vars, sessions: self.sessions }
+        Writer { schema: self.schema, read: self.read, access: self.access, conn: &mut *self.conn, limits: self.limits, vars: self.vars, accounts: self.accounts }
     }
 
     /// Applies `delta` to the item and reads it with `q` (fields, deep...). Leaves the change in

@@ -37,8 +37,8 @@ pub struct Writer<'a> {
     pub limits: crate::query::Limits,
     /// Dynamic variables (for `query` selectors and read-back).
     pub vars: &'a Variables,
-    /// Refresh sessions a user write may have to end, and the password policy.
-    pub sessions: &'a crate::users::Sessions,
+    /// What user writes need (sessions to end, password policy and hasher).
+    pub accounts: &'a crate::users::Accounts,
 }
 
 fn writable(collection: &Collection) -> Result<(), ApiError> {
