@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 const SESSION_FIELDS: &[&str] = &["email", "status", "role"];
 
 /// What user writes need beyond the engine: the Redis holding refresh sessions (`None` when
-/// the core runs without one: then nothing can be ended, and a warning is logged), the
+/// the core runs without one: then changes that must end sessions answer 503), the
 /// caller's own login (the family claim of their token), which a self-change keeps, and the
 /// password policy and bounded hasher shared with auth-service.
 #[derive(Clone)]
@@ -163,8 +163,11 @@ pub async fn update_query(w: &mut Writer<'_>, c: &Collection, selector: &Query, 
 /// leave a stolen session alive; if the commit then fails, sessions ended early are harmless.
 async fn end_sessions(w: &Writer<'_>, keys: &[String]) -> Result<(), ApiError> {
     let Some(redis) = &w.accounts.redis else {
-        tracing::warn!("a user's password, email, status or role changed but the core has no REDIS_URL: their sessions go on");
-        return Ok(());
+        // Fail closed: a password change that cannot end a stolen session is refused.
+        tracing::error!("a user's password, email, status or role change needs REDIS_URL to end their sessions");
+        let mut e = ApiError::new(cdapi_proto::ErrorCode::ServiceUnavailable, "Service \"redis\" is unavailable.");
+        e.extensions.insert("service".into(), "redis".into());
+        return Err(e);
     };
     for user in keys {
         let keep = w.accounts.own.as_ref().filter(|(own, _)| own == user).map(|(_, family)| family.as_str());

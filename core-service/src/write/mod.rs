@@ -176,7 +176,8 @@ impl<'w> Writer<'w> {
         for o in items {
             checked.push(self.permitted(collection, Action::Create, o, extra).await?);
         }
-        let (items, conds): (Vec<Map<String, Value>>, Vec<Option<Arc<Filter>>>) = checked.into_iter().unzip();
+        let conds: Vec<Option<Arc<Filter>>> = checked.iter().map(|(_, c)| c.clone()).collect();
+        let items: Vec<Map<String, Value>> = checked.into_iter().map(|(o, _)| o).collect();
         let rows: Vec<Vec<ColumnValue<'_>>> =
             items.iter().map(|o| payload::columns(collection, o, Mode::Create)).collect::<Result<_, _>>()?;
         // One column list for all rows; a row without a column writes DEFAULT.
