@@ -1,0 +1,14 @@
+//! Replays the seed corpora of the fuzz targets on this crate's parsers (README "Fuzzing";
+//! issue 15): every seed must parse to Ok or Err without a panic. The harness is the fuzz
+//! targets' own (fuzz/src), compiled here too.
+
+#[path = "../../fuzz/src/rest.rs"]
+mod rest;
+#[path = "../../fuzz/src/seeds.rs"]
+mod seeds;
+
+#[test]
+fn rest_query_string_seeds_do_not_panic() -> std::io::Result<()> {
+    seeds::replay(env!("CARGO_MANIFEST_DIR"), "rest_query_string", rest::query_string)?;
+    Ok(())
+}
