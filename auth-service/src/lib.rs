@@ -64,6 +64,9 @@ pub use access_token::db_error;
 pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     // One TLS implementation (rustls with ring) for SMTP and the SSO providers' HTTPS.
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // Read INTERNAL_TOKEN now, so its state is logged at start (which callers' `x-client-ip`
+    // is believed).
+    let _ = access_token::ip::edge_trust();
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(settings.pool_max)
         .acquire_timeout(Duration::from_secs(5))

@@ -160,6 +160,9 @@ pub async fn plan_sql(settings: &config::Settings, collection: &str, query_json:
 /// health, reflection) on `listener` until `shutdown` resolves; in-flight calls finish first.
 /// Errors: start-up failures (database unreachable, migration failed).
 pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    // Read INTERNAL_TOKEN now, so its state is logged at start (issue 15: which callers'
+    // `x-client-ip` is believed).
+    let _ = access_token::ip::edge_trust();
     let pool = db::connect(&settings.database_url, settings.pool_max, settings.statement_timeout_ms).await?;
     system_tables::migrate_or_wait(&settings.database_url).await?;
     auth::bootstrap_admin(&pool, &settings.admin_email, settings.admin_password.as_deref(), settings.admin_token.as_deref()).await?;
