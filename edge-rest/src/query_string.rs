@@ -64,6 +64,12 @@ pub const MAX_PARAMETERS: usize = 1000;
 /// or SEARCH. Bounds the recursion of parsing.
 pub const MAX_SEGMENTS: usize = 24;
 
+/// Largest bracket index that addresses an array slot (`filter[_or][20]`); a larger one is an
+/// object key, as qs (which Directus parses query strings with) does with its default
+/// `arrayLimit` of 20. Bounds the null slots a sparse index pads: at most 21 per bracket, so a
+/// query string cannot make the parser allocate thousands of times its own size.
+pub const MAX_ARRAY_INDEX: usize = 20;
+
 /// Removes the holes that sparse indices leave (`filter[_or][1]...` alone), as qs does.
 fn compact(v: &mut Json) {
     match v {
@@ -137,7 +143,7 @@ fn insert(target: &mut Json, path: &[&str], value: Json) -> Result<(), Conflict>
         return insert(&mut items[last], rest, value);
     }
     if let Ok(idx) = seg.parse::<usize>()
-        && idx < 1000
+        && idx <= MAX_ARRAY_INDEX
         && (target.is_null() || target.is_array())
     {
         if target.is_null() {
@@ -186,6 +192,15 @@ mod tests {
         assert!(parse(&deep).is_err());
         let many = (0..=MAX_PARAMETERS).map(|i| format!("k{i}=1")).collect::<Vec<_>>().join("&");
         assert!(parse(&many).is_err());
+    }
+
+    #[test]
+    fn indices_past_the_array_limit_are_object_keys_as_in_qs() {
+        // Found writing the rest_query_string fuzz target (issue 15): with indices up to 999, a 16 KiB
+        // query string of `filter[i][999]...[999]=1` padded ~3 million null slots (~100 MB).
+        assert_eq!(p(&format!("a[{MAX_ARRAY_INDEX}]=x")), json!({"a": ["x"]}));
+        assert_eq!(p(&format!("a[{}]=x", MAX_ARRAY_INDEX + 1)), json!({"a": {"21": "x"}}));
+        assert_eq!(p("filter[_or][999][id][_eq]=1"), json!({"filter": {"_or": {"999": {"id": {"_eq": "1"}}}}}));
     }
 
     #[test]
