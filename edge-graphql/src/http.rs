@@ -31,7 +31,7 @@ pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>, readiness: servi
         .and(warp::path::full())
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
         .and(warp::header::headers_cloned())
-        .and(warp::addr::remote())
+        .and(edge_http::serve::peer())
         .and(warp::body::stream())
         .then(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap, peer, body| {
             let body = edge_http::body::boxed(body);

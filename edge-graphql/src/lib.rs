@@ -87,7 +87,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
     service_runtime::metrics::serve_from_env().await?;
     let shutdown = service_runtime::shutdown::drain_after(shutdown, service_runtime::shutdown::delay_from_env()?, move || readiness.stop());
     tracing::info!(addr = %listener.local_addr()?, core = %edge.core_url, auth = %edge.auth_url, "edge-graphql listening (HTTP)");
-    warp::serve(routes).incoming(listener).graceful(shutdown).run().await;
+    edge_http::serve::serve(listener, routes, shutdown).await;
     watcher.abort();
     tracing::info!("edge-graphql stopped");
     Ok(())

@@ -35,7 +35,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
         .and(warp::path::full())
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
         .and(warp::header::headers_cloned())
-        .and(warp::addr::remote())
+        .and(edge_http::serve::peer())
         .and(warp::body::stream())
         .then(move |method, path: warp::path::FullPath, query, headers: http::HeaderMap, peer, body| {
             let state = state.clone();
@@ -52,7 +52,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
             }
         });
     tracing::info!(addr = %listener.local_addr()?, core = %settings.edge.core_url, auth = %settings.edge.auth_url, "edge-rest listening (HTTP)");
-    warp::serve(routes).incoming(listener).graceful(shutdown).run().await;
+    edge_http::serve::serve(listener, routes, shutdown).await;
     tracing::info!("edge-rest stopped");
     Ok(())
 }

@@ -10,6 +10,8 @@
 //! - [`reply`] — bodies and the Directus error body.
 //! - [`settings`] — the settings both edges read, and their gRPC channels.
 //! - [`observe`] — route templates for metrics.
+//! - [`serve`] — the server loop (hyper through a warp filter, graceful shutdown).
+//! - [`request_target`] — raw `"`, `<`, `>` in request targets made acceptable to hyper.
 
 pub mod balance;
 pub mod body;
@@ -17,5 +19,7 @@ pub mod caller;
 pub mod client_ip;
 pub mod cookies;
 pub mod reply;
+pub mod request_target;
+pub mod serve;
 pub mod observe;
 pub mod settings;

@@ -1,0 +1,69 @@
+//! The HTTP server loop of both edges: accept on a given listener, serve each connection with
+//! hyper (HTTP/1.1, and HTTP/2 by prior knowledge) through a warp filter, and on shutdown stop
+//! accepting and let in-flight requests finish.
+//!
+//! It replaces `warp::serve` for one reason: every connection is wrapped in
+//! [`crate::request_target::LenientTarget`] first, so URLs with raw JSON (`?filter={"id":…}`)
+//! reach the routes instead of being refused by hyper with an empty 400. The peer address
+//! travels as the request extension [`Peer`] (read it with [`peer`]).
+
+use crate::request_target::LenientTarget;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use tokio::net::TcpListener;
+use warp::Filter;
+use warp::reply::Response;
+
+/// The TCP peer of a request's connection (a request extension).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub SocketAddr);
+
+/// A filter extracting the connection's peer address (`None` outside [`serve`]).
+pub fn peer() -> impl Filter<Extract = (Option<SocketAddr>,), Error = Infallible> + Clone {
+    warp::ext::optional::<Peer>().map(|p: Option<Peer>| p.map(|Peer(a)| a))
+}
+
+/// Serves `filter` on `listener` until `shutdown` resolves; then closes the listener and waits
+/// for the open connections' in-flight requests (idle keep-alive connections are closed).
+pub async fn serve<F>(listener: TcpListener, filter: F, shutdown: impl Future<Output = ()> + Send + 'static)
+where
+    F: Filter<Extract = (Response,), Error = warp::Rejection> + Clone + Send + Sync + 'static,
+{
+    let service = warp::service(filter);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, addr) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let service = service.clone();
+        let per_request = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(Peer(addr));
+            let mut service = service.clone();
+            tower_service::Service::call(&mut service, req)
+        });
+        let io = hyper_util::rt::TokioIo::new(LenientTarget::new(stream));
+        let conn = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .serve_connection_with_upgrades(io, per_request)
+            .into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
