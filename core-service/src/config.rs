@@ -25,7 +25,7 @@ pub struct Settings {
     pub admin_token: Option<String>,
     /// QUERY_LIMIT_DEFAULT (default 100), QUERY_LIMIT_MAX (default 10000; -1 = unlimited),
     /// RESPONSE_MAX_BYTES (default 33554432 = 32 MiB; 0 = unlimited), RESPONSE_MAX_ROWS
-    /// (default 10000000; 0 = unlimited): see [`Limits`].
+    /// (default 10000000; 0 = unlimited), MAX_RELATIONAL_DEPTH (default 10): see [`Limits`].
     pub limits: Limits,
     /// PASSWORD_MIN_LENGTH (characters, default 8), PASSWORD_MAX_LENGTH (bytes, default 1024):
     /// the password policy of user writes (the same settings as auth-service's).
@@ -69,6 +69,7 @@ impl Settings {
                 nested_default: default_limit,
                 max_bytes: (max_bytes > 0).then_some(max_bytes),
                 max_rows: (max_rows > 0).then_some(max_rows),
+                max_depth: env_or("MAX_RELATIONAL_DEPTH", 10usize)?,
             },
             password_policy: access_token::passwords::Policy::from_env()?,
             password_hasher: access_token::passwords::Hasher::from_env()?,

@@ -25,9 +25,12 @@ use cdapi_proto::{ApiError, ErrorCode};
 use serde_json::{Map, Value};
 use sqlx::{PgConnection, Row};
 
-/// The columns of a version as one JSON object.
+/// The columns of a version as one JSON object (dates as Directus writes them: see
+/// [`crate::query::values`]).
 const VERSION_JSON: &str = "json_build_object('id', v.id, 'key', v.key, 'name', v.name, 'collection', v.collection, \
-    'item', v.item, 'hash', v.hash, 'delta', v.delta, 'date_created', v.date_created, 'date_updated', v.date_updated, \
+    'item', v.item, 'hash', v.hash, 'delta', v.delta, \
+    'date_created', to_char(v.date_created AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), \
+    'date_updated', to_char(v.date_updated AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), \
     'user_created', v.user_created)::text";
 
 /// [`VERSION_JSON`] with `delta` as the expression giving the delta.
@@ -247,7 +250,8 @@ impl<'a> Versions<'a> {
             self.writer().require_update(c, &v.item, data, &[]).await?;
         }
         let mut delta = v.delta;
-        delta.extend(data.clone());
+        // Keys that are no field are left out, as item writes leave them out (issue 16).
+        delta.extend(data.iter().filter(|(k, _)| c.field(k).is_some()).map(|(k, v)| (k.clone(), v.clone())));
         // The merged delta must be a writable payload: checked by applying it (rolled back by
         // the caller's transaction only on failure; here on a savepoint).
         sqlx::query("SAVEPOINT version_check").execute(&mut *self.conn).await.map_err(crate::db::map_error)?;

@@ -10,10 +10,10 @@
 //! Anything else, and any failure (a FORBIDDEN, an unreachable core), goes the ordinary way,
 //! which reports errors at the field's path.
 
-use crate::model::{Collection, FieldKind, Model};
+use crate::model::{Collection, FieldKind, Model, Scalar};
 use crate::root::{Op, item_query, read};
 use crate::selection::{Walker, json_key};
-use crate::values::{json_to_value, key_text, output};
+use crate::values::{key_text, output};
 use crate::{Backend, RequestData};
 use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextResolve, ResolveInfo};
 use async_graphql::parser::types::{DocumentOperations, Field, SelectionSet};
@@ -83,6 +83,8 @@ async fn answer(ctx: &ExtensionContext<'_>, field: &Field, collection: &str, op:
     let c = model.collection(collection)?;
     let q = item_query(&walker, c, field, op).ok()?;
     let key = match op {
+        // A content version goes the ordinary way.
+        Op::ById if walker.argument(field, "version").is_some() => return None,
         Op::ById => key_text(&walker.argument(field, "id")?).ok()?,
         _ => String::new(),
     };
@@ -137,7 +139,8 @@ fn project(walker: &Walker<'_>, c: &Collection, type_name: &str, sets: &[&Select
                 let v = if n == "__typename" {
                     Value::String(functions.to_owned())
                 } else {
-                    json.get(format!("{n}({})", base.name)).map(json_to_value).unwrap_or(Value::Null)
+                    // Function results arrive as strings (as Directus's); the fields are Int.
+                    json.get(format!("{}_{n}", base.name)).map(|v| output(v, Scalar::Int)).unwrap_or(Value::Null)
                 };
                 obj.insert(Name::new(k), v);
             }

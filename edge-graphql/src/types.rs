@@ -117,7 +117,7 @@ fn item_object(c: &Collection, type_name: &str) -> Object {
                 let values: serde_json::Map<String, Json> = functions
                     .names()
                     .iter()
-                    .filter_map(|n| Some(((*n).to_owned(), parent_json(&ctx)?.get(format!("{n}({base})"))?.clone())))
+                    .filter_map(|n| Some(((*n).to_owned(), parent_json(&ctx)?.get(format!("{base}_{n}"))?.clone())))
                     .collect();
                 FieldFuture::Value(Some(FieldValue::owned_any(Json::Object(values))))
             }));
@@ -212,13 +212,17 @@ fn aggregate_types(c: &Collection) -> Vec<Object> {
         .field(Field::new("group", TypeRef::named("JSON"), move |ctx| {
             let v = row(&ctx).map(|r| {
                 let group: serde_json::Map<String, Json> =
-                    r.group_by.iter().map(|k| (k.clone(), r.row.get(k).cloned().unwrap_or(Json::Null))).collect();
+                    // Keyed as the result rows are (`published_at_year`), as Directus's `group`.
+                    r.group_by.iter().map(|k| cdapi_proto::paths::result_key(k).into_owned()).map(|k| {
+                        let v = r.row.get(&k).cloned().unwrap_or(Json::Null);
+                        (k, v)
+                    }).collect();
                 FieldValue::value(json_to_value(&Json::Object(group)))
             });
             FieldFuture::Value(v)
         }))
         .field(Field::new("countAll", TypeRef::named(TypeRef::INT), move |ctx| {
-            FieldFuture::Value(row(&ctx).and_then(|r| r.row.get("countAll")).map(|v| FieldValue::value(json_to_value(v))))
+            FieldFuture::Value(row(&ctx).and_then(|r| r.row.get("countAll")).map(|v| FieldValue::value(output(v, Scalar::Int))))
         }));
     let functions: &[(&str, &str)] = &[("count", &count_name), ("countDistinct", &count_name)];
     let numeric_functions = ["sum", "sumDistinct", "avg", "avgDistinct", "min", "max"];

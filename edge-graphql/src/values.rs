@@ -14,6 +14,8 @@ pub fn output(v: &Json, scalar: Scalar) -> Value {
     match (scalar, v) {
         (_, Json::Null) => Value::Null,
         (Scalar::Id | Scalar::BigInt, Json::Number(n)) => Value::String(n.to_string()),
+        // Aggregates of int8/numeric results arrive as strings (as Directus on Postgres).
+        (Scalar::Int, Json::String(s)) => s.parse::<i64>().map(|n| Value::Number(n.into())).unwrap_or(Value::Null),
         (Scalar::Float, Json::String(s)) => s.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number).unwrap_or(Value::Null),
         _ => json_to_value(v),
     }

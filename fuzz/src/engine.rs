@@ -20,7 +20,7 @@ pub fn field_paths(data: &[u8]) {
     let mut obj = serde_json::Map::new();
     obj.insert("fields".into(), Value::String(raw.into_owned()));
     let Ok(q) = query_from_json(&obj) else { return };
-    let _ = FieldTree::parse(&q.fields);
+    let _ = FieldTree::parse(&q.fields, 10);
     for path in &q.fields {
         let _ = functions::parse(path);
         if let Some((_, last)) = path.rsplit_once('.') {

@@ -16,8 +16,10 @@ use serde_json::Value as Json;
 
 type Result<T> = std::result::Result<T, ApiError>;
 
-/// Maximum nesting of filters and deep objects (directus-facts.md: "Limits").
-pub const MAX_DEPTH: usize = 10;
+/// Maximum nesting of filters and deep objects the parser accepts: a budget against deep
+/// recursion, above any sensible relational depth. The depth a query may really reach is the
+/// core's MAX_RELATIONAL_DEPTH (default 10, directus-facts.md "Limits"), at most this.
+pub const MAX_DEPTH: usize = 32;
 
 /// Translates a whole query object (`{"fields":..,"filter":..,..}`) into a [`Query`].
 /// Errors: INVALID_QUERY naming the parameter and what is wrong with it.
@@ -40,6 +42,7 @@ pub fn query_from_json(obj: &serde_json::Map<String, Json>) -> Result<Query> {
             "version" => q.version = Some(plain_string(key, v)?),
             "export" => q.export = Some(export(v)? as i32),
             "having" => q.having = filter_from_json(&json_param(key, v)?, 0)?,
+            "backlink" => q.backlink = Some(boolean(key, v)?),
             _ => {}
         }
     }
@@ -195,6 +198,15 @@ fn string_list(key: &str, v: &Json) -> Result<Vec<String>> {
             Ok(out)
         }
         _ => Err(ApiError::invalid_query(format!("\"{key}\" must be a string or an array of strings"))),
+    }
+}
+
+fn boolean(key: &str, v: &Json) -> Result<bool> {
+    match v {
+        Json::Bool(b) => Ok(*b),
+        Json::String(s) if s == "true" => Ok(true),
+        Json::String(s) if s == "false" => Ok(false),
+        _ => Err(ApiError::invalid_query(format!("\"{key}\" must be true or false"))),
     }
 }
 
@@ -377,11 +389,10 @@ mod tests {
         let tags = &query.deep["tags"];
         assert_eq!(tags.limit, Some(2));
         assert!(tags.deep["tags_id"].filter.is_some());
-        let mut f = json!({"id": {"_eq": 1}});
-        for _ in 0..12 {
-            f = json!({"rel": f});
-        }
-        assert!(filter_from_json(&f, 0).is_err());
+        let nested = |n: usize| (0..n).fold(json!({"id": {"_eq": 1}}), |f, _| json!({"rel": f}));
+        // The parser's own ceiling; the relational depth itself is the core's setting.
+        assert!(filter_from_json(&nested(MAX_DEPTH - 1), 0).is_ok());
+        assert!(filter_from_json(&nested(MAX_DEPTH + 2), 0).is_err());
         Ok(())
     }
 }

@@ -1,15 +1,22 @@
 //! `aggregate` and `groupBy` (spec: Global query parameters) → one SQL statement returning
 //! Directus's rows: group values at top level beside one object per function, e.g.
-//! `[{"status": "draft", "count": {"id": 23}, "avg": {"rating": 3.1}}]`; `count` of `*` is a
-//! plain number (`{"count": 10000}`).
+//! `[{"status": "draft", "count": {"id": "23"}, "avg": {"rating": "3.1000000000000000"}}]`;
+//! `count` of `*` is a plain value (`{"count": "10000"}`).
 //!
-//! Values are JSON numbers, except where a number would not survive a JavaScript client
-//! exactly: sums and averages of bigint/numeric fields are strings (directus-facts.md). Filter
+//! Values have the JSON type Directus gives them on Postgres (issue 16): results whose SQL type
+//! is `int8` or `numeric` are strings, as node-postgres returns them (`count`, `countDistinct`,
+//! `count(*)`, sums of integers, averages of integer and numeric fields, min/max of bigint and
+//! numeric fields: `{"count": "10000"}`, `{"avg": {"rating": "3.0000000000000000"}}`); results
+//! of `int2`/`int4`/float type are numbers; min/max of a timestamp are ISO strings in UTC with
+//! milliseconds (`2024-03-14T10:52:07.000Z`), dates too (midnight); group values are written
+//! as reads write them (function results as strings). GraphQL turns them back into
+//! `Int`/`Float`. Filter
 //! and search select the rows; `limit`/`offset`/`page` page the groups; `sort` may name group
 //! keys. Better than Directus: groupBy follows M2O paths (`author.name`) and functions
 //! (`year(published_at)`), and `having` (an extension) filters groups on their results, e.g.
 //! `having[count][_gt]=10` or `having[sum][amount][_gte]=100`.
 
+use super::functions;
 use super::read::{Joins, ReadStatement, pagination};
 use super::sql::{column, ident};
 use super::{Planner, forbidden_field};
@@ -40,7 +47,15 @@ impl Planner<'_> {
         let mut groups = Vec::new();
         for g in &q.group_by {
             let expr = self.path_expr(collection, "t0", g, &mut joins, "group")?;
-            columns.push(format!("{expr} AS {}", ident(g)));
+            // A group's value as a read writes it (functions as strings, dates formatted).
+            let output = match functions::parse(g)? {
+                Some(_) => super::values::function_output(expr.clone()),
+                None => match self.path_type(collection, g) {
+                    Some(t) => super::values::output(t, expr.clone()),
+                    None => expr.clone(),
+                },
+            };
+            columns.push(format!("{output} AS {}", ident(&cdapi_proto::paths::result_key(g))));
             groups.push((g.as_str(), expr));
         }
         let mut seen = std::collections::HashSet::new();
@@ -52,7 +67,7 @@ impl Planner<'_> {
                 return Err(ApiError::invalid_query(format!("Aggregate function \"{name}\" is given twice")));
             }
             if function == AggregateFunction::CountAll || (function == AggregateFunction::Count && call.fields.iter().any(|f| f == "*")) {
-                columns.push(format!("count(*) AS {}", ident(name)));
+                columns.push(format!("count(*)::text AS {}", ident(name)));
                 targets.insert(name.to_owned(), HavingTarget { expr: "count(*)".into(), db_type: "bigint".into() });
                 continue;
             }
@@ -89,7 +104,9 @@ impl Planner<'_> {
         let group_sql = if groups.is_empty() {
             String::new()
         } else {
-            format!(" GROUP BY {}", (1..=groups.len()).map(|i| i.to_string()).collect::<Vec<_>>().join(", "))
+            // By the expressions, not the output columns (those are formatted: text, to_char),
+            // so ORDER BY and HAVING can use the same expressions.
+            format!(" GROUP BY {}", groups.iter().map(|(_, e)| e.as_str()).collect::<Vec<_>>().join(", "))
         };
         let order_sql = if order.is_empty() { String::new() } else { format!(" ORDER BY {}", order.join(", ")) };
         let having_sql = match &q.having {
@@ -211,8 +228,8 @@ fn function_key(f: AggregateFunction) -> Result<&'static str, ApiError> {
 }
 
 /// SQL of one aggregate over one field: (output expression, raw expression for `having`,
-/// the raw result's Postgres type). Sums and averages need a numeric field; bigint and numeric
-/// results are output as text so that no client rounds them.
+/// the raw result's Postgres type). Sums and averages need a numeric field. `int8` and
+/// `numeric` results are output as text, timestamps as ISO text (see the module docs).
 fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<(String, String, String), ApiError> {
     if field.is_alias() {
         return Err(ApiError::invalid_query(format!(
@@ -221,8 +238,8 @@ fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<(S
         )));
     }
     let col = column(alias, &field.name);
-    let numeric = matches!(field.field_type, FieldType::Integer | FieldType::BigInteger | FieldType::Float | FieldType::Decimal);
-    let exact_text = matches!(field.field_type, FieldType::BigInteger | FieldType::Decimal);
+    let float = field.field_type == FieldType::Float;
+    let numeric = float || matches!(field.field_type, FieldType::Integer | FieldType::BigInteger | FieldType::Decimal);
     let need_numeric = || {
         if numeric {
             Ok(())
@@ -235,22 +252,20 @@ fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<(S
         }
     };
     let distinct = |d: bool| if d { "DISTINCT " } else { "" };
+    // (raw SQL, its type, whether the output is its text)
     let (raw, db_type, text) = match f {
         AggregateFunction::Count | AggregateFunction::CountDistinct => {
-            (format!("count({}{col})", distinct(f == AggregateFunction::CountDistinct)), "bigint".to_owned(), false)
+            (format!("count({}{col})", distinct(f == AggregateFunction::CountDistinct)), "bigint".to_owned(), true)
         }
         AggregateFunction::Sum | AggregateFunction::SumDistinct => {
             need_numeric()?;
-            (format!("sum({}{col})", distinct(f == AggregateFunction::SumDistinct)), "numeric".to_owned(), exact_text)
+            // sum(int2/int4) is int8, sum(int8/numeric) numeric, sum(float) float.
+            (format!("sum({}{col})", distinct(f == AggregateFunction::SumDistinct)), "numeric".to_owned(), !float)
         }
         AggregateFunction::Avg | AggregateFunction::AvgDistinct => {
             need_numeric()?;
-            let raw = format!("avg({}{col})", distinct(f == AggregateFunction::AvgDistinct));
-            if exact_text {
-                (raw, "numeric".to_owned(), true)
-            } else {
-                return Ok((format!("{raw}::float8"), raw, "numeric".to_owned()));
-            }
+            // avg of integers and numeric is numeric, of floats float8.
+            (format!("avg({}{col})", distinct(f == AggregateFunction::AvgDistinct)), "numeric".to_owned(), !float)
         }
         AggregateFunction::Min | AggregateFunction::Max => {
             if matches!(field.field_type, FieldType::Json | FieldType::Csv | FieldType::Unknown | FieldType::Binary | FieldType::Boolean) {
@@ -261,7 +276,11 @@ fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<(S
                 )));
             }
             let func = if f == AggregateFunction::Min { "min" } else { "max" };
-            (format!("{func}({col})"), field.db_type.clone(), exact_text)
+            let raw = format!("{func}({col})");
+            if let Some(iso) = iso_timestamp(field.field_type, &raw) {
+                return Ok((iso, raw, field.db_type.clone()));
+            }
+            (raw, field.db_type.clone(), matches!(field.field_type, FieldType::BigInteger | FieldType::Decimal))
         }
         AggregateFunction::CountAll | AggregateFunction::Unspecified => {
             return Err(ApiError::invalid_query("countAll takes no field"));
@@ -269,4 +288,15 @@ fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<(S
     };
     let output = if text { format!("{raw}::text") } else { raw.clone() };
     Ok((output, raw, db_type))
+}
+
+/// A timestamp result as Directus's JavaScript `Date` serialises it (UTC, milliseconds, `Z`);
+/// `None` for other types.
+fn iso_timestamp(field_type: FieldType, expr: &str) -> Option<String> {
+    match field_type {
+        FieldType::Timestamp => Some(format!("to_char({expr} AT TIME ZONE 'UTC', {})", super::values::ISO_MILLIS_Z)),
+        // Without zone (and dates, at midnight): as node-postgres reads them on a UTC server.
+        FieldType::DateTime | FieldType::Date => Some(format!("to_char({expr}::timestamp, {})", super::values::ISO_MILLIS_Z)),
+        _ => None,
+    }
 }

@@ -7,7 +7,7 @@
 //! any depth); a dot path expands one relation; naming a field explicitly with a path wins over
 //! the wildcard's expansion. `alias[new]=field` adds the key `new` for the same-level `field`,
 //! which `fields` and `deep` then address as `new` (so one relation can be read twice with
-//! different `deep`). Functions (`year(date)`) are output under the call as written.
+//! different `deep`). Functions are output under Directus's key: `year(date)` as `date_year`.
 //! Many-to-Any fields (spec: Relational field kinds): `item.*` expands the item of every allowed
 //! collection, `item:headings.title` only that collection's (scope syntax); rows of collections
 //! not expanded keep the raw key.
@@ -15,7 +15,7 @@
 //! non-relation: INVALID_QUERY.
 
 use super::functions::{self, Call};
-use super::{MAX_RELATIONAL_DEPTH, Planner, forbidden_field};
+use super::{Planner, forbidden_field};
 use crate::schema::{Collection, Field, FieldRelation};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::Query;
@@ -32,8 +32,9 @@ pub struct FieldTree {
 }
 
 impl FieldTree {
-    /// Parses field paths (`["*", "author.name"]`); empty input means `*`.
-    pub fn parse(paths: &[String]) -> Result<Self, ApiError> {
+    /// Parses field paths (`["*", "author.name"]`); empty input means `*`. Paths through more
+    /// than `max_depth` relations: INVALID_QUERY.
+    pub fn parse(paths: &[String], max_depth: usize) -> Result<Self, ApiError> {
         let mut tree = FieldTree::default();
         if paths.is_empty() {
             tree.star = true;
@@ -43,7 +44,7 @@ impl FieldTree {
             if segments.iter().any(|s| s.is_empty()) {
                 return Err(ApiError::invalid_query(format!("\"{path}\" is not a valid field path")));
             }
-            if segments.len() > MAX_RELATIONAL_DEPTH + 1 {
+            if segments.len() > max_depth + 1 {
                 return Err(ApiError::invalid_query("Max relational depth exceeded"));
             }
             tree.insert(&segments);
@@ -94,7 +95,7 @@ pub enum Column<'a> {
     },
     /// A function of a field, e.g. `year(published_at)`.
     Function {
-        /// Output key (the call as written).
+        /// Output key (`published_at_year` for `year(published_at)`).
         key: String,
         /// The call.
         call: Call<'a>,
@@ -154,6 +155,15 @@ impl<'a> Planner<'a> {
     where
         'a: 't,
     {
+        self.resolve_nested(collection, tree, level, None)
+    }
+
+    /// [`Self::resolve`] for a level reached through a relation whose inverse field in
+    /// `collection` is `backlink` (left out of `*` when the query says `backlink=false`).
+    fn resolve_nested<'t>(&self, collection: &'t Collection, tree: &'t FieldTree, level: &'t Query, backlink: Option<&str>) -> Result<Select<'t>, ApiError>
+    where
+        'a: 't,
+    {
         for (name, field) in &level.alias {
             if collection.field(name).is_some() {
                 return Err(ApiError::invalid_query(format!("Alias \"{name}\" is already a field of \"{}\"", collection.name)));
@@ -210,6 +220,9 @@ impl<'a> Planner<'a> {
         if tree.star {
             for field in &collection.fields {
                 let named = tree.named.iter().find(|(n, _)| *n == field.name);
+                if named.is_none() && !self.backlink && backlink == Some(field.name.as_str()) {
+                    continue;
+                }
                 let children = match named {
                     Some((_, Some(c))) => Some(c),
                     // `*.*` expands relations into collections the caller may read; others stay keys.
@@ -236,7 +249,7 @@ impl<'a> Planner<'a> {
                     return Err(ApiError::invalid_query(format!("\"{name}\" has no nested fields")));
                 }
                 // The call is checked (field exists, type fits) when its SQL is written.
-                columns.push(Column::Function { key: name.clone(), call });
+                columns.push(Column::Function { key: cdapi_proto::paths::result_key(name).into_owned(), call });
                 continue;
             }
             let Some(field) = target(name) else { continue };
@@ -284,13 +297,19 @@ impl<'a> Planner<'a> {
             (Some(FieldRelation::M2O { related, related_field, .. }), Some(tree)) => {
                 self.count_expansion()?;
                 let related = self.collection(related)?;
-                Ok(Column::M2O { key, field, related_field, select: self.resolve(related, tree, deep)? })
+                // The way back: the O2M alias of `related` over this foreign key.
+                let back = related.fields.iter().find(|f| {
+                    matches!(&f.relation, Some(FieldRelation::O2M { related: r, related_field: rf, .. }) if *r == collection.name && *rf == field.name)
+                });
+                let select = self.resolve_nested(related, tree, deep, back.map(|f| f.name.as_str()))?;
+                Ok(Column::M2O { key, field, related_field, select })
             }
             (Some(FieldRelation::M2A { .. }), _) => Err(ApiError::internal()),
             (Some(FieldRelation::O2M { related, related_field, local_field, .. }), children) => {
                 self.count_expansion()?;
                 let related = self.collection(related)?;
-                let select = children.map(|t| self.resolve(related, t, deep)).transpose()?;
+                // The way back: the foreign key in the related collection.
+                let select = children.map(|t| self.resolve_nested(related, t, deep, Some(related_field.as_str()))).transpose()?;
                 Ok(Column::O2M { key, related_field, local_field, related, select, query: deep })
             }
         }

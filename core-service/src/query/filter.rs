@@ -3,28 +3,20 @@
 //!
 //! Values are bound as text and cast to the field's Postgres type, so enums, domains, dates and
 //! numerics compare as their own type; integer values are checked here first so that a bad value
-//! names its field. Dynamic variables: `$NOW` (optionally `$NOW(-1 year)`: units ms s m h d w mo
-//! y or their long forms, default days) is the database's `now()`; `$CURRENT_USER` and
-//! `$CURRENT_ROLE` are the caller's ids. Functions (`year(date)`) filter as integers.
+//! names its field. Dynamic variables (`$NOW`, `$CURRENT_USER.<path>`...) are resolved by
+//! [`super::variables`]. Functions (`year(date)`) filter as integers.
 //! Relational filters are `EXISTS` subqueries: through an M2O the related item must match;
 //! through an O2M (and so an M2M junction) some related item must (`_some`, the default) or
 //! none may (`_none`).
 
 use super::functions;
+use super::variables::Operand;
 use super::sql::{Param, column, escape_like};
-use super::{MAX_RELATIONAL_DEPTH, Planner, forbidden_field, not_supported};
+use super::{Planner, forbidden_field};
 use crate::schema::{Collection, FieldRelation, FieldType};
 use cdapi_proto::ApiError;
 use cdapi_proto::query_json::operator_name;
 use cdapi_proto::v1::{FieldCondition, Filter, Operator, Quantifier, RelationFilter, Value, filter, value};
-
-/// A comparison operand after dynamic variables are resolved.
-enum Operand {
-    /// A literal, bound as text and cast to the field's type.
-    Text(String),
-    /// `now()` plus an interval (`$NOW(-1 year)`), cast to the field's type.
-    Now(Option<String>),
-}
 
 /// What a condition compares: a column or a function of one.
 struct Target {
@@ -44,7 +36,7 @@ impl Planner<'_> {
     /// Compiles a filter tree on `collection` (rows aliased `alias`) into a boolean SQL expression.
     /// Errors: FORBIDDEN for unknown fields; INVALID_QUERY for operators or values that do not fit.
     pub fn filter(&mut self, collection: &Collection, alias: &str, f: &Filter, depth: usize) -> Result<String, ApiError> {
-        if depth > MAX_RELATIONAL_DEPTH {
+        if depth > self.limits.max_depth {
             return Err(ApiError::invalid_query("Max relational depth exceeded"));
         }
         match &f.node {
@@ -168,19 +160,23 @@ impl Planner<'_> {
     }
 
     /// Binds an operand and returns its SQL (cast to the target's type).
-    fn operand_sql(&mut self, t: &Target, operand: Operand) -> String {
-        match operand {
+    fn operand_sql(&mut self, t: &Target, operand: Operand) -> Result<String, ApiError> {
+        Ok(match operand {
             Operand::Text(text) => self.sql.cast_param(text, &t.db_type),
             Operand::Now(None) => format!("CAST(now() AS {})", t.db_type),
             Operand::Now(Some(interval)) => {
                 let p = self.sql.param(Param::Text(interval));
                 format!("CAST(now() + CAST({p} AS interval) AS {})", t.db_type)
             }
-        }
+            Operand::Expr(expr) => format!("CAST({expr} AS {})", t.db_type),
+            Operand::Many(_) => {
+                return Err(ApiError::invalid_query(format!("A list variable needs a list operator (_in, _nin) on field \"{}\"", t.name)));
+            }
+        })
     }
 
     /// The operand of a single-value operator; `None` for null. Lists are refused here.
-    fn scalar(&self, t: &Target, op: Operator, v: Option<&Value>) -> Result<Option<Operand>, ApiError> {
+    fn scalar(&mut self, t: &Target, op: Operator, v: Option<&Value>) -> Result<Option<Operand>, ApiError> {
         let text = match v.and_then(|v| v.kind.as_ref()) {
             None | Some(value::Kind::Null(_)) => return Ok(None),
             Some(value::Kind::Boolean(b)) => b.to_string(),
@@ -202,27 +198,8 @@ impl Planner<'_> {
         Ok(Some(Operand::Text(text)))
     }
 
-    /// Resolves a dynamic variable (the text after `$`).
-    fn variable(&self, var: &str) -> Result<Operand, ApiError> {
-        if var == "NOW" {
-            return Ok(Operand::Now(None));
-        }
-        if let Some(args) = var.strip_prefix("NOW(").and_then(|a| a.strip_suffix(')')) {
-            return Ok(Operand::Now(Some(interval(args)?)));
-        }
-        let id = |v: &Option<String>| Ok(Operand::Text(v.clone().unwrap_or_else(|| "00000000-0000-0000-0000-000000000000".into())));
-        match var {
-            "CURRENT_USER" => id(&self.vars.user),
-            "CURRENT_ROLE" => id(&self.vars.role),
-            v if v.starts_with("CURRENT_USER.") || v.starts_with("CURRENT_ROLE.") => {
-                Err(not_supported(&format!("The dynamic variable \"${v}\" (fields of the user or role)")))
-            }
-            v => Err(ApiError::invalid_query(format!("Unknown dynamic variable \"${v}\""))),
-        }
-    }
-
     /// The operand as a list (array, or comma-separated string; directus-facts.md `_in`).
-    fn list(&self, t: &Target, op: Operator, v: Option<&Value>) -> Result<Vec<String>, ApiError> {
+    fn list(&mut self, t: &Target, op: Operator, v: Option<&Value>) -> Result<Vec<Operand>, ApiError> {
         let items: Vec<Value> = match v.and_then(|v| v.kind.as_ref()) {
             Some(value::Kind::List(l)) => l.values.clone(),
             Some(value::Kind::String(s)) => {
@@ -231,14 +208,15 @@ impl Planner<'_> {
             None | Some(value::Kind::Null(_)) => Vec::new(),
             Some(_) => vec![v.cloned().unwrap_or_default()],
         };
-        items
-            .iter()
-            .map(|i| match self.scalar(t, op, Some(i))? {
-                Some(Operand::Text(s)) => Ok(s),
-                Some(Operand::Now(_)) => Err(not_supported(&format!("$NOW inside \"{}\"", operator_name(op)))),
-                None => Err(ApiError::invalid_query(format!("\"{}\" does not accept null inside its list", operator_name(op)))),
-            })
-            .collect()
+        let mut out = Vec::with_capacity(items.len());
+        for item in &items {
+            match self.scalar(t, op, Some(item))? {
+                Some(Operand::Many(values)) => out.extend(values.into_iter().map(Operand::Text)),
+                Some(o) => out.push(o),
+                None => return Err(ApiError::invalid_query(format!("\"{}\" does not accept null inside its list", operator_name(op)))),
+            }
+        }
+        Ok(out)
     }
 
     fn condition(&mut self, collection: &Collection, alias: &str, c: &FieldCondition) -> Result<String, ApiError> {
@@ -267,11 +245,11 @@ impl Planner<'_> {
         Ok(match op {
             Operator::Eq => match self.scalar(&t, op, v)? {
                 None => format!("{col} IS NULL"),
-                Some(o) => format!("{col} = {}", self.operand_sql(&t, o)),
+                Some(o) => format!("{col} = {}", self.operand_sql(&t, o)?),
             },
             Operator::Neq => match self.scalar(&t, op, v)? {
                 None => format!("{col} IS NOT NULL"),
-                Some(o) => format!("{col} <> {}", self.operand_sql(&t, o)),
+                Some(o) => format!("{col} <> {}", self.operand_sql(&t, o)?),
             },
             Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
                 let sym = match op {
@@ -281,15 +259,22 @@ impl Planner<'_> {
                     _ => ">=",
                 };
                 let o = need(self.scalar(&t, op, v)?)?;
-                format!("{col} {sym} {}", self.operand_sql(&t, o))
+                format!("{col} {sym} {}", self.operand_sql(&t, o)?)
             }
             Operator::In | Operator::Nin => {
                 let items = self.list(&t, op, v)?;
                 if items.is_empty() {
                     return Ok(if op == Operator::In { "FALSE" } else { "TRUE" }.into());
                 }
-                let p = self.sql.param(Param::TextArray(items));
-                let any = format!("{col} = ANY(CAST({p} AS {}[]))", t.db_type);
+                let any = if items.iter().all(|o| matches!(o, Operand::Text(_))) {
+                    // Literals: one array parameter, whatever their number.
+                    let texts = items.into_iter().filter_map(|o| if let Operand::Text(s) = o { Some(s) } else { None }).collect();
+                    let p = self.sql.param(Param::TextArray(texts));
+                    format!("{col} = ANY(CAST({p} AS {}[]))", t.db_type)
+                } else {
+                    let exprs = items.into_iter().map(|o| self.operand_sql(&t, o)).collect::<Result<Vec<_>, _>>()?;
+                    format!("{col} IN ({})", exprs.join(", "))
+                };
                 if op == Operator::In { any } else { format!("NOT ({any})") }
             }
             Operator::Null | Operator::Nnull => {
@@ -316,25 +301,34 @@ impl Planner<'_> {
                     _ => return Err(ApiError::invalid_query(format!("\"{}\" needs a text value", operator_name(op)))),
                 };
                 let name = operator_name(op);
-                let escaped = escape_like(&text);
-                let pattern = if name.contains("starts_with") {
-                    format!("{escaped}%")
+                let (prefix, suffix) = if name.contains("starts_with") {
+                    ("", "%")
                 } else if name.contains("ends_with") {
-                    format!("%{escaped}")
+                    ("%", "")
                 } else {
-                    format!("%{escaped}%")
+                    ("%", "%")
                 };
                 let negate = name.starts_with("_n");
                 let insensitive = name.starts_with("_i") || name.starts_with("_ni");
-                let p = self.sql.param(Param::Text(pattern));
+                let p = match text.strip_prefix('$').map(|var| self.variable(var)).transpose()? {
+                    None => self.sql.param(Param::Text(format!("{prefix}{}{suffix}", escape_like(&text)))),
+                    Some(Operand::Text(value)) => self.sql.param(Param::Text(format!("{prefix}{}{suffix}", escape_like(&value)))),
+                    // A field of the caller's record: its text, escaped the same way, in SQL.
+                    Some(Operand::Expr(e)) => format!(
+                        r"('{prefix}' || replace(replace(replace(CAST({e} AS text), '', '\'), '%', '\%'), '_', '\_') || '{suffix}')"
+                    ),
+                    Some(Operand::Now(_) | Operand::Many(_)) => {
+                        return Err(ApiError::invalid_query(format!("\"{name}\" needs a text value")));
+                    }
+                };
                 let kw = if insensitive { "ILIKE" } else { "LIKE" };
                 if negate { format!("NOT ({as_text} {kw} {p})") } else { format!("{as_text} {kw} {p}") }
             }
             Operator::Between | Operator::Nbetween => {
                 let items = self.list(&t, op, v)?;
-                let [lo, hi] = <[String; 2]>::try_from(items)
+                let [lo, hi] = <[Operand; 2]>::try_from(items)
                     .map_err(|_| ApiError::invalid_query(format!("\"{}\" takes exactly two values", operator_name(op))))?;
-                let (lo, hi) = (self.sql.cast_param(lo, &t.db_type), self.sql.cast_param(hi, &t.db_type));
+                let (lo, hi) = (self.operand_sql(&t, lo)?, self.operand_sql(&t, hi)?);
                 let between = format!("{col} BETWEEN {lo} AND {hi}");
                 if op == Operator::Between { between } else { format!("NOT ({between})") }
             }
@@ -409,41 +403,5 @@ fn boolean_operand(op: Operator, v: Option<&Value>) -> Result<bool, ApiError> {
         Some(value::Kind::Integer(1)) => Ok(true),
         Some(value::Kind::Integer(0)) => Ok(false),
         _ => Err(ApiError::invalid_query(format!("\"{}\" takes true or false", operator_name(op)))),
-    }
-}
-
-/// `-1 year` / `+2 hours` / `3` (days) → a Postgres interval text (directus-facts.md units).
-fn interval(args: &str) -> Result<String, ApiError> {
-    let bad = || ApiError::invalid_query(format!("\"$NOW({args})\" is not a valid adjustment, e.g. $NOW(-1 year)"));
-    let s = args.trim();
-    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
-    let (num, unit) = (s[..split].trim().replace(' ', ""), s[split..].trim());
-    let amount: f64 = num.parse().map_err(|_| bad())?;
-    let unit = match unit {
-        "" | "d" | "day" | "days" => "days",
-        "ms" | "millisecond" | "milliseconds" => "milliseconds",
-        "s" | "sec" | "secs" | "second" | "seconds" => "seconds",
-        "m" | "min" | "mins" | "minute" | "minutes" => "minutes",
-        "h" | "hr" | "hrs" | "hour" | "hours" => "hours",
-        "w" | "week" | "weeks" => "weeks",
-        "mo" | "month" | "months" => "months",
-        "y" | "yr" | "yrs" | "year" | "years" => "years",
-        _ => return Err(bad()),
-    };
-    Ok(format!("{amount} {unit}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::interval;
-
-    #[test]
-    fn now_adjustments_become_intervals() {
-        assert_eq!(interval("-1 year").as_deref(), Ok("-1 years"));
-        assert_eq!(interval("+2 hours").as_deref(), Ok("2 hours"));
-        assert_eq!(interval("3").as_deref(), Ok("3 days"));
-        assert_eq!(interval("-90mo").as_deref(), Ok("-90 months"));
-        assert!(interval("soon").is_err());
-        assert!(interval("1 fortnight").is_err());
     }
 }

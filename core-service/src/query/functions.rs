@@ -1,6 +1,6 @@
 //! Functions (spec: "Functions"): `year month week day weekday hour minute second` on date and
 //! time fields, `count` on JSON arrays, arrays and relational fields. Written `<fn>(<field>)` in
-//! `fields` (the result key is the call as written), `filter`, `sort`, `groupBy`, `aggregate`.
+//! `fields` (the result key is `<field>_<fn>`, as Directus: `published_at_year`), `filter`, `sort`, `groupBy`, `aggregate`.
 //! Every function yields an integer (`int8`). Date parts of `timestamptz` values are taken in
 //! UTC, so results do not depend on the server's time zone.
 

@@ -5,7 +5,8 @@
 //! and `deep` → a select tree), [`functions`] (`year(field)`, `count(field)`...), [`filter`]
 //! (filter tree, dynamic variables and `search` → WHERE), [`read`] (statements for read many,
 //! read one, singleton: nested selects, sort, pagination, meta counts), [`aggregate`]
-//! (`aggregate` + `groupBy`). Every planning step is a method of [`Planner`].
+//! (`aggregate` + `groupBy`), [`values`] (how column values are written: Directus's date formats), [`variables`]
+//! (dynamic variables in filter values). Every planning step is a method of [`Planner`].
 
 pub mod aggregate;
 pub mod fields;
@@ -13,12 +14,15 @@ pub mod filter;
 pub mod functions;
 pub mod read;
 pub mod sql;
+pub mod values;
+pub mod variables;
 
 use crate::schema::Schema;
 use cdapi_proto::ApiError;
 
 /// Limits on `limit` and on what one response may hold (spec: "Limits"; issue 15 budgets; env
-/// QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, RESPONSE_MAX_ROWS, RESPONSE_MAX_BYTES).
+/// QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, RESPONSE_MAX_ROWS, RESPONSE_MAX_BYTES,
+/// MAX_RELATIONAL_DEPTH).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Items per request when `limit` is absent (default 100).
@@ -34,11 +38,15 @@ pub struct Limits {
     /// Most bytes of JSON one read's reply may hold; `None` = unlimited (default 32 MiB).
     /// Checked on the statement's result: INVALID_QUERY. Exports stream and are not capped.
     pub max_bytes: Option<usize>,
+    /// Deepest relational path in `fields`, `filter`, `sort` and nested writes (env
+    /// MAX_RELATIONAL_DEPTH, default 10 as Directus; more is INVALID_QUERY / INVALID_PAYLOAD
+    /// "Max relational depth exceeded").
+    pub max_depth: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { default: 100, max: Some(10_000), nested_default: 100, max_rows: Some(10_000_000), max_bytes: Some(32 << 20) }
+        Self { default: 100, max: Some(10_000), nested_default: 100, max_rows: Some(10_000_000), max_bytes: Some(32 << 20), max_depth: 10 }
     }
 }
 
@@ -91,12 +99,15 @@ pub struct Planner<'a> {
     expansions: std::cell::Cell<usize>,
     /// Items the read may return at worst (bounded by [`Limits::max_rows`]).
     pub fanout: Fanout,
+    /// Whether `*` at a nested level includes the field pointing back to its parent (the
+    /// query's `backlink`, default true).
+    pub backlink: bool,
 }
 
 impl<'a> Planner<'a> {
     /// A planner with an empty statement.
     pub fn new(schema: &'a Schema, limits: Limits, vars: &'a Variables) -> Self {
-        Self { schema, base: schema.base(), limits, vars, sql: sql::Sql::default(), expansions: std::cell::Cell::new(0), fanout: Fanout::default() }
+        Self { schema, base: schema.base(), limits, vars, sql: sql::Sql::default(), expansions: std::cell::Cell::new(0), fanout: Fanout::default(), backlink: true }
     }
 
     /// The rows of `collection` the caller may see, as a FROM item (issue 15): the table, or,
@@ -196,10 +207,6 @@ impl<'a> Planner<'a> {
     }
 }
 
-/// Maximum depth of relational paths in `fields`, `filter` and `sort`
-/// (directus-facts.md: "Limits").
-pub const MAX_RELATIONAL_DEPTH: usize = 10;
-
 /// Most relations one statement may expand into nested data.
 pub const MAX_EXPANSIONS: usize = 300;
 
@@ -211,9 +218,4 @@ pub fn forbidden_field(collection: &str, field: &str) -> ApiError {
     );
     e.extensions.insert("reason".into(), e.message.clone().into());
     e
-}
-
-/// INVALID_QUERY for a parameter that this version does not implement yet (never silently ignored).
-pub fn not_supported(what: &str) -> ApiError {
-    ApiError::invalid_query(format!("{what} is not supported yet"))
 }

@@ -7,7 +7,7 @@
 use super::fields::{Column, FieldTree, Select};
 use super::functions;
 use super::sql::{Param, Sql, column, ident};
-use super::{Fanout, Limits, MAX_RELATIONAL_DEPTH, Planner, forbidden_field};
+use super::{Fanout, Limits, Planner, forbidden_field};
 use crate::schema::{Collection, FieldRelation};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{MetaCount, Query};
@@ -54,7 +54,8 @@ fn refuse_unsupported(q: &Query, single: bool) -> Result<(), ApiError> {
 }
 
 /// `(limit, offset)` from `limit`, `offset`, `page` (spec: Global query parameters; page is
-/// 1-indexed, offset = limit × (page − 1), page overrides offset, `-1` = all allowed).
+/// 1-indexed, offset = limit × (page − 1), page overrides offset, `-1` = all allowed; page 0 is
+/// ignored, as Directus does).
 /// `None` limit = no LIMIT clause. `default` is the limit when none is given.
 pub fn pagination(q: &Query, limits: &Limits, default: i64) -> Result<(Option<i64>, i64), ApiError> {
     let limit = match q.limit {
@@ -72,10 +73,11 @@ pub fn pagination(q: &Query, limits: &Limits, default: i64) -> Result<(Option<i6
         None => 0,
     };
     if let Some(page) = q.page {
-        if page < 1 {
-            return Err(ApiError::invalid_query("\"page\" starts at 1"));
+        if page < 0 {
+            return Err(ApiError::invalid_query("\"page\" must not be negative"));
         }
-        if let Some(l) = limit {
+        // page 0 is accepted and changes nothing, as in Directus (`if (query.page && ...)`).
+        if let Some(l) = limit.filter(|_| page > 0) {
             offset = l.saturating_mul(page - 1);
         }
     }
@@ -137,7 +139,8 @@ impl Planner<'_> {
 
     /// The paged, filtered, sorted SELECT of a list, and its WHERE clause for counts.
     fn list_sql(&mut self, collection: &Collection, q: &Query) -> Result<ListSql, ApiError> {
-        let tree = FieldTree::parse(&q.fields)?;
+        let tree = FieldTree::parse(&q.fields, self.limits.max_depth)?;
+        self.backlink = q.backlink != Some(false);
         let select = self.resolve(collection, &tree, q)?;
         let (limit, offset) = pagination(q, &self.limits, self.limits.default)?;
         // The root's own rows count too; an unbounded root (no QUERY_LIMIT_MAX) is not estimated.
@@ -170,7 +173,8 @@ impl Planner<'_> {
                 collection.name
             )));
         }
-        let tree = FieldTree::parse(&q.fields)?;
+        let tree = FieldTree::parse(&q.fields, self.limits.max_depth)?;
+        self.backlink = q.backlink != Some(false);
         let select = self.resolve(collection, &tree, q)?;
         let list = self.select_list(&select, "t0")?;
         let mut conds = self.key_condition(collection, "t0", key)?;
@@ -195,7 +199,8 @@ impl Planner<'_> {
                 "\"export\", \"sort\", \"limit\", \"offset\" and \"page\" do not apply to a singleton",
             ));
         }
-        let tree = FieldTree::parse(&q.fields)?;
+        let tree = FieldTree::parse(&q.fields, self.limits.max_depth)?;
+        self.backlink = q.backlink != Some(false);
         let select = self.resolve(collection, &tree, q)?;
         let list = self.select_list(&select, "t0")?;
         let from = self.source(collection)?;
@@ -302,7 +307,7 @@ impl Planner<'_> {
             return self.function_expr(collection, root, &call);
         }
         let segments: Vec<&str> = path.split('.').collect();
-        if segments.len() > MAX_RELATIONAL_DEPTH + 1 {
+        if segments.len() > self.limits.max_depth + 1 {
             return Err(ApiError::invalid_query("Max relational depth exceeded"));
         }
         let mut current = collection;
@@ -357,14 +362,31 @@ impl Planner<'_> {
         Err(ApiError::invalid_query(format!("\"{path}\" is not a valid field path")))
     }
 
+    /// The type of the field a plain path (`status`, `author.name`, through M2O fields) ends
+    /// at; `None` for anything else.
+    pub fn path_type(&self, collection: &Collection, path: &str) -> Option<crate::schema::FieldType> {
+        let (mut current, mut segments) = (collection, path.split('.').peekable());
+        while let Some(seg) = segments.next() {
+            let field = current.field(seg)?;
+            if segments.peek().is_none() {
+                return Some(field.field_type);
+            }
+            match &field.relation {
+                Some(FieldRelation::M2O { related, .. }) => current = self.collection(related).ok()?,
+                _ => return None,
+            }
+        }
+        None
+    }
+
     /// The select list of one level: `t0."id" AS "id", (subquery) AS "author", ...`.
     fn select_list(&mut self, select: &Select<'_>, alias: &str) -> Result<String, ApiError> {
         let mut out = Vec::with_capacity(select.columns.len());
         for col in &select.columns {
             let item = match col {
-                Column::Value { key, field } => format!("{} AS {}", column(alias, &field.name), ident(key)),
+                Column::Value { key, field } => format!("{} AS {}", super::values::output(field.field_type, column(alias, &field.name)), ident(key)),
                 Column::Function { key, call } => {
-                    format!("{} AS {}", self.function_expr(select.collection, alias, call)?, ident(key))
+                    format!("{} AS {}", super::values::function_output(self.function_expr(select.collection, alias, call)?), ident(key))
                 }
                 Column::M2O { key, field, related_field, select: nested } => {
                     let t = self.sql.next_alias('t');
@@ -557,7 +579,9 @@ mod tests {
         assert_eq!(pagination(&q(Some(-1), None, None), &l, 100)?, (Some(10_000), 0));
         assert!(pagination(&q(Some(10_001), None, None), &l, 100).is_err());
         assert!(pagination(&q(Some(-2), None, None), &l, 100).is_err());
-        assert!(pagination(&q(None, None, Some(0)), &l, 100).is_err());
+        // page 0 changes nothing (Directus); a negative page is refused.
+        assert_eq!(pagination(&q(Some(10), Some(5), Some(0)), &l, 100)?, (Some(10), 5));
+        assert!(pagination(&q(None, None, Some(-1)), &l, 100).is_err());
         let capped = Limits { max: Some(50), ..l };
         assert_eq!(pagination(&q(Some(-1), None, None), &capped, 100)?, (Some(50), 0));
         assert!(pagination(&q(Some(51), None, None), &capped, 100).is_err());

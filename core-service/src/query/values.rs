@@ -1,0 +1,39 @@
+//! How a column's value is written into the response JSON. Postgres's own JSON forms are
+//! kept, except where Directus on Postgres answers otherwise and clients parse what it sends
+//! (issue 16, finding 3; Directus's payload service):
+//! - `timestamptz` (`timestamp`): ISO 8601 in UTC with milliseconds, `2024-03-14T10:52:07.000Z`
+//!   (JavaScript's `Date#toISOString`; finer fractions are cut, as a `Date` holds milliseconds);
+//! - `timestamp` (`dateTime`): the wall-clock time without zone or fraction,
+//!   `2024-03-14T10:52:07`;
+//! - `date` (`2024-03-14`) and `time` (`10:52:07`) are Postgres's forms already;
+//! - `bigint` and `numeric` (`bigInteger`, `decimal`) as strings, `"9007199254740993"`,
+//!   `"12.50"` (node-postgres's text, which no JavaScript number could hold exactly);
+//! - results of functions (`year(published_at)`, `count(tags)`) as strings, `"2023"`: on
+//!   Postgres 14+ `EXTRACT` is `numeric` and `count` is `bigint`, which node-postgres gives as
+//!   strings.
+//!
+//! Values outside `to_char`'s range (`infinity`) come out as JSON `null`.
+
+use crate::schema::FieldType;
+
+/// `to_char` pattern of a UTC timestamp with milliseconds and `Z`.
+pub const ISO_MILLIS_Z: &str = r#"'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'"#;
+
+/// `to_char` pattern of a timestamp to the second, without zone.
+const ISO_SECONDS: &str = r#"'YYYY-MM-DD"T"HH24:MI:SS'"#;
+
+/// The SQL expression writing a value of `field_type` (its expression is `col`) the way the
+/// response carries it.
+pub fn output(field_type: FieldType, col: String) -> String {
+    match field_type {
+        FieldType::Timestamp => format!("to_char({col} AT TIME ZONE 'UTC', {ISO_MILLIS_Z})"),
+        FieldType::DateTime => format!("to_char({col}, {ISO_SECONDS})"),
+        FieldType::BigInteger | FieldType::Decimal => format!("{col}::text"),
+        _ => col,
+    }
+}
+
+/// The SQL writing a function's result (an `int8` expression) as the response carries it.
+pub fn function_output(expr: String) -> String {
+    format!("({expr})::text")
+}
