@@ -2,7 +2,7 @@
 //! root field is ONE gRPC call to the core, whatever its nested selections: the selection tree
 //! becomes the call's query (see [`crate::selection`]), and nested fields read the reply.
 //!
-//! Query: `<c>` (list; plain object for a singleton), `<c>_by_id(id)`, `<c>_by_version(id,
+//! Query: `<c>` (list; plain object for a singleton), `<c>_by_id(id, version)`, `<c>_by_version(id,
 //! version)` (`version` only for a singleton), `<c>_aggregated(groupBy, filter, sort, limit,
 //! offset, page, search)`. Mutation (not for views): `create_<c>_item(data)`,
 //! `create_<c>_items(data)`, `update_<c>_item(id, data)`, `update_<c>_items(ids, data)`,
@@ -94,7 +94,12 @@ pub fn query_fields(model: &Model, mut query: Object) -> Object {
         }
         query = query.field(root_field(n.clone(), TypeRef::named_nn_list_nn(n), n, Op::List));
         if !c.primary_key.is_empty() {
-            query = query.field(root_field(format!("{n}_by_id"), TypeRef::named(n), n, Op::ById).argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID))));
+            // `version` (optional): the item as it reads in that content version (Directus).
+            query = query.field(
+                root_field(format!("{n}_by_id"), TypeRef::named(n), n, Op::ById)
+                    .argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID)))
+                    .argument(InputValue::new("version", TypeRef::named(TypeRef::STRING))),
+            );
             query = query.field(
                 root_field(format!("{n}_by_version"), version, n, Op::ByVersion)
                     .argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID)))
@@ -285,7 +290,7 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
         return Ok(Some(FieldValue::list(rows.into_iter().map(|row| FieldValue::owned_any(AggregateRow { row, group_by: group_by.clone() })))));
     }
     let mut q = item_query(&walker, c, field, op)?;
-    if matches!(op, Op::ByVersion | Op::SingletonByVersion) {
+    if matches!(op, Op::ById | Op::ByVersion | Op::SingletonByVersion) {
         q.version = string_arg(ctx, "version");
     }
     let call = &req.caller;
@@ -332,5 +337,9 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
         }
         Op::Aggregate => return Err(ApiError::internal()),
     };
+    if data.is_empty() {
+        // A write whose result the caller may not read (Directus answers null).
+        return Ok(None);
+    }
     Ok(items_value(reply(&data)?))
 }

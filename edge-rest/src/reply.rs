@@ -20,6 +20,12 @@ pub fn data(data: &[u8], meta: &[u8]) -> Response {
     with_body(StatusCode::OK, "application/json; charset=utf-8", body)
 }
 
+/// The reply to a write: `{"data": ...}`, or 204 with no body when the core sent nothing
+/// because the caller may not read what they wrote (Directus answers 204 then).
+pub fn written(data: &[u8]) -> Response {
+    if data.is_empty() { no_content() } else { self::data(data, b"") }
+}
+
 /// 204 with no body (deletes; Directus).
 pub fn no_content() -> Response {
     let mut res = Reply::into_response(Vec::new());

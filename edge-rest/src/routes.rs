@@ -169,12 +169,12 @@ async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, requ
                 let mut call = tonic::Request::new(CreateItemsRequest { collection, data: bytes, query: Some(query) });
                 set_metadata(&mut call, req, request_id, token)?;
                 let res = items.create_items(call).await.map_err(|s| ApiError::from_status(&s))?;
-                Ok(reply::data(&res.get_ref().data, b""))
+                Ok(reply::written(&res.get_ref().data))
             } else {
                 let mut call = tonic::Request::new(CreateItemRequest { collection, data: bytes, query: Some(query) });
                 set_metadata(&mut call, req, request_id, token)?;
                 let res = items.create_item(call).await.map_err(|s| ApiError::from_status(&s))?;
-                Ok(reply::data(&res.get_ref().data, b""))
+                Ok(reply::written(&res.get_ref().data))
             }
         }
         Method::PATCH => {
@@ -196,19 +196,19 @@ async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, requ
                     });
                     set_metadata(&mut call, req, request_id, token)?;
                     let res = items.update_items(call).await.map_err(|s| ApiError::from_status(&s))?;
-                    Ok(reply::data(&res.get_ref().data, b""))
+                    Ok(reply::written(&res.get_ref().data))
                 }
                 None if body.is_array() => {
                     let mut call = tonic::Request::new(UpdateBatchRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
                     set_metadata(&mut call, req, request_id, token)?;
                     let res = items.update_batch(call).await.map_err(|s| ApiError::from_status(&s))?;
-                    Ok(reply::data(&res.get_ref().data, b""))
+                    Ok(reply::written(&res.get_ref().data))
                 }
                 None => {
                     let mut call = tonic::Request::new(UpdateSingletonRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
                     set_metadata(&mut call, req, request_id, token)?;
                     let res = items.update_singleton(call).await.map_err(|s| ApiError::from_status(&s))?;
-                    Ok(reply::data(&res.get_ref().data, b""))
+                    Ok(reply::written(&res.get_ref().data))
                 }
             }
         }
@@ -252,7 +252,7 @@ async fn item_route(state: &EdgeState, req: &HttpRequest, body: Body, request_id
             let mut call = tonic::Request::new(UpdateItemRequest { collection, key, data: Bytes::from(data.to_string()), query: Some(query) });
             set_metadata(&mut call, req, request_id, token)?;
             let res = items.update_item(call).await.map_err(|s| ApiError::from_status(&s))?;
-            Ok(reply::data(&res.get_ref().data, b""))
+            Ok(reply::written(&res.get_ref().data))
         }
         Method::DELETE => {
             let mut call = tonic::Request::new(DeleteItemRequest { collection, key });

@@ -91,8 +91,14 @@ impl Items {
     async fn singleton(&self, collection: &Collection, caller: &Caller, q: &Query) -> Result<Bytes, ApiError> {
         let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_singleton(collection, q)?;
         let (data, _) = self.run(st, false).await?;
-        // No row yet: Directus answers an object of the fields' defaults; ours are null.
-        Ok(Bytes::from(data.unwrap_or_else(|| "{}".to_owned())))
+        match data {
+            Some(data) => Ok(Bytes::from(data)),
+            // No row yet: the fields' defaults, as Directus answers.
+            None => {
+                let defaults = crate::schema::defaults::singleton_defaults(&self.state.pool, collection, &q.fields).await.map_err(crate::db::map_error)?;
+                Ok(Bytes::from(serde_json::Value::Object(defaults).to_string()))
+            }
+        }
     }
 }
 
@@ -107,11 +113,14 @@ fn json_object_or_array(bytes: &[u8], array: bool) -> Result<serde_json::Value, 
     }
 }
 
-/// The first item of a read-back JSON array (a single write reads back one item).
+/// The first item of a read-back JSON array (a single write reads back one item); empty when
+/// the caller may not read it (see [`crate::write::Writer::read_back`]).
 fn first(array_json: &str) -> Result<Bytes, ApiError> {
+    if array_json.is_empty() {
+        return Ok(Bytes::new());
+    }
     let items: Vec<serde_json::Value> = serde_json::from_str(array_json).map_err(|_| ApiError::internal())?;
-    let item = items.into_iter().next().unwrap_or_else(|| serde_json::Value::Object(Default::default()));
-    Ok(Bytes::from(item.to_string()))
+    Ok(items.into_iter().next().map(|item| Bytes::from(item.to_string())).unwrap_or_default())
 }
 
 #[tonic::async_trait]
@@ -344,8 +353,8 @@ impl ItemsService for Items {
                         )));
                     }
                     w.update_singleton(c, &data).await?;
-                    let read = Query { fields: q.fields, deep: q.deep, alias: q.alias, ..Default::default() };
-                    let Some(view) = w.read.collection(&c.name).cloned() else { return Ok("{}".into()) };
+                    let read = Query { fields: q.fields, deep: q.deep, alias: q.alias, backlink: q.backlink, ..Default::default() };
+                    let Some(view) = w.read.collection(&c.name).cloned() else { return Ok(String::new()) };
                     let st = Planner::new(w.read, w.limits, w.vars).read_singleton(&view, &read)?;
                     let row = st.sql.query().fetch_one(&mut *w.conn).await.map_err(crate::db::map_error)?;
                     let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;

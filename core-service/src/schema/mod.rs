@@ -1,7 +1,9 @@
 //! The schema snapshot: collections, fields and relations of the served database, built by
 //! [`introspect`] from pg_catalog and the system tables. Immutable once built; shared as
-//! `Arc<Schema>` and swapped atomically on reload (no lock on the read path).
+//! `Arc<Schema>` and swapped atomically on reload (no lock on the read path). [`defaults`]
+//! reads column defaults the way Directus reports them (a singleton with no row yet).
 
+pub mod defaults;
 pub mod introspect;
 mod naming;
 

@@ -257,7 +257,14 @@ impl<'w> Writer<'w> {
         let mut sql = planner.sql;
         let cols = payload::columns(collection, &obj, Mode::Update)?;
         if cols.is_empty() {
-            return Err(ApiError::invalid_payload("Nothing to update: the payload has no fields"));
+            // Nothing left to set (only the key, or keys that are no field): nothing changes,
+            // the items are still checked and answered, as Directus does.
+            sql.text = format!(
+                "SELECT ({})::text FROM {} AS t0 WHERE {selector} ORDER BY 1 FOR UPDATE",
+                pk_expr(collection, "t0"),
+                collection.table
+            );
+            return self.keys(&sql).await;
         }
         let sets: Vec<String> = cols
             .iter()
@@ -392,16 +399,17 @@ impl<'w> Writer<'w> {
     }
 
     /// Reads written items back with the request's query (fields, deep...), in `keys` order.
-    /// Returns a JSON array.
-    /// Items the caller may not read are left out (Directus then answers without them).
+    /// Returns a JSON array; items the caller may not read are left out (Directus then answers
+    /// without them), and when the caller may not read the collection at all, nothing (an
+    /// empty string: the edges answer 204, as Directus does).
     pub async fn read_back(&mut self, collection: &Collection, keys: &[String], q: &Query) -> Result<String, ApiError> {
-        let Some(collection) = self.read.collection(&collection.name).cloned() else { return Ok("[]".into()) };
+        let Some(collection) = self.read.collection(&collection.name).cloned() else { return Ok(String::new()) };
         let collection = collection.as_ref();
         let mut items = Vec::with_capacity(keys.len());
         if collection.primary_key.len() == 1 && keys.len() > 1 {
             // One statement for the batch: filter on the key, then order as written.
             let pk = &collection.primary_key[0];
-            let mut read = Query { fields: q.fields.clone(), deep: q.deep.clone(), alias: q.alias.clone(), limit: Some(-1), ..Default::default() };
+            let mut read = Query { fields: q.fields.clone(), deep: q.deep.clone(), alias: q.alias.clone(), backlink: q.backlink, limit: Some(-1), ..Default::default() };
             read.filter = Some(Filter {
                 node: Some(filter::Node::Condition(FieldCondition {
                     field: pk.clone(),
@@ -437,7 +445,7 @@ impl<'w> Writer<'w> {
             }
         } else {
             for k in keys {
-                let read = Query { fields: q.fields.clone(), deep: q.deep.clone(), alias: q.alias.clone(), ..Default::default() };
+                let read = Query { fields: q.fields.clone(), deep: q.deep.clone(), alias: q.alias.clone(), backlink: q.backlink, ..Default::default() };
                 let st = Planner::new(self.read, self.limits, self.vars).read_one(collection, k, &read)?;
                 let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
                 if let Some(data) = row.try_get::<Option<String>, _>("data").map_err(crate::db::map_error)? {

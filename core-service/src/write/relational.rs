@@ -1,10 +1,13 @@
 //! Relational writes (spec: "Relational field kinds and write shapes"), at any depth, inside the
 //! request's transaction:
 //! - M2O: an object without the related key creates the related item and stores its key; with
-//!   the key it updates that item (when it has other fields) and stores the key; `null` clears.
+//!   the key of an existing item it updates that item (when it has other fields) and stores the
+//!   key; with a key no item has yet it creates the item with that key (Directus: plain
+//!   `integer` and natural keys); `null` clears.
 //! - M2A: the same, in the collection the row's collection field names.
 //! - O2M (and so M2M through the junction, and M2A junctions): the basic form is an array mixing
-//!   keys (assign), objects without key (create) and objects with key (assign and update);
+//!   keys (assign), objects without key (create) and objects with key (assign and update, or
+//!   create with that key when no item has it);
 //!   related items left out are removed from the relation. The detailed form is
 //!   `{"create": [...], "update": [...], "delete": [keys]}`. Removal follows the relation's
 //!   deselect action ([`Deselect`]): set the foreign key NULL, or delete the item.
@@ -69,7 +72,7 @@ impl<'w> Writer<'w> {
         'w: 'b,
     {
         Box::pin(async move {
-            if depth > crate::query::MAX_RELATIONAL_DEPTH {
+            if depth > self.limits.max_depth {
                 return Err(ApiError::invalid_payload("Max relational depth exceeded"));
             }
             let schema = self.schema;
@@ -128,9 +131,15 @@ impl<'w> Writer<'w> {
         })
     }
 
-    /// An M2O/M2A object: update (when it has a key and more) or create; returns the key.
+    /// An M2O/M2A object: update (when it has a key of an existing item and more) or create
+    /// (no key, or a key no item has yet: Directus creates the item with that key); returns the
+    /// key.
     async fn save_related(&mut self, rel: &Collection, sub: &Map<String, Value>, depth: usize) -> Result<String, ApiError> {
-        match own_key(rel, sub) {
+        let key = match own_key(rel, sub) {
+            Some(k) if !self.exists(rel, &k).await? => None,
+            key => key,
+        };
+        match key {
             Some(k) if sub.len() == 1 => {
                 self.require(rel, &k).await?;
                 Ok(k)
@@ -162,7 +171,12 @@ impl<'w> Writer<'w> {
                     let k = match item {
                         Value::Object(o) => {
                             let m = with_fk(o);
-                            match own_key(rel, o) {
+                            let key = match own_key(rel, o) {
+                                // A key no item has yet: created with that key (Directus).
+                                Some(k) if !self.exists(rel, &k).await? => None,
+                                key => key,
+                            };
+                            match key {
                                 Some(k) => {
                                     let mut rest = m;
                                     rest.remove(&rel.primary_key[0]);
@@ -283,6 +297,21 @@ impl<'w> Writer<'w> {
             None => "1".into(),
         };
         super::item_text(&mut *self.conn, planner, collection, key, &expr).await?.map(|_| ()).ok_or_else(ApiError::forbidden)
+    }
+
+    /// Whether an item with `key` exists, whoever may see it (as Directus decides between
+    /// updating and creating a nested object that carries a key). A key that cannot be one of
+    /// the collection's: FORBIDDEN.
+    async fn exists(&mut self, collection: &Collection, key: &str) -> Result<bool, ApiError> {
+        let mut planner = Planner::new(self.schema, self.limits, self.vars);
+        let cond = planner.keys_condition(collection, "t0", &[key.to_owned()])?;
+        let mut sql = planner.sql;
+        sql.text = format!("SELECT 1 FROM {} t0 WHERE {cond}", collection.table);
+        let row = sql.query().fetch_optional(&mut *self.conn).await.map_err(|e| {
+            // A value that cannot be a key (the statement failed: the transaction is over).
+            if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) }
+        })?;
+        Ok(row.is_some())
     }
 
     /// FORBIDDEN unless the item with `key` exists.
