@@ -31,7 +31,8 @@ impl FastReads {
     /// The fast-path root fields of `model`.
     pub fn new(model: &Model) -> Self {
         let mut roots = HashMap::new();
-        for c in model.collections.values() {
+        // The fast path serves `/graphql`: user collections only.
+        for c in model.collections.values().filter(|c| !c.system) {
             if c.singleton {
                 roots.insert(c.name.clone(), (c.name.clone(), Op::Singleton));
             } else {

@@ -32,6 +32,10 @@ pub struct Model {
 pub struct Collection {
     /// Collection name = its GraphQL object type name.
     pub name: String,
+    /// A system collection (`directus_users`...): its root fields are on `/graphql/system`,
+    /// named without the prefix (`users`, `users_by_id`...); user collections' are on
+    /// `/graphql`. Both endpoints have every type, so relations cross between them.
+    pub system: bool,
     /// Primary key fields (empty: no `_by_id`, no updates or deletes by id).
     pub primary_key: Vec<String>,
     /// One item only.
@@ -55,6 +59,12 @@ impl Collection {
             [k] => self.field(k),
             _ => None,
         }
+    }
+
+    /// The base of its root-field names: the name, without `directus_` for a system
+    /// collection (`users_by_id`, `create_users_item`, as Directus names them).
+    pub fn root_name(&self) -> &str {
+        if self.system { self.name.strip_prefix(SYSTEM_PREFIX).unwrap_or(&self.name) } else { &self.name }
     }
 
     /// Whether the collection has a field `<name>_func` generated for `name`.
@@ -237,50 +247,63 @@ pub const BUILT_IN_TYPES: &[&str] = &[
     "id_filter_operators", "hash_filter_operators", "date_functions", "datetime_functions", "time_functions",
     "count_functions", "date_function_filter_operators", "datetime_function_filter_operators",
     "time_function_filter_operators", "count_function_filter_operators", "auth_tokens", "auth_mode",
-    "server_info", "directus_users", "directus_roles",
+    "server_info",
 ];
 
-/// Root field names of `/graphql/system` that collections must not take.
-const SYSTEM_ROOT_FIELDS: &[&str] = &["users_me", "server_ping", "server_health", "auth_login", "auth_refresh", "auth_logout", "auth_password_request", "auth_password_reset"];
+/// Name prefix of the system collections.
+const SYSTEM_PREFIX: &str = "directus_";
 
-/// The type and root-field names generated for collection `c`.
-fn generated_names(c: &str) -> Vec<String> {
-    [
-        "", "_version", "_filter", "_quantifier_filter", "_aggregated", "_aggregated_count", "_aggregated_fields",
-        "_by_id", "_by_version",
+/// Root field names of `/graphql/system` that collections must not take.
+const SYSTEM_ROOT_FIELDS: &[&str] = &[
+    "users_me", "update_users_me", "server_ping", "server_health", "auth_login", "auth_refresh", "auth_logout", "auth_password_request",
+    "auth_password_reset",
+];
+
+/// The type names (from `c`) and the root-field names (from `root`) generated for a collection.
+fn generated_names(c: &str, root: &str) -> (Vec<String>, Vec<String>) {
+    let types = ["", "_version", "_filter", "_quantifier_filter", "_aggregated", "_aggregated_count", "_aggregated_fields"]
+        .iter()
+        .map(|s| format!("{c}{s}"))
+        .chain(["create_{}_input", "update_{}_input"].iter().map(|p| p.replace("{}", c)))
+        .collect();
+    let roots = [
+        "{}", "{}_by_id", "{}_by_version", "{}_aggregated", "create_{}_item", "create_{}_items", "update_{}_item", "update_{}_items",
+        "update_{}_batch", "delete_{}_item", "delete_{}_items",
     ]
     .iter()
-    .map(|s| format!("{c}{s}"))
-    .chain(["create_{}_input", "update_{}_input", "create_{}_item", "create_{}_items", "update_{}_item", "update_{}_items", "update_{}_batch", "delete_{}_item", "delete_{}_items"]
-        .iter()
-        .map(|p| p.replace("{}", c)))
-    .collect()
+    .map(|p| p.replace("{}", root))
+    .collect();
+    (types, roots)
 }
 
 impl Model {
     /// Applies the naming rule (module docs) to a snapshot.
     pub fn from_snapshot(snapshot: &SchemaSnapshot) -> Self {
+        // Type names are shared by both endpoints; root fields are per endpoint, and user
+        // collections keep one set for both (as they always had).
         let mut taken: HashSet<String> = BUILT_IN_TYPES.iter().chain(SYSTEM_ROOT_FIELDS).map(|s| (*s).to_owned()).collect();
+        let mut system_roots: HashSet<String> = SYSTEM_ROOT_FIELDS.iter().map(|s| (*s).to_owned()).collect();
         let mut skipped = Vec::new();
         let mut exposed = HashSet::new();
         let mut sorted: Vec<_> = snapshot.collections.iter().collect();
         sorted.sort_by(|a, b| a.name.cmp(&b.name));
         for c in &sorted {
-            // System collections (`directus_*`) are not user collections: `/graphql` never lists
-            // them, and `/graphql/system` has its own types for what it serves (users_me).
-            if c.name.starts_with("directus_") {
-                continue;
-            }
             if !is_graphql_name(&c.name) {
                 skipped.push((c.name.clone(), "not a valid GraphQL name".to_owned()));
                 continue;
             }
-            let names = generated_names(&c.name);
-            if let Some(clash) = names.iter().find(|n| taken.contains(*n)) {
+            let system = c.name.starts_with(SYSTEM_PREFIX);
+            let (types, roots) = generated_names(&c.name, c.name.strip_prefix(SYSTEM_PREFIX).unwrap_or(&c.name));
+            let clash = types
+                .iter()
+                .find(|n| taken.contains(*n))
+                .or_else(|| roots.iter().find(|n| if system { system_roots.contains(*n) } else { taken.contains(*n) }));
+            if let Some(clash) = clash {
                 skipped.push((c.name.clone(), format!("the generated name {clash:?} is already taken")));
                 continue;
             }
-            taken.extend(names);
+            taken.extend(types);
+            if system { system_roots.extend(roots) } else { taken.extend(roots) }
             exposed.insert(c.name.clone());
         }
         // Relations by (collection, field).
@@ -333,6 +356,7 @@ impl Model {
                 c.name.clone(),
                 Collection {
                     name: c.name.clone(),
+                    system: c.name.starts_with(SYSTEM_PREFIX),
                     primary_key: c.primary_key.clone(),
                     singleton: c.singleton,
                     read_only: c.read_only,

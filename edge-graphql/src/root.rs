@@ -1,6 +1,9 @@
-//! The root fields of `/graphql` (spec: Item operations (GraphQL)) and their resolvers. Each
-//! root field is ONE gRPC call to the core, whatever its nested selections: the selection tree
-//! becomes the call's query (see [`crate::selection`]), and nested fields read the reply.
+//! The root fields of the collections (spec: Item operations (GraphQL)) and their resolvers:
+//! user collections on `/graphql`, system collections on `/graphql/system` under their names
+//! without `directus_` (`users`, `users_by_id`, `create_users_item`...), plus `users_me` and
+//! `update_users_me` there, as Directus has them. Each root field is ONE gRPC call to the
+//! core, whatever its nested selections: the selection tree becomes the call's query (see
+//! [`crate::selection`]), and nested fields read the reply.
 //!
 //! Query: `<c>` (list; plain object for a singleton), `<c>_by_id(id, version)`, `<c>_by_version(id,
 //! version)` (`version` only for a singleton), `<c>_aggregated(groupBy, filter, sort, limit,
@@ -56,6 +59,10 @@ pub enum Op {
     DeleteOne,
     /// `delete_<c>_items`.
     DeleteMany,
+    /// `users_me`: the caller's own user (key `me`).
+    Me,
+    /// `update_users_me`: an update of the caller's own user (key `me`).
+    UpdateMe,
 }
 
 impl Op {
@@ -79,81 +86,98 @@ fn root_field(name: String, ty: TypeRef, collection: &str, op: Op) -> Field {
     if op.lists() { with_list_arguments(field, collection) } else { field }
 }
 
-/// Adds the query fields of every collection to `query`.
-pub fn query_fields(model: &Model, mut query: Object) -> Object {
-    for c in model.collections.values() {
-        let n = &c.name;
+/// The system collection that is the caller's own user (`users_me`, `update_users_me`).
+const USERS: &str = "directus_users";
+
+/// Adds the query fields of the collections of one endpoint (`system`: `/graphql/system`) to
+/// `query`; the system endpoint also gets `users_me` when the caller may read users.
+pub fn query_fields(model: &Model, system: bool, mut query: Object) -> Object {
+    for c in model.collections.values().filter(|c| c.system == system) {
+        let (n, r) = (&c.name, c.root_name());
         let version = TypeRef::named(format!("{n}_version"));
         if c.singleton {
-            query = query.field(root_field(n.clone(), TypeRef::named(n), n, Op::Singleton));
+            query = query.field(root_field(r.to_owned(), TypeRef::named(n), n, Op::Singleton));
             query = query.field(
-                root_field(format!("{n}_by_version"), version, n, Op::SingletonByVersion)
+                root_field(format!("{r}_by_version"), version, n, Op::SingletonByVersion)
                     .argument(InputValue::new("version", TypeRef::named_nn(TypeRef::STRING))),
             );
             continue;
         }
-        query = query.field(root_field(n.clone(), TypeRef::named_nn_list_nn(n), n, Op::List));
+        query = query.field(root_field(r.to_owned(), TypeRef::named_nn_list_nn(n), n, Op::List));
         if !c.primary_key.is_empty() {
             // `version` (optional): the item as it reads in that content version (Directus).
             query = query.field(
-                root_field(format!("{n}_by_id"), TypeRef::named(n), n, Op::ById)
+                root_field(format!("{r}_by_id"), TypeRef::named(n), n, Op::ById)
                     .argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID)))
                     .argument(InputValue::new("version", TypeRef::named(TypeRef::STRING))),
             );
-            query = query.field(
-                root_field(format!("{n}_by_version"), version, n, Op::ByVersion)
-                    .argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID)))
-                    .argument(InputValue::new("version", TypeRef::named_nn(TypeRef::STRING))),
-            );
+            if !c.system {
+                query = query.field(
+                    root_field(format!("{r}_by_version"), version, n, Op::ByVersion)
+                        .argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID)))
+                        .argument(InputValue::new("version", TypeRef::named_nn(TypeRef::STRING))),
+                );
+            }
         }
         query = query.field(
-            root_field(format!("{n}_aggregated"), TypeRef::named_nn_list_nn(format!("{n}_aggregated")), n, Op::Aggregate)
+            root_field(format!("{r}_aggregated"), TypeRef::named_nn_list_nn(format!("{n}_aggregated")), n, Op::Aggregate)
                 .argument(InputValue::new("groupBy", TypeRef::named_list(TypeRef::STRING))),
         );
+    }
+    if system && model.collection(USERS).is_some() {
+        query = query.field(root_field("users_me".into(), TypeRef::named(USERS), USERS, Op::Me));
     }
     query
 }
 
-/// Adds the mutation fields of every writable collection to `mutation`; `None` when there are
-/// none (a schema without a Mutation type).
-pub fn mutation_fields(model: &Model, mut mutation: Object) -> Option<Object> {
+/// Adds the mutation fields of the writable collections of one endpoint to `mutation`
+/// (versions are written through their own calls, not here), and whether it added any (a
+/// schema without any has no Mutation type). The system endpoint also gets `update_users_me`.
+pub fn mutation_fields(model: &Model, system: bool, mut mutation: Object) -> (Object, bool) {
     let mut any = false;
-    for c in model.collections.values().filter(|c| !c.read_only) {
+    for c in model.collections.values().filter(|c| c.system == system && !c.read_only && c.name != "directus_versions") {
         any = true;
-        let n = &c.name;
+        let (n, r) = (&c.name, c.root_name());
         let create = format!("create_{n}_input");
         let update = format!("update_{n}_input");
         if c.singleton {
             mutation = mutation.field(
-                root_field(format!("update_{n}_items"), TypeRef::named(n), n, Op::UpdateSingleton)
+                root_field(format!("update_{r}_items"), TypeRef::named(n), n, Op::UpdateSingleton)
                     .argument(InputValue::new("data", TypeRef::named_list(&update))),
             );
             continue;
         }
         mutation = mutation
-            .field(root_field(format!("create_{n}_item"), TypeRef::named(n), n, Op::CreateOne).argument(InputValue::new("data", TypeRef::named_nn(&create))))
-            .field(root_field(format!("create_{n}_items"), TypeRef::named_nn_list_nn(n), n, Op::CreateMany).argument(InputValue::new("data", TypeRef::named_nn_list(&create))))
-            .field(root_field(format!("update_{n}_batch"), TypeRef::named_nn_list_nn(n), n, Op::UpdateBatch).argument(InputValue::new("data", TypeRef::named_nn_list(&update))));
+            .field(root_field(format!("create_{r}_item"), TypeRef::named(n), n, Op::CreateOne).argument(InputValue::new("data", TypeRef::named_nn(&create))))
+            .field(root_field(format!("create_{r}_items"), TypeRef::named_nn_list_nn(n), n, Op::CreateMany).argument(InputValue::new("data", TypeRef::named_nn_list(&create))))
+            .field(root_field(format!("update_{r}_batch"), TypeRef::named_nn_list_nn(n), n, Op::UpdateBatch).argument(InputValue::new("data", TypeRef::named_nn_list(&update))));
         if !c.primary_key.is_empty() {
             mutation = mutation
                 .field(
-                    root_field(format!("update_{n}_item"), TypeRef::named(n), n, Op::UpdateOne)
+                    root_field(format!("update_{r}_item"), TypeRef::named(n), n, Op::UpdateOne)
                         .argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID)))
                         .argument(InputValue::new("data", TypeRef::named_nn(&update))),
                 )
                 .field(
-                    root_field(format!("update_{n}_items"), TypeRef::named_nn_list_nn(n), n, Op::UpdateMany)
+                    root_field(format!("update_{r}_items"), TypeRef::named_nn_list_nn(n), n, Op::UpdateMany)
                         .argument(InputValue::new("ids", TypeRef::NonNull(Box::new(TypeRef::named_list(TypeRef::ID)))))
                         .argument(InputValue::new("data", TypeRef::named_list(&update))),
                 )
-                .field(root_field(format!("delete_{n}_item"), TypeRef::named("delete_one"), n, Op::DeleteOne).argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID))))
+                .field(root_field(format!("delete_{r}_item"), TypeRef::named("delete_one"), n, Op::DeleteOne).argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID))))
                 .field(
-                    root_field(format!("delete_{n}_items"), TypeRef::named("delete_many"), n, Op::DeleteMany)
+                    root_field(format!("delete_{r}_items"), TypeRef::named("delete_many"), n, Op::DeleteMany)
                         .argument(InputValue::new("ids", TypeRef::NonNull(Box::new(TypeRef::named_list(TypeRef::ID))))),
                 );
         }
     }
-    any.then_some(mutation)
+    if system && model.collection(USERS).is_some() {
+        any = true;
+        mutation = mutation.field(
+            root_field("update_users_me".into(), TypeRef::named(USERS), USERS, Op::UpdateMe)
+                .argument(InputValue::new("data", TypeRef::named_nn(format!("update_{USERS}_input")))),
+        );
+    }
+    (mutation, any)
 }
 
 /// The shared state and the request's caller. Errors: INTERNAL_SERVER_ERROR when missing (a
@@ -298,6 +322,7 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
     let data: Bytes = match op {
         Op::List | Op::Singleton | Op::SingletonByVersion => read(backend, call, name, op, q, String::new()).await?,
         Op::ById | Op::ByVersion => read(backend, call, name, op, q, key_arg(ctx)?).await?,
+        Op::Me => read(backend, call, name, Op::ById, q, "me".into()).await?,
         Op::CreateOne => {
             let data = bytes(&data_arg(ctx)?);
             items.create_item(call.request(CreateItemRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
@@ -306,8 +331,9 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
             let data = bytes(&data_arg(ctx)?);
             items.create_items(call.request(CreateItemsRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
-        Op::UpdateOne => {
-            let (key, data) = (key_arg(ctx)?, bytes(&data_arg(ctx)?));
+        Op::UpdateOne | Op::UpdateMe => {
+            let key = if op == Op::UpdateMe { "me".to_owned() } else { key_arg(ctx)? };
+            let data = bytes(&data_arg(ctx)?);
             items.update_item(call.request(UpdateItemRequest { collection: name, key, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
         }
         Op::UpdateMany => {

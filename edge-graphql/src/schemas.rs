@@ -59,24 +59,29 @@ pub enum Endpoint {
 /// Builds the schema of `endpoint` for `model`. Errors: a type graph async-graphql refuses
 /// (a bug in the generator: names are checked beforehand).
 pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, endpoint: Endpoint) -> Result<Schema, SchemaError> {
-    let types = Types::build(model);
+    let types = Types::build(model, endpoint == Endpoint::System);
     let (query, mutation) = match endpoint {
         Endpoint::User => {
-            let mut query = root::query_fields(model, Object::new("Query"));
-            if model.collections.is_empty() {
+            let mut query = root::query_fields(model, false, Object::new("Query"));
+            if !model.collections.values().any(|c| !c.system) {
                 // A Query type needs a field; an empty database still gets a valid schema.
                 query = system::ping_field(query);
             }
-            (query, root::mutation_fields(model, Object::new("Mutation")))
+            let (mutation, any) = root::mutation_fields(model, false, Object::new("Mutation"));
+            (query, any.then_some(mutation))
         }
-        Endpoint::System => (system::query_fields(Object::new("Query")), Some(system::mutation_fields(Object::new("Mutation")))),
+        Endpoint::System => {
+            let query = root::query_fields(model, true, system::query_fields(Object::new("Query")));
+            // The auth_* mutations are always there.
+            let (mutation, _) = root::mutation_fields(model, true, system::mutation_fields(Object::new("Mutation")));
+            (query, Some(mutation))
+        }
     };
     let mut builder = Schema::build("Query", mutation.as_ref().map(|_| "Mutation"), None).register(query);
     if let Some(m) = mutation {
         builder = builder.register(m);
     }
-    let own = if endpoint == Endpoint::System { system::types() } else { Vec::new() };
-    for t in types.all.into_iter().chain(own) {
+    for t in types.all {
         builder = builder.register(t);
     }
     builder = builder.data(model.clone()).data(backend.clone()).limit_depth(limits.depth).limit_complexity(limits.complexity);

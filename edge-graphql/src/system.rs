@@ -1,8 +1,8 @@
-//! The root fields only `/graphql/system` has (spec: Authentication endpoints, GraphQL column):
-//! `auth_login`, `auth_refresh`, `auth_logout`, `auth_password_request`, `auth_password_reset`
-//! (the same AuthService calls as REST's `/auth/*`, with the same cookies in modes `cookie` and
-//! `session`), `users_me` (the calling user: type `directus_users`, with `role` as
-//! `directus_roles`; never hashes or TOTP secrets), and `server_ping`.
+//! The root fields only `/graphql/system` has besides its collections' (spec: Authentication
+//! endpoints, GraphQL column): `auth_login`, `auth_refresh`, `auth_logout`,
+//! `auth_password_request`, `auth_password_reset` (the same AuthService calls as REST's
+//! `/auth/*`, with the same cookies in modes `cookie` and `session`), and `server_ping`. The
+//! system collections themselves (`users`, `users_me`, `roles`...) are [`crate::root`]'s.
 
 use crate::root::request_env;
 use crate::values::field_result;
@@ -52,10 +52,9 @@ fn tokens(ctx: &ResolverContext<'_>, t: &TokenReply) -> Result<FieldValue<'stati
     Ok(FieldValue::owned_any(body))
 }
 
-/// Which auth mutation (or `users_me`).
+/// Which auth mutation.
 #[derive(Clone, Copy)]
 enum AuthOp {
-    Me,
     Login,
     Refresh,
     Logout,
@@ -69,14 +68,6 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, op: AuthOp) -> Result<Option<Fie
     let call = &req.caller;
     let done = || Some(FieldValue::value(true));
     match op {
-        AuthOp::Me => {
-            let u = auth.get_current_user(call.request(GetCurrentUserRequest {})?).await.map_err(status)?.into_inner();
-            let role = u.role.map(|r| json!({"id": r.id, "name": r.name, "admin_access": r.admin_access, "app_access": r.app_access}));
-            Ok(Some(FieldValue::owned_any(json!({
-                "id": u.id, "email": u.email, "first_name": u.first_name, "last_name": u.last_name, "status": u.status,
-                "role": role, "provider": u.provider, "tfa_enabled": u.tfa_enabled, "last_access": u.last_access,
-            }))))
-        }
         AuthOp::Login => {
             let otp = Some(text(ctx, "otp")).filter(|o| !o.is_empty());
             let mode = mode(ctx)?.unwrap_or(SessionMode::Json);
@@ -129,31 +120,9 @@ pub fn ping_field(query: Object) -> Object {
     query.field(Field::new("server_ping", TypeRef::named(TypeRef::STRING), |_| FieldFuture::Value(Some(FieldValue::value("pong")))))
 }
 
-/// Adds `users_me` and `server_ping` to the system Query.
+/// Adds `server_ping` to the system Query (its collections' fields come from [`crate::root`]).
 pub fn query_fields(query: Object) -> Object {
-    ping_field(query).field(auth_field("users_me", TypeRef::named("directus_users"), AuthOp::Me, &[]))
-}
-
-/// The types only the system endpoint has: `directus_users` and `directus_roles`.
-pub fn types() -> Vec<async_graphql::dynamic::Type> {
-    use crate::model::Scalar;
-    use crate::types::{parent_json, scalar_field, scalar_type};
-    let s = |n: &str| scalar_field(n, scalar_type(Scalar::String), Scalar::String);
-    let b = |n: &str| scalar_field(n, scalar_type(Scalar::Boolean), Scalar::Boolean);
-    let role = Object::new("directus_roles").field(scalar_field("id", scalar_type(Scalar::Id), Scalar::Id)).field(s("name")).field(b("admin_access")).field(b("app_access"));
-    let user = Object::new("directus_users")
-        .field(scalar_field("id", scalar_type(Scalar::Id), Scalar::Id))
-        .field(s("email"))
-        .field(s("first_name"))
-        .field(s("last_name"))
-        .field(s("status"))
-        .field(Field::new("role", TypeRef::named("directus_roles"), |ctx| {
-            FieldFuture::Value(parent_json(&ctx).and_then(|p| p.get("role")).filter(|r| r.is_object()).map(|r| FieldValue::borrowed_any(r)))
-        }))
-        .field(s("provider"))
-        .field(b("tfa_enabled"))
-        .field(scalar_field("last_access", scalar_type(Scalar::DateTime), Scalar::DateTime));
-    vec![role.into(), user.into()]
+    ping_field(query)
 }
 
 /// Adds the `auth_*` mutations to the system Mutation.

@@ -12,6 +12,7 @@ use crate::selection::json_key;
 use crate::values::{json_to_value, output};
 use async_graphql::dynamic::{Enum, Field, FieldFuture, FieldValue, InputObject, InputValue, Object, ResolverContext, Scalar as ScalarType, TypeRef, Union};
 use serde_json::Value as Json;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Every type of a schema, ready to register.
@@ -303,11 +304,36 @@ fn shared_types() -> Vec<async_graphql::dynamic::Type> {
     types
 }
 
+/// The collections an endpoint's types must cover: those whose root fields it has (`system`:
+/// `/graphql/system`) and every collection their relations reach, transitively (so
+/// `articles.author` brings `directus_users` into `/graphql`, and nothing else system does).
+fn reachable(model: &Model, system: bool) -> HashSet<&str> {
+    let mut todo: Vec<&str> = model.collections.values().filter(|c| c.system == system).map(|c| c.name.as_str()).collect();
+    let mut seen: HashSet<&str> = todo.iter().copied().collect();
+    while let Some(name) = todo.pop() {
+        for f in model.collection(name).map(|c| c.fields.as_slice()).unwrap_or_default() {
+            let related: Vec<&str> = match &f.kind {
+                FieldKind::M2O { related } | FieldKind::O2M { related } => vec![related.as_str()],
+                FieldKind::M2A { allowed, .. } => allowed.iter().map(String::as_str).collect(),
+                FieldKind::Scalar(_) => Vec::new(),
+            };
+            for r in related {
+                if seen.insert(r) {
+                    todo.push(r);
+                }
+            }
+        }
+    }
+    seen
+}
+
 impl Types {
-    /// Every type of `model` (one type graph for `/graphql` and `/graphql/system`).
-    pub fn build(model: &Model) -> Self {
+    /// The types of one endpoint (`system`: `/graphql/system`): its collections' and those
+    /// their relations reach (one type graph, so relations cross between user and system data).
+    pub fn build(model: &Model, system: bool) -> Self {
+        let covered = reachable(model, system);
         let mut all = shared_types();
-        let quantified: std::collections::HashSet<&str> = model
+        let quantified: HashSet<&str> = model
             .collections
             .values()
             .flat_map(|c| c.fields.iter())
@@ -316,7 +342,7 @@ impl Types {
                 _ => None,
             })
             .collect();
-        for c in model.collections.values() {
+        for c in model.collections.values().filter(|c| covered.contains(c.name.as_str())) {
             all.push(item_object(c, &c.name).into());
             all.push(item_object(c, &format!("{}_version", c.name)).into());
             all.push(filter_input(c, false).into());
