@@ -11,7 +11,7 @@
 //! - Owners: every action on `notes` where `owner = $CURRENT_USER` (preset owner).
 //! - Clerks: read `film` (`film_id,title,rating,length`) rated `PG`, and `language` (Pagila).
 
-use crate::{ADMIN_TOKEN, Reply, TestApp, exec, send};
+use crate::{ADMIN_TOKEN, Reply, TestApp, exec, send, sql_json};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -44,7 +44,8 @@ async fn created(app: &TestApp, path: &str, body: Value) -> Value {
     r.body["data"].clone()
 }
 
-fn id_of(v: &Value) -> String {
+/// The `id` of an item as text (number or string).
+pub fn id_of(v: &Value) -> String {
     match &v["id"] {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -57,6 +58,56 @@ async fn role_with_user(app: &TestApp, role: &str, email: &str) -> (String, Stri
     let token = format!("{email}-token");
     let user = created(app, "/users", json!({"email": email, "password": "a-password-1", "role": role_id, "token": token})).await;
     (token, id_of(&user), role_id)
+}
+
+/// A role with these permission rows (`role` filled in) and a user in it with a static token;
+/// waits until the core has the rules. Returns (token, user id, role id).
+pub async fn role(app: &TestApp, name: &str, rows: Value) -> (String, String, String) {
+    let r = admin(app, Method::POST, "/roles", json!({"name": name})).await;
+    assert_eq!(r.status, 200, "role {name}: {}", r.body);
+    let role_id = id_of(&r.body["data"]);
+    let token = format!("{name}-token");
+    let email = format!("{}@example.com", name.to_lowercase());
+    let r = admin(app, Method::POST, "/users", json!({"email": email, "password": "a-password-1", "role": role_id, "token": token})).await;
+    assert_eq!(r.status, 200, "user {name}: {}", r.body);
+    let user_id = id_of(&r.body["data"]);
+    let rows: Vec<Value> = rows
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|row| {
+            let mut row = row.clone();
+            row["role"] = json!(role_id);
+            row
+        })
+        .collect();
+    let n = rows.len();
+    let check_rows = rows.clone();
+    if n > 0 {
+        let r = admin(app, Method::POST, "/permissions", Value::Array(rows)).await;
+        assert_eq!(r.status, 200, "permissions of {name}: {}", r.body);
+    }
+    // The core reloads its rules on NOTIFY: wait until the role's first rule shows.
+    let check = format!("SELECT count(*)::text FROM cdapi.permissions WHERE role = '{role_id}'");
+    assert_eq!(sql_json(app, &check).await, json!(n));
+    // A read rule on a user collection shows as soon as the snapshot has it; the rest come in
+    // the same reload (permission changes are one NOTIFY, folded over 200 ms).
+    let probe = rows_probe(&check_rows);
+    eventually("the role's rules reach the core", || async {
+        let path = probe.clone().unwrap_or_else(|| "/users/me?fields=id".to_owned());
+        call(app, Some(&token), Method::GET, &path, None).await.status == 200
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    (token, user_id, role_id)
+}
+
+/// A path the role can read once its rules are loaded: the first read row on a user collection.
+fn rows_probe(rows: &[Value]) -> Option<String> {
+    rows.iter()
+        .find(|r| r["action"] == "read" && r["collection"].as_str().is_some_and(|c| !c.starts_with("directus_")))
+        .map(|r| format!("/items/{}?fields=id", r["collection"].as_str().unwrap_or_default()))
 }
 
 /// Waits until `check` holds (permissions reach the core through NOTIFY), at most 15 s.

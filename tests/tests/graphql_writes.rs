@@ -86,15 +86,20 @@ async fn auth_mutations_on_the_system_endpoint() {
     // The access token reads items on /graphql.
     let g = graphql_as(app, "/graphql", Some(&access), "{ tags(limit: 1) { id } }", json!({})).await;
     assert_eq!(gql_data(&g)["tags"].as_array().map(Vec::len), Some(1));
-    // users_me: the caller as they may see themselves (no hashes, no TOTP secret).
-    let g = graphql_as(app, "/graphql/system", Some(&access), "{ users_me { id email status tfa_enabled role { name } } }", json!({})).await;
+    // users_me: the caller as they may see themselves (no hashes, no TOTP secret), through the
+    // core like REST's /users/me.
+    let g = graphql_as(app, "/graphql/system", Some(&access), "{ users_me { id email status role { name } } }", json!({})).await;
     let me = gql_data(&g)["users_me"].clone();
-    let truth = sql_json(app, "SELECT json_build_object('id', u.id::text, 'email', u.email, 'status', u.status, 'tfa_enabled', u.tfa_secret IS NOT NULL, 'role', json_build_object('name', r.name))::text FROM cdapi.users u JOIN cdapi.roles r ON r.id = u.role WHERE u.email = 'admin@example.com'").await;
+    let truth = sql_json(app, "SELECT json_build_object('id', u.id::text, 'email', u.email, 'status', u.status, 'role', json_build_object('name', r.name))::text FROM cdapi.users u JOIN cdapi.roles r ON r.id = u.role WHERE u.email = 'admin@example.com'").await;
     assert_eq!(me["role"]["name"], "Administrator", "the bootstrap admin's role");
     assert_eq!(me, truth);
-    let g = graphql_as(app, "/graphql/system", None, "{ users_me { id } server_ping }", json!({})).await;
-    assert_eq!(g.body["errors"][0]["extensions"]["code"], "FORBIDDEN", "{}", g.body);
-    assert_eq!(g.body["data"], json!({"users_me": null, "server_ping": "pong"}));
+    let g = graphql_as(app, "/graphql/system", Some(&access), "{ users_me { tfa_secret } }", json!({})).await;
+    assert_eq!(g.status, 400, "TOTP secrets are no field at all: {}", g.body);
+    // The public role may not read users: no users_me in its schema (as Directus).
+    let g = graphql_as(app, "/graphql/system", None, "{ users_me { id } }", json!({})).await;
+    assert_eq!(g.body["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION", "{}", g.body);
+    let g = graphql_as(app, "/graphql/system", None, "{ server_ping }", json!({})).await;
+    assert_eq!(g.body["data"], json!({"server_ping": "pong"}));
     // Refresh rotates; the rotated token refreshes no more after logout.
     let q = "mutation($t: String) { auth_refresh(refresh_token: $t, mode: json) { access_token refresh_token } }";
     let g = graphql_as(app, "/graphql/system", None, q, json!({"t": refresh})).await;

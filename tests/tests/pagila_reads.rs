@@ -179,7 +179,8 @@ async fn every_pagila_type_reads() {
     // enum, domain, text[], tsvector, numeric, timestamptz, char(n) via language.name
     let r = get(app, "/items/film/1?fields=rating,release_year,special_features,fulltext,rental_rate,last_update").await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let truth = sql_json(app, "SELECT row_to_json(x)::text FROM (SELECT rating, release_year, special_features, fulltext, rental_rate, last_update FROM film WHERE film_id = 1) x").await;
+    // timestamptz as Directus writes it: UTC, milliseconds, `Z`.
+    let truth = sql_json(app, "SELECT row_to_json(x)::text FROM (SELECT rating, release_year, special_features, fulltext, rental_rate::text, to_char(last_update AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS last_update FROM film WHERE film_id = 1) x").await;
     assert_eq!(r.body["data"], truth);
     // bytea
     let r = get(app, "/items/staff/1?fields=picture").await;
