@@ -40,6 +40,7 @@ const COLLECTIONS_SQL: &str = concat!(
     "SELECT ", collection_name!("n", "c"), ", c.relkind::text, n.nspname::text, c.relname::text
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE ", served!("n", "c"), " AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+  AND (c.relkind <> 'm' OR c.relispopulated)
 ORDER BY 1"
 );
 
@@ -60,6 +61,7 @@ JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
 JOIN pg_type bt ON bt.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
 WHERE ", served!("n", "c"), " AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+  AND (c.relkind <> 'm' OR c.relispopulated)
   AND a.attnum > 0 AND NOT a.attisdropped
   AND NOT (n.nspname = 'cdapi' AND c.relname = 'users' AND a.attname IN ('password_hash', 'token_hash', 'tfa_secret', 'admin_access'))
 ORDER BY 1, a.attnum"

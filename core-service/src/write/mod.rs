@@ -129,7 +129,7 @@ impl<'w> Writer<'w> {
     /// The keys (text form) of the items a write's `query` selects, in its order (issue 15,
     /// Directus's getKeysByQuery): its filter, search, sort, limit, offset and page, read
     /// under the caller's read permissions (it may only name what they can read; FORBIDDEN
-    /// for a collection they cannot read). Without `limit`, every matching item.
+    /// for a collection they cannot read). Without `limit`, the default limit (100), as Directus.
     pub(crate) async fn query_keys(&mut self, collection: &Collection, selector: &Query) -> Result<Vec<String>, ApiError> {
         let read: &'w Schema = self.read;
         let view = readable(read, collection)?;
