@@ -333,19 +333,21 @@ stop_private_redis() {
 
 # ------------------------------------------------------------- test peers
 
-# A Python with aiosmtpd, the real SMTP server the tests deliver mail to: CDAPI_PYTHON if
-# given, the system python3 if it has aiosmtpd, else a venv under ~/.cache/cdapi/venv
-# (created once). Exports CDAPI_PYTHON.
+# A Python with aiosmtpd (the real SMTP server the tests deliver mail to) and schemathesis
+# (run against /server/specs/oas by tests/tests/openapi.rs): CDAPI_PYTHON if given, the system
+# python3 if it has both, else a venv under ~/.cache/cdapi/venv (created once). Exports
+# CDAPI_PYTHON.
 ensure_test_python() {
   if [[ -n "${CDAPI_PYTHON:-}" ]]; then export CDAPI_PYTHON; return 0; fi
   command -v python3 >/dev/null 2>&1 || _apt_install python3 python3-venv
-  if python3 -c 'import aiosmtpd' 2>/dev/null; then export CDAPI_PYTHON=python3; return 0; fi
+  local need='import aiosmtpd, schemathesis'
+  if python3 -c "$need" 2>/dev/null; then export CDAPI_PYTHON=python3; return 0; fi
   local venv="$HOME/.cache/cdapi/venv"
-  if ! "$venv/bin/python" -c 'import aiosmtpd' 2>/dev/null; then
-    cdapi_log "installing aiosmtpd (the tests' SMTP server) into $venv"
-    python3 -m venv "$venv" 2>/dev/null || { _apt_install python3-venv; python3 -m venv "$venv"; }
-    "$venv/bin/pip" install -q --disable-pip-version-check 'aiosmtpd==1.4.6' >&2 \
-      || cdapi_die "pip install aiosmtpd failed"
+  if ! "$venv/bin/python" -c "$need" 2>/dev/null; then
+    cdapi_log "installing aiosmtpd (the tests' SMTP server) and schemathesis (the OpenAPI fuzzer) into $venv"
+    [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv" 2>/dev/null || { _apt_install python3-venv; python3 -m venv "$venv"; }
+    "$venv/bin/pip" install -q --disable-pip-version-check 'aiosmtpd==1.4.6' 'schemathesis==4.32.5' >&2 \
+      || cdapi_die "pip install aiosmtpd schemathesis failed"
   fi
   export CDAPI_PYTHON="$venv/bin/python"
 }

@@ -4,7 +4,8 @@
 //! Layout: [`config`] (settings), [`routes`] (routing and translation to gRPC), [`auth`]
 //! (`/auth/*`, `/users/me/tfa/*`), [`rate_limit`] (requests per client address), [`query_string`]
 //! (query string → query object), [`identifiers`] (the names' length budget), [`export`] (file formats of `export=`), [`versions`]
-//! (`/versions`), [`graphql_proxy`] (`/graphql*` forwarded to edge-graphql), [`reply`]
+//! (`/versions`), [`graphql_proxy`] (`/graphql*` forwarded to edge-graphql), [`server`]
+//! (`/server/info`, `/server/specs/oas`), [`openapi`] (the OpenAPI document), [`reply`]
 //! (responses and error rendering).
 //! [`run`] serves on a given listener until a shutdown future resolves.
 
@@ -17,6 +18,8 @@ pub mod query_string;
 pub mod rate_limit;
 pub mod reply;
 pub mod routes;
+pub mod openapi;
+pub mod server;
 pub mod versions;
 
 use std::future::Future;

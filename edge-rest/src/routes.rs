@@ -8,6 +8,7 @@ use bytes::Bytes;
 use cdapi_proto::query_json::query_from_json;
 use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
+use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
 use cdapi_proto::v1::versions_service_client::VersionsServiceClient;
 use cdapi_proto::v1::{
     CreateItemRequest, CreateItemsRequest, DeleteItemRequest, DeleteItemsRequest, ExportFormat, ExportItemsRequest, KeyList, Query,
@@ -28,6 +29,10 @@ pub struct EdgeState {
     pub versions: VersionsServiceClient<Channel>,
     /// Auth client (`/auth/*`, `/users/me/tfa/*`).
     pub auth: AuthServiceClient<Channel>,
+    /// The caller's view of the schema (`/server/specs/oas`).
+    pub schema: SchemaServiceClient<Channel>,
+    /// Requests per window of the rate limiter, as configured (`/server/info`).
+    pub rate_limit: Option<(u32, u64)>,
     /// Health client for `/server/health`.
     pub health: tonic_health::pb::health_client::HealthClient<Channel>,
     /// Largest accepted body (bytes).
@@ -53,6 +58,8 @@ impl EdgeState {
         Ok(Self {
             items: ItemsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
             versions: VersionsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
+            schema: SchemaServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
+            rate_limit: settings.rate_limit,
             auth: AuthServiceClient::new(auth),
             health: tonic_health::pb::health_client::HealthClient::new(core),
             max_payload_size: settings.edge.max_payload_size,
@@ -122,6 +129,14 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
     match segments.as_slice() {
         ["server", "ping"] => match req.method {
             Method::GET => Ok(reply::with_body(StatusCode::OK, "text/plain; charset=utf-8", "pong")),
+            _ => Ok(reply::method_not_allowed(&req.method, "GET")),
+        },
+        ["server", "info"] => match req.method {
+            Method::GET => crate::server::info(state, req, request_id).await,
+            _ => Ok(reply::method_not_allowed(&req.method, "GET")),
+        },
+        ["server", "specs", "oas"] => match req.method {
+            Method::GET => crate::server::openapi(state, req, request_id).await,
             _ => Ok(reply::method_not_allowed(&req.method, "GET")),
         },
         ["server", "health"] => match req.method {

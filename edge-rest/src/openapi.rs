@@ -1,0 +1,315 @@
+//! `GET /server/specs/oas`: the OpenAPI 3.0 document of the REST API as the caller's role sees
+//! it (issue 16; Directus serves the same path). Built from the core's schema snapshot for the
+//! caller (`GetSchema`), so it changes when the database or the permissions change.
+//!
+//! What it promises, and the test suite holds it to (Schemathesis, `tests/tests/openapi.rs`):
+//! - one path pair per readable user collection (`/items/<c>`, `/items/<c>/{id}`; a singleton
+//!   has only the first) and the system collections the role may read (`/users`, `/users/me`,
+//!   `/users/{id}`, `/roles`..., `/permissions`...), with `get`, and `post`/`patch`/`delete`
+//!   unless the collection is read-only;
+//! - an item schema per collection (`Items<Name>`): each field typed as the API writes it
+//!   (bigint, numeric, dates and times as strings; relational fields either a key or a nested
+//!   object, so untyped), every property optional (`fields` picks them), other keys allowed
+//!   (function results such as `published_at_year`, aliases);
+//! - the query parameters the operations take (`fields`, `filter`, `search`, `sort`, `limit`,
+//!   `offset`, `page`, `meta`; `version` on one item);
+//! - `200`/`204` as the operation answers them, and every error as the `default` response in
+//!   Directus's error body (`{"errors": [{"message", "extensions": {"code"}}]}`).
+
+use cdapi_proto::v1::{Collection, Field, RelationKind, SchemaSnapshot};
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+
+/// The system collections served on their own paths, and those paths.
+const SYSTEM_PATHS: &[(&str, &str)] = &[("directus_users", "/users"), ("directus_roles", "/roles"), ("directus_permissions", "/permissions")];
+
+/// The document for `snapshot` (the caller's view); `server` is the public base URL, if known.
+pub fn document(snapshot: &SchemaSnapshot, server: Option<&str>) -> Value {
+    let relational: HashSet<(&str, &str)> = snapshot
+        .relations
+        .iter()
+        .flat_map(|r| {
+            let kind = RelationKind::try_from(r.kind).unwrap_or(RelationKind::Unspecified);
+            let one = (!r.one_field.is_empty() && kind != RelationKind::M2a).then_some((r.one_collection.as_str(), r.one_field.as_str()));
+            [Some((r.many_collection.as_str(), r.many_field.as_str())), one].into_iter().flatten()
+        })
+        .collect();
+    let mut paths = Map::new();
+    let mut schemas = Map::new();
+    paths.insert("/server/ping".into(), json!({"get": {"operationId": "ping", "summary": "Ping", "tags": ["Server"], "security": [],
+        "responses": {"200": {"description": "pong", "content": {"text/plain": {"schema": {"type": "string"}}}}, "default": error_ref()}}}));
+    paths.insert("/server/info".into(), json!({"get": {"operationId": "serverInfo", "summary": "Server information", "tags": ["Server"],
+        "responses": {"200": data_response(json!({"type": "object"})), "default": error_ref()}}}));
+    for c in &snapshot.collections {
+        let schema_name = schema_name(&c.name);
+        schemas.insert(schema_name.clone(), item_schema(c, &relational));
+        let item = json!({"$ref": format!("#/components/schemas/{schema_name}")});
+        let (list_path, system) = match SYSTEM_PATHS.iter().find(|(n, _)| *n == c.name) {
+            Some((_, path)) => ((*path).to_owned(), true),
+            None if c.name.starts_with("directus_") => continue,
+            None => (format!("/items/{}", c.name), false),
+        };
+        let tag = schema_name.clone();
+        paths.insert(list_path.clone(), list_operations(c, &item, &tag));
+        if c.singleton || c.primary_key.is_empty() {
+            continue;
+        }
+        paths.insert(format!("{list_path}/{{id}}"), item_operations(c, &item, &tag, !system));
+        if c.name == "directus_users" {
+            let mut me = item_operations(c, &item, &tag, false);
+            if let Some(ops) = me.as_object_mut() {
+                ops.remove("delete");
+                for op in ops.values_mut() {
+                    if let Some(o) = op.as_object_mut() {
+                        o.remove("parameters");
+                        o.insert("parameters".into(), json!([{"$ref": "#/components/parameters/Fields"}]));
+                        let id = o.get("operationId").and_then(Value::as_str).unwrap_or_default().to_owned();
+                        o.insert("operationId".into(), json!(format!("{id}Me")));
+                    }
+                }
+            }
+            paths.insert("/users/me".into(), me);
+        }
+    }
+    schemas.insert("Error".into(), error_schema());
+    schemas.insert("Meta".into(), json!({"type": "object", "properties": {"total_count": {"type": "integer"}, "filter_count": {"type": "integer"}}}));
+    let servers = server.map(|url| json!([{"url": url}])).unwrap_or_else(|| json!([{"url": "/"}]));
+    json!({
+        "openapi": "3.0.1",
+        "info": {
+            "title": "Dynamic API Specification",
+            "description": "The REST API generated from this database's structure, as the caller's role sees it.",
+            "version": env!("CARGO_PKG_VERSION"),
+        },
+        "servers": servers,
+        "security": [{"Auth": []}, {"KeyAuth": []}, {"Session": []}, {}],
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "parameters": parameters(),
+            "responses": {"Error": {"description": "An error, in Directus's error body", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
+            "securitySchemes": {
+                "Auth": {"type": "http", "scheme": "bearer", "description": "An access token, session token or static token."},
+                "KeyAuth": {"type": "apiKey", "in": "query", "name": "access_token"},
+                "Session": {"type": "apiKey", "in": "cookie", "name": "directus_session_token"},
+            },
+        },
+    })
+}
+
+/// `ItemsArticles` for `articles`, `Users` for `directus_users` (Directus's names).
+fn schema_name(collection: &str) -> String {
+    let (prefix, rest) = match collection.strip_prefix("directus_") {
+        Some(rest) => ("", rest),
+        None => ("Items", collection),
+    };
+    let camel: String = rest
+        .split(|ch: char| ch == '_' || ch == '-' || ch == ' ')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut chars = p.chars();
+            chars.next().map(|f| f.to_uppercase().chain(chars).collect::<String>()).unwrap_or_default()
+        })
+        .collect();
+    format!("{prefix}{camel}")
+}
+
+/// The schema of one item: fields typed as the API writes them, all optional, more allowed.
+fn item_schema(c: &Collection, relational: &HashSet<(&str, &str)>) -> Value {
+    let mut props = Map::new();
+    for f in &c.fields {
+        let schema = if relational.contains(&(c.name.as_str(), f.name.as_str())) || f.alias {
+            // A key, a list of keys, or nested objects, as `fields` asks.
+            json!({"nullable": true})
+        } else {
+            field_schema(f)
+        };
+        props.insert(f.name.clone(), schema);
+    }
+    json!({"type": "object", "properties": props, "additionalProperties": true, "x-collection": c.name})
+}
+
+/// A column's value as the API writes it (see `core-service/src/query/values.rs`).
+fn field_schema(f: &Field) -> Value {
+    let mut s = match f.r#type.as_str() {
+        "integer" => json!({"type": "integer"}),
+        "float" => json!({"type": "number"}),
+        "boolean" => json!({"type": "boolean"}),
+        "bigInteger" | "decimal" | "string" | "text" | "uuid" | "hash" | "date" | "dateTime" | "timestamp" | "time" | "binary" => {
+            json!({"type": "string"})
+        }
+        "csv" => json!({"type": "array"}),
+        // json and types the API cannot name: any JSON value.
+        _ => json!({}),
+    };
+    if let Some(o) = s.as_object_mut() {
+        o.insert("nullable".into(), json!(true));
+        if !f.enum_values.is_empty() {
+            o.insert("x-enum".into(), json!(f.enum_values));
+        }
+    }
+    s
+}
+
+fn error_ref() -> Value {
+    json!({"$ref": "#/components/responses/Error"})
+}
+
+fn error_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["errors"],
+        "properties": {"errors": {"type": "array", "items": {
+            "type": "object",
+            "required": ["message", "extensions"],
+            "properties": {
+                "message": {"type": "string"},
+                "extensions": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},
+            },
+        }}},
+    })
+}
+
+/// `{"data": <schema>}` (and `meta` beside it).
+fn data_response(schema: Value) -> Value {
+    json!({"description": "Successful request", "content": {"application/json": {"schema": {
+        "type": "object",
+        "properties": {"data": schema, "meta": {"$ref": "#/components/schemas/Meta"}},
+    }}}})
+}
+
+fn no_content() -> Value {
+    json!({"description": "Done; no body (a delete, or a write whose result the caller may not read)"})
+}
+
+fn params(names: &[&str]) -> Value {
+    Value::Array(names.iter().map(|n| json!({"$ref": format!("#/components/parameters/{n}")})).collect())
+}
+
+/// `/items/<c>` (or a system collection's list path).
+fn list_operations(c: &Collection, item: &Value, tag: &str) -> Value {
+    let mut ops = Map::new();
+    let many = json!({"type": "array", "items": item});
+    let read_shape = if c.singleton { item.clone() } else { many.clone() };
+    let read_params = if c.singleton { params(&["Fields", "Version"]) } else { params(&["Fields", "Filter", "Search", "Sort", "Limit", "Offset", "Page", "Meta"]) };
+    ops.insert("get".into(), json!({
+        "operationId": format!("read{tag}"), "summary": format!("List the {} items", c.name), "tags": [tag],
+        "parameters": read_params,
+        "responses": {"200": data_response(read_shape), "default": error_ref()},
+    }));
+    if c.read_only {
+        return Value::Object(ops);
+    }
+    let body = |schema: Value| json!({"required": true, "content": {"application/json": {"schema": schema}}});
+    if c.singleton {
+        ops.insert("patch".into(), json!({
+            "operationId": format!("update{tag}"), "summary": format!("Update the {} singleton", c.name), "tags": [tag],
+            "parameters": params(&["Fields"]), "requestBody": body(item.clone()),
+            "responses": {"200": data_response(item.clone()), "204": no_content(), "default": error_ref()},
+        }));
+        return Value::Object(ops);
+    }
+    ops.insert("post".into(), json!({
+        "operationId": format!("create{tag}"), "summary": format!("Create {} items", c.name), "tags": [tag],
+        "parameters": params(&["Fields"]),
+        "requestBody": body(json!({"oneOf": [item, many]})),
+        "responses": {"200": data_response(json!({"oneOf": [item, many]})), "204": no_content(), "default": error_ref()},
+    }));
+    let selector = json!({"type": "object", "properties": {
+        "keys": {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
+        "query": {"type": "object"},
+        "data": item,
+    }});
+    ops.insert("patch".into(), json!({
+        "operationId": format!("update{tag}Many"), "summary": format!("Update many {} items", c.name), "tags": [tag],
+        "parameters": params(&["Fields"]),
+        "requestBody": body(json!({"oneOf": [selector, many]})),
+        "responses": {"200": data_response(many.clone()), "204": no_content(), "default": error_ref()},
+    }));
+    ops.insert("delete".into(), json!({
+        "operationId": format!("delete{tag}Many"), "summary": format!("Delete many {} items", c.name), "tags": [tag],
+        "requestBody": body(json!({"oneOf": [
+            {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
+            {"type": "object", "properties": {"keys": {"type": "array"}, "query": {"type": "object"}}},
+        ]})),
+        "responses": {"204": no_content(), "default": error_ref()},
+    }));
+    Value::Object(ops)
+}
+
+/// `/items/<c>/{id}`; `versions`: whether `?version=` applies.
+fn item_operations(c: &Collection, item: &Value, tag: &str, versions: bool) -> Value {
+    let id = json!({"name": "id", "in": "path", "required": true, "description": "The primary key (composite keys: the values joined by commas)", "schema": {"type": "string"}});
+    let mut read_params = vec![id.clone(), json!({"$ref": "#/components/parameters/Fields"})];
+    if versions {
+        read_params.push(json!({"$ref": "#/components/parameters/Version"}));
+    }
+    let mut ops = Map::new();
+    ops.insert("get".into(), json!({
+        "operationId": format!("read{tag}One"), "summary": format!("Read one {} item", c.name), "tags": [tag],
+        "parameters": read_params,
+        "responses": {"200": data_response(item.clone()), "default": error_ref()},
+    }));
+    if !c.read_only {
+        ops.insert("patch".into(), json!({
+            "operationId": format!("update{tag}One"), "summary": format!("Update one {} item", c.name), "tags": [tag],
+            "parameters": [id, {"$ref": "#/components/parameters/Fields"}],
+            "requestBody": {"required": true, "content": {"application/json": {"schema": item}}},
+            "responses": {"200": data_response(item.clone()), "204": no_content(), "default": error_ref()},
+        }));
+        ops.insert("delete".into(), json!({
+            "operationId": format!("delete{tag}One"), "summary": format!("Delete one {} item", c.name), "tags": [tag],
+            "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+            "responses": {"204": no_content(), "default": error_ref()},
+        }));
+    }
+    Value::Object(ops)
+}
+
+/// The query parameters (spec: Global query parameters).
+fn parameters() -> Value {
+    let q = |name: &str, description: &str, schema: Value| json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema});
+    json!({
+        "Fields": {"name": "fields", "in": "query", "required": false, "explode": false, "description": "Field paths to return (`*`, `author.name`, `year(published_at)`)",
+                   "schema": {"type": "array", "items": {"type": "string"}}},
+        "Filter": {"name": "filter", "in": "query", "required": false, "description": "A filter object (JSON), e.g. {\"status\":{\"_eq\":\"published\"}}",
+                   "content": {"application/json": {"schema": {"type": "object"}}}},
+        "Search": q("search", "Substring search over the root item's text fields", json!({"type": "string"})),
+        "Sort": {"name": "sort", "in": "query", "required": false, "explode": false, "description": "Field paths, `-` for descending",
+                 "schema": {"type": "array", "items": {"type": "string"}}},
+        "Limit": q("limit", "Most items to return (default 100; -1: the largest allowed)", json!({"type": "integer"})),
+        "Offset": q("offset", "Items to skip", json!({"type": "integer"})),
+        "Page": q("page", "1-indexed page of `limit` items", json!({"type": "integer"})),
+        "Meta": q("meta", "`total_count`, `filter_count` or `*`", json!({"type": "string"})),
+        "Version": q("version", "Key of a content version", json!({"type": "string"})),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cdapi_proto::v1 as pb;
+
+    #[test]
+    fn names_and_shapes_follow_directus() {
+        assert_eq!(schema_name("articles_tags"), "ItemsArticlesTags");
+        assert_eq!(schema_name("directus_users"), "Users");
+        let field = |name: &str, ty: &str| pb::Field { name: name.into(), r#type: ty.into(), ..Default::default() };
+        let snapshot = pb::SchemaSnapshot {
+            version: 1,
+            collections: vec![
+                pb::Collection { name: "articles".into(), primary_key: vec!["id".into()], fields: vec![field("id", "integer"), field("views", "bigInteger"), field("author", "integer")], ..Default::default() },
+                pb::Collection { name: "settings".into(), singleton: true, fields: vec![field("id", "integer")], ..Default::default() },
+                pb::Collection { name: "directus_versions".into(), fields: vec![field("id", "uuid")], ..Default::default() },
+            ],
+            relations: vec![pb::Relation { kind: pb::RelationKind::M2o as i32, many_collection: "articles".into(), many_field: "author".into(), one_collection: "authors".into(), ..Default::default() }],
+        };
+        let doc = document(&snapshot, None);
+        let paths = doc["paths"].as_object().map(|p| p.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+        assert!(paths.contains(&"/items/articles/{id}".to_owned()) && paths.contains(&"/items/settings".to_owned()), "{paths:?}");
+        assert!(!paths.iter().any(|p| p.contains("versions") || p == "/items/settings/{id}"), "{paths:?}");
+        let props = &doc["components"]["schemas"]["ItemsArticles"]["properties"];
+        assert_eq!(props["views"]["type"], "string", "bigint is written as a string");
+        assert!(props["author"].get("type").is_none(), "a relation is a key or an object");
+    }
+}

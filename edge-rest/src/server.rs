@@ -1,0 +1,55 @@
+//! `/server/info` and `/server/specs/oas` (Directus's paths; issue 16).
+//!
+//! `/server/info` answers Directus's shape: `project` for everyone; for a signed-in caller also
+//! `rateLimit`, `rateLimitGlobal`, `extensions`, `queryLimit` and `websocket`; for an admin also
+//! `version`. `queryLimit` reports QUERY_LIMIT_DEFAULT / QUERY_LIMIT_MAX as this process reads
+//! them (the core's settings of the same names: give both processes the same values).
+
+use crate::routes::{EdgeState, HttpRequest, set_metadata, url_query};
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::{GetCurrentUserRequest, GetSchemaRequest};
+use serde_json::json;
+use warp::reply::Response;
+
+/// `GET /server/info`. Errors: the auth service's answer for a bad token.
+pub async fn info(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Result<Response, ApiError> {
+    let mut data = json!({"project": {
+        "project_name": "cdapi",
+        "project_color": "#6644FF",
+        "default_language": "en-US",
+        "default_appearance": "auto",
+        "public_registration": false,
+        "public_registration_verify_email": true,
+    }});
+    let (_, token) = url_query(req)?;
+    let signed_in = token.is_some() || req.headers.contains_key(http::header::AUTHORIZATION) || req.session_cookie.is_some();
+    if signed_in {
+        let mut call = tonic::Request::new(GetCurrentUserRequest {});
+        set_metadata(&mut call, req, request_id, token)?;
+        let user = state.auth.clone().get_current_user(call).await.map_err(|s| ApiError::from_status(&s))?.into_inner();
+        let limit = |name: &str, default: i64| std::env::var(name).ok().and_then(|v| v.parse::<i64>().ok()).unwrap_or(default);
+        data["rateLimit"] = match state.rate_limit {
+            Some((points, secs)) => json!({"points": points, "duration": secs}),
+            None => json!(false),
+        };
+        data["rateLimitGlobal"] = json!(false);
+        data["extensions"] = json!({"limit": null});
+        data["queryLimit"] = json!({"default": limit("QUERY_LIMIT_DEFAULT", 100), "max": limit("QUERY_LIMIT_MAX", 10_000)});
+        data["websocket"] = json!(false);
+        if user.role.is_some_and(|r| r.admin_access) {
+            data["version"] = json!(env!("CARGO_PKG_VERSION"));
+        }
+    }
+    Ok(crate::reply::data(data.to_string().as_bytes(), b""))
+}
+
+/// `GET /server/specs/oas`: the OpenAPI document for the caller's role (see
+/// [`crate::openapi`]). Errors: the core's answer for a bad token.
+pub async fn openapi(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Result<Response, ApiError> {
+    let (_, token) = url_query(req)?;
+    let mut call = tonic::Request::new(GetSchemaRequest {});
+    set_metadata(&mut call, req, request_id, token)?;
+    let snapshot = state.schema.clone().get_schema(call).await.map_err(|s| ApiError::from_status(&s))?.into_inner();
+    let doc = crate::openapi::document(&snapshot, None);
+    Ok(crate::reply::with_body(http::StatusCode::OK, "application/json; charset=utf-8", doc.to_string()))
+}
