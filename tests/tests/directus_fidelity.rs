@@ -376,3 +376,27 @@ async fn graphql_serves_system_collections_and_relations_into_them() {
     let g = graphql_as(app, "/graphql", Some(&token), "{ memos { text owner { email } } }", json!({})).await;
     assert_eq!(gql_data(&g)["memos"], json!([{"text": "first memo", "owner": null}]));
 }
+
+/// Found by Schemathesis: a write by query without `limit` writes the default limit (100), as
+/// Directus 11.3.5 does (it wrote every matching row); a materialized view not yet populated is
+/// not served (reading it was a 500) until it is refreshed.
+#[tokio::test]
+async fn writes_by_query_default_to_limit_100_and_empty_views_are_not_served() {
+    let app = env();
+    exec(app, "CREATE TABLE bulk (id serial PRIMARY KEY, v int); INSERT INTO bulk (v) SELECT 0 FROM generate_series(1, 150);").await;
+    eventually("bulk is served", || async { get(app, "/items/bulk?limit=1").await.status == 200 }).await;
+    let r = admin(app, Method::PATCH, "/items/bulk", json!({"query": {"filter": {"v": {"_eq": 0}}}, "data": {"v": 1}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(sql_json(app, "SELECT count(*)::text FROM bulk WHERE v = 1").await, json!(100));
+    let r = admin(app, Method::DELETE, "/items/bulk", json!({"query": {"filter": {"v": {"_eq": 1}}, "limit": -1}})).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_eq!(sql_json(app, "SELECT count(*)::text FROM bulk").await, json!(50));
+    exec(app, "CREATE MATERIALIZED VIEW bulk_totals AS SELECT v, count(*) AS n FROM bulk GROUP BY v WITH NO DATA").await;
+    // Another DDL after it, so the snapshot surely saw the view exist.
+    exec(app, "CREATE TABLE after_view (id serial PRIMARY KEY)").await;
+    eventually("after_view is served", || async { get(app, "/items/after_view").await.status == 200 }).await;
+    assert_error(&get(app, "/items/bulk_totals").await, 403, "FORBIDDEN", "an unpopulated view is not served");
+    exec(app, "REFRESH MATERIALIZED VIEW bulk_totals").await;
+    eventually("bulk_totals is served once refreshed", || async { get(app, "/items/bulk_totals").await.status == 200 }).await;
+    assert_eq!(get(app, "/items/bulk_totals?fields=v,n").await.body["data"], json!([{"v": 0, "n": "50"}]));
+}
