@@ -72,6 +72,19 @@ impl Rewriter {
         self.state == State::Pass
     }
 
+    /// The body bytes left, when inside a body.
+    fn body_left(&self) -> Option<u64> {
+        match self.state {
+            State::Body(left) => Some(left),
+            _ => None,
+        }
+    }
+
+    /// `n` of the `left` body bytes went by unchanged.
+    fn consumed_body(&mut self, n: u64, left: u64) {
+        self.state = if n >= left { State::new_line() } else { State::Body(left - n) };
+    }
+
     /// Appends the rewritten form of `input` to `out`.
     fn feed(&mut self, mut input: &[u8], out: &mut Vec<u8>) {
         while !input.is_empty() {
@@ -222,6 +235,14 @@ impl<S: AsyncRead + Unpin> AsyncRead for LenientTarget<S> {
             if this.rewriter.passes_through() {
                 return Pin::new(&mut this.inner).poll_read(cx, buf);
             }
+            // Inside a body that fills the whole read: straight into the reader's buffer (a
+            // large upload is not copied twice).
+            if let Some(left) = this.rewriter.body_left().filter(|left| *left >= buf.remaining() as u64) {
+                let before = buf.filled().len();
+                ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+                this.rewriter.consumed_body((buf.filled().len() - before) as u64, left);
+                return Poll::Ready(Ok(()));
+            }
             let mut raw = ReadBuf::new(&mut this.scratch);
             ready!(Pin::new(&mut this.inner).poll_read(cx, &mut raw))?;
             if raw.filled().is_empty() {
@@ -316,5 +337,22 @@ mod tests {
     fn a_long_content_length_line_stops_the_rewriting() {
         let input = format!("POST /a HTTP/1.1\r\nContent-Length: {}5\r\n\r\n\"GET /\"x\" HTTP/1.1\r\n\r\n", " ".repeat(100));
         assert_eq!(every_chunking(&input), input);
+    }
+
+    #[tokio::test]
+    async fn large_bodies_pass_unchanged_through_the_reader() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let body = "\"<>`".repeat(50_000);
+        let input = format!("POST /a HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}GET /\"b\" HTTP/1.1\r\n\r\n", body.len());
+        let expected = input.replacen("GET /\"b\"", "GET /%22b%22", 1);
+        let (mut client, server) = tokio::io::duplex(1 << 14);
+        let writer = tokio::spawn(async move {
+            let _ = client.write_all(input.as_bytes()).await;
+        });
+        let mut out = Vec::new();
+        let read = LenientTarget::new(server).read_to_end(&mut out).await;
+        let _ = writer.await;
+        assert!(read.is_ok());
+        assert_eq!(String::from_utf8_lossy(&out), expected);
     }
 }
