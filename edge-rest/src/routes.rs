@@ -104,7 +104,6 @@ pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Resp
     service_runtime::otel::adopt_parent(&span, &req.headers);
     let routed = async {
         edge_http::settings::check_query_string(&req.query, state.max_query_string_size)?;
-        edge_http::body::check_declared_length(&req.headers, state.max_payload_size)?;
         if let (Some(limiter), Some(ip)) = (&state.limiter, req.client_ip) {
             limiter.check(ip).inspect_err(|_| service_runtime::metrics::global().rate_limited("edge-rest"))?;
         }

@@ -12,17 +12,6 @@ pub fn boxed(body: impl futures_util::Stream<Item = Result<impl bytes::Buf, warp
     Box::pin(body.map(|chunk| chunk.map(|mut b| b.copy_to_bytes(b.remaining()))))
 }
 
-/// CONTENT_TOO_LARGE when the request declares (`Content-Length`) more than `max` bytes:
-/// refused before a byte of the body is read (the error reply closes the connection, so the
-/// rest is never read either). A flood of oversized bodies then costs the edge almost nothing.
-pub fn check_declared_length(headers: &http::HeaderMap, max: u64) -> Result<(), ApiError> {
-    let declared = headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
-    match declared {
-        Some(n) if n > max => Err(ApiError::new(ErrorCode::ContentTooLarge, format!("The request body is larger than {max} bytes."))),
-        _ => Ok(()),
-    }
-}
-
 /// Reads `body` into memory, refusing more than `max` bytes (413 CONTENT_TOO_LARGE) without
 /// buffering the excess. Errors: also INVALID_PAYLOAD when the stream breaks.
 pub async fn read_body(mut body: Body, max: u64) -> Result<Bytes, ApiError> {
