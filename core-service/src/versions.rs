@@ -29,8 +29,8 @@ use sqlx::{PgConnection, Row};
 /// [`crate::query::values`]).
 const VERSION_JSON: &str = "json_build_object('id', v.id, 'key', v.key, 'name', v.name, 'collection', v.collection, \
     'item', v.item, 'hash', v.hash, 'delta', v.delta, \
-    'date_created', to_char(v.date_created AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), \
-    'date_updated', to_char(v.date_updated AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), \
+    'date_created', to_char(v.date_created AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24\":\"MI\":\"SS.MS\"Z\"'), \
+    'date_updated', to_char(v.date_updated AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24\":\"MI\":\"SS.MS\"Z\"'), \
     'user_created', v.user_created)::text";
 
 /// [`VERSION_JSON`] with `delta` as the expression giving the delta.

@@ -16,11 +16,13 @@
 
 use crate::schema::FieldType;
 
-/// `to_char` pattern of a UTC timestamp with milliseconds and `Z`.
-pub const ISO_MILLIS_Z: &str = r#"'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'"#;
+/// `to_char` pattern of a UTC timestamp with milliseconds and `Z`. The colons are quoted
+/// literal text (the same output): a bare `:MI` reads as a variable to tools such as pgbench,
+/// which `bench/run` feeds the core's statements to.
+pub const ISO_MILLIS_Z: &str = r#"'YYYY-MM-DD"T"HH24":"MI":"SS.MS"Z"'"#;
 
-/// `to_char` pattern of a timestamp to the second, without zone.
-const ISO_SECONDS: &str = r#"'YYYY-MM-DD"T"HH24:MI:SS'"#;
+/// `to_char` pattern of a timestamp to the second, without zone (colons quoted as above).
+const ISO_SECONDS: &str = r#"'YYYY-MM-DD"T"HH24":"MI":"SS'"#;
 
 /// The SQL expression writing a value of `field_type` (its expression is `col`) the way the
 /// response carries it.
