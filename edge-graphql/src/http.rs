@@ -72,6 +72,7 @@ async fn route(
     request_id: &str,
 ) -> Result<Response, ApiError> {
     edge_http::settings::check_query_string(query, settings.edge.max_query_string_size)?;
+    let body = edge_http::body::refuse_oversized(headers, body, settings.edge.max_payload_size)?;
     let endpoint = match path.trim_end_matches('/') {
         "/graphql" => Endpoint::User,
         "/graphql/system" => Endpoint::System,

@@ -107,6 +107,7 @@ pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Resp
         if let (Some(limiter), Some(ip)) = (&state.limiter, req.client_ip) {
             limiter.check(ip).inspect_err(|_| service_runtime::metrics::global().rate_limited("edge-rest"))?;
         }
+        let body = edge_http::body::refuse_oversized(&req.headers, body, state.max_payload_size)?;
         route(&state, &req, body, &request_id).await
     };
     let mut res = match tracing::Instrument::instrument(routed, span.clone()).await {
