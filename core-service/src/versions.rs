@@ -25,17 +25,16 @@ use cdapi_proto::{ApiError, ErrorCode};
 use serde_json::{Map, Value};
 use sqlx::{PgConnection, Row};
 
-/// The columns of a version as one JSON object (dates as Directus writes them: see
-/// [`crate::query::values`]).
-const VERSION_JSON: &str = "json_build_object('id', v.id, 'key', v.key, 'name', v.name, 'collection', v.collection, \
-    'item', v.item, 'hash', v.hash, 'delta', v.delta, \
-    'date_created', to_char(v.date_created AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24\":\"MI\":\"SS.MS\"Z\"'), \
-    'date_updated', to_char(v.date_updated AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24\":\"MI\":\"SS.MS\"Z\"'), \
-    'user_created', v.user_created)::text";
-
-/// [`VERSION_JSON`] with `delta` as the expression giving the delta.
+/// The columns of a version as one JSON object, with `delta` as the expression giving the delta
+/// (dates as Directus writes them: see [`crate::query::values`]).
 fn version_json(delta: &str) -> String {
-    VERSION_JSON.replace("'delta', v.delta", &format!("'delta', {delta}"))
+    let date = |col: &str| crate::query::values::output(crate::schema::FieldType::Timestamp, format!("v.{col}"));
+    format!(
+        "json_build_object('id', v.id, 'key', v.key, 'name', v.name, 'collection', v.collection, 'item', v.item, 'hash', v.hash, \
+         'delta', {delta}, 'date_created', {}, 'date_updated', {}, 'user_created', v.user_created)::text",
+        date("date_created"),
+        date("date_updated")
+    )
 }
 
 /// Version operations over one connection (a transaction where they write).
@@ -122,7 +121,8 @@ impl<'a> Versions<'a> {
         };
         sql.text = format!(
             "WITH v AS (INSERT INTO cdapi.versions (key, name, collection, item, hash, user_created) \
-             VALUES ({k}, NULLIF({n}, ''), {col}, {it}, {h}, {user}) RETURNING *) SELECT {VERSION_JSON} FROM v"
+             VALUES ({k}, NULLIF({n}, ''), {col}, {it}, {h}, {user}) RETURNING *) SELECT {} FROM v",
+            version_json("v.delta")
         );
         self.one_json(sql).await
     }

@@ -277,7 +277,7 @@ fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<(S
             }
             let func = if f == AggregateFunction::Min { "min" } else { "max" };
             let raw = format!("{func}({col})");
-            if let Some(iso) = iso_timestamp(field.field_type, &raw) {
+            if let Some(iso) = super::values::iso_datetime(field.field_type, &raw) {
                 return Ok((iso, raw, field.db_type.clone()));
             }
             (raw, field.db_type.clone(), matches!(field.field_type, FieldType::BigInteger | FieldType::Decimal))
@@ -288,15 +288,4 @@ fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<(S
     };
     let output = if text { format!("{raw}::text") } else { raw.clone() };
     Ok((output, raw, db_type))
-}
-
-/// A timestamp result as Directus's JavaScript `Date` serialises it (UTC, milliseconds, `Z`);
-/// `None` for other types.
-fn iso_timestamp(field_type: FieldType, expr: &str) -> Option<String> {
-    match field_type {
-        FieldType::Timestamp => Some(format!("to_char({expr} AT TIME ZONE 'UTC', {})", super::values::ISO_MILLIS_Z)),
-        // Without zone (and dates, at midnight): as node-postgres reads them on a UTC server.
-        FieldType::DateTime | FieldType::Date => Some(format!("to_char({expr}::timestamp, {})", super::values::ISO_MILLIS_Z)),
-        _ => None,
-    }
 }

@@ -19,7 +19,7 @@ use crate::schema::FieldType;
 /// `to_char` pattern of a UTC timestamp with milliseconds and `Z`. The colons are quoted
 /// literal text (the same output): a bare `:MI` reads as a variable to tools such as pgbench,
 /// which `bench/run` feeds the core's statements to.
-pub const ISO_MILLIS_Z: &str = r#"'YYYY-MM-DD"T"HH24":"MI":"SS.MS"Z"'"#;
+const ISO_MILLIS_Z: &str = r#"'YYYY-MM-DD"T"HH24":"MI":"SS.MS"Z"'"#;
 
 /// `to_char` pattern of a timestamp to the second, without zone (colons quoted as above).
 const ISO_SECONDS: &str = r#"'YYYY-MM-DD"T"HH24":"MI":"SS'"#;
@@ -28,10 +28,21 @@ const ISO_SECONDS: &str = r#"'YYYY-MM-DD"T"HH24":"MI":"SS'"#;
 /// response carries it.
 pub fn output(field_type: FieldType, col: String) -> String {
     match field_type {
-        FieldType::Timestamp => format!("to_char({col} AT TIME ZONE 'UTC', {ISO_MILLIS_Z})"),
+        FieldType::Timestamp => iso_datetime(field_type, &col).unwrap_or(col),
         FieldType::DateTime => format!("to_char({col}, {ISO_SECONDS})"),
         FieldType::BigInteger | FieldType::Decimal => format!("{col}::text"),
         _ => col,
+    }
+}
+
+/// A timestamp, timestamp without zone or date as Directus's JavaScript `Date` serialises it
+/// (UTC, milliseconds, `Z`; dates at midnight): aggregates' min/max and system timestamps.
+/// `None` for other types.
+pub fn iso_datetime(field_type: FieldType, expr: &str) -> Option<String> {
+    match field_type {
+        FieldType::Timestamp => Some(format!("to_char({expr} AT TIME ZONE 'UTC', {ISO_MILLIS_Z})")),
+        FieldType::DateTime | FieldType::Date => Some(format!("to_char({expr}::timestamp, {ISO_MILLIS_Z})")),
+        _ => None,
     }
 }
 

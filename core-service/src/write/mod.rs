@@ -466,6 +466,18 @@ pub(crate) async fn item_text(
     key: &str,
     expr: &str,
 ) -> Result<Option<String>, ApiError> {
+    item_value(conn, planner, collection, key, expr).await?.ok_or_else(ApiError::forbidden)
+}
+
+/// [`item_text`], with `None` when there is no such item (a key that cannot be one is still
+/// FORBIDDEN: the statement failed and the transaction with it).
+pub(crate) async fn item_value(
+    conn: &mut PgConnection,
+    planner: Planner<'_>,
+    collection: &Collection,
+    key: &str,
+    expr: &str,
+) -> Result<Option<Option<String>>, ApiError> {
     let mut planner = planner;
     let cond = planner.keys_condition(collection, "t0", &[key.to_owned()])?;
     let mut sql = planner.sql;
@@ -474,9 +486,8 @@ pub(crate) async fn item_text(
         .query()
         .fetch_optional(conn)
         .await
-        .map_err(|e| if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?
-        .ok_or_else(ApiError::forbidden)?;
-    row.try_get(0).map_err(crate::db::map_error)
+        .map_err(|e| if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?;
+    row.map(|r| r.try_get(0).map_err(crate::db::map_error)).transpose()
 }
 
 fn dedup_len(keys: &[String]) -> usize {

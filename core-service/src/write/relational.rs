@@ -303,15 +303,8 @@ impl<'w> Writer<'w> {
     /// updating and creating a nested object that carries a key). A key that cannot be one of
     /// the collection's: FORBIDDEN.
     async fn exists(&mut self, collection: &Collection, key: &str) -> Result<bool, ApiError> {
-        let mut planner = Planner::new(self.schema, self.limits, self.vars);
-        let cond = planner.keys_condition(collection, "t0", &[key.to_owned()])?;
-        let mut sql = planner.sql;
-        sql.text = format!("SELECT 1 FROM {} t0 WHERE {cond}", collection.table);
-        let row = sql.query().fetch_optional(&mut *self.conn).await.map_err(|e| {
-            // A value that cannot be a key (the statement failed: the transaction is over).
-            if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) }
-        })?;
-        Ok(row.is_some())
+        let planner = Planner::new(self.schema, self.limits, self.vars);
+        Ok(super::item_value(&mut *self.conn, planner, collection, key, "1").await?.is_some())
     }
 
     /// FORBIDDEN unless the item with `key` exists.
