@@ -196,6 +196,11 @@ async fn write_payloads_are_as_lenient_as_directus() {
     // A value for the serial key on create.
     let r = admin(app, Method::POST, "/items/tags?fields=id,name", json!({"id": 7777, "name": "given key"})).await;
     assert_eq!(r.body["data"], json!({"id": 7777, "name": "given key"}), "{}", r.body);
+    // From a role's side: a key that is no field is still a field the role was not granted.
+    let (token, _, _) = role(app, "TagNamers", json!([{"collection": "tags", "action": "create", "fields": ["name"]}])).await;
+    let r = call(app, Some(&token), Method::POST, "/items/tags", Some(json!({"name": "named", "no_such_field": 1}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "an ungranted (unknown) key");
+    assert_eq!(sql_json(app, "SELECT count(*)::text FROM tags WHERE name = 'named'").await, json!(0));
 }
 
 /// Finding 7: `$CURRENT_USER.<path>`, `$CURRENT_ROLE.<path>`, `$CURRENT_ROLES` and `$NOW(...)`
