@@ -26,7 +26,7 @@ impl Auth {
     /// INVALID_IP, INVALID_OTP, SERVICE_UNAVAILABLE (database, Redis, argon2 queue full).
     pub async fn login(&self, req: LoginRequest, ip: Option<IpAddr>) -> Result<TokenReply, ApiError> {
         if self.settings.disable_default {
-            return Err(ApiError::new(ErrorCode::RouteNotFound, "Route /auth/login doesn't exist."));
+            return Err(ApiError::route_not_found("/auth/login"));
         }
         let budgets = &self.settings.budgets;
         access_token::within_budget("email", &req.email, budgets.email)?;
@@ -34,6 +34,9 @@ impl Auth {
         access_token::within_budget("otp", req.otp.as_deref().unwrap_or(""), budgets.otp)?;
         if req.email.trim().is_empty() || req.password.is_empty() {
             return Err(ApiError::invalid_payload("\"email\" and \"password\" are required"));
+        }
+        if !looks_like_email(req.email.trim()) {
+            return Err(ApiError::invalid_payload("\"email\" must be a valid email"));
         }
         self.attempts.check("login", req.email.trim(), ip).await?;
         let user = users::by_email(&self.pool, req.email.trim()).await.map_err(crate::db_error)?;
@@ -162,6 +165,31 @@ impl Auth {
     async fn touch(&self, user_id: &str) {
         if let Err(e) = sqlx::query("UPDATE cdapi.users SET last_access = now() WHERE id = $1::uuid").bind(user_id).execute(&self.pool).await {
             tracing::warn!(error = %e, "recording last_access failed");
+        }
+    }
+}
+
+/// Whether `s` has the shape of an email address (`local@domain.tld`, no spaces), as Directus
+/// checks the login payload before looking the user up (400 INVALID_PAYLOAD otherwise).
+fn looks_like_email(s: &str) -> bool {
+    let Some((local, domain)) = s.split_once('@') else { return false };
+    !local.is_empty()
+        && !s.chars().any(char::is_whitespace)
+        && !domain.contains('@')
+        && domain.split('.').count() >= 2
+        && domain.split('.').all(|label| !label.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looks_like_email;
+
+    #[test]
+    fn email_shapes() {
+        assert!(looks_like_email("admin@example.com"));
+        assert!(looks_like_email("a.b+c@mail.example.org"));
+        for bad in ["not-an-email", "@example.com", "a@", "a@b", "a@b..c", "a b@example.com", "a@b@example.com", "a@.com"] {
+            assert!(!looks_like_email(bad), "{bad}");
         }
     }
 }

@@ -40,7 +40,7 @@ impl Caller {
 }
 
 /// Creates the bootstrap admin on first start (issue 2: ADMIN_EMAIL, ADMIN_PASSWORD,
-/// ADMIN_TOKEN) in the Administrator role (admin access; migration 0006), and keeps its static
+/// ADMIN_TOKEN), named `Admin User` as Directus names it, in the Administrator role (admin access; migration 0006), and keeps its static
 /// token equal to ADMIN_TOKEN on later starts.
 /// Without ADMIN_PASSWORD a random password is generated and logged once. Replicas starting
 /// together may both try to create it: the second insert does nothing.
@@ -90,8 +90,8 @@ pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>,
         .map_err(|e| anyhow::anyhow!("hashing the admin password failed: {e}"))?
         .to_string();
     sqlx::query(
-        "INSERT INTO cdapi.users (email, password_hash, token_hash, admin_access, role) \
-         VALUES ($1, $2, $3, true, (SELECT id FROM cdapi.roles WHERE name = 'Administrator')) \
+        "INSERT INTO cdapi.users (email, password_hash, token_hash, admin_access, role, first_name, last_name) \
+         VALUES ($1, $2, $3, true, (SELECT id FROM cdapi.roles WHERE name = 'Administrator'), 'Admin', 'User') \
          ON CONFLICT DO NOTHING",
     )
         .bind(email)

@@ -119,11 +119,11 @@ pub async fn store(w: &mut Writer<'_>, keys: &[String], secrets: &[Secrets]) -> 
     Ok(())
 }
 
-/// The key `me` of `directus_users` as the caller's id; other keys unchanged. FORBIDDEN for
-/// `me` without a signed-in user.
+/// The key `me` of `directus_users` as the caller's id; other keys unchanged.
+/// INVALID_CREDENTIALS (401) for `me` without a signed-in user, as Directus answers.
 pub fn resolve_me(collection: &str, key: &str, user: Option<&str>) -> Result<String, ApiError> {
     if collection == USERS && key == "me" {
-        return user.map(str::to_owned).ok_or_else(ApiError::forbidden);
+        return user.map(str::to_owned).ok_or_else(ApiError::invalid_credentials);
     }
     Ok(key.to_owned())
 }

@@ -72,12 +72,19 @@ fn add_cookie(res: &mut Response, value: &str) {
 /// The auth token response object (spec) for the reply's mode, with its cookie.
 fn token_response(state: &EdgeState, t: &TokenReply) -> Response {
     let mode = SessionMode::try_from(t.mode).unwrap_or(SessionMode::Json);
+    // Keys in Directus's order (a serde_json map would sort them).
+    let expires = t.expires_ms;
+    let text = |v: &str| Value::String(v.to_owned()).to_string();
     let data = match mode {
-        SessionMode::Json => json!({"access_token": t.access_token, "expires": t.expires_ms, "refresh_token": t.refresh_token}),
-        SessionMode::Cookie => json!({"access_token": t.access_token, "expires": t.expires_ms}),
-        SessionMode::Session => json!({"expires": t.expires_ms}),
+        SessionMode::Json => format!(
+            r#"{{"expires":{expires},"refresh_token":{},"access_token":{}}}"#,
+            text(&t.refresh_token),
+            text(&t.access_token)
+        ),
+        SessionMode::Cookie => format!(r#"{{"expires":{expires},"access_token":{}}}"#, text(&t.access_token)),
+        SessionMode::Session => format!(r#"{{"expires":{expires}}}"#),
     };
-    let mut res = reply::with_body(StatusCode::OK, "application/json; charset=utf-8", json!({ "data": data }).to_string());
+    let mut res = reply::with_body(StatusCode::OK, "application/json; charset=utf-8", format!(r#"{{"data":{data}}}"#));
     token_cookie(state, &mut res, t);
     res
 }
@@ -188,7 +195,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
 }
 
 fn not_found(req: &HttpRequest) -> ApiError {
-    ApiError::new(ErrorCode::RouteNotFound, format!("Route {} doesn't exist.", req.path))
+    ApiError::route_not_found(&req.path)
 }
 
 async fn login(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {

@@ -37,7 +37,7 @@ pub fn document(snapshot: &SchemaSnapshot, server: Option<&str>) -> Value {
     let mut paths = Map::new();
     let mut schemas = Map::new();
     paths.insert("/server/ping".into(), json!({"get": {"operationId": "ping", "summary": "Ping", "tags": ["Server"], "security": [],
-        "responses": {"200": {"description": "pong", "content": {"text/plain": {"schema": {"type": "string"}}}}, "default": error_ref()}}}));
+        "responses": {"200": {"description": "pong", "content": {"text/html": {"schema": {"type": "string"}}}}, "default": error_ref()}}}));
     paths.insert("/server/info".into(), json!({"get": {"operationId": "serverInfo", "summary": "Server information", "tags": ["Server"],
         "responses": {"200": data_response(json!({"type": "object"})), "default": error_ref()}}}));
     for c in &snapshot.collections {
@@ -104,7 +104,7 @@ fn schema_name(collection: &str) -> String {
         None => ("Items", collection),
     };
     let camel: String = rest
-        .split(|ch: char| ch == '_' || ch == '-' || ch == ' ')
+        .split(['_', '-', ' '])
         .filter(|p| !p.is_empty())
         .map(|p| {
             let mut chars = p.chars();

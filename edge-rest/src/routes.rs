@@ -129,7 +129,8 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
     let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     match segments.as_slice() {
         ["server", "ping"] => match req.method {
-            Method::GET => Ok(reply::with_body(StatusCode::OK, "text/plain; charset=utf-8", "pong")),
+            // Directus sends it as Express sends a string: text/html.
+            Method::GET => Ok(reply::with_body(StatusCode::OK, "text/html; charset=utf-8", "pong")),
             _ => Ok(reply::method_not_allowed(&req.method, "GET")),
         },
         ["server", "info"] => match req.method {
@@ -161,7 +162,7 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
         },
         ["versions", rest @ ..] => crate::versions::route(state, req, body, request_id, rest).await,
         ["auth", rest @ ..] => crate::auth::route(state, req, body, request_id, rest).await,
-        _ => Err(ApiError::new(ErrorCode::RouteNotFound, format!("Route {} doesn't exist.", req.path))),
+        _ => Err(ApiError::route_not_found(&req.path)),
     }
 }
 

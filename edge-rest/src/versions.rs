@@ -9,7 +9,7 @@ use crate::reply;
 use crate::routes::{Body, EdgeState, HttpRequest, decode, json_body, set_metadata, url_query};
 use bytes::Bytes;
 use cdapi_proto::v1::{CreateVersionRequest, ListVersionsRequest, PromoteVersionRequest, SaveToVersionRequest, UpdateVersionRequest, VersionRef};
-use cdapi_proto::{ApiError, ErrorCode};
+use cdapi_proto::ApiError;
 use http::Method;
 use serde_json::Value;
 use warp::reply::Response;
@@ -113,6 +113,6 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
         }
         (_, [_, "save" | "promote"]) => Ok(reply::method_not_allowed(&req.method, "POST")),
         (_, [_, "compare"]) => Ok(reply::method_not_allowed(&req.method, "GET")),
-        _ => Err(ApiError::new(ErrorCode::RouteNotFound, format!("Route {} doesn't exist.", req.path))),
+        _ => Err(ApiError::route_not_found(&req.path)),
     }
 }

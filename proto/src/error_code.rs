@@ -226,6 +226,14 @@ impl ApiError {
         e
     }
 
+    /// ROUTE_NOT_FOUND for `path` (the request path, without its query), with Directus's message
+    /// and its `path` extension.
+    pub fn route_not_found(path: &str) -> Self {
+        let mut e = Self::new(ErrorCode::RouteNotFound, format!("Route {path} doesn't exist."));
+        e.extensions.insert("path".into(), path.into());
+        e
+    }
+
     /// INVALID_CREDENTIALS with Directus's message: one answer for a wrong email, a wrong
     /// password, an unknown token and an inactive user (spec: Authentication, errors).
     pub fn invalid_credentials() -> Self {
@@ -291,14 +299,18 @@ impl ApiError {
         Self { code, message: status.message().to_owned(), extensions }
     }
 
-    /// The Directus error body: `{"errors":[{"message":..,"extensions":{"code":..,..}}]}`.
-    pub fn to_body(&self) -> serde_json::Value {
-        let mut ext = serde_json::Map::new();
-        ext.insert("code".into(), serde_json::Value::String(self.code.as_str().into()));
-        for (k, v) in &self.extensions {
-            ext.insert(k.clone(), v.clone());
+    /// The Directus error body as JSON text: `{"errors":[{"message":..,"extensions":{..,"code":..}}]}`,
+    /// the other extensions first and `code` last, in the order Directus writes them.
+    pub fn to_body(&self) -> String {
+        let mut ext = String::from("{");
+        for (k, v) in self.extensions.iter().filter(|(k, _)| k.as_str() != "code") {
+            ext.push_str(&serde_json::Value::String(k.clone()).to_string());
+            ext.push(':');
+            ext.push_str(&v.to_string());
+            ext.push(',');
         }
-        serde_json::json!({"errors": [{"message": self.message, "extensions": ext}]})
+        ext.push_str(&format!("\"code\":\"{}\"}}", self.code.as_str()));
+        format!(r#"{{"errors":[{{"message":{},"extensions":{ext}}}]}}"#, serde_json::Value::String(self.message.clone()))
     }
 }
 
@@ -319,6 +331,14 @@ mod tests {
         assert_eq!(back, e);
         assert_eq!(back.message, "Invalid query. Unknown field \"nope\".");
         assert_eq!(back.extensions["reason"], "Unknown field \"nope\"");
+    }
+
+    #[test]
+    fn body_writes_code_last_as_directus() {
+        let body = ApiError::route_not_found("/nope").to_body();
+        assert_eq!(body, r#"{"errors":[{"message":"Route /nope doesn't exist.","extensions":{"path":"/nope","code":"ROUTE_NOT_FOUND"}}]}"#);
+        let body = ApiError::invalid_query("Bad \"x\"").to_body();
+        assert_eq!(body, r#"{"errors":[{"message":"Invalid query. Bad \"x\".","extensions":{"reason":"Bad \"x\"","code":"INVALID_QUERY"}}]}"#);
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub fn error(e: &ApiError) -> Response {
     if e.code == ErrorCode::InternalServerError {
         tracing::error!(message = %e.message, "internal error");
     }
-    let mut res = with_body(status, "application/json; charset=utf-8", e.to_body().to_string());
+    let mut res = with_body(status, "application/json; charset=utf-8", e.to_body());
     // 429 from a limit, 503 from a full queue (argon2 in auth-service): both say when to retry.
     if matches!(e.code, ErrorCode::RequestsExceeded | ErrorCode::ServiceUnavailable)
         && let Some(secs) = e.extensions.get("retry_after").and_then(|v| v.as_u64())
