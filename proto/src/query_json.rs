@@ -91,7 +91,19 @@ pub fn filter_from_json(v: &Json, depth: usize) -> Result<Option<Filter>> {
     })
 }
 
+/// The conditions on one field. A plain value is short for `_eq` (`filter[id]=4`, as Directus
+/// reads it); an array is refused.
 fn field_filter(field: &str, val: &Json, depth: usize, out: &mut Vec<Filter>) -> Result<()> {
+    if !matches!(val, Json::Object(_) | Json::Array(_)) {
+        out.push(Filter {
+            node: Some(filter::Node::Condition(FieldCondition {
+                field: field.to_owned(),
+                operator: Operator::Eq as i32,
+                value: Some(value_from_json(val)),
+            })),
+        });
+        return Ok(());
+    }
     let Json::Object(ops) = val else {
         return Err(ApiError::invalid_query(format!(
             "The filter on \"{field}\" must be an object such as {{\"_eq\": value}}"
@@ -363,13 +375,20 @@ mod tests {
             json!({"filter": "{not json"}),
             json!({"filter": {"title": {"_like": "x"}}}),
             json!({"filter": {"_eq": 1}}),
-            json!({"filter": {"title": "x"}}),
+            json!({"filter": {"title": ["x"]}}),
             json!({"meta": "everything"}),
             json!({"alias": {"a": "author.name"}}),
         ] {
             let err = q(bad.clone()).expect_err(&bad.to_string());
             assert_eq!(err.code, crate::ErrorCode::InvalidQuery, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_plain_value_is_short_for_eq() {
+        let short = q(json!({"filter": {"id": 4}})).expect("plain value");
+        let long = q(json!({"filter": {"id": {"_eq": 4}}})).expect("_eq");
+        assert_eq!(short.filter, long.filter);
     }
 
     #[test]

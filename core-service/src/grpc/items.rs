@@ -34,7 +34,7 @@ impl Items {
     /// caller may not read are both FORBIDDEN (spec rule 6).
     async fn readable(&self, md: &tonic::metadata::MetadataMap, name: &str) -> Result<(Caller, Arc<Collection>), ApiError> {
         let caller = self.state.caller(md).await?;
-        let collection = caller.read.collection(name).cloned().ok_or_else(ApiError::forbidden)?;
+        let collection = readable_in(&caller, name)?;
         Ok((caller, collection))
     }
 
@@ -150,8 +150,10 @@ impl ItemsService for Items {
         let span = request_span("ReadItem", &req);
         async move {
             let r = req.get_ref();
-            let (caller, collection) = self.readable(req.metadata(), &r.collection).await?;
-            let key = crate::users::resolve_me(&collection.name, &r.key, caller.vars.user.as_deref())?;
+            let caller = self.state.caller(req.metadata()).await?;
+            // `me` without a signed-in user is INVALID_CREDENTIALS before any permission check.
+            let key = crate::users::resolve_me(&r.collection, &r.key, caller.vars.user.as_deref())?;
+            let collection = readable_in(&caller, &r.collection)?;
             let q = r.query.clone().unwrap_or_default();
             if let Some(version) = q.version.as_deref().filter(|v| *v != "main") {
                 let data = self.read_in_version(&caller, &collection, Some(&key), version, &q).await?;
@@ -393,4 +395,13 @@ impl ItemsService for Items {
         .await?;
         Ok(Response::new(DeleteResponse {}))
     }
+}
+
+/// `name` in what `caller` may read. A collection that does not exist and one the caller may
+/// not read are both FORBIDDEN (spec rule 6); the latter carries Directus's `reason`.
+fn readable_in(caller: &Caller, name: &str) -> Result<Arc<Collection>, ApiError> {
+    caller.read.collection(name).cloned().ok_or_else(|| match caller.schema.collection(name) {
+        Some(_) => crate::query::forbidden_action(name, "read"),
+        None => ApiError::forbidden(),
+    })
 }

@@ -61,6 +61,16 @@ impl Action {
             _ => return None,
         })
     }
+
+    /// The action's name as permission rows spell it (`read`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Read => "read",
+            Self::Update => "update",
+            Self::Delete => "delete",
+        }
+    }
 }
 
 /// The fields a permission row allows.
@@ -326,7 +336,7 @@ impl Access {
                 .grant(subject, collection, action)
                 .cloned()
                 .map(std::borrow::Cow::Owned)
-                .ok_or_else(ApiError::forbidden),
+                .ok_or_else(|| crate::query::forbidden_action(collection, action.as_str())),
         }
     }
 }

@@ -27,6 +27,9 @@ static NO_QUERY: LazyLock<Query> = LazyLock::new(Query::default);
 #[derive(Debug, Default)]
 pub struct FieldTree {
     star: bool,
+    /// How many named entries came before the first `*` (where the wildcard's fields go in
+    /// Directus's key order).
+    star_at: usize,
     star_children: Option<Box<FieldTree>>,
     named: Vec<(String, Option<FieldTree>)>,
 }
@@ -55,6 +58,9 @@ impl FieldTree {
     fn insert(&mut self, path: &[&str]) {
         let Some((first, rest)) = path.split_first() else { return };
         if *first == "*" {
+            if !self.star {
+                self.star_at = self.named.len();
+            }
             self.star = true;
             if !rest.is_empty() {
                 self.star_children.get_or_insert_default().insert(rest);
@@ -188,7 +194,9 @@ impl<'a> Planner<'a> {
                 None => return Err(ApiError::invalid_query(format!("deep.{key}: \"{key}\" is not a relation"))),
             }
         }
-        let mut columns = Vec::new();
+        // Each column with its place in Directus's key order (see `key_order`).
+        let mut columns: Vec<(Place, Column<'t>)> = Vec::new();
+        let named_at = |name: &str| tree.named.iter().position(|(n, _)| n == name).map(|i| tree.place_of_named(i));
         let mut used = std::collections::HashSet::new();
         // `item:headings.title`: Many-to-Any scopes, by field.
         let mut scoped: Vec<(&'t str, &'t str, &'t FieldTree)> = Vec::new();
@@ -231,13 +239,25 @@ impl<'a> Planner<'a> {
                 };
                 used.insert(field.name.as_str());
                 let scopes = scopes_of(&field.name);
-                columns.push(self.column(collection, field.name.clone(), field, children, &scopes, level)?);
+                let column = self.column(collection, field.name.clone(), field, children, &scopes, level)?;
+                let here = (1, columns.len());
+                let named_place = named.and_then(|_| named_at(&field.name));
+                // A related item named by a path sits where the path is; a to-many list (always
+                // relational to Directus) and a plain value sit at their first mention.
+                let place = match (&column, named_place) {
+                    (Column::M2O { .. } | Column::M2A { .. }, Some(p)) if named.is_some_and(|(_, c)| c.is_some()) => p,
+                    (_, Some(p)) => p.min(here),
+                    (_, None) => here,
+                };
+                columns.push((place, column));
             }
         }
         for (field, _, _) in &scoped {
             if used.insert(field) {
                 let f = target(field).ok_or_else(ApiError::internal)?;
-                columns.push(self.column(collection, (*field).to_owned(), f, None, &scopes_of(field), level)?);
+                let place = tree.named.iter().position(|(n, _)| n.split(':').next() == Some(*field)).map(|i| tree.place_of_named(i));
+                let column = self.column(collection, (*field).to_owned(), f, None, &scopes_of(field), level)?;
+                columns.push((place.unwrap_or((1, columns.len())), column));
             }
         }
         for (name, children) in &tree.named {
@@ -249,13 +269,15 @@ impl<'a> Planner<'a> {
                     return Err(ApiError::invalid_query(format!("\"{name}\" has no nested fields")));
                 }
                 // The call is checked (field exists, type fits) when its SQL is written.
-                columns.push(Column::Function { key: cdapi_proto::paths::result_key(name).into_owned(), call });
+                let place = named_at(name).unwrap_or((2, columns.len()));
+                columns.push((place, Column::Function { key: cdapi_proto::paths::result_key(name).into_owned(), call }));
                 continue;
             }
             let Some(field) = target(name) else { continue };
-            columns.push(self.column(collection, name.clone(), field, children.as_ref(), &[], level)?);
+            let place = named_at(name).unwrap_or((2, columns.len()));
+            columns.push((place, self.column(collection, name.clone(), field, children.as_ref(), &[], level)?));
         }
-        Ok(Select { collection, columns })
+        Ok(Select { collection, columns: key_order(columns) })
     }
 
     fn column<'t>(
@@ -314,6 +336,25 @@ impl<'a> Planner<'a> {
             }
         }
     }
+}
+
+/// Where a column goes in the key order: (0: named before `*`, 1: from `*`, 2: named after
+/// `*`; position within that part).
+type Place = (u8, usize);
+
+impl FieldTree {
+    /// The place of the `i`th named entry.
+    fn place_of_named(&self, i: usize) -> Place {
+        (if self.star && i >= self.star_at { 2 } else { 0 }, i)
+    }
+}
+
+/// Directus's key order of one level: plain values (columns, functions, unexpanded many-to-one
+/// keys) first, then related items and to-many lists, each part in the order the (expanded)
+/// `fields` list first mentions them (Directus: `parseFields` in `get-ast-from-query`).
+fn key_order(mut columns: Vec<(Place, Column<'_>)>) -> Vec<Column<'_>> {
+    columns.sort_by_key(|(place, c)| (matches!(c, Column::M2O { .. } | Column::O2M { .. } | Column::M2A { .. }), *place));
+    columns.into_iter().map(|(_, c)| c).collect()
 }
 
 /// A field path's segments: split at dots, but a function call (`year(published_at)`) is one

@@ -71,6 +71,17 @@ impl Planner<'_> {
     /// Errors: FORBIDDEN for an unknown field; INVALID_QUERY when the function does not apply
     /// to the field's type.
     pub fn function_expr(&mut self, collection: &Collection, alias: &str, call: &Call<'_>) -> Result<String, ApiError> {
+        self.function_sql(collection, alias, call, false)
+    }
+
+    /// The SQL expression (`text`) of `call` as `fields` writes it: as [`Planner::function_expr`],
+    /// but `second` keeps its fraction, as Postgres's `EXTRACT` gives it (`"7.000000"`, as
+    /// Directus answers).
+    pub fn function_output_expr(&mut self, collection: &Collection, alias: &str, call: &Call<'_>) -> Result<String, ApiError> {
+        Ok(super::values::function_output(self.function_sql(collection, alias, call, true)?))
+    }
+
+    fn function_sql(&mut self, collection: &Collection, alias: &str, call: &Call<'_>, exact: bool) -> Result<String, ApiError> {
         let field = collection.field(call.field).ok_or_else(|| forbidden_field(&collection.name, call.field))?;
         let wrong_type = || {
             ApiError::invalid_query(format!(
@@ -117,6 +128,9 @@ impl Planner<'_> {
             Function::Second => "SECOND",
             Function::Count => return Err(wrong_type()),
         };
+        if exact && call.function == Function::Second {
+            return Ok(format!("EXTRACT(SECOND FROM {source})"));
+        }
         Ok(format!("floor(EXTRACT({part} FROM {source}))::int8"))
     }
 }

@@ -210,6 +210,15 @@ impl<'a> Planner<'a> {
 /// Most relations one statement may expand into nested data.
 pub const MAX_EXPANSIONS: usize = 300;
 
+/// FORBIDDEN for an action (`read`, `create`...) the caller's role lacks on a collection that
+/// exists, with the `reason` extension Directus gives it (an unknown collection has none).
+pub fn forbidden_action(collection: &str, action: &str) -> ApiError {
+    let mut e = ApiError::forbidden();
+    e.message = format!("You don't have permission to perform \"{action}\" for collection \"{collection}\" or it does not exist.");
+    e.extensions.insert("reason".into(), e.message.clone().into());
+    e
+}
+
 /// FORBIDDEN for a field that does not exist or may not be read, worded as Directus does.
 pub fn forbidden_field(collection: &str, field: &str) -> ApiError {
     let mut e = ApiError::forbidden();

@@ -392,7 +392,7 @@ impl Planner<'_> {
             let item = match col {
                 Column::Value { key, field } => format!("{} AS {}", super::values::output(field.field_type, column(alias, &field.name)), ident(key)),
                 Column::Function { key, call } => {
-                    format!("{} AS {}", super::values::function_output(self.function_expr(select.collection, alias, call)?), ident(key))
+                    format!("{} AS {}", self.function_output_expr(select.collection, alias, call)?, ident(key))
                 }
                 Column::M2O { key, field, related_field, select: nested } => {
                     let t = self.sql.next_alias('t');

@@ -14,7 +14,7 @@ pub mod relational;
 use crate::query::read::pk_expr;
 use crate::permissions::{Access, Action, Grant, scope, validate};
 use std::sync::Arc;
-use crate::query::sql::{Sql, ident};
+use crate::query::sql::{Param, Sql, ident};
 use crate::query::{Planner, Variables};
 use crate::schema::{Collection, Schema};
 use cdapi_proto::ApiError;
@@ -213,6 +213,7 @@ impl<'w> Writer<'w> {
             sql.text = format!("INSERT INTO {target} AS t0 ({}) VALUES {} {returning}", names.join(", "), values.join(", "));
         }
         let keys = self.keys(&sql).await?;
+        self.follow_sequence(collection, &items).await?;
         // Items checked against the same condition are checked together.
         let mut groups: Vec<(Option<Arc<Filter>>, Vec<String>)> = Vec::new();
         for (k, c) in keys.iter().zip(conds) {
@@ -227,6 +228,29 @@ impl<'w> Writer<'w> {
             }
         }
         Ok(keys)
+    }
+
+    /// After items were created with keys given for a whole-number key that a sequence fills
+    /// (serial, identity by default), moves the sequence up to the largest key, so that later
+    /// creates do not collide with them (Directus resets it the same way; it never moves back
+    /// here). Nothing for other keys.
+    async fn follow_sequence(&mut self, collection: &Collection, items: &[Map<String, Value>]) -> Result<(), ApiError> {
+        let [pk] = collection.primary_key.as_slice() else { return Ok(()) };
+        let Some(field) = collection.field(pk) else { return Ok(()) };
+        if !field.field_type.is_integer() || !field.has_default || !items.iter().any(|o| o.get(pk).is_some_and(|v| !v.is_null())) {
+            return Ok(());
+        }
+        let mut sql = Sql::default();
+        let table = sql.param(Param::Text(collection.table.clone()));
+        let column = sql.param(Param::Text(pk.clone()));
+        sql.text = format!(
+            "SELECT setval(s, GREATEST(m, nextval(s) - 1, 1)) FROM \
+             (SELECT pg_get_serial_sequence({table}, {column}) AS s, (SELECT max({}) FROM {}) AS m) x WHERE s IS NOT NULL",
+            ident(pk),
+            collection.table
+        );
+        sql.query().fetch_all(&mut *self.conn).await.map_err(crate::db::map_write_error)?;
+        Ok(())
     }
 
     /// FORBIDDEN (and so a rollback) unless every created item matches `cond`, the condition of
