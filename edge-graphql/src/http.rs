@@ -85,7 +85,7 @@ async fn route(
             let schema = if path.trim_end_matches('/').ends_with("/system") { &built.system } else { &built.user };
             return Ok(with_body(StatusCode::OK, "application/graphql; charset=utf-8", schema.sdl()));
         }
-        "/server/ping" => return Ok(with_body(StatusCode::OK, "text/plain; charset=utf-8", "pong")),
+        "/server/ping" => return Ok(with_body(StatusCode::OK, "text/html; charset=utf-8", "pong")),
         "/server/health" => {
             let (status, body) = match cache.current() {
                 Some(_) => (StatusCode::OK, r#"{"status":"ok"}"#),
@@ -194,6 +194,27 @@ fn post_body(headers: &HeaderMap, body: &[u8]) -> Result<(String, Option<String>
     }
 }
 
+/// Directus's body for a document that does not parse or validate: one error
+/// `GRAPHQL_VALIDATION` whose `extensions.errors` lists each GraphQL error (`message`,
+/// `locations`), and no `data`.
+fn validation_body(errors: &[async_graphql::ServerError]) -> String {
+    let list: Vec<String> = errors
+        .iter()
+        .map(|e| {
+            let message = Json::String(e.message.clone());
+            if e.locations.is_empty() {
+                return format!(r#"{{"message":{message}}}"#);
+            }
+            let locations: Vec<String> = e.locations.iter().map(|p| format!(r#"{{"line":{},"column":{}}}"#, p.line, p.column)).collect();
+            format!(r#"{{"message":{message},"locations":[{}]}}"#, locations.join(","))
+        })
+        .collect();
+    format!(
+        r#"{{"errors":[{{"message":"GraphQL validation error.","extensions":{{"errors":[{}],"code":"GRAPHQL_VALIDATION"}}}}]}}"#,
+        list.join(",")
+    )
+}
+
 /// The GraphQL response as HTTP: every error gets a `code` (GRAPHQL_VALIDATION for parse and
 /// validation errors, INTERNAL_SERVER_ERROR for unexpected ones); 400 when nothing ran. The
 /// response is serialised once, straight to bytes.
@@ -205,6 +226,9 @@ fn render(mut response: async_graphql::Response) -> Response {
         if ext.get("code").is_none() {
             ext.set("code", fallback);
         }
+    }
+    if not_executed && response.errors.iter().all(|e| e.extensions.as_ref().and_then(|x| x.get("code")) == Some(&async_graphql::Value::from("GRAPHQL_VALIDATION"))) {
+        return with_body(StatusCode::BAD_REQUEST, "application/json; charset=utf-8", validation_body(&response.errors));
     }
     let status = if not_executed { StatusCode::BAD_REQUEST } else { StatusCode::OK };
     let body = serde_json::to_vec(&response).unwrap_or_else(|e| {

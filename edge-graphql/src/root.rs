@@ -22,7 +22,7 @@ use crate::{Backend, RequestData};
 use async_graphql::Value;
 use async_graphql::dynamic::{Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef};
 use bytes::Bytes;
-use cdapi_proto::ApiError;
+use cdapi_proto::{ApiError, ErrorCode};
 use cdapi_proto::query_json::query_from_json;
 use cdapi_proto::v1::*;
 use serde_json::Value as Json;
@@ -321,6 +321,12 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
     let bytes = |v: &Json| Bytes::from(v.to_string());
     let data: Bytes = match op {
         Op::List | Op::Singleton | Op::SingletonByVersion => read(backend, call, name, op, q, String::new()).await?,
+        // An item that does not exist or that the caller may not read is `null` without an
+        // error, as Directus answers `<c>_by_id` (it reads by a filter on the key).
+        Op::ById if q.version.is_none() => match read(backend, call, name, op, q, key_arg(ctx)?).await {
+            Err(e) if e.code == ErrorCode::Forbidden => return Ok(None),
+            other => other?,
+        },
         Op::ById | Op::ByVersion => read(backend, call, name, op, q, key_arg(ctx)?).await?,
         Op::Me => read(backend, call, name, Op::ById, q, "me".into()).await?,
         Op::CreateOne => {

@@ -15,7 +15,12 @@ pub fn output(v: &Json, scalar: Scalar) -> Value {
         (_, Json::Null) => Value::Null,
         (Scalar::Id | Scalar::BigInt, Json::Number(n)) => Value::String(n.to_string()),
         // Aggregates of int8/numeric results arrive as strings (as Directus on Postgres).
-        (Scalar::Int, Json::String(s)) => s.parse::<i64>().map(|n| Value::Number(n.into())).unwrap_or(Value::Null),
+        // `second(...)` arrives as Postgres's numeric text (`"3.000000"`): whole numbers only,
+        // as graphql-js coerces a string to `Int`.
+        (Scalar::Int, Json::String(s)) => match s.parse::<i64>() {
+            Ok(n) => Value::Number(n.into()),
+            Err(_) => s.parse::<f64>().ok().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| Value::Number((f as i64).into())).unwrap_or(Value::Null),
+        },
         (Scalar::Float, Json::String(s)) => s.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number).unwrap_or(Value::Null),
         _ => json_to_value(v),
     }

@@ -140,12 +140,16 @@ async fn singleton_and_versions() {
 #[tokio::test]
 async fn errors_carry_the_spec_codes() {
     let app = app(Dataset::Demo);
-    // A missing item: FORBIDDEN inside a normal GraphQL response, with the field's path.
+    // A missing item: `null` without an error, as Directus answers `_by_id`.
     let g = graphql(app, "/graphql", "{ articles_by_id(id: 999999) { id } }", json!({})).await;
     assert_eq!(g.status, 200, "{}", g.body);
+    assert_eq!(g.body, json!({"data": {"articles_by_id": null}}));
+    // FORBIDDEN inside a normal GraphQL response, with the field's path.
+    let g = graphql(app, "/graphql", "{ articles_by_version(id: 999999, version: \"nope\") { id } }", json!({})).await;
+    assert_eq!(g.status, 200, "{}", g.body);
     assert_eq!(g.body["errors"][0]["extensions"]["code"], "FORBIDDEN", "{}", g.body);
-    assert_eq!(g.body["errors"][0]["path"], json!(["articles_by_id"]));
-    assert_eq!(g.body["data"]["articles_by_id"], Value::Null);
+    assert_eq!(g.body["errors"][0]["path"], json!(["articles_by_version"]));
+    assert_eq!(g.body["data"]["articles_by_version"], Value::Null);
     // Unknown fields fail validation: 400 GRAPHQL_VALIDATION, nothing runs.
     let g = graphql(app, "/graphql", "{ articles { nope } }", json!({})).await;
     assert_eq!(g.status, 400, "{}", g.body);
