@@ -363,3 +363,31 @@ ensure_test_node() {
     cp "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"
   fi
 }
+
+# The real Directus 11.3.5, the peer of the differential suite (tests/tests/directus_differential.rs),
+# installed once into CDAPI_DIRECTUS_DIR (default ~/.cache/cdapi/directus-11.3.5): `npm install
+# --ignore-scripts`, then only isolated-vm's native module is built (Directus loads it at start;
+# about 2 minutes on 2 cores). CDAPI_DIRECTUS=skip leaves it out. A failed install does not stop
+# the run: CDAPI_DIRECTUS_UNAVAILABLE carries the reason and the test reports itself SKIPPED.
+ensure_directus_peer() {
+  local dir="${CDAPI_DIRECTUS_DIR:-$HOME/.cache/cdapi/directus-11.3.5}"
+  export CDAPI_DIRECTUS_DIR="$dir"
+  if [[ "${CDAPI_DIRECTUS:-}" == skip ]]; then
+    export CDAPI_DIRECTUS_UNAVAILABLE="CDAPI_DIRECTUS=skip was given"
+    return 0
+  fi
+  if [[ -f "$dir/node_modules/isolated-vm/out/isolated_vm.node" ]] \
+    && grep -q '"version": "11.3.5"' "$dir/node_modules/directus/package.json" 2>/dev/null; then
+    return 0
+  fi
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || _apt_install nodejs npm
+  command -v make >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1 || _apt_install make g++
+  cdapi_log "installing the differential suite's peer directus@11.3.5 into $dir (once; a few minutes)"
+  mkdir -p "$dir"
+  [[ -f "$dir/package.json" ]] || echo '{"name": "directus-peer", "private": true}' >"$dir/package.json"
+  if ! (cd "$dir" && npm install --no-audit --no-fund --loglevel=error --ignore-scripts directus@11.3.5 >&2 \
+    && npm rebuild isolated-vm >&2); then
+    export CDAPI_DIRECTUS_UNAVAILABLE="npm install of directus@11.3.5 into $dir failed (see the log above)"
+    cdapi_log "$CDAPI_DIRECTUS_UNAVAILABLE: the differential suite will be skipped"
+  fi
+}

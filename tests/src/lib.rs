@@ -1,6 +1,8 @@
 //! Helpers shared by the end-to-end tests in `tests/`: HTTP calls against edge-rest and
 //! ground-truth SQL against the same database.
 
+pub mod differential;
+pub mod directus_peer;
 pub mod fixture;
 
 pub use test_harness::{ADMIN_TOKEN, Dataset, Spec, TestApp, app, free_port, repo_root, start};

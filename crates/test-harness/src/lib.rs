@@ -79,6 +79,8 @@ pub struct Spec {
     pub replicas: usize,
     /// Serve `/metrics` from every process (METRICS_ADDR on free ports).
     pub metrics: bool,
+    /// SQL files run on the database after the dataset, before the services start.
+    pub sql: Vec<PathBuf>,
 }
 
 impl Drop for TestApp {
@@ -103,11 +105,16 @@ pub enum Dataset {
     /// Another instance of the demo schema, for tests that write (so reads elsewhere never race
     /// with them).
     DemoWrites,
+    /// The benchmark's blog data (`../shared/bench/blog.sql`) with the relations its reference
+    /// peer had registered: `authors.articles` (O2M, the default name) and the M2M aliases
+    /// `articles.tags` and `tags.articles` through `articles_tags`.
+    Blog,
 }
 
 static PAGILA: OnceLock<std::result::Result<TestApp, String>> = OnceLock::new();
 static DEMO: OnceLock<std::result::Result<TestApp, String>> = OnceLock::new();
 static DEMO_WRITES: OnceLock<std::result::Result<TestApp, String>> = OnceLock::new();
+static BLOG: OnceLock<std::result::Result<TestApp, String>> = OnceLock::new();
 
 /// The shared environment for `dataset`, started on first use. Panics (failing the test) with the
 /// reason when it cannot start.
@@ -116,6 +123,7 @@ pub fn app(dataset: Dataset) -> &'static TestApp {
         Dataset::Pagila => &PAGILA,
         Dataset::Demo => &DEMO,
         Dataset::DemoWrites => &DEMO_WRITES,
+        Dataset::Blog => &BLOG,
     };
     match cell.get_or_init(|| start(Spec { dataset, ..Spec::default() }).map_err(|e| format!("{e:#}"))) {
         Ok(app) => app,
@@ -263,6 +271,14 @@ pub fn start(spec: Spec) -> Result<TestApp> {
                 VALUES ('film_actor', 'film_id', 'film', 'actors', 'actor_id'), ('film_actor', 'actor_id', 'actor', 'films', 'film_id')"])?;
         }
         Dataset::Demo | Dataset::DemoWrites => psql(&db, &["-f", &root.join("deploy/demo/demo.sql").to_string_lossy()])?,
+        Dataset::Blog => {
+            psql(&db, &["-f", &root.join("../shared/bench/blog.sql").to_string_lossy()])?;
+            psql(&db, &["-c", "INSERT INTO cdapi.relations (many_collection, many_field, one_collection, one_field, junction_field) \
+                VALUES ('articles_tags', 'articles_id', 'articles', 'tags', 'tags_id'), ('articles_tags', 'tags_id', 'tags', 'articles', 'articles_id')"])?;
+        }
+    }
+    for file in &spec.sql {
+        psql(&db, &["-f", &file.to_string_lossy()])?;
     }
     let logs = std::env::temp_dir().join(&name);
     std::fs::create_dir_all(&logs)?;
