@@ -135,21 +135,64 @@ async fn route(
     if let Some(op) = &operation {
         request = request.operation_name(op.clone());
     }
+    let document = document.map(Arc::new);
     let data = RequestData {
         caller,
         refresh_cookie: cookie(headers, settings.edge.cookies.name(Kind::Refresh)),
         session_cookie,
-        document: document.map(Arc::new),
+        document: document.clone(),
         variables,
-        operation_name: operation,
+        operation_name: operation.clone(),
     };
     let request = request.data(data);
     let schema = match endpoint {
         Endpoint::User => &built.user,
         Endpoint::System => &built.system,
     };
-    let response = schema.execute(request).await;
+    let mut response = schema.execute(request).await;
+    if let (Some(doc), async_graphql::Value::Object(data)) = (&document, &mut response.data) {
+        order_root(doc, operation.as_deref(), data);
+    }
     Ok(render(response))
+}
+
+/// Puts the root fields of `data` in the order the operation selects them. async-graphql
+/// resolves the root fields of a query concurrently and keeps them in the order they finish;
+/// GraphQL (and Directus) answer in selection order.
+fn order_root(doc: &async_graphql::parser::types::ExecutableDocument, operation: Option<&str>, data: &mut async_graphql::indexmap::IndexMap<async_graphql::Name, async_graphql::Value>) {
+    use async_graphql::parser::types::{DocumentOperations, Selection, SelectionSet};
+    fn keys<'d>(doc: &'d async_graphql::parser::types::ExecutableDocument, set: &'d SelectionSet, out: &mut Vec<&'d str>, depth: usize) {
+        if depth > 32 {
+            return;
+        }
+        for item in &set.items {
+            match &item.node {
+                Selection::Field(f) => out.push(f.node.response_key().node.as_str()),
+                Selection::InlineFragment(i) => keys(doc, &i.node.selection_set.node, out, depth + 1),
+                Selection::FragmentSpread(s) => {
+                    if let Some(fragment) = doc.fragments.get(&s.node.fragment_name.node) {
+                        keys(doc, &fragment.node.selection_set.node, out, depth + 1);
+                    }
+                }
+            }
+        }
+    }
+    let op = match (&doc.operations, operation) {
+        (DocumentOperations::Single(op), _) => Some(&op.node),
+        (DocumentOperations::Multiple(ops), Some(name)) => ops.iter().find(|(n, _)| n.as_str() == name).map(|(_, op)| &op.node),
+        (DocumentOperations::Multiple(ops), None) => ops.values().next().map(|op| &op.node),
+    };
+    let Some(op) = op else { return };
+    let mut order = Vec::new();
+    keys(doc, &op.selection_set.node, &mut order, 0);
+    let mut sorted = async_graphql::indexmap::IndexMap::with_capacity(data.len());
+    for key in order {
+        if let Some((k, v)) = data.shift_remove_entry(key) {
+            sorted.insert(k, v);
+        }
+    }
+    sorted.extend(data.drain(..));
+    *data = sorted;
 }
 
 /// A document refused before it ran: the GraphQL response `{"errors": [...]}` with code

@@ -87,7 +87,8 @@ fn root_field(name: String, ty: TypeRef, collection: &str, op: Op) -> Field {
 }
 
 /// The system collection that is the caller's own user (`users_me`, `update_users_me`).
-const USERS: &str = "directus_users";
+/// The users collection (Directus's name).
+pub const USERS: &str = "directus_users";
 
 /// Adds the query fields of the collections of one endpoint (`system`: `/graphql/system`) to
 /// `query`; the system endpoint also gets `users_me` when the caller may read users.

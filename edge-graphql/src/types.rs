@@ -187,6 +187,15 @@ fn write_input(model: &Model, c: &Collection, verb: &str) -> InputObject {
         };
         input = input.field(InputValue::new(&f.name, ty));
     }
+    // A user's password and static token are write-only: no field to read, but written as on
+    // REST `/users` (Directus's `create_users_input` has them).
+    if c.name == crate::root::USERS {
+        for secret in ["password", "token"] {
+            if c.field(secret).is_none() {
+                input = input.field(InputValue::new(secret, TypeRef::named(TypeRef::STRING)));
+            }
+        }
+    }
     input
 }
 

@@ -28,3 +28,11 @@ INSERT INTO kinds (label, small, big, dec, ratio, flag, day, clock, local, at, d
   ('second', -3, -42, 0.05, -0.25, false, '1999-12-31', '23:59:59', '1999-12-31 23:59:59', '1999-12-31 23:59:59+00',
    '[]', '{}', NULL, 2),
   ('empty', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+
+-- bigint keys, read as strings, also in the O2M list of keys `kinds.events`.
+CREATE TABLE events (
+  id    bigint PRIMARY KEY,
+  kind  integer REFERENCES kinds (id),
+  label text
+);
+INSERT INTO events VALUES (9007199254740993, 1, 'big'), (2, 1, 'small'), (3, 2, 'other');

@@ -68,14 +68,7 @@ pub fn unavailable() -> Option<String> {
 }
 
 fn psql(url: &str, args: &[&str]) -> Result<(), String> {
-    let out = Command::new("psql")
-        .arg(url)
-        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1"])
-        .args(args)
-        .stdout(Stdio::null())
-        .output()
-        .map_err(|e| format!("psql: {e}"))?;
-    if out.status.success() { Ok(()) } else { Err(format!("psql {args:?}: {}", String::from_utf8_lossy(&out.stderr))) }
+    test_harness::psql(url, args).map_err(|e| format!("{e:#}"))
 }
 
 /// Bootstraps Directus on a new database `cdapi_test_<name>_<pid>` after loading `sql_files`

@@ -1,6 +1,6 @@
 //! Issue 16: the differential conformance suite. The real Directus 11.3.5 and our system serve
 //! the same data (`../shared/bench/blog.sql` plus `tests/sql/differential.sql`, the relations
-//! `authors.articles` (O2M) and `articles.tags` / `tags.articles` (M2M) registered through
+//! `authors.articles`, `kinds.events` (O2M) and `articles.tags` / `tags.articles` (M2M) registered through
 //! Directus's API, a restricted role with the same rules on both); every request below goes to
 //! both, and the answers must be identical after the normalisations of
 //! `e2e_tests::differential` — or differ exactly where a deviation is declared, each listed with
@@ -47,7 +47,7 @@ async fn register_peer_relations(peer: &str) {
             assert!(status.is_success(), "{path}: {status} {text}");
         }
     };
-    for (collection, field, special) in [("authors", "articles", "o2m"), ("articles", "tags", "m2m"), ("tags", "articles", "m2m")] {
+    for (collection, field, special) in [("authors", "articles", "o2m"), ("articles", "tags", "m2m"), ("tags", "articles", "m2m"), ("kinds", "events", "o2m")] {
         call(Method::POST, &format!("/fields/{collection}"), json!({"field": field, "type": "alias", "meta": {"special": [special]}})).await;
     }
     // `schema.on_delete` as blog.sql has it: Directus rewrites the foreign key on update.
@@ -55,6 +55,7 @@ async fn register_peer_relations(peer: &str) {
         ("articles", "author", "authors", "articles", None, "NO ACTION"),
         ("articles_tags", "articles_id", "articles", "tags", Some("tags_id"), "CASCADE"),
         ("articles_tags", "tags_id", "tags", "articles", Some("articles_id"), "CASCADE"),
+        ("events", "kind", "kinds", "events", None, "NO ACTION"),
     ] {
         let body = json!({"collection": collection, "field": field, "related_collection": related,
                           "schema": {"on_delete": on_delete},

@@ -163,7 +163,7 @@ async fn errors_carry_the_spec_codes() {
     let g = e2e_tests::graphql_as(app, "/graphql", None, "{ articles(limit: 1) { id } }", json!({})).await;
     assert_eq!(g.status, 400, "{}", g.body);
     assert_eq!(g.body["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION", "{}", g.body);
-    assert!(g.body["errors"][0]["message"].as_str().unwrap_or_default().contains("Unknown field \"articles\""), "{}", g.body);
+    assert!(g.body["errors"][0]["extensions"]["errors"][0]["message"].as_str().unwrap_or_default().contains("Unknown field \"articles\""), "{}", g.body);
     // A bad token: INVALID_TOKEN.
     let g = e2e_tests::graphql_as(app, "/graphql", Some("not-a-token"), "{ articles(limit: 1) { id } }", json!({})).await;
     let code = g.body["errors"][0]["extensions"]["code"].clone();
@@ -227,5 +227,30 @@ fn numbers(v: &Value) -> Value {
         Value::String(s) => s.parse::<i64>().map(Value::from).unwrap_or_else(|_| v.clone()),
         Value::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.clone(), numbers(v))).collect()),
         other => other.clone(),
+    }
+}
+
+/// Root fields answer in the order the query selects them, whichever finishes first (the
+/// slow `_aggregated` over every article first, quick reads after), through fragments too.
+#[tokio::test]
+async fn root_fields_keep_the_selection_order() {
+    let app = app(Dataset::Demo);
+    let query = "query { slow: articles_aggregated(groupBy: [\"status\", \"author\"]) { countAll } b: articles_by_id(id: 2) { id } ...F a: articles_by_id(id: 1) { id } } fragment F on Query { m: authors(limit: 1) { id } }";
+    let body = json!({ "query": query }).to_string();
+    let client = e2e_tests::http_client().build().expect("client");
+    for _ in 0..5 {
+        let text = client
+            .post(format!("{}/graphql", app.rest_url))
+            .bearer_auth(e2e_tests::ADMIN_TOKEN)
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .expect("answer")
+            .text()
+            .await
+            .expect("body");
+        let at = |k: &str| text.find(&format!("\"{k}\":")).unwrap_or_else(|| panic!("{k} in {text}"));
+        assert!(at("slow") < at("b") && at("b") < at("m") && at("m") < at("a"), "{text}");
     }
 }

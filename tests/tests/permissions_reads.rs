@@ -218,7 +218,7 @@ async fn graphql_and_grpc_apply_the_same_permissions() {
     // The public role's schema is its read view: `body` is not a field of its `articles`.
     let r = e2e_tests::graphql_as(app, "/graphql", None, "{ articles(limit: 1) { body } }", json!({})).await;
     assert_eq!(r.body["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION", "{}", r.body);
-    assert!(r.body["errors"][0]["message"].as_str().unwrap_or_default().contains("Unknown field \"body\""), "{}", r.body);
+    assert!(r.body["errors"][0]["extensions"]["errors"][0]["message"].as_str().unwrap_or_default().contains("Unknown field \"body\""), "{}", r.body);
     // gRPC: the public role over ItemsService, and the system collection by its name.
     use cdapi_proto::v1::items_service_client::ItemsServiceClient;
     use cdapi_proto::v1::{Query, ReadItemsRequest};

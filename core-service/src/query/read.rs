@@ -432,7 +432,7 @@ impl Planner<'_> {
                     let parent = self.enter_list(limit)?;
                     let (list, agg) = match nested {
                         Some(n) => (self.select_list(n, &t)?, format!("array_to_json(array_agg({j}))")),
-                        None => (format!("{} AS k", pk_expr(related, &t)), format!("array_to_json(array_agg({j}.k))")),
+                        None => (format!("{} AS k", key_output(related, &t)), format!("array_to_json(array_agg({j}.k))")),
                     };
                     self.fanout.factor = parent;
                     let where_sql = self.where_clause(related, &t, query)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
@@ -468,6 +468,18 @@ fn pk_order(collection: &Collection, alias: &str) -> String {
     }
     let cols: Vec<String> = collection.primary_key.iter().map(|k| column(alias, k)).collect();
     format!(" ORDER BY {}", cols.join(", "))
+}
+
+/// The key of a related item as a read writes it: a single key column with its output form
+/// (`bigint` and `numeric` keys as strings, as Directus), else [`pk_expr`].
+fn key_output(collection: &Collection, alias: &str) -> String {
+    match collection.primary_key.as_slice() {
+        [one] => match collection.field(one) {
+            Some(f) => super::values::output(f.field_type, column(alias, one)),
+            None => pk_expr(collection, alias),
+        },
+        _ => pk_expr(collection, alias),
+    }
 }
 
 /// The key of a related item as JSON-able SQL: the column, or `a,b` text for composite keys.

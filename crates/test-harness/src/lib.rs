@@ -160,7 +160,9 @@ pub fn database_url(db: &str) -> String {
     format!("{}/{db}{query}", &base[..cut])
 }
 
-fn psql(url: &str, args: &[&str]) -> Result<()> {
+/// Runs `psql` on `url` with `args` (stopping at the first error). Errors: psql missing or
+/// failing (with its stderr).
+pub fn psql(url: &str, args: &[&str]) -> Result<()> {
     let out = Command::new("psql")
         .arg(url)
         .args(["-X", "-q", "-v", "ON_ERROR_STOP=1"])

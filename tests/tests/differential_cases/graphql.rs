@@ -66,4 +66,9 @@ pub async fn mutations(d: &mut Differential) {
     for (label, q) in steps {
         d.check(&format!("graphql mutation {label}"), Req::graphql("/graphql", q)).await;
     }
+    // A user made through GraphQL with a password signs in.
+    let user = "mutation { create_users_item(data: { email: \"gql@example.com\", password: \"a-password-1\" }) { email } }";
+    d.check("graphql system create user", Req::graphql("/graphql/system", user)).await;
+    let login = serde_json::json!({"email": "gql@example.com", "password": "a-password-1"});
+    d.check("login as the user made by GraphQL", Req::json(reqwest::Method::POST, "/auth/login", login)).await;
 }

@@ -82,6 +82,9 @@ pub async fn run(d: &mut Differential) {
         ("filter on date", "/items/kinds?filter[day][_lt]=2000-01-01&fields=id,day"),
         ("filter on boolean", "/items/kinds?filter[flag][_eq]=false&fields=id"),
         ("filter on json null", "/items/kinds?filter[doc][_null]=true&fields=id"),
+        ("bigint keys", "/items/events?sort=id"),
+        ("bigint keys in an O2M list", "/items/kinds?fields=id,events&sort=id"),
+        ("bigint key by key", "/items/events/9007199254740993?fields=*,kind.label"),
         ("functions on a date", "/items/kinds?fields=id,year(day),month(day),day(day)&sort=id&filter[day][_nnull]=true"),
     ];
     for (label, path) in plain {
