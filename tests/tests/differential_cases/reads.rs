@@ -85,11 +85,14 @@ pub async fn run(d: &mut Differential) {
         ("bigint keys", "/items/events?sort=id"),
         ("bigint keys in an O2M list", "/items/kinds?fields=id,events&sort=id"),
         ("bigint key by key", "/items/events/9007199254740993?fields=*,kind.label"),
+        ("export json", "/items/articles?fields=title,author.name,id&limit=2&export=json"),
         ("functions on a date", "/items/kinds?fields=id,year(day),month(day),day(day)&sort=id&filter[day][_nnull]=true"),
     ];
     for (label, path) in plain {
         d.check(label, Req::get(path)).await;
     }
+    let csv = "/items/articles?fields=title,author.name,id,published_at&limit=3&export=csv";
+    d.deviates("export csv", "csv-quoting", Req::get(csv)).await;
     aggregates(d).await;
 }
 
