@@ -2,7 +2,6 @@
 //! code auth-service uses).
 
 use argon2::password_hash::rand_core::{OsRng, RngCore};
-use argon2::password_hash::{PasswordHasher, SaltString};
 use sqlx::PgPool;
 
 pub use access_token::{Accountability, Authenticator};
@@ -84,11 +83,7 @@ pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>,
             &generated
         }
     };
-    let salt = SaltString::generate(&mut OsRng);
-    let hash = argon2::Argon2::default()
-        .hash_password(password.as_bytes(), &salt)
-        .map_err(|e| anyhow::anyhow!("hashing the admin password failed: {e}"))?
-        .to_string();
+    let hash = access_token::passwords::hash_now(password).map_err(|e| anyhow::anyhow!("hashing the admin password failed: {}", e.message))?;
     sqlx::query(
         "INSERT INTO cdapi.users (email, password_hash, token_hash, admin_access, role, first_name, last_name) \
          VALUES ($1, $2, $3, true, (SELECT id FROM cdapi.roles WHERE name = 'Administrator'), 'Admin', 'User') \

@@ -14,7 +14,7 @@
 //! refuses (UNPROCESSABLE_CONTENT) when the main item changed since the version was made,
 //! unless the caller passes the current hash or `force`.
 
-use crate::query::read::pk_expr;
+use crate::query::keys::pk_expr;
 use crate::query::sql::{Param, Sql};
 use crate::query::{Limits, Planner, Variables};
 use crate::schema::{Collection, Schema};

@@ -115,12 +115,8 @@ pub async fn exec(app: &TestApp, sql: &str) {
 
 /// Creates an active user with an argon2id password hash; returns its id.
 pub async fn create_user(app: &TestApp, email: &str, password: &str) -> String {
-    use argon2::password_hash::{PasswordHasher, SaltString, rand_core::OsRng};
     use sqlx::Connection;
-    let hash = argon2::Argon2::default()
-        .hash_password(password.as_bytes(), &SaltString::generate(&mut OsRng))
-        .map(|h| h.to_string())
-        .unwrap_or_else(|e| panic!("hash: {e}"));
+    let hash = access_token::passwords::hash_now(password).unwrap_or_else(|e| panic!("hash: {}", e.message));
     let mut conn = sqlx::PgConnection::connect(&app.database_url).await.unwrap_or_else(|e| panic!("connect: {e}"));
     sqlx::query_scalar("INSERT INTO cdapi.users (email, password_hash) VALUES ($1, $2) RETURNING id::text")
         .bind(email)

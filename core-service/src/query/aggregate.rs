@@ -17,7 +17,8 @@
 //! `having[count][_gt]=10` or `having[sum][amount][_gte]=100`.
 
 use super::functions;
-use super::read::{Joins, ReadStatement, pagination};
+use super::order::Joins;
+use super::read::{ReadStatement, pagination};
 use super::sql::{column, ident};
 use super::{Planner, forbidden_field};
 use crate::schema::{Collection, Field, FieldType};

@@ -2,17 +2,23 @@
 //! ONE SQL statement whose single row carries the response JSON, built inside Postgres.
 //!
 //! Layout: [`sql`] (text, identifiers, parameters), [`fields`] (the `fields` tree with `alias`
-//! and `deep` → a select tree), [`functions`] (`year(field)`, `count(field)`...), [`filter`]
-//! (filter tree, dynamic variables and `search` → WHERE), [`read`] (statements for read many,
-//! read one, singleton: nested selects, sort, pagination, meta counts), [`aggregate`]
-//! (`aggregate` + `groupBy`), [`values`] (how column values are written: Directus's date formats), [`variables`]
+//! and `deep` → a select tree in Directus's key order), [`functions`] (`year(field)`,
+//! `count(field)`...), [`filter`] (filter tree, dynamic variables and `search` → WHERE),
+//! [`read`] (statement shapes: read many, export, keys of a query, read one, singleton;
+//! pagination, meta counts), [`select`] (the select list: values, functions, nested items and
+//! lists as subqueries), [`order`] (sort, field paths through M2O relations and their JOINs),
+//! [`keys`] (key conditions, key output, key order), [`aggregate`] (`aggregate` + `groupBy`),
+//! [`values`] (how column values are written: Directus's date formats), [`variables`]
 //! (dynamic variables in filter values). Every planning step is a method of [`Planner`].
 
 pub mod aggregate;
 pub mod fields;
 pub mod filter;
 pub mod functions;
+pub mod keys;
+pub mod order;
 pub mod read;
+pub mod select;
 pub mod sql;
 pub mod values;
 pub mod variables;

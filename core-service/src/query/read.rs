@@ -1,24 +1,17 @@
-//! Read statements: list (with sort, pagination, meta counts), one item by key, singleton.
-//! Each is ONE SQL statement returning one row: `data` (JSON text, built by Postgres with
-//! `array_agg`/`row_to_json` and correlated subqueries for relations) and the two optional
-//! counts. Nothing is N+1: nested relations, with their `deep` filter, sort and limit, are
-//! subqueries of the same statement.
+//! Read statement shapes: list (with sort, pagination, meta counts), export rows, keys of a
+//! write's query, one item by key, singleton. Each read is ONE SQL statement returning one row:
+//! `data` (JSON text, built by Postgres with `array_agg`/`row_to_json` and correlated
+//! subqueries for relations) and the two optional counts. Nothing is N+1: nested relations,
+//! with their `deep` filter, sort and limit, are subqueries of the same statement
+//! ([`super::select`]). Keys: [`super::keys`]; sort and paths: [`super::order`].
 
-use super::fields::{Column, FieldTree, Select};
-use super::functions;
-use super::sql::{Param, Sql, column, ident};
-use super::{Fanout, Limits, Planner, forbidden_field};
-use crate::schema::{Collection, FieldRelation};
+use super::fields::FieldTree;
+use super::keys::{pk_expr, pk_order};
+use super::sql::{Param, Sql};
+use super::{Fanout, Limits, Planner};
+use crate::schema::Collection;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{MetaCount, Query};
-
-/// LEFT JOINs added for M2O paths in `sort` and `groupBy`, one per path prefix.
-#[derive(Debug, Default)]
-pub struct Joins {
-    /// The JOIN clauses, each starting with a space.
-    pub sql: String,
-    joined: Vec<(String, String)>,
-}
 
 /// The parts of a list statement.
 struct ListSql {
@@ -218,44 +211,6 @@ impl Planner<'_> {
         Ok(ReadStatement { sql: self.sql, total_count: false, filter_count: false })
     }
 
-    /// A condition matching any of `keys` (text forms) on rows aliased `alias`: one
-    /// `= ANY(array)` for single-column keys. FORBIDDEN when a key cannot be one of this
-    /// collection's; INVALID_PAYLOAD for an empty list.
-    pub fn keys_condition(&mut self, collection: &Collection, alias: &str, keys: &[String]) -> Result<String, ApiError> {
-        if keys.is_empty() {
-            return Err(ApiError::invalid_payload("\"keys\" must not be empty"));
-        }
-        if let [pk] = collection.primary_key.as_slice() {
-            let field = collection.field(pk).ok_or_else(ApiError::internal)?;
-            if field.field_type.is_integer() && keys.iter().any(|k| k.trim().parse::<i64>().is_err()) {
-                return Err(ApiError::forbidden());
-            }
-            let p = self.sql.param(Param::TextArray(keys.to_vec()));
-            return Ok(format!("{} = ANY(CAST({p} AS {}[]))", column(alias, pk), field.db_type));
-        }
-        let mut parts = Vec::with_capacity(keys.len());
-        for k in keys {
-            parts.push(format!("({})", self.key_condition(collection, alias, k)?.join(" AND ")));
-        }
-        Ok(format!("({})", parts.join(" OR ")))
-    }
-
-    /// `pk = key` conditions; FORBIDDEN when the key cannot be one of this collection's.
-    pub(crate) fn key_condition(&mut self, collection: &Collection, alias: &str, key: &str) -> Result<Vec<String>, ApiError> {
-        let parts: Vec<&str> = if collection.primary_key.len() == 1 { vec![key] } else { key.split(',').collect() };
-        if parts.len() != collection.primary_key.len() {
-            return Err(ApiError::forbidden());
-        }
-        let mut conds = Vec::new();
-        for (field, part) in collection.primary_key_fields().zip(parts) {
-            if field.field_type.is_integer() && part.trim().parse::<i64>().is_err() {
-                return Err(ApiError::forbidden());
-            }
-            conds.push(format!("{} = {}", column(alias, &field.name), self.sql.cast_param(part.to_owned(), &field.db_type)));
-        }
-        Ok(conds)
-    }
-
     /// ` LIMIT $n OFFSET $m` (each only when needed).
     pub(crate) fn limit_offset(&mut self, limit: Option<i64>, offset: i64) -> String {
         let mut out = String::new();
@@ -279,225 +234,12 @@ impl Planner<'_> {
         }
         Ok((!parts.is_empty()).then(|| parts.join(" AND ")))
     }
-
-    /// Sort (spec: `sort`): `-` for descending, dot paths through M2O fields, functions
-    /// (`-year(published_at)`), primary key appended for a stable order.
-    /// Returns (joins, ` ORDER BY ...`).
-    pub fn order_by(&mut self, collection: &Collection, root: &str, sort: &[String]) -> Result<(String, String), ApiError> {
-        let mut joins = Joins::default();
-        let mut terms = Vec::new();
-        for raw in sort {
-            let (desc, path) = match raw.strip_prefix('-') {
-                Some(p) => (true, p),
-                None => (false, raw.as_str()),
-            };
-            let expr = self.path_expr(collection, root, path, &mut joins, "sort")?;
-            terms.push(format!("{expr}{}", if desc { " DESC" } else { "" }));
-        }
-        for k in &collection.primary_key {
-            let plain = column(root, k);
-            if !terms.iter().any(|t| t.trim_end_matches(" DESC") == plain) {
-                terms.push(plain);
-            }
-        }
-        let order = if terms.is_empty() { String::new() } else { format!(" ORDER BY {}", terms.join(", ")) };
-        Ok((joins.sql, order))
-    }
-
-    /// A field path (`author.name`, through M2O fields only) or a function call (`year(date)`)
-    /// as a SQL expression over rows aliased `root`, adding the LEFT JOINs its M2O hops need
-    /// (they follow foreign keys to unique keys, so they never multiply rows). `purpose` names
-    /// the parameter in error messages.
-    pub fn path_expr(&mut self, collection: &Collection, root: &str, path: &str, joins: &mut Joins, purpose: &str) -> Result<String, ApiError> {
-        if let Some(call) = functions::parse(path)? {
-            return self.function_expr(collection, root, &call);
-        }
-        let segments: Vec<&str> = path.split('.').collect();
-        if segments.len() > self.limits.max_depth + 1 {
-            return Err(ApiError::invalid_query("Max relational depth exceeded"));
-        }
-        let mut current = collection;
-        let mut alias = root.to_owned();
-        for (i, seg) in segments.iter().enumerate() {
-            let field = current.field(seg).ok_or_else(|| forbidden_field(&current.name, seg))?;
-            let last = i + 1 == segments.len();
-            match (&field.relation, last) {
-                (Some(FieldRelation::O2M { .. }), _) => {
-                    return Err(ApiError::invalid_query(format!(
-                        "Cannot {purpose} by \"{path}\": \"{seg}\" is a to-many relation (use count({seg}))"
-                    )));
-                }
-                (Some(FieldRelation::M2A { .. }), false) => {
-                    return Err(ApiError::invalid_query(format!(
-                        "Cannot {purpose} by \"{path}\": \"{seg}\" is a many-to-any field"
-                    )));
-                }
-                (_, true) if field.field_type == crate::schema::FieldType::Json => {
-                    return Err(ApiError::invalid_query(format!(
-                        "Cannot {purpose} by \"{path}\": JSON values have no order"
-                    )));
-                }
-                (_, true) => return Ok(column(&alias, seg)),
-                (Some(FieldRelation::M2O { related, related_field, .. }), false) => {
-                    let prefix = segments[..=i].join(".");
-                    let next = match joins.joined.iter().find(|(p, _)| *p == prefix) {
-                        Some((_, a)) => a.clone(),
-                        None => {
-                            let a = self.sql.next_alias('s');
-                            let rel = self.collection(related)?;
-                            joins.sql.push_str(&format!(
-                                " LEFT JOIN {} {a} ON {} = {}",
-                                self.source(rel)?,
-                                column(&a, related_field),
-                                column(&alias, seg)
-                            ));
-                            joins.joined.push((prefix, a.clone()));
-                            a
-                        }
-                    };
-                    current = self.collection(related)?;
-                    alias = next;
-                }
-                (None, false) => {
-                    return Err(ApiError::invalid_query(format!(
-                        "Cannot {purpose} by \"{path}\": \"{seg}\" is not a relation"
-                    )));
-                }
-            }
-        }
-        Err(ApiError::invalid_query(format!("\"{path}\" is not a valid field path")))
-    }
-
-    /// The type of the field a plain path (`status`, `author.name`, through M2O fields) ends
-    /// at; `None` for anything else.
-    pub fn path_type(&self, collection: &Collection, path: &str) -> Option<crate::schema::FieldType> {
-        let (mut current, mut segments) = (collection, path.split('.').peekable());
-        while let Some(seg) = segments.next() {
-            let field = current.field(seg)?;
-            if segments.peek().is_none() {
-                return Some(field.field_type);
-            }
-            match &field.relation {
-                Some(FieldRelation::M2O { related, .. }) => current = self.collection(related).ok()?,
-                _ => return None,
-            }
-        }
-        None
-    }
-
-    /// The select list of one level: `t0."id" AS "id", (subquery) AS "author", ...`.
-    fn select_list(&mut self, select: &Select<'_>, alias: &str) -> Result<String, ApiError> {
-        let mut out = Vec::with_capacity(select.columns.len());
-        for col in &select.columns {
-            let item = match col {
-                Column::Value { key, field } => format!("{} AS {}", super::values::output(field.field_type, column(alias, &field.name)), ident(key)),
-                Column::Function { key, call } => {
-                    format!("{} AS {}", self.function_output_expr(select.collection, alias, call)?, ident(key))
-                }
-                Column::M2O { key, field, related_field, select: nested } => {
-                    let t = self.sql.next_alias('t');
-                    let j = self.sql.next_alias('j');
-                    let list = self.select_list(nested, &t)?;
-                    format!(
-                        "(SELECT row_to_json({j}) FROM (SELECT {list} FROM {} {t} WHERE {} = {}) {j}) AS {}",
-                        self.source(nested.collection)?,
-                        column(&t, related_field),
-                        column(alias, &field.name),
-                        ident(key)
-                    )
-                }
-                Column::M2A { key, field, collection_field, branches } => {
-                    let mut cases = String::new();
-                    for branch in branches {
-                        let Some(pk) = branch.collection.primary_key_fields().next() else { continue };
-                        let t = self.sql.next_alias('t');
-                        let j = self.sql.next_alias('j');
-                        let list = self.select_list(branch, &t)?;
-                        let name = self.sql.param(Param::Text(branch.collection.name.clone()));
-                        cases.push_str(&format!(
-                            " WHEN {} = {name} THEN (SELECT row_to_json({j}) FROM (SELECT {list} FROM {} {t} WHERE {} = CAST({} AS {})) {j})",
-                            column(alias, collection_field),
-                            self.source(branch.collection)?,
-                            column(&t, &pk.name),
-                            column(alias, &field.name),
-                            pk.db_type
-                        ));
-                    }
-                    format!("CASE{cases} ELSE to_json({}) END AS {}", column(alias, &field.name), ident(key))
-                }
-                Column::O2M { key, related_field, local_field, related, select: nested, query } => {
-                    let t = self.sql.next_alias('t');
-                    let j = self.sql.next_alias('j');
-                    let (limit, offset) = pagination(query, &self.limits, self.limits.nested_default)?;
-                    let parent = self.enter_list(limit)?;
-                    let (list, agg) = match nested {
-                        Some(n) => (self.select_list(n, &t)?, format!("array_to_json(array_agg({j}))")),
-                        None => (format!("{} AS k", key_output(related, &t)), format!("array_to_json(array_agg({j}.k))")),
-                    };
-                    self.fanout.factor = parent;
-                    let where_sql = self.where_clause(related, &t, query)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
-                    let (joins, order) = self.order_by(related, &t, &query.sort)?;
-                    let page = self.limit_offset(limit, offset);
-                    // The related rows are selected in a fenced subquery (OFFSET 0) and sorted
-                    // after: otherwise the planner may walk the whole primary key index in order,
-                    // filtering on the foreign key, to satisfy ORDER BY key LIMIT n (seen: 185 ms
-                    // instead of 2 on the benchmark data).
-                    let f = self.sql.next_alias('f');
-                    format!(
-                        "(SELECT coalesce({agg}, '[]'::json) FROM (SELECT {list} FROM (SELECT * FROM {} {f} WHERE {} = {} OFFSET 0) {t}{joins}{where_sql}{order}{page}) {j}) AS {}",
-                        self.source(related)?,
-                        column(&f, related_field),
-                        column(alias, local_field),
-                        ident(key)
-                    )
-                }
-            };
-            out.push(item);
-        }
-        if out.is_empty() {
-            return Err(ApiError::invalid_query("No fields selected"));
-        }
-        Ok(out.join(", "))
-    }
-}
-
-/// ` ORDER BY` over the primary key (stable order), or nothing for key-less collections.
-fn pk_order(collection: &Collection, alias: &str) -> String {
-    if collection.primary_key.is_empty() {
-        return String::new();
-    }
-    let cols: Vec<String> = collection.primary_key.iter().map(|k| column(alias, k)).collect();
-    format!(" ORDER BY {}", cols.join(", "))
-}
-
-/// The key of a related item as a read writes it: a single key column with its output form
-/// (`bigint` and `numeric` keys as strings, as Directus), else [`pk_expr`].
-fn key_output(collection: &Collection, alias: &str) -> String {
-    match collection.primary_key.as_slice() {
-        [one] => match collection.field(one) {
-            Some(f) => super::values::output(f.field_type, column(alias, one)),
-            None => pk_expr(collection, alias),
-        },
-        _ => pk_expr(collection, alias),
-    }
-}
-
-/// The key of a related item as JSON-able SQL: the column, or `a,b` text for composite keys.
-pub fn pk_expr(collection: &Collection, alias: &str) -> String {
-    match collection.primary_key.as_slice() {
-        [one] => column(alias, one),
-        [] => "NULL".into(),
-        many => {
-            let cols: Vec<String> = many.iter().map(|k| column(alias, k)).collect();
-            format!("concat_ws(',', {})", cols.join(", "))
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{Field, FieldType, Schema};
+    use crate::schema::{Field, FieldRelation, FieldType, Schema};
     use std::sync::Arc;
 
     fn field(name: &str, ty: FieldType, db: &str, relation: Option<FieldRelation>) -> Field {

@@ -17,7 +17,7 @@
 //! Every form works inside lists (`_in`, `_nin`, `_between`, `_nbetween`) too.
 
 use super::Planner;
-use super::read::Joins;
+use super::order::Joins;
 use super::sql::column;
 use cdapi_proto::ApiError;
 

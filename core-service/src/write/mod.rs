@@ -11,7 +11,7 @@
 pub mod payload;
 pub mod relational;
 
-use crate::query::read::pk_expr;
+use crate::query::keys::pk_expr;
 use crate::permissions::{Access, Action, Grant, scope, validate};
 use std::sync::Arc;
 use crate::query::sql::{Param, Sql, ident};

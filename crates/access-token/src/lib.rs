@@ -89,11 +89,7 @@ pub mod passwords {
         /// Hashes `password` (argon2id, random salt). Errors: SERVICE_UNAVAILABLE (no slot
         /// within the queue timeout), INTERNAL_SERVER_ERROR (hashing failed; logged).
         pub async fn hash(&self, password: String) -> Result<String, ApiError> {
-            self.run(move || {
-                let salt = SaltString::generate(&mut OsRng);
-                Argon2::default().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(|e| internal("password hashing failed", &e))
-            })
-            .await?
+            self.run(move || hash_now(&password)).await?
         }
 
         /// Whether `password` matches the PHC string `hash` (a malformed hash matches nothing).
@@ -121,6 +117,14 @@ pub mod passwords {
             .await
             .map_err(|e| internal("password hashing task failed", &e))
         }
+    }
+
+    /// Hashes `password` (argon2id, random salt) on the calling thread, outside any bound: for
+    /// start-up (the bootstrap admin) and test fixtures only; request paths use [`Hasher`].
+    /// Errors: INTERNAL_SERVER_ERROR (hashing failed; logged).
+    pub fn hash_now(password: &str) -> Result<String, ApiError> {
+        let salt = SaltString::generate(&mut OsRng);
+        Argon2::default().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(|e| internal("password hashing failed", &e))
     }
 
     /// SERVICE_UNAVAILABLE for a full argon2 queue, with `retry_after` (seconds) for the
