@@ -263,9 +263,6 @@ fn reply(bytes: &[u8]) -> Result<Json, ApiError> {
     })
 }
 
-fn status(s: tonic::Status) -> ApiError {
-    ApiError::from_status(&s)
-}
 
 /// The query of a root field returning items: its selection tree as `fields`/`alias`/`deep`,
 /// and for lists the global arguments. Errors: INVALID_QUERY from a `filter` argument.
@@ -285,10 +282,10 @@ pub fn item_query(walker: &Walker<'_>, c: &Collection, field: &async_graphql::pa
 pub async fn read(backend: &Backend, caller: &edge_http::caller::Caller, collection: String, op: Op, q: Query, key: String) -> Result<Bytes, ApiError> {
     let mut items = backend.items.clone();
     let data = match op {
-        Op::List => items.read_items(caller.request(ReadItemsRequest { collection, query: Some(q) })?).await.map_err(status)?.into_inner().data,
-        Op::ById | Op::ByVersion => items.read_item(caller.request(ReadItemRequest { collection, key, query: Some(q) })?).await.map_err(status)?.into_inner().data,
+        Op::List => items.read_items(caller.request(ReadItemsRequest { collection, query: Some(q) })?).await?.into_inner().data,
+        Op::ById | Op::ByVersion => items.read_item(caller.request(ReadItemRequest { collection, key, query: Some(q) })?).await?.into_inner().data,
         Op::Singleton | Op::SingletonByVersion => {
-            items.read_singleton(caller.request(ReadSingletonRequest { collection, query: Some(q) })?).await.map_err(status)?.into_inner().data
+            items.read_singleton(caller.request(ReadSingletonRequest { collection, query: Some(q) })?).await?.into_inner().data
         }
         _ => return Err(ApiError::internal()),
     };
@@ -306,7 +303,7 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
         let group_by = ctx.args.get("groupBy").map(|v| string_list(v.as_value())).unwrap_or_default();
         let mut q = aggregate_query(&walker, field, group_by.clone())?;
         walker.list_arguments(field, c, &mut q)?;
-        let res = items.aggregate(req.caller.request(ReadItemsRequest { collection: name, query: Some(q) })?).await.map_err(status)?;
+        let res = items.aggregate(req.caller.request(ReadItemsRequest { collection: name, query: Some(q) })?).await?;
         let group_by: Arc<[String]> = group_by.into();
         let rows = match reply(&res.get_ref().data)? {
             Json::Array(rows) => rows,
@@ -332,40 +329,40 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
         Op::Me => read(backend, call, name, Op::ById, q, "me".into()).await?,
         Op::CreateOne => {
             let data = bytes(&data_arg(ctx)?);
-            items.create_item(call.request(CreateItemRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
+            items.create_item(call.request(CreateItemRequest { collection: name, data, query: Some(q) })?).await?.into_inner().data
         }
         Op::CreateMany => {
             let data = bytes(&data_arg(ctx)?);
-            items.create_items(call.request(CreateItemsRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
+            items.create_items(call.request(CreateItemsRequest { collection: name, data, query: Some(q) })?).await?.into_inner().data
         }
         Op::UpdateOne | Op::UpdateMe => {
             let key = if op == Op::UpdateMe { "me".to_owned() } else { key_arg(ctx)? };
             let data = bytes(&data_arg(ctx)?);
-            items.update_item(call.request(UpdateItemRequest { collection: name, key, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
+            items.update_item(call.request(UpdateItemRequest { collection: name, key, data, query: Some(q) })?).await?.into_inner().data
         }
         Op::UpdateMany => {
             let keys = keys_arg(ctx)?;
             let data = single_data(ctx, "\"data\" must hold exactly one object of values to set on every item of \"ids\"")?;
             let selector = Some(update_items_request::Selector::Keys(KeyList { keys }));
-            items.update_items(call.request(UpdateItemsRequest { collection: name, selector, data: bytes(&data), query: Some(q) })?).await.map_err(status)?.into_inner().data
+            items.update_items(call.request(UpdateItemsRequest { collection: name, selector, data: bytes(&data), query: Some(q) })?).await?.into_inner().data
         }
         Op::UpdateBatch => {
             let data = bytes(&data_arg(ctx)?);
-            items.update_batch(call.request(UpdateBatchRequest { collection: name, data, query: Some(q) })?).await.map_err(status)?.into_inner().data
+            items.update_batch(call.request(UpdateBatchRequest { collection: name, data, query: Some(q) })?).await?.into_inner().data
         }
         Op::UpdateSingleton => {
             let data = single_data(ctx, "\"data\" must hold exactly one object for a singleton")?;
-            items.update_singleton(call.request(UpdateSingletonRequest { collection: name, data: bytes(&data), query: Some(q) })?).await.map_err(status)?.into_inner().data
+            items.update_singleton(call.request(UpdateSingletonRequest { collection: name, data: bytes(&data), query: Some(q) })?).await?.into_inner().data
         }
         Op::DeleteOne => {
             let key = key_arg(ctx)?;
-            items.delete_item(call.request(DeleteItemRequest { collection: name, key: key.clone() })?).await.map_err(status)?;
+            items.delete_item(call.request(DeleteItemRequest { collection: name, key: key.clone() })?).await?;
             return Ok(Some(FieldValue::owned_any(serde_json::json!({ "id": key }))));
         }
         Op::DeleteMany => {
             let keys = keys_arg(ctx)?;
             let selector = Some(delete_items_request::Selector::Keys(KeyList { keys: keys.clone() }));
-            items.delete_items(call.request(DeleteItemsRequest { collection: name, selector })?).await.map_err(status)?;
+            items.delete_items(call.request(DeleteItemsRequest { collection: name, selector })?).await?;
             return Ok(Some(FieldValue::owned_any(serde_json::json!({ "ids": keys }))));
         }
         Op::Aggregate => return Err(ApiError::internal()),

@@ -27,9 +27,6 @@ fn mode(ctx: &ResolverContext<'_>) -> Result<Option<SessionMode>, ApiError> {
     }
 }
 
-fn status(s: tonic::Status) -> ApiError {
-    ApiError::from_status(&s)
-}
 
 /// The `auth_tokens` object of a reply (spec: Auth token response object: no access token in
 /// mode session, no refresh token in modes cookie and session), its cookie set on the response.
@@ -72,12 +69,12 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, op: AuthOp) -> Result<Option<Fie
             let otp = Some(text(ctx, "otp")).filter(|o| !o.is_empty());
             let mode = mode(ctx)?.unwrap_or(SessionMode::Json);
             let msg = LoginRequest { email: text(ctx, "email"), password: text(ctx, "password"), otp, mode: mode as i32 };
-            let t = auth.login(call.request(msg)?).await.map_err(status)?.into_inner();
+            let t = auth.login(call.request(msg)?).await?.into_inner();
             Ok(Some(tokens(ctx, &t)?))
         }
         AuthOp::Refresh => {
             let msg = refresh_request(text(ctx, "refresh_token"), mode(ctx)?, req.refresh_cookie.clone(), req.session_cookie.clone());
-            let t = auth.refresh(call.request(msg)?).await.map_err(status)?.into_inner();
+            let t = auth.refresh(call.request(msg)?).await?.into_inner();
             Ok(Some(tokens(ctx, &t)?))
         }
         AuthOp::Logout => {
@@ -86,20 +83,20 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, op: AuthOp) -> Result<Option<Fie
                 refresh_token = req.refresh_cookie.clone().unwrap_or_default();
             }
             let session_token = req.session_cookie.clone().unwrap_or_default();
-            auth.logout(call.request(LogoutRequest { refresh_token, session_token })?).await.map_err(status)?;
+            auth.logout(call.request(LogoutRequest { refresh_token, session_token })?).await?;
             ctx.ctx.append_http_header("set-cookie", backend.cookies.clear(Kind::Refresh));
             ctx.ctx.append_http_header("set-cookie", backend.cookies.clear(Kind::Session));
             Ok(done())
         }
         AuthOp::PasswordRequest => {
             let reset_url = Some(text(ctx, "reset_url")).filter(|u| !u.is_empty());
-            auth.request_password_reset(call.request(PasswordResetRequest { email: text(ctx, "email"), reset_url })?).await.map_err(status)?;
+            auth.request_password_reset(call.request(PasswordResetRequest { email: text(ctx, "email"), reset_url })?).await?;
             Ok(done())
         }
         AuthOp::PasswordReset => {
             auth.reset_password(call.request(ResetPasswordRequest { token: text(ctx, "token"), password: text(ctx, "password") })?)
                 .await
-                .map_err(status)?;
+                ?;
             Ok(done())
         }
     }

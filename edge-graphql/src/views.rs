@@ -65,7 +65,7 @@ impl Views {
             .clone()
             .get_schema(caller.request(GetSchemaRequest {})?)
             .await
-            .map_err(|s| ApiError::from_status(&s))?
+            ?
             .into_inner();
         let print = fingerprint(&snapshot);
         let shared = if print == base.fingerprint {

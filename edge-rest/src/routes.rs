@@ -185,12 +185,12 @@ async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, requ
             if data.is_array() {
                 let mut call = tonic::Request::new(CreateItemsRequest { collection, data: bytes, query: Some(query) });
                 set_metadata(&mut call, req, request_id, token)?;
-                let res = items.create_items(call).await.map_err(|s| ApiError::from_status(&s))?;
+                let res = items.create_items(call).await?;
                 Ok(reply::written(&res.get_ref().data))
             } else {
                 let mut call = tonic::Request::new(CreateItemRequest { collection, data: bytes, query: Some(query) });
                 set_metadata(&mut call, req, request_id, token)?;
-                let res = items.create_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+                let res = items.create_item(call).await?;
                 Ok(reply::written(&res.get_ref().data))
             }
         }
@@ -212,19 +212,19 @@ async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, requ
                         query: Some(query),
                     });
                     set_metadata(&mut call, req, request_id, token)?;
-                    let res = items.update_items(call).await.map_err(|s| ApiError::from_status(&s))?;
+                    let res = items.update_items(call).await?;
                     Ok(reply::written(&res.get_ref().data))
                 }
                 None if body.is_array() => {
                     let mut call = tonic::Request::new(UpdateBatchRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
                     set_metadata(&mut call, req, request_id, token)?;
-                    let res = items.update_batch(call).await.map_err(|s| ApiError::from_status(&s))?;
+                    let res = items.update_batch(call).await?;
                     Ok(reply::written(&res.get_ref().data))
                 }
                 None => {
                     let mut call = tonic::Request::new(UpdateSingletonRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
                     set_metadata(&mut call, req, request_id, token)?;
-                    let res = items.update_singleton(call).await.map_err(|s| ApiError::from_status(&s))?;
+                    let res = items.update_singleton(call).await?;
                     Ok(reply::written(&res.get_ref().data))
                 }
             }
@@ -245,7 +245,7 @@ async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, requ
                 }),
             });
             set_metadata(&mut call, req, request_id, token)?;
-            state.items.clone().delete_items(call).await.map_err(|s| ApiError::from_status(&s))?;
+            state.items.clone().delete_items(call).await?;
             Ok(reply::no_content())
         }
         _ => Ok(reply::method_not_allowed(&req.method, "GET, SEARCH, POST, PATCH, DELETE")),
@@ -261,20 +261,20 @@ async fn item_route(state: &EdgeState, req: &HttpRequest, body: Body, request_id
         Method::GET => {
             let mut call = tonic::Request::new(ReadItemRequest { collection, key, query: Some(query) });
             set_metadata(&mut call, req, request_id, token)?;
-            let res = items.read_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+            let res = items.read_item(call).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         Method::PATCH => {
             let data = json_body(req, body, state.max_payload_size).await?;
             let mut call = tonic::Request::new(UpdateItemRequest { collection, key, data: Bytes::from(data.to_string()), query: Some(query) });
             set_metadata(&mut call, req, request_id, token)?;
-            let res = items.update_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+            let res = items.update_item(call).await?;
             Ok(reply::written(&res.get_ref().data))
         }
         Method::DELETE => {
             let mut call = tonic::Request::new(DeleteItemRequest { collection, key });
             set_metadata(&mut call, req, request_id, token)?;
-            items.delete_item(call).await.map_err(|s| ApiError::from_status(&s))?;
+            items.delete_item(call).await?;
             Ok(reply::no_content())
         }
         _ => Ok(reply::method_not_allowed(&req.method, "GET, PATCH, DELETE")),
@@ -290,7 +290,7 @@ async fn read_items(state: &EdgeState, req: &HttpRequest, request_id: &str, coll
     set_metadata(&mut call, req, request_id, token)?;
     let mut items = state.items.clone();
     let res = if aggregate { items.aggregate(call).await } else { items.read_items(call).await };
-    let res = res.map_err(|s| ApiError::from_status(&s))?;
+    let res = res?;
     Ok(reply::data(&res.get_ref().data, &res.get_ref().meta))
 }
 
@@ -303,8 +303,8 @@ async fn export(state: &EdgeState, req: &HttpRequest, request_id: &str, collecti
     ));
     let mut call = tonic::Request::new(ExportItemsRequest { collection, query: Some(query) });
     set_metadata(&mut call, req, request_id, token)?;
-    let mut stream = state.items.clone().export_items(call).await.map_err(|s| ApiError::from_status(&s))?.into_inner();
-    let first = stream.message().await.map_err(|s| ApiError::from_status(&s))?;
+    let mut stream = state.items.clone().export_items(call).await?.into_inner();
+    let first = stream.message().await?;
     let mut renderer = crate::export::Renderer::new(format);
     let (content_type, ext) = renderer.kind();
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);

@@ -26,7 +26,7 @@ pub async fn info(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Res
     if signed_in {
         let mut call = tonic::Request::new(GetCurrentUserRequest {});
         set_metadata(&mut call, req, request_id, token)?;
-        let user = state.auth.clone().get_current_user(call).await.map_err(|s| ApiError::from_status(&s))?.into_inner();
+        let user = state.auth.clone().get_current_user(call).await?.into_inner();
         let limit = |name: &str, default: i64| std::env::var(name).ok().and_then(|v| v.parse::<i64>().ok()).unwrap_or(default);
         data["rateLimit"] = match state.rate_limit {
             Some((points, secs)) => json!({"points": points, "duration": secs}),
@@ -49,7 +49,7 @@ pub async fn openapi(state: &EdgeState, req: &HttpRequest, request_id: &str) -> 
     let (_, token) = url_query(req)?;
     let mut call = tonic::Request::new(GetSchemaRequest {});
     set_metadata(&mut call, req, request_id, token)?;
-    let snapshot = state.schema.clone().get_schema(call).await.map_err(|s| ApiError::from_status(&s))?.into_inner();
+    let snapshot = state.schema.clone().get_schema(call).await?.into_inner();
     let doc = crate::openapi::document(&snapshot, None);
     Ok(crate::reply::with_body(http::StatusCode::OK, "application/json; charset=utf-8", doc.to_string()))
 }

@@ -50,7 +50,6 @@ fn list_filter(req: &HttpRequest) -> Result<(String, String), ApiError> {
 pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, rest: &[&str]) -> Result<Response, ApiError> {
     let (_, token) = url_query(req)?;
     let mut client = state.versions.clone();
-    let status = |s: tonic::Status| ApiError::from_status(&s);
     macro_rules! call {
         ($msg:expr) => {{
             let mut call = tonic::Request::new($msg);
@@ -61,7 +60,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
     match (req.method.clone(), rest) {
         (Method::GET, []) => {
             let (collection, item) = list_filter(req)?;
-            let res = client.list_versions(call!(ListVersionsRequest { collection, item })).await.map_err(status)?;
+            let res = client.list_versions(call!(ListVersionsRequest { collection, item })).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (Method::POST, []) => {
@@ -73,32 +72,32 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
                 collection: field("collection")?,
                 item: text(&b, "item").unwrap_or_default(),
             };
-            let res = client.create_version(call!(msg)).await.map_err(status)?;
+            let res = client.create_version(call!(msg)).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (_, []) => Ok(reply::method_not_allowed(&req.method, "GET, POST")),
         (Method::GET, [id]) => {
-            let res = client.read_version(call!(VersionRef { id: decode(id) })).await.map_err(status)?;
+            let res = client.read_version(call!(VersionRef { id: decode(id) })).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (Method::PATCH, [id]) => {
             let b = json_body(req, body, state.max_payload_size).await?;
             let msg = UpdateVersionRequest { id: decode(id), key: text(&b, "key"), name: text(&b, "name") };
-            let res = client.update_version(call!(msg)).await.map_err(status)?;
+            let res = client.update_version(call!(msg)).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (Method::DELETE, [id]) => {
-            client.delete_version(call!(VersionRef { id: decode(id) })).await.map_err(status)?;
+            client.delete_version(call!(VersionRef { id: decode(id) })).await?;
             Ok(reply::no_content())
         }
         (_, [_]) => Ok(reply::method_not_allowed(&req.method, "GET, PATCH, DELETE")),
         (Method::POST, [id, "save"]) => {
             let b = json_body(req, body, state.max_payload_size).await?;
-            let res = client.save_to_version(call!(SaveToVersionRequest { id: decode(id), data: Bytes::from(b.to_string()) })).await.map_err(status)?;
+            let res = client.save_to_version(call!(SaveToVersionRequest { id: decode(id), data: Bytes::from(b.to_string()) })).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (Method::GET, [id, "compare"]) => {
-            let res = client.compare_version(call!(VersionRef { id: decode(id) })).await.map_err(status)?;
+            let res = client.compare_version(call!(VersionRef { id: decode(id) })).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (Method::POST, [id, "promote"]) => {
@@ -108,7 +107,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
                 main_hash: text(&b, "mainHash"),
                 force: b.get("force").and_then(Value::as_bool).unwrap_or(false),
             };
-            let res = client.promote_version(call!(msg)).await.map_err(status)?;
+            let res = client.promote_version(call!(msg)).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (_, [_, "save" | "promote"]) => Ok(reply::method_not_allowed(&req.method, "POST")),

@@ -314,6 +314,14 @@ impl ApiError {
     }
 }
 
+impl From<tonic::Status> for ApiError {
+    /// [`ApiError::from_status`]: a service's answer back into the spec's error, so a gRPC
+    /// call's error needs nothing but `?`.
+    fn from(s: tonic::Status) -> Self {
+        ApiError::from_status(&s)
+    }
+}
+
 impl From<ApiError> for tonic::Status {
     fn from(e: ApiError) -> Self {
         e.to_status()
