@@ -16,7 +16,7 @@
 
 use edge_http::cookies::{self, Kind};
 use crate::reply;
-use crate::routes::{Body, EdgeState, HttpRequest, read_body, require_json, set_metadata};
+use crate::routes::{Body, EdgeState, HttpRequest, read_body, require_json};
 use cdapi_proto::v1::*;
 use cdapi_proto::{ApiError, ErrorCode};
 use http::{HeaderValue, Method, StatusCode, header};
@@ -48,16 +48,6 @@ fn text(body: &serde_json::Map<String, Value>, key: &str) -> Result<String, ApiE
     }
 }
 
-fn call<T>(msg: T, req: &HttpRequest, request_id: &str) -> Result<tonic::Request<T>, ApiError> {
-    call_as(msg, req, request_id, None)
-}
-
-/// A call carrying the caller's token (header, `?access_token=` or session cookie).
-fn call_as<T>(msg: T, req: &HttpRequest, request_id: &str, query_token: Option<String>) -> Result<tonic::Request<T>, ApiError> {
-    let mut call = tonic::Request::new(msg);
-    set_metadata(&mut call, req, request_id, query_token)?;
-    Ok(call)
-}
 
 
 fn add_cookie(res: &mut Response, value: &str) {
@@ -103,7 +93,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
     match rest {
         [] | [""] => match req.method {
             Method::GET => {
-                let p = auth.list_providers(call(ListProvidersRequest {}, req, request_id)?).await?.into_inner();
+                let p = auth.list_providers(req.grpc(request_id, None, ListProvidersRequest {})?).await?.into_inner();
                 let data: Vec<Value> = p
                     .providers
                     .iter()
@@ -126,7 +116,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
         ["login", provider] => match req.method {
             Method::POST if *provider == "default" => login(state, req, body, request_id).await,
             Method::POST => {
-                let p = auth.list_providers(call(ListProvidersRequest {}, req, request_id)?).await?.into_inner();
+                let p = auth.list_providers(req.grpc(request_id, None, ListProvidersRequest {})?).await?.into_inner();
                 if p.providers.iter().any(|x| x.name == *provider) {
                     Err(ApiError::invalid_payload(format!("Provider \"{provider}\" signs in through GET /auth/login/{provider}")))
                 } else {
@@ -145,7 +135,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
                 let b = optional_json(req, body, max).await?;
                 let refresh_cookie = cookies::get(&req.headers, state.cookies.name(Kind::Refresh));
                 let msg = cookies::refresh_request(text(&b, "refresh_token")?, cookies::session_mode(&text(&b, "mode")?)?, refresh_cookie, req.session_cookie.clone());
-                let t = auth.refresh(call(msg, req, request_id)?).await?.into_inner();
+                let t = auth.refresh(req.grpc(request_id, None, msg)?).await?.into_inner();
                 Ok(token_response(state, &t))
             }
             _ => post_only(),
@@ -158,7 +148,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
                     refresh_token = cookies::get(&req.headers, state.cookies.name(Kind::Refresh)).unwrap_or_default();
                 }
                 let session_token = req.session_cookie.clone().unwrap_or_default();
-                auth.logout(call(LogoutRequest { refresh_token, session_token }, req, request_id)?).await?;
+                auth.logout(req.grpc(request_id, None, LogoutRequest { refresh_token, session_token })?).await?;
                 let mut res = reply::no_content();
                 add_cookie(&mut res, &state.cookies.clear(Kind::Refresh));
                 add_cookie(&mut res, &state.cookies.clear(Kind::Session));
@@ -170,7 +160,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
             Method::POST => {
                 let b = optional_json(req, body, max).await?;
                 let reset_url = Some(text(&b, "reset_url")?).filter(|u| !u.is_empty());
-                auth.request_password_reset(call(PasswordResetRequest { email: text(&b, "email")?, reset_url }, req, request_id)?)
+                auth.request_password_reset(req.grpc(request_id, None, PasswordResetRequest { email: text(&b, "email")?, reset_url })?)
                     .await
                     ?;
                 Ok(reply::no_content())
@@ -180,7 +170,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
         ["password", "reset"] => match req.method {
             Method::POST => {
                 let b = optional_json(req, body, max).await?;
-                auth.reset_password(call(ResetPasswordRequest { token: text(&b, "token")?, password: text(&b, "password")? }, req, request_id)?)
+                auth.reset_password(req.grpc(request_id, None, ResetPasswordRequest { token: text(&b, "token")?, password: text(&b, "password")? })?)
                     .await
                     ?;
                 Ok(reply::no_content())
@@ -200,7 +190,7 @@ async fn login(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
     let otp = Some(text(&b, "otp")?).filter(|o| !o.is_empty());
     let mode = cookies::session_mode(&text(&b, "mode")?)?.unwrap_or(SessionMode::Json);
     let msg = LoginRequest { email: text(&b, "email")?, password: text(&b, "password")?, otp, mode: mode as i32 };
-    let t = state.auth.clone().login(call(msg, req, request_id)?).await?.into_inner();
+    let t = state.auth.clone().login(req.grpc(request_id, None, msg)?).await?.into_inner();
     Ok(token_response(state, &t))
 }
 
@@ -225,7 +215,7 @@ async fn sso_start(state: &EdgeState, req: &HttpRequest, request_id: &str, provi
     let redirect_to = Some(param(&pairs, "redirect")).filter(|r| !r.is_empty());
     let mode = cookies::session_mode(&param(&pairs, "mode"))?.unwrap_or(SessionMode::Cookie);
     let msg = StartSsoRequest { provider: provider.to_owned(), redirect: redirect_to, mode: mode as i32 };
-    let r = state.auth.clone().start_sso(call(msg, req, request_id)?).await?.into_inner();
+    let r = state.auth.clone().start_sso(req.grpc(request_id, None, msg)?).await?.into_inner();
     let mut res = redirect(&r.url)?;
     add_cookie(&mut res, &cookies::sso_state(&r.state, state.cookies.secure.1));
     Ok(res)
@@ -240,7 +230,7 @@ async fn sso_finish(state: &EdgeState, req: &HttpRequest, request_id: &str, prov
         error: param(&pairs, "error"),
         state_cookie: cookies::get(&req.headers, cookies::SSO_STATE_COOKIE).unwrap_or_default(),
     };
-    let r = state.auth.clone().finish_sso(call(msg, req, request_id)?).await?.into_inner();
+    let r = state.auth.clone().finish_sso(req.grpc(request_id, None, msg)?).await?.into_inner();
     let mut res = match (&r.tokens, &r.redirect) {
         (Some(t), None) => token_response(state, t),
         (Some(t), Some(to)) => {
@@ -273,17 +263,17 @@ pub async fn tfa(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &
     match action {
         "generate" => {
             let msg = GenerateTfaRequest { password: text(&b, "password")? };
-            let s = auth.generate_tfa(call_as(msg, req, request_id, token)?).await?.into_inner();
+            let s = auth.generate_tfa(req.grpc(request_id, token, msg)?).await?.into_inner();
             Ok(reply::with_body(StatusCode::OK, "application/json; charset=utf-8", json!({"data": {"secret": s.secret, "otpauth_url": s.otpauth_url}}).to_string()))
         }
         "enable" => {
             let msg = EnableTfaRequest { secret: text(&b, "secret")?, otp: text(&b, "otp")? };
-            auth.enable_tfa(call_as(msg, req, request_id, token)?).await?;
+            auth.enable_tfa(req.grpc(request_id, token, msg)?).await?;
             Ok(reply::no_content())
         }
         "disable" => {
             let msg = DisableTfaRequest { otp: text(&b, "otp")? };
-            auth.disable_tfa(call_as(msg, req, request_id, token)?).await?;
+            auth.disable_tfa(req.grpc(request_id, token, msg)?).await?;
             Ok(reply::no_content())
         }
         _ => Err(not_found(req)),

@@ -183,13 +183,11 @@ async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, requ
             let bytes = Bytes::from(data.to_string());
             let mut items = state.items.clone();
             if data.is_array() {
-                let mut call = tonic::Request::new(CreateItemsRequest { collection, data: bytes, query: Some(query) });
-                set_metadata(&mut call, req, request_id, token)?;
+                let call = req.grpc(request_id, token, CreateItemsRequest { collection, data: bytes, query: Some(query) })?;
                 let res = items.create_items(call).await?;
                 Ok(reply::written(&res.get_ref().data))
             } else {
-                let mut call = tonic::Request::new(CreateItemRequest { collection, data: bytes, query: Some(query) });
-                set_metadata(&mut call, req, request_id, token)?;
+                let call = req.grpc(request_id, token, CreateItemRequest { collection, data: bytes, query: Some(query) })?;
                 let res = items.create_item(call).await?;
                 Ok(reply::written(&res.get_ref().data))
             }
@@ -202,7 +200,7 @@ async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, requ
                     let data = body.get("data").filter(|d| d.is_object()).ok_or_else(|| {
                         ApiError::invalid_payload("\"data\" (an object of values to set) is required with \"keys\" or \"query\"")
                     })?;
-                    let mut call = tonic::Request::new(UpdateItemsRequest {
+                    let msg = UpdateItemsRequest {
                         collection,
                         selector: Some(match selector {
                             Selector::Keys(keys) => update_items_request::Selector::Keys(KeyList { keys }),
@@ -210,20 +208,17 @@ async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, requ
                         }),
                         data: Bytes::from(data.to_string()),
                         query: Some(query),
-                    });
-                    set_metadata(&mut call, req, request_id, token)?;
-                    let res = items.update_items(call).await?;
+                    };
+                    let res = items.update_items(req.grpc(request_id, token, msg)?).await?;
                     Ok(reply::written(&res.get_ref().data))
                 }
                 None if body.is_array() => {
-                    let mut call = tonic::Request::new(UpdateBatchRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
-                    set_metadata(&mut call, req, request_id, token)?;
+                    let call = req.grpc(request_id, token, UpdateBatchRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) })?;
                     let res = items.update_batch(call).await?;
                     Ok(reply::written(&res.get_ref().data))
                 }
                 None => {
-                    let mut call = tonic::Request::new(UpdateSingletonRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) });
-                    set_metadata(&mut call, req, request_id, token)?;
+                    let call = req.grpc(request_id, token, UpdateSingletonRequest { collection, data: Bytes::from(body.to_string()), query: Some(query) })?;
                     let res = items.update_singleton(call).await?;
                     Ok(reply::written(&res.get_ref().data))
                 }
@@ -237,15 +232,14 @@ async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, requ
                     ApiError::invalid_payload("Deleting items requires an array of keys, {\"keys\": [...]} or {\"query\": {...}}")
                 })?,
             };
-            let mut call = tonic::Request::new(DeleteItemsRequest {
+            let msg = DeleteItemsRequest {
                 collection,
                 selector: Some(match selector {
                     Selector::Keys(keys) => delete_items_request::Selector::Keys(KeyList { keys }),
                     Selector::Query(q) => delete_items_request::Selector::SelectorQuery(*q),
                 }),
-            });
-            set_metadata(&mut call, req, request_id, token)?;
-            state.items.clone().delete_items(call).await?;
+            };
+            state.items.clone().delete_items(req.grpc(request_id, token, msg)?).await?;
             Ok(reply::no_content())
         }
         _ => Ok(reply::method_not_allowed(&req.method, "GET, SEARCH, POST, PATCH, DELETE")),
@@ -259,21 +253,18 @@ async fn item_route(state: &EdgeState, req: &HttpRequest, body: Body, request_id
     let mut items = state.items.clone();
     match req.method {
         Method::GET => {
-            let mut call = tonic::Request::new(ReadItemRequest { collection, key, query: Some(query) });
-            set_metadata(&mut call, req, request_id, token)?;
+            let call = req.grpc(request_id, token, ReadItemRequest { collection, key, query: Some(query) })?;
             let res = items.read_item(call).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         Method::PATCH => {
             let data = json_body(req, body, state.max_payload_size).await?;
-            let mut call = tonic::Request::new(UpdateItemRequest { collection, key, data: Bytes::from(data.to_string()), query: Some(query) });
-            set_metadata(&mut call, req, request_id, token)?;
+            let call = req.grpc(request_id, token, UpdateItemRequest { collection, key, data: Bytes::from(data.to_string()), query: Some(query) })?;
             let res = items.update_item(call).await?;
             Ok(reply::written(&res.get_ref().data))
         }
         Method::DELETE => {
-            let mut call = tonic::Request::new(DeleteItemRequest { collection, key });
-            set_metadata(&mut call, req, request_id, token)?;
+            let call = req.grpc(request_id, token, DeleteItemRequest { collection, key })?;
             items.delete_item(call).await?;
             Ok(reply::no_content())
         }
@@ -286,8 +277,7 @@ async fn read_items(state: &EdgeState, req: &HttpRequest, request_id: &str, coll
         return export(state, req, request_id, collection, query, token).await;
     }
     let aggregate = !query.aggregate.is_empty() || !query.group_by.is_empty();
-    let mut call = tonic::Request::new(ReadItemsRequest { collection, query: Some(query) });
-    set_metadata(&mut call, req, request_id, token)?;
+    let call = req.grpc(request_id, token, ReadItemsRequest { collection, query: Some(query) })?;
     let mut items = state.items.clone();
     let res = if aggregate { items.aggregate(call).await } else { items.read_items(call).await };
     let res = res?;
@@ -301,8 +291,7 @@ async fn export(state: &EdgeState, req: &HttpRequest, request_id: &str, collecti
     let file = format!("{collection} {}", crate::export::timestamp(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
     ));
-    let mut call = tonic::Request::new(ExportItemsRequest { collection, query: Some(query) });
-    set_metadata(&mut call, req, request_id, token)?;
+    let call = req.grpc(request_id, token, ExportItemsRequest { collection, query: Some(query) })?;
     let mut stream = state.items.clone().export_items(call).await?.into_inner();
     let first = stream.message().await?;
     let mut renderer = crate::export::Renderer::new(format);
@@ -416,10 +405,19 @@ fn key_list(items: &[serde_json::Value]) -> Result<Vec<String>, ApiError> {
         .collect()
 }
 
-/// Forwards the caller's token, address and request id as gRPC metadata (see
-/// [`edge_http::caller`]). Errors: INVALID_PAYLOAD for a header and `?access_token=` at once.
-pub(crate) fn set_metadata<T>(call: &mut tonic::Request<T>, req: &HttpRequest, request_id: &str, query_token: Option<String>) -> Result<(), ApiError> {
-    edge_http::caller::Caller::new(&req.headers, query_token, req.session_cookie.clone(), req.client_ip, request_id.to_owned())?.apply(call)
+impl HttpRequest {
+    /// The caller as the services see it: token (header, `?access_token=` given as
+    /// `query_token`, or session cookie), address, request id, trace (see
+    /// [`edge_http::caller`]). Errors: INVALID_PAYLOAD for a header and `?access_token=` at once.
+    pub(crate) fn caller(&self, request_id: &str, query_token: Option<String>) -> Result<edge_http::caller::Caller, ApiError> {
+        edge_http::caller::Caller::new(&self.headers, query_token, self.session_cookie.clone(), self.client_ip, request_id.to_owned())
+    }
+
+    /// The one way the REST edge builds a gRPC call: `msg` with [`Self::caller`]'s metadata.
+    /// Errors: as [`Self::caller`]; INVALID_CREDENTIALS for a token that is no header value.
+    pub(crate) fn grpc<T>(&self, request_id: &str, query_token: Option<String>, msg: T) -> Result<tonic::Request<T>, ApiError> {
+        self.caller(request_id, query_token)?.request(msg)
+    }
 }
 
 /// `GET /server/health`: `{"status":"ok"}` when the core answers SERVING, else 503 `error`;

@@ -5,7 +5,7 @@
 //! `version`. `queryLimit` reports QUERY_LIMIT_DEFAULT / QUERY_LIMIT_MAX as this process reads
 //! them (the core's settings of the same names: give both processes the same values).
 
-use crate::routes::{EdgeState, HttpRequest, set_metadata, url_query};
+use crate::routes::{EdgeState, HttpRequest, url_query};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{GetCurrentUserRequest, GetSchemaRequest};
 use serde_json::json;
@@ -24,8 +24,7 @@ pub async fn info(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Res
     let (_, token) = url_query(req)?;
     let signed_in = token.is_some() || req.headers.contains_key(http::header::AUTHORIZATION) || req.session_cookie.is_some();
     if signed_in {
-        let mut call = tonic::Request::new(GetCurrentUserRequest {});
-        set_metadata(&mut call, req, request_id, token)?;
+        let call = req.grpc(request_id, token, GetCurrentUserRequest {})?;
         let user = state.auth.clone().get_current_user(call).await?.into_inner();
         let limit = |name: &str, default: i64| std::env::var(name).ok().and_then(|v| v.parse::<i64>().ok()).unwrap_or(default);
         data["rateLimit"] = match state.rate_limit {
@@ -47,8 +46,7 @@ pub async fn info(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Res
 /// [`crate::openapi`]). Errors: the core's answer for a bad token.
 pub async fn openapi(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Result<Response, ApiError> {
     let (_, token) = url_query(req)?;
-    let mut call = tonic::Request::new(GetSchemaRequest {});
-    set_metadata(&mut call, req, request_id, token)?;
+    let call = req.grpc(request_id, token, GetSchemaRequest {})?;
     let snapshot = state.schema.clone().get_schema(call).await?.into_inner();
     let doc = crate::openapi::document(&snapshot, None);
     Ok(crate::reply::with_body(http::StatusCode::OK, "application/json; charset=utf-8", doc.to_string()))

@@ -6,7 +6,7 @@
 //! `GET /items/:collection/:id?version=<key>`.
 
 use crate::reply;
-use crate::routes::{Body, EdgeState, HttpRequest, decode, json_body, set_metadata, url_query};
+use crate::routes::{Body, EdgeState, HttpRequest, decode, json_body, url_query};
 use bytes::Bytes;
 use cdapi_proto::v1::{CreateVersionRequest, ListVersionsRequest, PromoteVersionRequest, SaveToVersionRequest, UpdateVersionRequest, VersionRef};
 use cdapi_proto::ApiError;
@@ -50,17 +50,11 @@ fn list_filter(req: &HttpRequest) -> Result<(String, String), ApiError> {
 pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, rest: &[&str]) -> Result<Response, ApiError> {
     let (_, token) = url_query(req)?;
     let mut client = state.versions.clone();
-    macro_rules! call {
-        ($msg:expr) => {{
-            let mut call = tonic::Request::new($msg);
-            set_metadata(&mut call, req, request_id, token.clone())?;
-            call
-        }};
-    }
+    let caller = req.caller(request_id, token)?;
     match (req.method.clone(), rest) {
         (Method::GET, []) => {
             let (collection, item) = list_filter(req)?;
-            let res = client.list_versions(call!(ListVersionsRequest { collection, item })).await?;
+            let res = client.list_versions(caller.request(ListVersionsRequest { collection, item })?).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (Method::POST, []) => {
@@ -72,32 +66,32 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
                 collection: field("collection")?,
                 item: text(&b, "item").unwrap_or_default(),
             };
-            let res = client.create_version(call!(msg)).await?;
+            let res = client.create_version(caller.request(msg)?).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (_, []) => Ok(reply::method_not_allowed(&req.method, "GET, POST")),
         (Method::GET, [id]) => {
-            let res = client.read_version(call!(VersionRef { id: decode(id) })).await?;
+            let res = client.read_version(caller.request(VersionRef { id: decode(id) })?).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (Method::PATCH, [id]) => {
             let b = json_body(req, body, state.max_payload_size).await?;
             let msg = UpdateVersionRequest { id: decode(id), key: text(&b, "key"), name: text(&b, "name") };
-            let res = client.update_version(call!(msg)).await?;
+            let res = client.update_version(caller.request(msg)?).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (Method::DELETE, [id]) => {
-            client.delete_version(call!(VersionRef { id: decode(id) })).await?;
+            client.delete_version(caller.request(VersionRef { id: decode(id) })?).await?;
             Ok(reply::no_content())
         }
         (_, [_]) => Ok(reply::method_not_allowed(&req.method, "GET, PATCH, DELETE")),
         (Method::POST, [id, "save"]) => {
             let b = json_body(req, body, state.max_payload_size).await?;
-            let res = client.save_to_version(call!(SaveToVersionRequest { id: decode(id), data: Bytes::from(b.to_string()) })).await?;
+            let res = client.save_to_version(caller.request(SaveToVersionRequest { id: decode(id), data: Bytes::from(b.to_string()) })?).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (Method::GET, [id, "compare"]) => {
-            let res = client.compare_version(call!(VersionRef { id: decode(id) })).await?;
+            let res = client.compare_version(caller.request(VersionRef { id: decode(id) })?).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (Method::POST, [id, "promote"]) => {
@@ -107,7 +101,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
                 main_hash: text(&b, "mainHash"),
                 force: b.get("force").and_then(Value::as_bool).unwrap_or(false),
             };
-            let res = client.promote_version(call!(msg)).await?;
+            let res = client.promote_version(caller.request(msg)?).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (_, [_, "save" | "promote"]) => Ok(reply::method_not_allowed(&req.method, "POST")),
