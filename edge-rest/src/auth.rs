@@ -16,7 +16,7 @@
 
 use edge_http::cookies::{self, Kind};
 use crate::reply;
-use crate::routes::{Body, EdgeState, HttpRequest, read_body, require_json};
+use crate::request::{Body, EdgeState, HttpRequest, read_body, require_json};
 use cdapi_proto::v1::*;
 use cdapi_proto::{ApiError, ErrorCode};
 use http::{HeaderValue, Method, StatusCode, header};
@@ -257,7 +257,7 @@ pub async fn tfa(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &
     if req.method != Method::POST {
         return Ok(reply::method_not_allowed(&req.method, "POST"));
     }
-    let (_, token) = crate::routes::url_query(req)?;
+    let (_, token) = crate::request::url_query(req)?;
     let b = optional_json(req, body, state.max_payload_size).await?;
     let mut auth = state.auth.clone();
     match action {

@@ -8,7 +8,7 @@
 //! The client's address is passed in `X-Forwarded-For` (edge-graphql trusts it only when this
 //! edge is in its IP_TRUSTED_PROXIES).
 
-use crate::routes::{Body, HttpRequest, read_body};
+use crate::request::{Body, HttpRequest, read_body};
 use bytes::Bytes;
 use cdapi_proto::{ApiError, ErrorCode};
 use http_body_util::{BodyExt, Full};

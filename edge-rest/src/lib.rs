@@ -1,7 +1,8 @@
 //! edge-rest: the public REST API. It parses HTTP requests into the typed gRPC query, calls the
 //! core, and renders replies (status codes, Directus error bodies). No business rules here.
 //!
-//! Layout: [`config`] (settings), [`routes`] (routing and translation to gRPC), [`auth`]
+//! Layout: [`config`] (settings), [`request`] (the state, the request and its gRPC call, body
+//! and query-string rules, shared by the route modules), [`routes`] (routing and translation to gRPC), [`auth`]
 //! (`/auth/*`, `/users/me/tfa/*`), [`rate_limit`] (requests per client address), [`query_string`]
 //! (query string → query object), [`identifiers`] (the names' length budget), [`export`] (file formats of `export=`), [`versions`]
 //! (`/versions`), [`graphql_proxy`] (`/graphql*` forwarded to edge-graphql), [`server`]
@@ -17,6 +18,7 @@ pub mod identifiers;
 pub mod query_string;
 pub mod rate_limit;
 pub mod reply;
+pub mod request;
 pub mod routes;
 pub mod openapi;
 pub mod server;
@@ -29,7 +31,7 @@ use warp::Filter;
 /// Serves the REST API on `listener` until `shutdown` resolves (in-flight requests finish).
 /// Errors: an invalid CORE_GRPC_URL.
 pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-    let state = Arc::new(routes::EdgeState::new(settings.edge.channel(&settings.edge.core_url, true)?, settings.edge.channel(&settings.edge.auth_url, true)?, &settings)?);
+    let state = Arc::new(request::EdgeState::new(settings.edge.channel(&settings.edge.core_url, true)?, settings.edge.channel(&settings.edge.auth_url, true)?, &settings)?);
     service_runtime::metrics::serve_from_env().await?;
     let readiness = state.readiness.clone();
     let shutdown = service_runtime::shutdown::drain_after(shutdown, service_runtime::shutdown::delay_from_env()?, move || readiness.stop());
@@ -44,7 +46,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
             let state = state.clone();
             let client_ip = state.client_ip.resolve(peer, &headers);
             let session_cookie = edge_http::cookies::get(&headers, state.cookies.name(edge_http::cookies::Kind::Session));
-            let req = routes::HttpRequest { method, path: path.as_str().to_owned(), query, headers, client_ip, session_cookie };
+            let req = request::HttpRequest { method, path: path.as_str().to_owned(), query, headers, client_ip, session_cookie };
             let body = edge_http::body::boxed(body);
             async move {
                 let started = std::time::Instant::now();

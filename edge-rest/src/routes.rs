@@ -2,100 +2,19 @@
 //! gRPC calls. One catch-all warp filter hands every request to [`handle`], so unknown routes
 //! get ROUTE_NOT_FOUND and wrong methods 405 with `Allow`, in Directus's error body.
 
-use crate::query_string;
 use crate::reply;
+use crate::request::{Body, EdgeState, HttpRequest, decode, json_body, typed_query, url_query};
 use bytes::Bytes;
-use cdapi_proto::query_json::query_from_json;
-use cdapi_proto::v1::auth_service_client::AuthServiceClient;
-use cdapi_proto::v1::items_service_client::ItemsServiceClient;
-use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
-use cdapi_proto::v1::versions_service_client::VersionsServiceClient;
 use cdapi_proto::v1::{
     CreateItemRequest, CreateItemsRequest, DeleteItemRequest, DeleteItemsRequest, ExportFormat, ExportItemsRequest, KeyList, Query,
     ReadItemRequest, ReadItemsRequest, UpdateBatchRequest, UpdateItemRequest, UpdateItemsRequest, UpdateSingletonRequest, delete_items_request,
     update_items_request,
 };
-use cdapi_proto::{ApiError, ErrorCode};
-use http::{HeaderMap, Method, StatusCode};
+use cdapi_proto::ApiError;
+use http::{Method, StatusCode};
 use std::sync::Arc;
-use edge_http::balance::Balanced as Channel;
 use warp::reply::Response;
 
-/// What every request handler needs.
-pub struct EdgeState {
-    /// Items client on a shared HTTP/2 channel to the core.
-    pub items: ItemsServiceClient<Channel>,
-    /// Versions client (`/versions`).
-    pub versions: VersionsServiceClient<Channel>,
-    /// Auth client (`/auth/*`, `/users/me/tfa/*`).
-    pub auth: AuthServiceClient<Channel>,
-    /// The caller's view of the schema (`/server/specs/oas`).
-    pub schema: SchemaServiceClient<Channel>,
-    /// Requests per window of the rate limiter, as configured (`/server/info`).
-    pub rate_limit: Option<(u32, u64)>,
-    /// Health client for `/server/health`.
-    pub health: tonic_health::pb::health_client::HealthClient<Channel>,
-    /// Largest accepted body (bytes).
-    pub max_payload_size: u64,
-    /// Longest accepted query string (bytes, MAX_QUERY_STRING_SIZE).
-    pub max_query_string_size: usize,
-    /// Auth cookie names and attributes.
-    pub cookies: edge_http::cookies::CookieSettings,
-    /// Who the client is behind proxies.
-    pub client_ip: edge_http::client_ip::ClientIpRule,
-    /// Requests per client address, when RATE_LIMITER_ENABLED.
-    pub limiter: Option<crate::rate_limit::PerClient>,
-    /// Forwarding of `/graphql*`, when GRAPHQL_URL is set.
-    pub graphql: Option<crate::graphql_proxy::GraphqlProxy>,
-    request_ids: edge_http::caller::RequestIds,
-    /// Off once shutdown began (`/server/health` answers 503).
-    pub readiness: service_runtime::shutdown::Readiness,
-}
-
-impl EdgeState {
-    /// State over (lazily connecting) channels to the core and to auth-service.
-    pub fn new(core: Channel, auth: Channel, settings: &crate::config::Settings) -> anyhow::Result<Self> {
-        Ok(Self {
-            items: ItemsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
-            versions: VersionsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
-            schema: SchemaServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
-            rate_limit: settings.rate_limit,
-            auth: AuthServiceClient::new(auth),
-            health: tonic_health::pb::health_client::HealthClient::new(core),
-            max_payload_size: settings.edge.max_payload_size,
-            max_query_string_size: settings.edge.max_query_string_size,
-            cookies: settings.edge.cookies.clone(),
-            client_ip: settings.edge.client_ip.clone(),
-            graphql: settings.graphql_url.as_deref().map(crate::graphql_proxy::GraphqlProxy::new),
-            limiter: settings.rate_limit.map(|(points, secs)| crate::rate_limit::PerClient::new(points, secs)).transpose()?,
-            request_ids: edge_http::caller::RequestIds::default(),
-            readiness: service_runtime::shutdown::Readiness::default(),
-        })
-    }
-
-    /// The request id (see [`edge_http::caller::RequestIds`]).
-    fn request_id(&self, headers: &HeaderMap) -> String {
-        self.request_ids.next(headers)
-    }
-}
-
-/// One incoming HTTP request, as the catch-all filter extracts it.
-pub struct HttpRequest {
-    /// Method (SEARCH included).
-    pub method: Method,
-    /// Path, still percent-encoded.
-    pub path: String,
-    /// Raw query string (without `?`).
-    pub query: String,
-    /// Headers.
-    pub headers: HeaderMap,
-    /// The end client's address (see [`edge_http::client_ip`]).
-    pub client_ip: Option<std::net::IpAddr>,
-    /// The session cookie's token, if the request carries one.
-    pub session_cookie: Option<String>,
-}
-
-pub use edge_http::body::{Body, read_body};
 
 /// Routes one request and always answers (errors become Directus error bodies).
 pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Response {
@@ -121,9 +40,6 @@ pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Resp
     res
 }
 
-pub(crate) fn decode(segment: &str) -> String {
-    percent_encoding::percent_decode_str(segment).decode_utf8_lossy().into_owned()
-}
 
 async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
     let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
@@ -329,41 +245,6 @@ async fn export(state: &EdgeState, req: &HttpRequest, request_id: &str, collecti
     Ok(res)
 }
 
-/// The query string as a typed query, plus `?access_token=`.
-pub(crate) fn url_query(req: &HttpRequest) -> Result<(Query, Option<String>), ApiError> {
-    let parsed = query_string::parse(&req.query)?;
-    Ok((typed_query(&parsed.query)?, parsed.access_token))
-}
-
-/// A Directus query object as the typed query, its names within the identifier budget.
-/// Errors: INVALID_QUERY.
-fn typed_query(obj: &serde_json::Map<String, serde_json::Value>) -> Result<Query, ApiError> {
-    let query = query_from_json(obj)?;
-    crate::identifiers::check(&query)?;
-    Ok(query)
-}
-
-/// A JSON request body (SEARCH, POST, PATCH, DELETE). Errors: UNSUPPORTED_MEDIA_TYPE unless
-/// `application/json`, CONTENT_TOO_LARGE past MAX_PAYLOAD_SIZE, INVALID_PAYLOAD when malformed.
-pub(crate) async fn json_body(req: &HttpRequest, body: Body, max: u64) -> Result<serde_json::Value, ApiError> {
-    require_json(req)?;
-    let bytes = read_body(body, max).await?;
-    serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid_payload(format!("The body is not valid JSON: {e}")))
-}
-
-/// Errors: UNSUPPORTED_MEDIA_TYPE unless the request's Content-Type is `application/json`.
-pub(crate) fn require_json(req: &HttpRequest) -> Result<(), ApiError> {
-    let is_json = req
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
-    if is_json {
-        Ok(())
-    } else {
-        Err(ApiError::new(ErrorCode::UnsupportedMediaType, "Unsupported media type: the body must be application/json."))
-    }
-}
 
 /// `SEARCH` body: `{"query": {...}}` (spec: List items with body query).
 fn search_query(body: &serde_json::Value) -> Result<Query, ApiError> {
@@ -405,20 +286,6 @@ fn key_list(items: &[serde_json::Value]) -> Result<Vec<String>, ApiError> {
         .collect()
 }
 
-impl HttpRequest {
-    /// The caller as the services see it: token (header, `?access_token=` given as
-    /// `query_token`, or session cookie), address, request id, trace (see
-    /// [`edge_http::caller`]). Errors: INVALID_PAYLOAD for a header and `?access_token=` at once.
-    pub(crate) fn caller(&self, request_id: &str, query_token: Option<String>) -> Result<edge_http::caller::Caller, ApiError> {
-        edge_http::caller::Caller::new(&self.headers, query_token, self.session_cookie.clone(), self.client_ip, request_id.to_owned())
-    }
-
-    /// The one way the REST edge builds a gRPC call: `msg` with [`Self::caller`]'s metadata.
-    /// Errors: as [`Self::caller`]; INVALID_CREDENTIALS for a token that is no header value.
-    pub(crate) fn grpc<T>(&self, request_id: &str, query_token: Option<String>, msg: T) -> Result<tonic::Request<T>, ApiError> {
-        self.caller(request_id, query_token)?.request(msg)
-    }
-}
 
 /// `GET /server/health`: `{"status":"ok"}` when the core answers SERVING, else 503 `error`;
 /// 503 too once shutdown began (readiness off).

@@ -5,7 +5,7 @@
 //! `version`. `queryLimit` reports QUERY_LIMIT_DEFAULT / QUERY_LIMIT_MAX as this process reads
 //! them (the core's settings of the same names: give both processes the same values).
 
-use crate::routes::{EdgeState, HttpRequest, url_query};
+use crate::request::{EdgeState, HttpRequest, url_query};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{GetCurrentUserRequest, GetSchemaRequest};
 use serde_json::json;

@@ -6,7 +6,7 @@
 //! `GET /items/:collection/:id?version=<key>`.
 
 use crate::reply;
-use crate::routes::{Body, EdgeState, HttpRequest, decode, json_body, url_query};
+use crate::request::{Body, EdgeState, HttpRequest, decode, json_body, url_query};
 use bytes::Bytes;
 use cdapi_proto::v1::{CreateVersionRequest, ListVersionsRequest, PromoteVersionRequest, SaveToVersionRequest, UpdateVersionRequest, VersionRef};
 use cdapi_proto::ApiError;
