@@ -215,11 +215,9 @@ fn is_mutation(doc: &async_graphql::parser::types::ExecutableDocument, operation
 /// `{query, variables, operationName}` from a POST body. Errors: UNSUPPORTED_MEDIA_TYPE for
 /// bodies other than JSON and `application/graphql`, INVALID_PAYLOAD for malformed JSON.
 fn post_body(headers: &HeaderMap, body: &[u8]) -> Result<(String, Option<String>, Option<String>), ApiError> {
-    let content_type = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    match mime.as_str() {
+    match edge_http::body::media_type(headers).as_str() {
         "application/json" => {
-            let Json::Object(obj) = serde_json::from_slice::<Json>(body).map_err(|e| ApiError::invalid_payload(format!("The body is not valid JSON: {e}")))? else {
+            let Json::Object(obj) = edge_http::body::parse_json(body)? else {
                 return Err(ApiError::invalid_payload("The body must be an object {\"query\": ...}"));
             };
             let text = |k: &str| -> Result<Option<String>, ApiError> {

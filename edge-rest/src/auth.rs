@@ -32,10 +32,9 @@ async fn optional_json(req: &HttpRequest, body: Body, max: u64) -> Result<serde_
         return Ok(serde_json::Map::new());
     }
     require_json(req)?;
-    match serde_json::from_slice(&bytes) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(ApiError::invalid_payload("The body must be a JSON object")),
-        Err(e) => Err(ApiError::invalid_payload(format!("The body is not valid JSON: {e}"))),
+    match edge_http::body::parse_json(&bytes)? {
+        Value::Object(m) => Ok(m),
+        _ => Err(ApiError::invalid_payload("The body must be a JSON object")),
     }
 }
 

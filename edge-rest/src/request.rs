@@ -11,7 +11,7 @@ use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
 use cdapi_proto::v1::versions_service_client::VersionsServiceClient;
-use cdapi_proto::{ApiError, ErrorCode};
+use cdapi_proto::ApiError;
 use edge_http::balance::Balanced as Channel;
 use http::{HeaderMap, Method};
 
@@ -126,23 +126,13 @@ pub(crate) fn typed_query(obj: &serde_json::Map<String, serde_json::Value>) -> R
 }
 
 /// A JSON request body (SEARCH, POST, PATCH, DELETE). Errors: UNSUPPORTED_MEDIA_TYPE unless
-/// `application/json`, CONTENT_TOO_LARGE past MAX_PAYLOAD_SIZE, INVALID_PAYLOAD when malformed.
+/// `application/json`, CONTENT_TOO_LARGE past MAX_PAYLOAD_SIZE, INVALID_PAYLOAD when malformed
+/// (`edge_http::body::read_json`).
 pub(crate) async fn json_body(req: &HttpRequest, body: Body, max: u64) -> Result<serde_json::Value, ApiError> {
-    require_json(req)?;
-    let bytes = read_body(body, max).await?;
-    serde_json::from_slice(&bytes).map_err(|e| ApiError::invalid_payload(format!("The body is not valid JSON: {e}")))
+    edge_http::body::read_json(&req.headers, body, max).await
 }
 
 /// Errors: UNSUPPORTED_MEDIA_TYPE unless the request's Content-Type is `application/json`.
 pub(crate) fn require_json(req: &HttpRequest) -> Result<(), ApiError> {
-    let is_json = req
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
-    if is_json {
-        Ok(())
-    } else {
-        Err(ApiError::new(ErrorCode::UnsupportedMediaType, "Unsupported media type: the body must be application/json."))
-    }
+    edge_http::body::require_json(&req.headers)
 }

@@ -59,3 +59,33 @@ pub async fn read_body(mut body: Body, max: u64) -> Result<Bytes, ApiError> {
     }
     Ok(Bytes::from(buf))
 }
+
+/// The media type of the request's Content-Type, lowercased, without parameters (`""` when
+/// absent or not text).
+pub fn media_type(headers: &http::HeaderMap) -> String {
+    let content_type = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase()
+}
+
+/// Errors: UNSUPPORTED_MEDIA_TYPE unless the request's Content-Type is `application/json` (the
+/// JSON body rule of both edges).
+pub fn require_json(headers: &http::HeaderMap) -> Result<(), ApiError> {
+    if media_type(headers) == "application/json" {
+        Ok(())
+    } else {
+        Err(ApiError::new(ErrorCode::UnsupportedMediaType, "Unsupported media type: the body must be application/json."))
+    }
+}
+
+/// A JSON body, read within `max` bytes. Errors: as [`require_json`] and [`read_body`];
+/// INVALID_PAYLOAD when the bytes are not JSON.
+pub async fn read_json(headers: &http::HeaderMap, body: Body, max: u64) -> Result<serde_json::Value, ApiError> {
+    require_json(headers)?;
+    let bytes = read_body(body, max).await?;
+    parse_json(&bytes)
+}
+
+/// `bytes` as JSON. Errors: INVALID_PAYLOAD, saying why.
+pub fn parse_json(bytes: &[u8]) -> Result<serde_json::Value, ApiError> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError::invalid_payload(format!("The body is not valid JSON: {e}")))
+}
