@@ -163,7 +163,7 @@ impl Auth {
 
     /// Records the time of the user's last sign-in (best effort).
     async fn touch(&self, user_id: &str) {
-        if let Err(e) = sqlx::query("UPDATE cdapi.users SET last_access = now() WHERE id = $1::uuid").bind(user_id).execute(&self.pool).await {
+        if let Err(e) = system_tables::users::touch_last_access(&self.pool, user_id).await {
             tracing::warn!(error = %e, "recording last_access failed");
         }
     }

@@ -131,14 +131,10 @@ impl Auth {
             return Err(ApiError::forbidden());
         }
         let hash = self.settings.hasher.hash(password).await?;
-        let changed = sqlx::query("UPDATE cdapi.users SET password_hash = $1 WHERE id = $2::uuid AND password_hash IS NOT DISTINCT FROM $3")
-            .bind(hash)
-            .bind(&user.id)
-            .bind(&user.password_hash)
-            .execute(&self.pool)
+        let changed = system_tables::users::replace_password_hash(&self.pool, &user.id, &hash, user.password_hash.as_deref())
             .await
             .map_err(crate::db_error)?;
-        if changed.rows_affected() != 1 {
+        if !changed {
             return Err(ApiError::forbidden());
         }
         redis.end_user_sessions(&user.id, None).await

@@ -423,27 +423,13 @@ impl Auth {
             // cannot take the address either (it is unique).
             tracing::info!(provider = %p.name, "SSO login with an unverified email: no pre-created user is linked by it");
         }
-        let linked = sqlx::query_scalar::<_, String>(
-            "UPDATE cdapi.users SET external_identifier = $1 WHERE $4 AND provider = $2 AND external_identifier IS NULL AND lower(email) = lower($3) RETURNING id::text",
-        )
-        .bind(identifier)
-        .bind(&p.name)
-        .bind(email)
-        .bind(may_link)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db)?;
+        let linked = users::link_external(&self.pool, &p.name, email, identifier, may_link).await.map_err(db)?;
         if linked.is_none() {
             if !p.allow_registration {
                 tracing::info!(provider = %p.name, "SSO login of an unknown user, and public registration is off");
                 return Err(ApiError::invalid_credentials());
             }
-            sqlx::query("INSERT INTO cdapi.users (email, provider, external_identifier, role) VALUES ($1, $2, $3, $4::uuid)")
-                .bind(email)
-                .bind(&p.name)
-                .bind(identifier)
-                .bind(p.default_role.as_deref())
-                .execute(&self.pool)
+            users::create_external(&self.pool, &p.name, email, identifier, p.default_role.as_deref())
                 .await
                 .map_err(|e| {
                     // The email belongs to another user already (who signs in otherwise).

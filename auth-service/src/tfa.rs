@@ -106,13 +106,7 @@ impl Auth {
     }
 
     async fn set_tfa_secret(&self, user_id: &str, secret: Option<&str>) -> Result<(), ApiError> {
-        sqlx::query("UPDATE cdapi.users SET tfa_secret = $1 WHERE id = $2::uuid")
-            .bind(secret)
-            .bind(user_id)
-            .execute(&self.pool)
-            .await
-            .map_err(crate::db_error)?;
-        Ok(())
+        system_tables::users::set_tfa_secret(&self.pool, user_id, secret).await.map_err(crate::db_error)
     }
 }
 

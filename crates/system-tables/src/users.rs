@@ -1,5 +1,6 @@
-//! Reading identities: a user with what authentication needs of them and of their role. Shared
-//! by core-service (who is calling) and auth-service (who is signing in).
+//! Identities: reading a user with what authentication needs of them and of their role (shared
+//! by core-service, who is calling, and auth-service, who is signing in), and auth-service's
+//! writes of sign-in state (TOTP secret, password reset, last access, SSO links).
 
 use sqlx::PgPool;
 
@@ -128,6 +129,61 @@ pub async fn profile(pool: &PgPool, id: &str) -> sqlx::Result<Option<Profile>> {
     .bind(id)
     .fetch_optional(pool)
     .await
+}
+
+// Writes of auth-service (sign-in state of a user). core-service writes users through its
+// item writer; each service writes only what it owns (design.md).
+
+/// Sets or clears (`None`) user `id`'s TOTP secret. Errors: database errors.
+pub async fn set_tfa_secret(pool: &PgPool, id: &str, secret: Option<&str>) -> sqlx::Result<()> {
+    sqlx::query("UPDATE cdapi.users SET tfa_secret = $1 WHERE id = $2::uuid").bind(secret).bind(id).execute(pool).await?;
+    Ok(())
+}
+
+/// Replaces user `id`'s password hash with `new_hash` only if it is still `old_hash` (a reset
+/// token is void once the password changed). Returns whether it changed. Errors: database errors.
+pub async fn replace_password_hash(pool: &PgPool, id: &str, new_hash: &str, old_hash: Option<&str>) -> sqlx::Result<bool> {
+    let changed = sqlx::query("UPDATE cdapi.users SET password_hash = $1 WHERE id = $2::uuid AND password_hash IS NOT DISTINCT FROM $3")
+        .bind(new_hash)
+        .bind(id)
+        .bind(old_hash)
+        .execute(pool)
+        .await?;
+    Ok(changed.rows_affected() == 1)
+}
+
+/// Records now as user `id`'s last sign-in. Errors: database errors.
+pub async fn touch_last_access(pool: &PgPool, id: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE cdapi.users SET last_access = now() WHERE id = $1::uuid").bind(id).execute(pool).await?;
+    Ok(())
+}
+
+/// Links the pre-created user of `provider` whose email is `email` (case-insensitive) and who
+/// has no external identifier yet to `identifier`, when `may_link`. Returns the user's id, or
+/// `None` when no user was linked. Errors: database errors.
+pub async fn link_external(pool: &PgPool, provider: &str, email: &str, identifier: &str, may_link: bool) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "UPDATE cdapi.users SET external_identifier = $1 WHERE $4 AND provider = $2 AND external_identifier IS NULL AND lower(email) = lower($3) RETURNING id::text",
+    )
+    .bind(identifier)
+    .bind(provider)
+    .bind(email)
+    .bind(may_link)
+    .fetch_optional(pool)
+    .await
+}
+
+/// Registers a user signed in through `provider` (SSO public registration) in `role`. Errors:
+/// database errors (the email belongs to another user already: a unique violation).
+pub async fn create_external(pool: &PgPool, provider: &str, email: &str, identifier: &str, role: Option<&str>) -> sqlx::Result<()> {
+    sqlx::query("INSERT INTO cdapi.users (email, provider, external_identifier, role) VALUES ($1, $2, $3, $4::uuid)")
+        .bind(email)
+        .bind(provider)
+        .bind(identifier)
+        .bind(role)
+        .execute(pool)
+        .await?;
+    Ok(())
 }
 
 /// True for the 8-4-4-4-12 hex form of a UUID.
