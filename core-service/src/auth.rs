@@ -44,31 +44,17 @@ impl Caller {
 /// Without ADMIN_PASSWORD a random password is generated and logged once. Replicas starting
 /// together may both try to create it: the second insert does nothing.
 pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>, token: Option<&str>) -> anyhow::Result<()> {
-    let existing: Option<String> = sqlx::query_scalar("SELECT id::text FROM cdapi.users WHERE lower(email) = lower($1)")
-        .bind(email)
-        .fetch_optional(pool)
-        .await?;
+    use system_tables::users;
+    let existing = users::id_by_email(pool, email).await?;
     let token_hash = token.map(access_token::sha256_hex);
     if let Some(hash) = &token_hash {
         // The token belongs to the bootstrap admin alone (e.g. after ADMIN_EMAIL changed).
-        sqlx::query("UPDATE cdapi.users SET token_hash = NULL WHERE token_hash = $1 AND lower(email) <> lower($2)")
-            .bind(hash)
-            .bind(email)
-            .execute(pool)
-            .await?;
+        users::keep_token_for(pool, hash, email).await?;
     }
     if let Some(id) = existing {
-        // Installs from before roles existed: the admin joins the Administrator role.
-        sqlx::query("UPDATE cdapi.users SET role = (SELECT id FROM cdapi.roles WHERE name = 'Administrator') WHERE id = $1::uuid AND role IS NULL")
-            .bind(&id)
-            .execute(pool)
-            .await?;
+        users::join_administrators_if_roleless(pool, &id).await?;
         if let Some(hash) = token_hash {
-            sqlx::query("UPDATE cdapi.users SET token_hash = $1 WHERE id = $2::uuid")
-                .bind(hash)
-                .bind(id)
-                .execute(pool)
-                .await?;
+            users::set_token_hash(pool, &id, Some(&hash)).await?;
         }
         return Ok(());
     }
@@ -84,16 +70,7 @@ pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>,
         }
     };
     let hash = access_token::passwords::hash_now(password).map_err(|e| anyhow::anyhow!("hashing the admin password failed: {}", e.message))?;
-    sqlx::query(
-        "INSERT INTO cdapi.users (email, password_hash, token_hash, admin_access, role, first_name, last_name) \
-         VALUES ($1, $2, $3, true, (SELECT id FROM cdapi.roles WHERE name = 'Administrator'), 'Admin', 'User') \
-         ON CONFLICT DO NOTHING",
-    )
-        .bind(email)
-        .bind(hash)
-        .bind(token_hash)
-        .execute(pool)
-        .await?;
+    system_tables::users::create_admin(pool, email, &hash, token_hash.as_deref()).await?;
     if token.is_none() {
         tracing::warn!(email, "ADMIN_TOKEN not set: the bootstrap admin has no static token yet");
     }

@@ -100,20 +100,11 @@ pub async fn store(w: &mut Writer<'_>, keys: &[String], secrets: &[Secrets]) -> 
         if let Some(p) = &s.password {
             // argon2 is ~19 MiB and tens of ms of CPU: bounded, and never on an async worker.
             let hash = w.accounts.hasher.hash(p.clone()).await?;
-            sqlx::query("UPDATE cdapi.users SET password_hash = $1 WHERE id = $2::uuid")
-                .bind(hash)
-                .bind(key)
-                .execute(&mut *w.conn)
-                .await
-                .map_err(crate::db::map_write_error)?;
+            system_tables::users::set_password_hash(&mut *w.conn, key, &hash).await.map_err(crate::db::map_write_error)?;
         }
         if let Some(t) = &s.token {
-            sqlx::query("UPDATE cdapi.users SET token_hash = $1 WHERE id = $2::uuid")
-                .bind(t.as_deref().map(access_token::sha256_hex))
-                .bind(key)
-                .execute(&mut *w.conn)
-                .await
-                .map_err(crate::db::map_write_error)?;
+            let hash = t.as_deref().map(access_token::sha256_hex);
+            system_tables::users::set_token_hash(&mut *w.conn, key, hash.as_deref()).await.map_err(crate::db::map_write_error)?;
         }
     }
     Ok(())

@@ -33,6 +33,7 @@ pub use view::{RowAccess, Views, read_view};
 
 use crate::schema::Schema;
 use cdapi_proto::ApiError;
+use system_tables::permissions::PermissionRow;
 use cdapi_proto::v1::{Filter, FilterGroup, filter};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -198,45 +199,30 @@ fn nothing() -> Filter {
     Filter { node: Some(filter::Node::Or(FilterGroup { filters: Vec::new() })) }
 }
 
-/// One row of `cdapi.permissions`.
-#[derive(sqlx::FromRow)]
-struct Row {
-    id: i32,
-    role: Option<String>,
-    collection: String,
-    action: String,
-    permissions: Option<Value>,
-    validation: Option<Value>,
-    presets: Option<Value>,
-    fields: Option<Vec<String>>,
-}
-
-impl Row {
-    /// This row as a [`Permission`]. A filter that does not parse matches nothing (logged).
-    fn permission(self) -> Permission {
-        let filter = match self.permissions.as_ref().filter(|v| !v.is_null()) {
-            None => None,
-            Some(v) => match cdapi_proto::query_json::filter_from_json(v, 0) {
-                Ok(f) => f.map(Arc::new),
-                Err(e) => {
-                    tracing::warn!(id = self.id, error = %e.message, "permission filter cannot be used; it matches no item");
-                    Some(Arc::new(nothing()))
-                }
-            },
-        };
-        let fields = match self.fields {
-            Some(list) if !list.iter().any(|f| f == "*") => Fields::Only(list.into_iter().collect()),
-            Some(_) => Fields::All,
-            // No list: Directus reads that as no fields; only the key can be named then.
-            None => Fields::Only(HashSet::new()),
-        };
-        let validation = self.validation.filter(|v| v.as_object().is_some_and(|o| !o.is_empty()));
-        let presets = match self.presets {
-            Some(Value::Object(o)) => o,
-            _ => Map::new(),
-        };
-        Permission { filter, fields, validation, presets }
-    }
+/// A permission row as a [`Permission`]. A filter that does not parse matches nothing (logged).
+fn permission(row: PermissionRow) -> Permission {
+    let filter = match row.permissions.as_ref().filter(|v| !v.is_null()) {
+        None => None,
+        Some(v) => match cdapi_proto::query_json::filter_from_json(v, 0) {
+            Ok(f) => f.map(Arc::new),
+            Err(e) => {
+                tracing::warn!(id = row.id, error = %e.message, "permission filter cannot be used; it matches no item");
+                Some(Arc::new(nothing()))
+            }
+        },
+    };
+    let fields = match row.fields {
+        Some(list) if !list.iter().any(|f| f == "*") => Fields::Only(list.into_iter().collect()),
+        Some(_) => Fields::All,
+        // No list: Directus reads that as no fields; only the key can be named then.
+        None => Fields::Only(HashSet::new()),
+    };
+    let validation = row.validation.filter(|v| v.as_object().is_some_and(|o| !o.is_empty()));
+    let presets = match row.presets {
+        Some(Value::Object(o)) => o,
+        _ => Map::new(),
+    };
+    Permission { filter, fields, validation, presets }
 }
 
 /// Every role's grants, read with the schema snapshot (and rebuilt with it when
@@ -285,12 +271,8 @@ impl Rules {
     /// Every signed-in user also gets the [`minimal`] rows (their own user and role).
     /// Errors: database.
     pub async fn load(pool: &sqlx::PgPool) -> Result<Self, sqlx::Error> {
-        let rows: Vec<Row> = sqlx::query_as(
-            "SELECT id, role::text AS role, collection, action, permissions, validation, presets, fields FROM cdapi.permissions ORDER BY id",
-        )
-        .fetch_all(pool)
-        .await?;
-        let roles: Vec<String> = sqlx::query_scalar("SELECT id::text FROM cdapi.roles").fetch_all(pool).await?;
+        let rows = system_tables::permissions::all(pool).await?;
+        let roles = system_tables::permissions::role_ids(pool).await?;
         let mut by_subject: HashMap<Subject, HashMap<(String, Action), Grant>> = HashMap::new();
         let mut add = |subject: Subject, key: (String, Action), row: Permission| {
             by_subject.entry(subject).or_default().entry(key).or_insert_with(|| Grant { rows: Vec::new() }).rows.push(row);
@@ -298,7 +280,8 @@ impl Rules {
         for row in rows {
             let Some(action) = Action::parse(&row.action) else { continue };
             let subject = row.role.clone().map_or(Subject::Public, Subject::Role);
-            add(subject, (row.collection.clone(), action), row.permission());
+            let key = (row.collection.clone(), action);
+            add(subject, key, permission(row));
         }
         for subject in roles.into_iter().map(Subject::Role).chain([Subject::NoRole]) {
             for (collection, action, row) in minimal() {

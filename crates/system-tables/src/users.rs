@@ -186,6 +186,60 @@ pub async fn create_external(pool: &PgPool, provider: &str, email: &str, identif
     Ok(())
 }
 
+// Writes of core-service: a user's write-only secrets (inside the item write's transaction)
+// and the bootstrap admin.
+
+/// Sets user `id`'s password hash (`executor`: the write's transaction). Errors: database errors.
+pub async fn set_password_hash<'e>(executor: impl sqlx::PgExecutor<'e>, id: &str, hash: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE cdapi.users SET password_hash = $1 WHERE id = $2::uuid").bind(hash).bind(id).execute(executor).await?;
+    Ok(())
+}
+
+/// Sets or clears user `id`'s static token hash (SHA-256 hex). Errors: database errors.
+pub async fn set_token_hash<'e>(executor: impl sqlx::PgExecutor<'e>, id: &str, hash: Option<&str>) -> sqlx::Result<()> {
+    sqlx::query("UPDATE cdapi.users SET token_hash = $1 WHERE id = $2::uuid").bind(hash).bind(id).execute(executor).await?;
+    Ok(())
+}
+
+/// The id of the user with `email` (case-insensitive). Errors: database errors.
+pub async fn id_by_email(pool: &PgPool, email: &str) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar("SELECT id::text FROM cdapi.users WHERE lower(email) = lower($1)").bind(email).fetch_optional(pool).await
+}
+
+/// Clears the static token `hash` from every user but the one with `email`. Errors: database
+/// errors.
+pub async fn keep_token_for(pool: &PgPool, hash: &str, email: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE cdapi.users SET token_hash = NULL WHERE token_hash = $1 AND lower(email) <> lower($2)").bind(hash).bind(email).execute(pool).await?;
+    Ok(())
+}
+
+/// Puts user `id` in the Administrator role when it has none (installs from before roles).
+/// Errors: database errors.
+pub async fn join_administrators_if_roleless(pool: &PgPool, id: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE cdapi.users SET role = (SELECT id FROM cdapi.roles WHERE name = 'Administrator') WHERE id = $1::uuid AND role IS NULL")
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Creates the bootstrap admin `Admin User` (as Directus names it) in the Administrator role,
+/// unless a user with `email` exists already (replicas starting together). Errors: database
+/// errors.
+pub async fn create_admin(pool: &PgPool, email: &str, password_hash: &str, token_hash: Option<&str>) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO cdapi.users (email, password_hash, token_hash, admin_access, role, first_name, last_name) \
+         VALUES ($1, $2, $3, true, (SELECT id FROM cdapi.roles WHERE name = 'Administrator'), 'Admin', 'User') \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(email)
+    .bind(password_hash)
+    .bind(token_hash)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// True for the 8-4-4-4-12 hex form of a UUID.
 pub fn is_uuid(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
