@@ -34,8 +34,9 @@ fn reader_rules() -> Value {
     ])
 }
 
-/// The same relations as ours (Dataset::Blog), through Directus's own API.
-async fn register_peer_relations(peer: &str) {
+/// Configures the peer as ours is, through Directus's own API: the same relations (ours:
+/// Dataset::Blog's rows and default O2M names) and the restricted role of [`reader_rules`].
+async fn configure_peer(peer: &str) {
     let c = http_client().build().expect("client");
     let call = |method: Method, path: &str, body: Value| {
         let req = c.request(method, format!("{peer}{path}")).bearer_auth(directus_peer::ADMIN_TOKEN).json(&body);
@@ -106,7 +107,7 @@ async fn ours_and_directus_answer_alike() {
     .await
     .expect("join")
     .expect("our environment");
-    register_peer_relations(&peer.url).await;
+    configure_peer(&peer.url).await;
     role(&app, "Readers", reader_rules()).await;
 
     let mut d = Differential::new((app.rest_url.clone(), ADMIN_TOKEN.into()), (peer.url.clone(), directus_peer::ADMIN_TOKEN.into()));

@@ -35,6 +35,10 @@ pub async fn run(d: &mut Differential) {
     }
     d.deviates("graphql countAll", "graphql-countall", Req::graphql("/graphql", "{ articles_aggregated { countAll } }")).await;
     let system = [
+        ("server_ping", "{ server_ping }"),
+        ("auth_login", "mutation { auth_login(email: \"admin@example.com\", password: \"admin-password\") { access_token expires refresh_token } }"),
+        ("auth_login wrong password", "mutation { auth_login(email: \"admin@example.com\", password: \"nope\") { access_token } }"),
+        ("update_users_me", "mutation { update_users_me(data: { last_name: \"User\" }) { first_name last_name } }"),
         ("users_me", "{ users_me { email first_name last_name } }"),
         ("roles", "{ roles(sort: [\"name\"]) { name } }"),
         ("users", "{ users(sort: [\"email\"]) { email role { name } } }"),
