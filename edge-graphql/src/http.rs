@@ -256,6 +256,36 @@ fn validation_body(errors: &[async_graphql::ServerError]) -> String {
     )
 }
 
+/// The response's JSON as Directus writes it: `data`, then `errors` with each error's keys in
+/// the order Directus's formatting leaves them (`message`, `extensions`, `locations`, `path`),
+/// then `extensions` when there are any.
+fn response_body(r: &async_graphql::Response) -> Result<String, serde_json::Error> {
+    let mut out = format!(r#"{{"data":{}"#, serde_json::to_string(&r.data)?);
+    if !r.errors.is_empty() {
+        let mut errors = Vec::with_capacity(r.errors.len());
+        for e in &r.errors {
+            let mut o = format!(r#"{{"message":{}"#, serde_json::to_string(&e.message)?);
+            if let Some(x) = &e.extensions {
+                o.push_str(&format!(r#","extensions":{}"#, serde_json::to_string(x)?));
+            }
+            if !e.locations.is_empty() {
+                o.push_str(&format!(r#","locations":{}"#, serde_json::to_string(&e.locations)?));
+            }
+            if !e.path.is_empty() {
+                o.push_str(&format!(r#","path":{}"#, serde_json::to_string(&e.path)?));
+            }
+            o.push('}');
+            errors.push(o);
+        }
+        out.push_str(&format!(r#","errors":[{}]"#, errors.join(",")));
+    }
+    if !r.extensions.is_empty() {
+        out.push_str(&format!(r#","extensions":{}"#, serde_json::to_string(&r.extensions)?));
+    }
+    out.push('}');
+    Ok(out)
+}
+
 /// The GraphQL response as HTTP: every error gets a `code` (GRAPHQL_VALIDATION for parse and
 /// validation errors, INTERNAL_SERVER_ERROR for unexpected ones); 400 when nothing ran. The
 /// response is serialised once, straight to bytes.
@@ -272,9 +302,9 @@ fn render(mut response: async_graphql::Response) -> Response {
         return with_body(StatusCode::BAD_REQUEST, "application/json; charset=utf-8", validation_body(&response.errors));
     }
     let status = if not_executed { StatusCode::BAD_REQUEST } else { StatusCode::OK };
-    let body = serde_json::to_vec(&response).unwrap_or_else(|e| {
+    let body = response_body(&response).unwrap_or_else(|e| {
         tracing::error!(error = %e, "a GraphQL response could not be serialised");
-        br#"{"data":null,"errors":[{"message":"An unexpected error occurred.","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}"#.to_vec()
+        r#"{"data":null,"errors":[{"message":"An unexpected error occurred.","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}"#.to_owned()
     });
     let mut res = with_body(status, "application/json; charset=utf-8", body);
     for (name, value) in response.http_headers.iter() {

@@ -148,14 +148,14 @@ pub fn field_result<'a>(
     }
 }
 
-/// An API error as a GraphQL error: its message, and `extensions` with `code` and the error's
-/// own extensions (directus-facts.md "Error body", GraphQL).
+/// An API error as a GraphQL error: its message, and `extensions` with the error's own
+/// extensions and `code` last, as Directus writes them (directus-facts.md "Error body", GraphQL).
 pub fn gql_error(e: ApiError) -> async_graphql::Error {
     let mut ext = ErrorExtensionValues::default();
-    ext.set("code", e.code.as_str());
-    for (k, v) in &e.extensions {
+    for (k, v) in e.extensions.iter().filter(|(k, _)| k.as_str() != "code") {
         ext.set(k.clone(), json_to_value(v));
     }
+    ext.set("code", e.code.as_str());
     async_graphql::Error { message: e.message, source: None, extensions: Some(ext) }
 }
 
