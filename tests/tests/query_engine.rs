@@ -5,7 +5,7 @@
 
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::{AggregateCall, AggregateFunction, Query, ReadItemsRequest};
-use e2e_tests::{ADMIN_TOKEN, Dataset, app, column, get, sql_json};
+use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error, column, get, sql_json};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -146,6 +146,20 @@ async fn having_filters_groups_on_their_results() {
     assert_eq!(r.status, 400, "having on an aggregate not requested: {}", r.body);
     let r = get(app, "/items/payment?having[count][_gt]=1").await;
     assert_eq!(r.status, 400, "having without aggregate: {}", r.body);
+    // The filters' operator table: operands are checked against the result's type, and every
+    // filter operator applies with the filters' meaning (`_neq: null` is IS NOT NULL).
+    let r = get(app, "/items/payment?aggregate[count]=*&groupBy[]=staff_id&having[count][_gt]=many").await;
+    assert_error(&r, 400, "INVALID_QUERY", "a count compared with a word");
+    let r = get(app, "/items/payment?aggregate[sum]=amount&groupBy[]=customer_id&having[sum][amount][_nbetween]=0,150&having[sum][amount][_neq]=null&sort=customer_id").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let truth = sql_json(
+        app,
+        "SELECT coalesce(json_agg(json_build_object('customer_id', customer_id, 'sum', json_build_object('amount', s::text)) ORDER BY customer_id), '[]')::text \
+         FROM (SELECT customer_id, sum(amount) s FROM payment GROUP BY customer_id HAVING sum(amount) NOT BETWEEN 0 AND 150 AND sum(amount) IS NOT NULL ORDER BY customer_id LIMIT 100) x",
+    )
+    .await;
+    assert!(truth.as_array().is_some_and(|a| !a.is_empty()));
+    assert_eq!(r.body["data"], truth);
 }
 
 #[tokio::test]

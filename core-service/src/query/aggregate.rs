@@ -16,6 +16,7 @@
 //! (`year(published_at)`), and `having` (an extension) filters groups on their results, e.g.
 //! `having[count][_gt]=10` or `having[sum][amount][_gte]=100`.
 
+use super::filter::Target;
 use super::functions;
 use super::order::Joins;
 use super::read::{ReadStatement, pagination};
@@ -23,14 +24,25 @@ use super::sql::{column, ident};
 use super::{Planner, forbidden_field};
 use crate::schema::{Collection, Field, FieldType};
 use cdapi_proto::ApiError;
-use cdapi_proto::query_json::operator_name;
-use cdapi_proto::v1::{AggregateFunction, Filter, Operator, Query, filter, value};
+use cdapi_proto::v1::{AggregateFunction, Filter, Operator, Query, filter};
 use std::collections::HashMap;
 
-/// An aggregate result `having` can compare: its SQL and the type its operands are cast to.
+/// An aggregate result `having` can compare: its SQL, the type its operands are cast to and
+/// checked as.
 struct HavingTarget {
     expr: String,
     db_type: String,
+    field_type: FieldType,
+}
+
+/// The field type of an aggregate's result: its own for min/max, else by the result's SQL type.
+fn result_type(db_type: &str, field: &Field) -> FieldType {
+    match db_type {
+        "bigint" => FieldType::BigInteger,
+        "numeric" => FieldType::Decimal,
+        "double precision" => FieldType::Float,
+        _ => field.field_type,
+    }
 }
 
 impl Planner<'_> {
@@ -69,7 +81,7 @@ impl Planner<'_> {
             }
             if function == AggregateFunction::CountAll || (function == AggregateFunction::Count && call.fields.iter().any(|f| f == "*")) {
                 columns.push(format!("count(*)::text AS {}", ident(name)));
-                targets.insert(name.to_owned(), HavingTarget { expr: "count(*)".into(), db_type: "bigint".into() });
+                targets.insert(name.to_owned(), HavingTarget { expr: "count(*)".into(), db_type: "bigint".into(), field_type: FieldType::BigInteger });
                 continue;
             }
             if call.fields.is_empty() {
@@ -80,7 +92,8 @@ impl Planner<'_> {
                 let field = collection.field(f).ok_or_else(|| forbidden_field(&collection.name, f))?;
                 let (output, raw, db_type) = aggregate_expr(function, field, "t0")?;
                 pairs.push(format!("'{}', {output}", f.replace('\'', "''")));
-                targets.insert(format!("{name}.{f}"), HavingTarget { expr: raw, db_type });
+                let field_type = result_type(&db_type, field);
+                targets.insert(format!("{name}.{f}"), HavingTarget { expr: raw, db_type, field_type });
             }
             if pairs.len() > 50 {
                 return Err(ApiError::invalid_query(format!("aggregate[{name}] takes at most 50 fields")));
@@ -153,62 +166,11 @@ impl Planner<'_> {
                     ))
                 })?;
                 let op = Operator::try_from(c.operator).unwrap_or(Operator::Unspecified);
-                let values: Vec<String> = match c.value.as_ref().and_then(|v| v.kind.as_ref()) {
-                    None | Some(value::Kind::Null(_)) => Vec::new(),
-                    Some(value::Kind::List(l)) => l.values.iter().filter_map(|v| scalar(v.kind.as_ref())).collect(),
-                    Some(value::Kind::String(s)) if matches!(op, Operator::In | Operator::Nin | Operator::Between | Operator::Nbetween) => {
-                        s.split(',').map(|p| p.trim().to_owned()).collect()
-                    }
-                    other => scalar(other).into_iter().collect(),
-                };
-                let mut cast = |v: &String| self.sql.cast_param(v.clone(), &t.db_type);
-                let one = |values: &[String]| -> Result<String, ApiError> {
-                    values.first().cloned().ok_or_else(|| ApiError::invalid_query(format!("\"{}\" needs a value", operator_name(op))))
-                };
-                let e = &t.expr;
-                Ok(match op {
-                    Operator::Eq | Operator::Neq | Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
-                        let sym = match op {
-                            Operator::Eq => "=",
-                            Operator::Neq => "<>",
-                            Operator::Lt => "<",
-                            Operator::Lte => "<=",
-                            Operator::Gt => ">",
-                            _ => ">=",
-                        };
-                        let v = one(&values)?;
-                        format!("{e} {sym} {}", cast(&v))
-                    }
-                    Operator::In | Operator::Nin if values.is_empty() => (if op == Operator::In { "FALSE" } else { "TRUE" }).into(),
-                    Operator::In | Operator::Nin => {
-                        let list: Vec<String> = values.iter().map(&mut cast).collect();
-                        format!("{e} {}IN ({})", if op == Operator::Nin { "NOT " } else { "" }, list.join(", "))
-                    }
-                    Operator::Between | Operator::Nbetween if values.len() == 2 => {
-                        let (lo, hi) = (cast(&values[0]), cast(&values[1]));
-                        format!("{e} {}BETWEEN {lo} AND {hi}", if op == Operator::Nbetween { "NOT " } else { "" })
-                    }
-                    Operator::Null => format!("{e} IS NULL"),
-                    Operator::Nnull => format!("{e} IS NOT NULL"),
-                    _ => {
-                        return Err(ApiError::invalid_query(format!(
-                            "\"{}\" cannot be used in \"having\"",
-                            operator_name(op)
-                        )));
-                    }
-                })
+                // The filters' own operator table, on the aggregate's expression.
+                let target = Target { expr: t.expr.clone(), field_type: t.field_type, db_type: t.db_type.clone(), is_enum: false, name };
+                self.compare(&target, op, c.value.as_ref())
             }
         }
-    }
-}
-
-fn scalar(v: Option<&value::Kind>) -> Option<String> {
-    match v? {
-        value::Kind::String(s) => Some(s.clone()),
-        value::Kind::Integer(i) => Some(i.to_string()),
-        value::Kind::Float(f) => Some(f.to_string()),
-        value::Kind::Boolean(b) => Some(b.to_string()),
-        _ => None,
     }
 }
 

@@ -19,17 +19,17 @@ use cdapi_proto::query_json::operator_name;
 use cdapi_proto::v1::{FieldCondition, Filter, Operator, Quantifier, RelationFilter, Value, filter, value};
 
 /// What a condition compares: a column or a function of one.
-struct Target {
+pub(super) struct Target {
     /// SQL expression.
-    expr: String,
+    pub(super) expr: String,
     /// Type for value checks and casts.
-    field_type: FieldType,
+    pub(super) field_type: FieldType,
     /// Postgres type name for casts.
-    db_type: String,
+    pub(super) db_type: String,
     /// Enum column (compared as text in LIKE forms).
-    is_enum: bool,
+    pub(super) is_enum: bool,
     /// Name for messages.
-    name: String,
+    pub(super) name: String,
 }
 
 impl Planner<'_> {
@@ -222,7 +222,13 @@ impl Planner<'_> {
     fn condition(&mut self, collection: &Collection, alias: &str, c: &FieldCondition) -> Result<String, ApiError> {
         let t = self.target(collection, alias, &c.field)?;
         let op = Operator::try_from(c.operator).unwrap_or(Operator::Unspecified);
-        let v = c.value.as_ref();
+        self.compare(&t, op, c.value.as_ref())
+    }
+
+    /// The one operator table (spec: Filter rules): `op` with operand `v` on the expression of
+    /// `t`, as SQL. Used by filters, validation rules and `having`. Errors: INVALID_QUERY for an
+    /// operator the type does not take, a missing or malformed operand.
+    pub(super) fn compare(&mut self, t: &Target, op: Operator, v: Option<&Value>) -> Result<String, ApiError> {
         let ordering = matches!(op, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte | Operator::Between | Operator::Nbetween);
         let refused = match t.field_type {
             // json has no equality or order in Postgres.
@@ -243,13 +249,13 @@ impl Planner<'_> {
         let as_text = if t.field_type.is_textual() && !t.is_enum { col.clone() } else { format!("{col}::text") };
         let need = |o: Option<Operand>| o.ok_or_else(|| ApiError::invalid_query(format!("\"{}\" needs a value", operator_name(op))));
         Ok(match op {
-            Operator::Eq => match self.scalar(&t, op, v)? {
+            Operator::Eq => match self.scalar(t, op, v)? {
                 None => format!("{col} IS NULL"),
-                Some(o) => format!("{col} = {}", self.operand_sql(&t, o)?),
+                Some(o) => format!("{col} = {}", self.operand_sql(t, o)?),
             },
-            Operator::Neq => match self.scalar(&t, op, v)? {
+            Operator::Neq => match self.scalar(t, op, v)? {
                 None => format!("{col} IS NOT NULL"),
-                Some(o) => format!("{col} <> {}", self.operand_sql(&t, o)?),
+                Some(o) => format!("{col} <> {}", self.operand_sql(t, o)?),
             },
             Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
                 let sym = match op {
@@ -258,11 +264,11 @@ impl Planner<'_> {
                     Operator::Gt => ">",
                     _ => ">=",
                 };
-                let o = need(self.scalar(&t, op, v)?)?;
-                format!("{col} {sym} {}", self.operand_sql(&t, o)?)
+                let o = need(self.scalar(t, op, v)?)?;
+                format!("{col} {sym} {}", self.operand_sql(t, o)?)
             }
             Operator::In | Operator::Nin => {
-                let items = self.list(&t, op, v)?;
+                let items = self.list(t, op, v)?;
                 if items.is_empty() {
                     return Ok(if op == Operator::In { "FALSE" } else { "TRUE" }.into());
                 }
@@ -272,7 +278,7 @@ impl Planner<'_> {
                     let p = self.sql.param(Param::TextArray(texts));
                     format!("{col} = ANY(CAST({p} AS {}[]))", t.db_type)
                 } else {
-                    let exprs = items.into_iter().map(|o| self.operand_sql(&t, o)).collect::<Result<Vec<_>, _>>()?;
+                    let exprs = items.into_iter().map(|o| self.operand_sql(t, o)).collect::<Result<Vec<_>, _>>()?;
                     format!("{col} IN ({})", exprs.join(", "))
                 };
                 if op == Operator::In { any } else { format!("NOT ({any})") }
@@ -325,10 +331,10 @@ impl Planner<'_> {
                 if negate { format!("NOT ({as_text} {kw} {p})") } else { format!("{as_text} {kw} {p}") }
             }
             Operator::Between | Operator::Nbetween => {
-                let items = self.list(&t, op, v)?;
+                let items = self.list(t, op, v)?;
                 let [lo, hi] = <[Operand; 2]>::try_from(items)
                     .map_err(|_| ApiError::invalid_query(format!("\"{}\" takes exactly two values", operator_name(op))))?;
-                let (lo, hi) = (self.operand_sql(&t, lo)?, self.operand_sql(&t, hi)?);
+                let (lo, hi) = (self.operand_sql(t, lo)?, self.operand_sql(t, hi)?);
                 let between = format!("{col} BETWEEN {lo} AND {hi}");
                 if op == Operator::Between { between } else { format!("NOT ({between})") }
             }
