@@ -16,8 +16,8 @@ use async_graphql::Variables;
 use cdapi_proto::{ApiError, ErrorCode};
 use edge_http::caller::{Caller, RequestIds};
 use edge_http::cookies::{Kind, get as cookie};
-use edge_http::reply::{error, method_not_allowed, with_body};
-use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use edge_http::reply::{method_not_allowed, with_body};
+use http::{HeaderMap, Method, StatusCode};
 use serde_json::Value as Json;
 use std::sync::Arc;
 use warp::Filter;
@@ -37,24 +37,14 @@ pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>, readiness: servi
             let body = edge_http::body::boxed(body);
             let (cache, settings, ids, readiness) = (cache.clone(), settings.clone(), ids.clone(), readiness.clone());
             async move {
-                let started = std::time::Instant::now();
                 let request_id = ids.next(&headers);
-                let mut res = if readiness.is_stopping() && path.as_str().trim_end_matches('/') == "/server/health" {
-                    with_body(StatusCode::SERVICE_UNAVAILABLE, "application/health+json", r#"{"status":"error"}"#)
-                } else {
-                    use tracing::Instrument;
-                    let span = tracing::info_span!("http", method = %method, path = %path.as_str(), request_id = %request_id);
-                    service_runtime::otel::adopt_parent(&span, &headers);
-                    match route(&cache, &settings, &method, path.as_str(), &query, &headers, peer, body, &request_id).instrument(span).await {
-                        Ok(r) => r,
-                        Err(e) => error(&e),
+                let work = async {
+                    if readiness.is_stopping() && path.as_str().trim_end_matches('/') == "/server/health" {
+                        return Ok(with_body(StatusCode::SERVICE_UNAVAILABLE, "application/health+json", r#"{"status":"error"}"#));
                     }
+                    route(&cache, &settings, &method, path.as_str(), &query, &headers, peer, body, &request_id).await
                 };
-                if let Ok(v) = HeaderValue::from_str(&request_id) {
-                    res.headers_mut().insert("x-request-id", v);
-                }
-                edge_http::observe::record(path.as_str(), &method, res.status(), started);
-                res
+                edge_http::observe::answer(&method, path.as_str(), &headers, &request_id, work).await
             }
         })
 }

@@ -48,13 +48,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
             let session_cookie = edge_http::cookies::get(&headers, state.cookies.name(edge_http::cookies::Kind::Session));
             let req = request::HttpRequest { method, path: path.as_str().to_owned(), query, headers, client_ip, session_cookie };
             let body = edge_http::body::boxed(body);
-            async move {
-                let started = std::time::Instant::now();
-                let (path, method) = (req.path.clone(), req.method.clone());
-                let res = routes::handle(state, req, body).await;
-                edge_http::observe::record(&path, &method, res.status(), started);
-                res
-            }
+            routes::handle(state, req, body)
         });
     tracing::info!(addr = %listener.local_addr()?, core = %settings.edge.core_url, auth = %settings.edge.auth_url, "edge-rest listening (HTTP)");
     edge_http::serve::serve(listener, routes, shutdown).await;

@@ -16,12 +16,11 @@ use std::sync::Arc;
 use warp::reply::Response;
 
 
-/// Routes one request and always answers (errors become Directus error bodies).
+/// Routes one request and always answers: span, error body, `x-request-id` and metrics by
+/// [`edge_http::observe::answer`].
 pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Response {
     let request_id = state.request_id(&req.headers);
-    let span = tracing::info_span!("http", method = %req.method, path = %req.path, request_id = %request_id);
-    service_runtime::otel::adopt_parent(&span, &req.headers);
-    let routed = async {
+    let work = async {
         edge_http::settings::check_query_string(&req.query, state.max_query_string_size)?;
         if let (Some(limiter), Some(ip)) = (&state.limiter, req.client_ip) {
             limiter.check(ip).inspect_err(|_| service_runtime::metrics::global().rate_limited("edge-rest"))?;
@@ -29,17 +28,8 @@ pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Resp
         let body = edge_http::body::refuse_oversized(&req.headers, body, state.max_payload_size)?;
         route(&state, &req, body, &request_id).await
     };
-    let mut res = match tracing::Instrument::instrument(routed, span.clone()).await {
-        Ok(res) => res,
-        Err(e) => reply::error(&e),
-    };
-    if let Ok(v) = http::HeaderValue::from_str(&request_id) {
-        res.headers_mut().insert("x-request-id", v);
-    }
-    tracing::debug!(parent: &span, status = res.status().as_u16(), "request done");
-    res
+    edge_http::observe::answer(&req.method, &req.path, &req.headers, &request_id, work).await
 }
-
 
 async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
     let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();

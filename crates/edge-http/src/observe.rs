@@ -1,5 +1,31 @@
-//! What the edges record per request for metrics: the route template of a path, so that ids,
-//! collections and unknown paths do not each become a time series.
+//! What the edges record per request: [`answer`] wraps one request's work in its span, error
+//! body, `x-request-id` and metrics (the same for both edges); metrics use the route template
+//! of a path, so that ids, collections and unknown paths do not each become a time series.
+
+use cdapi_proto::ApiError;
+use std::future::Future;
+use tracing::Instrument;
+use warp::reply::Response;
+
+/// Answers one request whose work is `work`: in a span `http` (method, path, request id; the
+/// client's `traceparent` adopted), an error as Directus's error body with its status
+/// ([`crate::reply::error`]), `x-request-id` on the answer, and the request counted in the
+/// metrics ([`record`]).
+pub async fn answer(method: &http::Method, path: &str, headers: &http::HeaderMap, request_id: &str, work: impl Future<Output = Result<Response, ApiError>>) -> Response {
+    let started = std::time::Instant::now();
+    let span = tracing::info_span!("http", method = %method, path = %path, request_id = %request_id);
+    service_runtime::otel::adopt_parent(&span, headers);
+    let mut res = match work.instrument(span.clone()).await {
+        Ok(res) => res,
+        Err(e) => crate::reply::error(&e),
+    };
+    if let Ok(v) = http::HeaderValue::from_str(request_id) {
+        res.headers_mut().insert("x-request-id", v);
+    }
+    tracing::debug!(parent: &span, status = res.status().as_u16(), "request done");
+    record(path, method, res.status(), started);
+    res
+}
 
 /// Counts one answered request in the process's metrics under its route template (see
 /// [`route_template`]), with its latency since `started`.
