@@ -27,26 +27,19 @@ use warp::reply::Response;
 /// `/server/health` answers 503 once `readiness` is off (shutdown began).
 pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>, readiness: service_runtime::shutdown::Readiness) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
     let ids = Arc::new(RequestIds::default());
-    warp::method()
-        .and(warp::path::full())
-        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
-        .and(warp::header::headers_cloned())
-        .and(edge_http::serve::peer())
-        .and(warp::body::stream())
-        .then(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap, peer, body| {
-            let body = edge_http::body::boxed(body);
-            let (cache, settings, ids, readiness) = (cache.clone(), settings.clone(), ids.clone(), readiness.clone());
-            async move {
-                let request_id = ids.next(&headers);
-                let work = async {
-                    if readiness.is_stopping() && path.as_str().trim_end_matches('/') == "/server/health" {
-                        return Ok(with_body(StatusCode::SERVICE_UNAVAILABLE, "application/health+json", r#"{"status":"error"}"#));
-                    }
-                    route(&cache, &settings, &method, path.as_str(), &query, &headers, peer, body, &request_id).await
-                };
-                edge_http::observe::answer(&method, path.as_str(), &headers, &request_id, work).await
-            }
-        })
+    edge_http::serve::incoming().then(move |i: edge_http::serve::Incoming| {
+        let (cache, settings, ids, readiness) = (cache.clone(), settings.clone(), ids.clone(), readiness.clone());
+        async move {
+            let request_id = ids.next(&i.headers);
+            let work = async {
+                if readiness.is_stopping() && i.path.trim_end_matches('/') == "/server/health" {
+                    return Ok(with_body(StatusCode::SERVICE_UNAVAILABLE, "application/health+json", r#"{"status":"error"}"#));
+                }
+                route(&cache, &settings, &i.method, &i.path, &i.query, &i.headers, i.peer, i.body, &request_id).await
+            };
+            edge_http::observe::answer(&i.method, &i.path, &i.headers, &request_id, work).await
+        }
+    })
 }
 
 #[allow(clippy::too_many_arguments)]

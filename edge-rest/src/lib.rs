@@ -36,20 +36,13 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
     let readiness = state.readiness.clone();
     let shutdown = service_runtime::shutdown::drain_after(shutdown, service_runtime::shutdown::delay_from_env()?, move || readiness.stop());
     // Item data can exceed tonic's 4 MiB default (limit=-1 on a large collection).
-    let routes = warp::method()
-        .and(warp::path::full())
-        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
-        .and(warp::header::headers_cloned())
-        .and(edge_http::serve::peer())
-        .and(warp::body::stream())
-        .then(move |method, path: warp::path::FullPath, query, headers: http::HeaderMap, peer, body| {
-            let state = state.clone();
-            let client_ip = state.client_ip.resolve(peer, &headers);
-            let session_cookie = edge_http::cookies::get(&headers, state.cookies.name(edge_http::cookies::Kind::Session));
-            let req = request::HttpRequest { method, path: path.as_str().to_owned(), query, headers, client_ip, session_cookie };
-            let body = edge_http::body::boxed(body);
-            routes::handle(state, req, body)
-        });
+    let routes = edge_http::serve::incoming().then(move |i: edge_http::serve::Incoming| {
+        let state = state.clone();
+        let client_ip = state.client_ip.resolve(i.peer, &i.headers);
+        let session_cookie = edge_http::cookies::get(&i.headers, state.cookies.name(edge_http::cookies::Kind::Session));
+        let req = request::HttpRequest { method: i.method, path: i.path, query: i.query, headers: i.headers, client_ip, session_cookie };
+        routes::handle(state, req, i.body)
+    });
     tracing::info!(addr = %listener.local_addr()?, core = %settings.edge.core_url, auth = %settings.edge.auth_url, "edge-rest listening (HTTP)");
     edge_http::serve::serve(listener, routes, shutdown).await;
     tracing::info!("edge-rest stopped");

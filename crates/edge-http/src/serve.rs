@@ -24,6 +24,41 @@ pub fn peer() -> impl Filter<Extract = (Option<SocketAddr>,), Error = Infallible
     warp::ext::optional::<Peer>().map(|p: Option<Peer>| p.map(|Peer(a)| a))
 }
 
+/// One request as both edges take it from their one catch-all filter ([`incoming`]).
+pub struct Incoming {
+    /// Method (SEARCH included).
+    pub method: http::Method,
+    /// Path, still percent-encoded.
+    pub path: String,
+    /// Raw query string, without `?` (empty when there is none).
+    pub query: String,
+    /// Headers.
+    pub headers: http::HeaderMap,
+    /// The connection's peer (see [`peer`]).
+    pub peer: Option<SocketAddr>,
+    /// The body, unread (see [`crate::body`]).
+    pub body: crate::body::Body,
+}
+
+/// The catch-all filter of both edges: every request, whatever its path and method, as an
+/// [`Incoming`], so routing (and ROUTE_NOT_FOUND / 405 in Directus's error body) is the edge's.
+pub fn incoming() -> impl Filter<Extract = (Incoming,), Error = warp::Rejection> + Clone {
+    warp::method()
+        .and(warp::path::full())
+        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
+        .and(warp::header::headers_cloned())
+        .and(peer())
+        .and(warp::body::stream())
+        .map(|method, path: warp::path::FullPath, query, headers, peer, body| Incoming {
+            method,
+            path: path.as_str().to_owned(),
+            query,
+            headers,
+            peer,
+            body: crate::body::boxed(body),
+        })
+}
+
 /// Serves `filter` on `listener` until `shutdown` resolves; then closes the listener and waits
 /// for the open connections' in-flight requests (idle keep-alive connections are closed).
 pub async fn serve<F>(listener: TcpListener, filter: F, shutdown: impl Future<Output = ()> + Send + 'static)
