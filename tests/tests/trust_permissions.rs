@@ -353,3 +353,32 @@ async fn random_permission_rows_read_and_write_exactly_the_ground_truth() {
         }
     }
 }
+
+/// An attacker probing which collections exist: for the public role and for a role with rules,
+/// a collection that exists but is not granted and one that does not exist answer alike (same
+/// status, code and extensions, the name aside), by read, by key, by GraphQL-free write and by
+/// delete. Only an admin, who sees every collection anyway, gets the bare FORBIDDEN of an
+/// unknown one.
+#[tokio::test]
+async fn forbidden_collections_do_not_reveal_whether_they_exist() {
+    let app = app(Dataset::Demo);
+    let fixture = e2e_tests::fixture::demo(app).await;
+    let shape = |r: &e2e_tests::Reply, name: &str| {
+        let text = r.body.to_string().replace(name, "<collection>");
+        (r.status, text)
+    };
+    for token in [None, Some(fixture.reviewer.as_str())] {
+        for (method, path, body) in [
+            (Method::GET, "/items/{}", None),
+            (Method::GET, "/items/{}/1", None),
+            (Method::POST, "/items/{}", Some(json!({"name": "x"}))),
+            (Method::DELETE, "/items/{}/1", None),
+        ] {
+            // `settings` exists in the demo schema; neither role may touch it.
+            let existing = call(app, token, method.clone(), &path.replace("{}", "settings"), body.clone()).await;
+            let missing = call(app, token, method.clone(), &path.replace("{}", "no_such_collection"), body.clone()).await;
+            assert_eq!(existing.status, 403, "{method} {path} as {token:?}: {}", existing.body);
+            assert_eq!(shape(&existing, "settings"), shape(&missing, "no_such_collection"), "{method} {path} as {token:?}");
+        }
+    }
+}

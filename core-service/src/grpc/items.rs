@@ -66,7 +66,7 @@ impl Items {
         F: for<'c> FnOnce(&'c mut Writer<'c>, &'c Collection) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ApiError>> + Send + 'c>>,
     {
         let caller = self.state.caller(md).await?;
-        let collection = caller.schema.collection(collection).cloned().ok_or_else(ApiError::forbidden)?;
+        let collection = collection_in(&caller, &caller.schema, collection)?;
         let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
         let out = {
             let mut w = caller.writer(&mut tx, self.state.limits);
@@ -397,11 +397,17 @@ impl ItemsService for Items {
     }
 }
 
-/// `name` in what `caller` may read. A collection that does not exist and one the caller may
-/// not read are both FORBIDDEN (spec rule 6); the latter carries Directus's `reason`.
+/// `name` in what `caller` may read.
 fn readable_in(caller: &Caller, name: &str) -> Result<Arc<Collection>, ApiError> {
-    caller.read.collection(name).cloned().ok_or_else(|| match caller.schema.collection(name) {
-        Some(_) => crate::query::forbidden_action(name, "read"),
-        None => ApiError::forbidden(),
+    collection_in(caller, &caller.read, name)
+}
+
+/// `name` in `schema` (the caller's read view, or the whole snapshot for writes, whose grants
+/// are checked after). Missing: FORBIDDEN alike whether the collection does not exist or the
+/// caller may not reach it (spec rule 6; see [`crate::query::forbidden_collection`]).
+fn collection_in(caller: &Caller, schema: &crate::schema::Schema, name: &str) -> Result<Arc<Collection>, ApiError> {
+    schema.collection(name).cloned().ok_or_else(|| match caller.access {
+        crate::permissions::Access::Admin => ApiError::forbidden(),
+        crate::permissions::Access::Subject(_) => crate::query::forbidden_collection(name),
     })
 }

@@ -319,7 +319,7 @@ impl Access {
                 .grant(subject, collection, action)
                 .cloned()
                 .map(std::borrow::Cow::Owned)
-                .ok_or_else(|| crate::query::forbidden_action(collection, action.as_str())),
+                .ok_or_else(|| crate::query::forbidden_collection(collection)),
         }
     }
 }

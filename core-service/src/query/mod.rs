@@ -205,22 +205,20 @@ impl<'a> Planner<'a> {
     /// The collection `name` of the schema read through; FORBIDDEN when the caller may not
     /// read it (a relation into a collection outside the caller's view).
     pub fn collection(&self, name: &str) -> Result<&'a crate::schema::Collection, ApiError> {
-        self.schema.collection(name).map(|c| c.as_ref()).ok_or_else(|| {
-            let mut e = ApiError::forbidden();
-            e.message = format!("You don't have permission to access collection \"{name}\" or it does not exist.");
-            e
-        })
+        self.schema.collection(name).map(|c| c.as_ref()).ok_or_else(|| forbidden_collection(name))
     }
 }
 
 /// Most relations one statement may expand into nested data.
 pub const MAX_EXPANSIONS: usize = 300;
 
-/// FORBIDDEN for an action (`read`, `create`...) the caller's role lacks on a collection that
-/// exists, with the `reason` extension Directus gives it (an unknown collection has none).
-pub fn forbidden_action(collection: &str, action: &str) -> ApiError {
+/// FORBIDDEN for a collection the caller may not reach, worded as Directus does and with its
+/// `reason` extension. The same answer whether or not the collection exists, so it tells a
+/// role nothing about what exists (only an admin's unknown collection gets the bare
+/// [`ApiError::forbidden`], as in Directus: an admin sees every collection anyway).
+pub fn forbidden_collection(collection: &str) -> ApiError {
     let mut e = ApiError::forbidden();
-    e.message = format!("You don't have permission to perform \"{action}\" for collection \"{collection}\" or it does not exist.");
+    e.message = format!("You don't have permission to access collection \"{collection}\" or it does not exist.");
     e.extensions.insert("reason".into(), e.message.clone().into());
     e
 }
