@@ -231,9 +231,9 @@ impl<'w> Writer<'w> {
     }
 
     /// After items were created with keys given for a whole-number key that a sequence fills
-    /// (serial, identity by default), moves the sequence up to the largest key, so that later
-    /// creates do not collide with them (Directus resets it the same way; it never moves back
-    /// here). Nothing for other keys.
+    /// (serial, identity by default), moves the sequence up to the largest key when it is
+    /// behind it, so that later creates do not collide with them (Directus resets it the same
+    /// way). It never moves back and takes no value from the sequence. Nothing for other keys.
     async fn follow_sequence(&mut self, collection: &Collection, items: &[Map<String, Value>]) -> Result<(), ApiError> {
         let [pk] = collection.primary_key.as_slice() else { return Ok(()) };
         let Some(field) = collection.field(pk) else { return Ok(()) };
@@ -244,8 +244,8 @@ impl<'w> Writer<'w> {
         let table = sql.param(Param::Text(collection.table.clone()));
         let column = sql.param(Param::Text(pk.clone()));
         sql.text = format!(
-            "SELECT setval(s, GREATEST(m, nextval(s) - 1, 1)) FROM \
-             (SELECT pg_get_serial_sequence({table}, {column}) AS s, (SELECT max({}) FROM {}) AS m) x WHERE s IS NOT NULL",
+            "SELECT setval(s, m) FROM (SELECT pg_get_serial_sequence({table}, {column}) AS s, (SELECT max({}) FROM {}) AS m) x \
+             WHERE s IS NOT NULL AND m > coalesce(pg_sequence_last_value(s::regclass), 0)",
             ident(pk),
             collection.table
         );
