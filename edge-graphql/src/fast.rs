@@ -16,7 +16,7 @@ use crate::selection::{Walker, json_key};
 use crate::values::{key_text, output};
 use crate::{Backend, RequestData};
 use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextResolve, ResolveInfo};
-use async_graphql::parser::types::{DocumentOperations, Field, SelectionSet};
+use async_graphql::parser::types::{Field, SelectionSet};
 use async_graphql::{Name, ServerResult, Value};
 use serde_json::Value as Json;
 use std::collections::HashMap;
@@ -72,14 +72,7 @@ async fn answer(ctx: &ExtensionContext<'_>, field: &Field, collection: &str, op:
     let backend = ctx.data::<Arc<Backend>>().ok()?;
     let model = ctx.data::<Arc<Model>>().ok()?;
     let doc = req.document.as_deref()?;
-    let operation = match &doc.operations {
-        DocumentOperations::Single(op) => &op.node,
-        DocumentOperations::Multiple(ops) => match (&req.operation_name, ops.len()) {
-            (Some(name), _) => &ops.iter().find(|(n, _)| n.as_str() == name)?.1.node,
-            (None, 1) => &ops.values().next()?.node,
-            _ => return None,
-        },
-    };
+    let operation = crate::selection::operation(doc, req.operation_name.as_deref())?;
     let walker = Walker::of_document(model, doc, operation, &req.variables);
     let c = model.collection(collection)?;
     let q = item_query(&walker, c, field, op).ok()?;

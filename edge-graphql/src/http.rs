@@ -143,7 +143,7 @@ async fn route(
 /// resolves the root fields of a query concurrently and keeps them in the order they finish;
 /// GraphQL (and Directus) answer in selection order.
 fn order_root(doc: &async_graphql::parser::types::ExecutableDocument, operation: Option<&str>, data: &mut async_graphql::indexmap::IndexMap<async_graphql::Name, async_graphql::Value>) {
-    use async_graphql::parser::types::{DocumentOperations, Selection, SelectionSet};
+    use async_graphql::parser::types::{Selection, SelectionSet};
     fn keys<'d>(doc: &'d async_graphql::parser::types::ExecutableDocument, set: &'d SelectionSet, out: &mut Vec<&'d str>, depth: usize) {
         if depth > 32 {
             return;
@@ -160,12 +160,7 @@ fn order_root(doc: &async_graphql::parser::types::ExecutableDocument, operation:
             }
         }
     }
-    let op = match (&doc.operations, operation) {
-        (DocumentOperations::Single(op), _) => Some(&op.node),
-        (DocumentOperations::Multiple(ops), Some(name)) => ops.iter().find(|(n, _)| n.as_str() == name).map(|(_, op)| &op.node),
-        (DocumentOperations::Multiple(ops), None) => ops.values().next().map(|op| &op.node),
-    };
-    let Some(op) = op else { return };
+    let Some(op) = crate::selection::operation(doc, operation) else { return };
     let mut order = Vec::new();
     keys(doc, &op.selection_set.node, &mut order, 0);
     let mut sorted = async_graphql::indexmap::IndexMap::with_capacity(data.len());
@@ -186,13 +181,7 @@ fn validation_error(message: String) -> Response {
 
 /// Whether the operation a request would run (the named one, or the only one) is a mutation.
 fn is_mutation(doc: &async_graphql::parser::types::ExecutableDocument, operation: Option<&str>) -> bool {
-    use async_graphql::parser::types::{DocumentOperations, OperationType};
-    let ty = match (&doc.operations, operation.filter(|o| !o.is_empty())) {
-        (DocumentOperations::Single(op), _) => Some(op.node.ty),
-        (DocumentOperations::Multiple(ops), Some(name)) => ops.iter().find(|(n, _)| n.as_str() == name).map(|(_, op)| op.node.ty),
-        (DocumentOperations::Multiple(ops), None) => (ops.len() == 1).then(|| ops.values().next().map(|op| op.node.ty)).flatten(),
-    };
-    ty == Some(OperationType::Mutation)
+    crate::selection::operation(doc, operation).is_some_and(|op| op.ty == async_graphql::parser::types::OperationType::Mutation)
 }
 
 /// `{query, variables, operationName}` from a POST body. Errors: UNSUPPORTED_MEDIA_TYPE for
@@ -221,45 +210,37 @@ fn post_body(headers: &HeaderMap, body: &[u8]) -> Result<(String, Option<String>
 /// Directus's body for a document that does not parse or validate: one error
 /// `GRAPHQL_VALIDATION` whose `extensions.errors` lists each GraphQL error (`message`,
 /// `locations`), and no `data`.
-fn validation_body(errors: &[async_graphql::ServerError]) -> String {
-    let list: Vec<String> = errors
-        .iter()
-        .map(|e| {
-            let message = Json::String(e.message.clone());
-            if e.locations.is_empty() {
-                return format!(r#"{{"message":{message}}}"#);
-            }
-            let locations: Vec<String> = e.locations.iter().map(|p| format!(r#"{{"line":{},"column":{}}}"#, p.line, p.column)).collect();
-            format!(r#"{{"message":{message},"locations":[{}]}}"#, locations.join(","))
-        })
-        .collect();
-    format!(
+fn validation_body(errors: &[async_graphql::ServerError]) -> Result<String, serde_json::Error> {
+    let list = errors.iter().map(|e| error_json(e, false)).collect::<Result<Vec<_>, _>>()?;
+    Ok(format!(
         r#"{{"errors":[{{"message":"GraphQL validation error.","extensions":{{"errors":[{}],"code":"GRAPHQL_VALIDATION"}}}}]}}"#,
         list.join(",")
-    )
+    ))
 }
 
-/// The response's JSON as Directus writes it: `data`, then `errors` with each error's keys in
-/// the order Directus's formatting leaves them (`message`, `extensions`, `locations`, `path`),
-/// then `extensions` when there are any.
+/// One GraphQL error with its keys in the order Directus's formatting leaves them: `message`,
+/// `extensions` (when `with_extensions`), `locations`, `path` (each only when present).
+fn error_json(e: &async_graphql::ServerError, with_extensions: bool) -> Result<String, serde_json::Error> {
+    let mut o = format!(r#"{{"message":{}"#, serde_json::to_string(&e.message)?);
+    if let Some(x) = e.extensions.as_ref().filter(|_| with_extensions) {
+        o.push_str(&format!(r#","extensions":{}"#, serde_json::to_string(x)?));
+    }
+    if !e.locations.is_empty() {
+        o.push_str(&format!(r#","locations":{}"#, serde_json::to_string(&e.locations)?));
+    }
+    if !e.path.is_empty() {
+        o.push_str(&format!(r#","path":{}"#, serde_json::to_string(&e.path)?));
+    }
+    o.push('}');
+    Ok(o)
+}
+
+/// The response's JSON as Directus writes it: `data`, then `errors` ([`error_json`]), then
+/// `extensions` when there are any.
 fn response_body(r: &async_graphql::Response) -> Result<String, serde_json::Error> {
     let mut out = format!(r#"{{"data":{}"#, serde_json::to_string(&r.data)?);
     if !r.errors.is_empty() {
-        let mut errors = Vec::with_capacity(r.errors.len());
-        for e in &r.errors {
-            let mut o = format!(r#"{{"message":{}"#, serde_json::to_string(&e.message)?);
-            if let Some(x) = &e.extensions {
-                o.push_str(&format!(r#","extensions":{}"#, serde_json::to_string(x)?));
-            }
-            if !e.locations.is_empty() {
-                o.push_str(&format!(r#","locations":{}"#, serde_json::to_string(&e.locations)?));
-            }
-            if !e.path.is_empty() {
-                o.push_str(&format!(r#","path":{}"#, serde_json::to_string(&e.path)?));
-            }
-            o.push('}');
-            errors.push(o);
-        }
+        let errors = r.errors.iter().map(|e| error_json(e, true)).collect::<Result<Vec<_>, _>>()?;
         out.push_str(&format!(r#","errors":[{}]"#, errors.join(",")));
     }
     if !r.extensions.is_empty() {
@@ -281,11 +262,11 @@ fn render(mut response: async_graphql::Response) -> Response {
             ext.set("code", fallback);
         }
     }
-    if not_executed && response.errors.iter().all(|e| e.extensions.as_ref().and_then(|x| x.get("code")) == Some(&async_graphql::Value::from("GRAPHQL_VALIDATION"))) {
-        return with_body(StatusCode::BAD_REQUEST, "application/json; charset=utf-8", validation_body(&response.errors));
-    }
+    let validation = not_executed
+        && response.errors.iter().all(|e| e.extensions.as_ref().and_then(|x| x.get("code")) == Some(&async_graphql::Value::from("GRAPHQL_VALIDATION")));
     let status = if not_executed { StatusCode::BAD_REQUEST } else { StatusCode::OK };
-    let body = response_body(&response).unwrap_or_else(|e| {
+    let body = if validation { validation_body(&response.errors) } else { response_body(&response) };
+    let body = body.unwrap_or_else(|e| {
         tracing::error!(error = %e, "a GraphQL response could not be serialised");
         r#"{"data":null,"errors":[{"message":"An unexpected error occurred.","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}"#.to_owned()
     });

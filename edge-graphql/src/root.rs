@@ -86,8 +86,8 @@ fn root_field(name: String, ty: TypeRef, collection: &str, op: Op) -> Field {
     if op.lists() { with_list_arguments(field, collection) } else { field }
 }
 
-/// The system collection that is the caller's own user (`users_me`, `update_users_me`).
-/// The users collection (Directus's name).
+/// The users collection (Directus's name): `users_me` and `update_users_me` read and write the
+/// caller's own row of it.
 pub const USERS: &str = "directus_users";
 
 /// Adds the query fields of the collections of one endpoint (`system`: `/graphql/system`) to

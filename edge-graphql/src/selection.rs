@@ -16,7 +16,7 @@
 
 use crate::model::{Collection, FieldKind, Model};
 use crate::values::{rest_filter, value_to_json};
-use async_graphql::parser::types::{ExecutableDocument, Field, FragmentDefinition, OperationDefinition, Selection, SelectionSet, VariableDefinition};
+use async_graphql::parser::types::{DocumentOperations, ExecutableDocument, Field, FragmentDefinition, OperationDefinition, Selection, SelectionSet, VariableDefinition};
 use async_graphql::{Context, Name, Positioned, Value, Variables};
 use std::collections::HashMap;
 use cdapi_proto::ApiError;
@@ -28,6 +28,17 @@ pub fn json_key(field: &Field) -> String {
     match &field.alias {
         Some(alias) if alias.node != field.name.node => format!("{}@{}", alias.node, field.name.node),
         _ => field.name.node.to_string(),
+    }
+}
+
+/// The operation a request runs: the one named `name`, or the document's only one (GraphQL
+/// over HTTP); `None` otherwise (execution then reports the error).
+pub fn operation<'d>(doc: &'d ExecutableDocument, name: Option<&str>) -> Option<&'d OperationDefinition> {
+    match (&doc.operations, name.filter(|n| !n.is_empty())) {
+        (DocumentOperations::Single(op), _) => Some(&op.node),
+        (DocumentOperations::Multiple(ops), Some(name)) => ops.iter().find(|(n, _)| n.as_str() == name).map(|(_, op)| &op.node),
+        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => ops.values().next().map(|op| &op.node),
+        (DocumentOperations::Multiple(_), None) => None,
     }
 }
 

@@ -95,8 +95,7 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, op: AuthOp) -> Result<Option<Fie
         }
         AuthOp::PasswordReset => {
             auth.reset_password(call.request(ResetPasswordRequest { token: text(ctx, "token"), password: text(ctx, "password") })?)
-                .await
-                ?;
+                .await?;
             Ok(done())
         }
     }

@@ -47,8 +47,6 @@ fn text(body: &serde_json::Map<String, Value>, key: &str) -> Result<String, ApiE
     }
 }
 
-
-
 fn add_cookie(res: &mut Response, value: &str) {
     if let Ok(v) = HeaderValue::from_str(value) {
         res.headers_mut().append(header::SET_COOKIE, v);
@@ -160,8 +158,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
                 let b = optional_json(req, body, max).await?;
                 let reset_url = Some(text(&b, "reset_url")?).filter(|u| !u.is_empty());
                 auth.request_password_reset(req.grpc(request_id, None, PasswordResetRequest { email: text(&b, "email")?, reset_url })?)
-                    .await
-                    ?;
+                    .await?;
                 Ok(reply::no_content())
             }
             _ => post_only(),
@@ -170,8 +167,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
             Method::POST => {
                 let b = optional_json(req, body, max).await?;
                 auth.reset_password(req.grpc(request_id, None, ResetPasswordRequest { token: text(&b, "token")?, password: text(&b, "password")? })?)
-                    .await
-                    ?;
+                    .await?;
                 Ok(reply::no_content())
             }
             _ => post_only(),
