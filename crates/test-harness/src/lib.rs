@@ -193,9 +193,23 @@ fn drop_stale_databases(admin: &str) {
     }
 }
 
-/// A TCP port nothing listens on now.
+/// A TCP port nothing listens on now and that this test process has not handed out before.
+///
+/// The OS may give the same ephemeral port to two `bind(0)` calls once the first listener is
+/// closed, so an environment whose services start later (the REST port is chosen before the core
+/// replicas) could get one port twice; remembering every handed-out port rules that out within a
+/// test binary (tests of one binary run as threads of one process).
 pub fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    for _ in 0..100 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let mut seen = HANDED_OUT.lock().map_err(|_| anyhow::anyhow!("port registry poisoned"))?;
+        if !seen.contains(&port) {
+            seen.push(port);
+            return Ok(port);
+        }
+    }
+    bail!("no fresh TCP port after 100 tries")
 }
 
 fn bin_dir() -> Result<PathBuf> {
