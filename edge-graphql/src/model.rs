@@ -13,7 +13,8 @@
 //!   collection has a real field of that name.
 //! - Enum labels (e.g. Pagila's `PG-13`) are values of `String` fields, so any label works.
 
-use cdapi_proto::v1::{RelationKind, SchemaSnapshot};
+use cdapi_proto::v1::field::Relation;
+use cdapi_proto::v1::{FieldType, SchemaSnapshot};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The GraphQL view of one snapshot.
@@ -112,7 +113,7 @@ pub enum FieldKind {
     },
 }
 
-/// Scalar kinds, mapped from the core's Directus type names (spec: Resources and their fields;
+/// Scalar kinds, mapped from the core's field types (spec: Resources and their fields;
 /// directus-facts.md "GraphQL naming", scalars).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scalar {
@@ -145,26 +146,26 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    fn from_core(type_name: &str, db_type: &str, single_key: bool) -> Self {
+    fn from_core(f: &cdapi_proto::v1::Field, single_key: bool) -> Self {
         if single_key {
             return Self::Id;
         }
-        match type_name {
-            "integer" => Self::Int,
-            "bigInteger" => Self::BigInt,
-            "float" | "decimal" => Self::Float,
-            "string" | "text" | "binary" | "uuid" => Self::String,
-            "boolean" => Self::Boolean,
-            "date" => Self::Date,
-            "dateTime" | "timestamp" => Self::DateTime,
-            "time" => Self::Time,
-            "hash" => Self::Hash,
-            "csv" => match db_type.trim_end_matches("[]") {
-                "text" | "character varying" | "character" | "citext" | "name" => Self::StringList,
-                "integer" | "smallint" => Self::IntList,
+        match f.r#type() {
+            FieldType::Integer => Self::Int,
+            FieldType::BigInteger => Self::BigInt,
+            FieldType::Float | FieldType::Decimal => Self::Float,
+            FieldType::String | FieldType::Text | FieldType::Binary | FieldType::Uuid => Self::String,
+            FieldType::Boolean => Self::Boolean,
+            FieldType::Date => Self::Date,
+            FieldType::DateTime | FieldType::Timestamp => Self::DateTime,
+            FieldType::Time => Self::Time,
+            FieldType::Hash => Self::Hash,
+            FieldType::Csv => match f.item_type() {
+                FieldType::String | FieldType::Text => Self::StringList,
+                FieldType::Integer => Self::IntList,
                 _ => Self::Json,
             },
-            _ => Self::Json,
+            FieldType::Json | FieldType::Alias | FieldType::Unknown => Self::Json,
         }
     }
 
@@ -306,31 +307,6 @@ impl Model {
             if system { system_roots.extend(roots) } else { taken.extend(roots) }
             exposed.insert(c.name.clone());
         }
-        // Relations by (collection, field).
-        let mut relational: HashMap<(&str, &str), FieldKind> = HashMap::new();
-        for r in &snapshot.relations {
-            let kind = RelationKind::try_from(r.kind).unwrap_or(RelationKind::Unspecified);
-            match kind {
-                RelationKind::M2o | RelationKind::M2m => {
-                    if exposed.contains(&r.one_collection) {
-                        relational.insert((&r.many_collection, &r.many_field), FieldKind::M2O { related: r.one_collection.clone() });
-                        if !r.one_field.is_empty() && exposed.contains(&r.many_collection) {
-                            relational.insert((&r.one_collection, &r.one_field), FieldKind::O2M { related: r.many_collection.clone() });
-                        }
-                    }
-                }
-                RelationKind::M2a => {
-                    let allowed: Vec<String> = r.one_allowed_collections.iter().filter(|c| exposed.contains(*c)).cloned().collect();
-                    if !allowed.is_empty() {
-                        relational.insert(
-                            (&r.many_collection, &r.many_field),
-                            FieldKind::M2A { collection_field: r.one_collection_field.clone(), allowed },
-                        );
-                    }
-                }
-                RelationKind::Unspecified => {}
-            }
-        }
         let mut collections = BTreeMap::new();
         for c in sorted.into_iter().filter(|c| exposed.contains(&c.name)) {
             let single_key = c.primary_key.len() == 1;
@@ -339,10 +315,17 @@ impl Model {
                 .iter()
                 .filter(|f| is_graphql_name(&f.name))
                 .filter_map(|f| {
-                    let kind = match relational.get(&(c.name.as_str(), f.name.as_str())) {
-                        Some(k) => k.clone(),
-                        None if f.alias => return None,
-                        None => FieldKind::Scalar(Scalar::from_core(&f.r#type, &f.db_type, single_key && f.primary_key)),
+                    let scalar = || FieldKind::Scalar(Scalar::from_core(f, single_key && f.primary_key));
+                    let kind = match &f.relation {
+                        Some(Relation::M2o(r)) if exposed.contains(&r.related_collection) => FieldKind::M2O { related: r.related_collection.clone() },
+                        Some(Relation::M2o(_)) => scalar(),
+                        Some(Relation::O2m(r)) if exposed.contains(&r.related_collection) => FieldKind::O2M { related: r.related_collection.clone() },
+                        Some(Relation::M2a(r)) => {
+                            let allowed: Vec<String> = r.allowed_collections.iter().filter(|c| exposed.contains(*c)).cloned().collect();
+                            if allowed.is_empty() { scalar() } else { FieldKind::M2A { collection_field: r.collection_field.clone(), allowed } }
+                        }
+                        _ if f.r#type() == FieldType::Alias => return None,
+                        _ => scalar(),
                     };
                     Some(Field { name: f.name.clone(), kind, primary_key: f.primary_key })
                 })
@@ -379,8 +362,8 @@ mod tests {
     use super::*;
     use cdapi_proto::v1 as pb;
 
-    fn field(name: &str, ty: &str, pk: bool) -> pb::Field {
-        pb::Field { name: name.into(), r#type: ty.into(), primary_key: pk, ..Default::default() }
+    fn field(name: &str, ty: pb::FieldType, pk: bool) -> pb::Field {
+        pb::Field { name: name.into(), r#type: ty as i32, primary_key: pk, ..Default::default() }
     }
 
     #[test]
@@ -398,10 +381,10 @@ mod tests {
         let snapshot = pb::SchemaSnapshot {
             version: 3,
             collections: vec![
-                pb::Collection { name: "a".into(), primary_key: vec!["id".into()], fields: vec![field("id", "integer", true), field("bad-name", "string", false)], ..Default::default() },
-                pb::Collection { name: "a_by_id".into(), fields: vec![field("x", "string", false)], ..Default::default() },
-                pb::Collection { name: "my-table".into(), fields: vec![field("x", "string", false)], ..Default::default() },
-                pb::Collection { name: "JSON".into(), fields: vec![field("x", "string", false)], ..Default::default() },
+                pb::Collection { name: "a".into(), primary_key: vec!["id".into()], fields: vec![field("id", pb::FieldType::Integer, true), field("bad-name", pb::FieldType::String, false)], ..Default::default() },
+                pb::Collection { name: "a_by_id".into(), fields: vec![field("x", pb::FieldType::String, false)], ..Default::default() },
+                pb::Collection { name: "my-table".into(), fields: vec![field("x", pb::FieldType::String, false)], ..Default::default() },
+                pb::Collection { name: "JSON".into(), fields: vec![field("x", pb::FieldType::String, false)], ..Default::default() },
             ],
             relations: vec![],
         };

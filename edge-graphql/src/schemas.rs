@@ -204,8 +204,12 @@ mod tests {
     use super::*;
     use cdapi_proto::v1 as pb;
 
-    fn field(name: &str, ty: &str) -> pb::Field {
-        pb::Field { name: name.into(), r#type: ty.into(), ..Default::default() }
+    fn field(name: &str, ty: pb::FieldType) -> pb::Field {
+        pb::Field { name: name.into(), r#type: ty as i32, ..Default::default() }
+    }
+
+    fn related(f: pb::Field, relation: pb::field::Relation) -> pb::Field {
+        pb::Field { relation: Some(relation), ..f }
     }
 
     /// A schema whose names collide with generated ones still builds; versions alone do not
@@ -218,11 +222,25 @@ mod tests {
                 pb::Collection {
                     name: "things".into(),
                     primary_key: vec!["id".into()],
-                    fields: vec![field("id", "integer"), field("_and", "string"), field("_some", "string"), field("made", "date"), field("made_func", "string"), field("item__headings", "string"), field("item", "string"), field("collection", "string")],
+                    fields: vec![
+                        related(field("id", pb::FieldType::Integer), pb::field::Relation::M2o(pb::ManyToOne { related_collection: "parents".into(), related_field: "id".into(), ..Default::default() })),
+                        field("_and", pb::FieldType::String),
+                        field("_some", pb::FieldType::String),
+                        field("made", pb::FieldType::Date),
+                        field("made_func", pb::FieldType::String),
+                        field("item__headings", pb::FieldType::String),
+                        related(field("item", pb::FieldType::String), pb::field::Relation::M2a(pb::ManyToAny { collection_field: "collection".into(), allowed_collections: vec!["headings".into()] })),
+                        field("collection", pb::FieldType::String),
+                    ],
                     ..Default::default()
                 },
-                pb::Collection { name: "headings".into(), primary_key: vec!["id".into()], fields: vec![field("id", "integer")], ..Default::default() },
-                pb::Collection { name: "parents".into(), primary_key: vec!["id".into()], fields: vec![field("id", "integer"), pb::Field { alias: true, ..field("things", "alias") }], ..Default::default() },
+                pb::Collection { name: "headings".into(), primary_key: vec!["id".into()], fields: vec![field("id", pb::FieldType::Integer)], ..Default::default() },
+                pb::Collection {
+                    name: "parents".into(),
+                    primary_key: vec!["id".into()],
+                    fields: vec![field("id", pb::FieldType::Integer), related(field("things", pb::FieldType::Alias), pb::field::Relation::O2m(pb::OneToMany { related_collection: "things".into(), related_field: "id".into(), ..Default::default() }))],
+                    ..Default::default()
+                },
             ],
             relations: vec![
                 pb::Relation { kind: pb::RelationKind::M2a as i32, many_collection: "things".into(), many_field: "item".into(), one_collection_field: "collection".into(), one_allowed_collections: vec!["headings".into()], ..Default::default() },

@@ -166,20 +166,40 @@ mod tests {
     use serde_json::json;
 
     fn model() -> Model {
-        let f = |name: &str, ty: &str| pb::Field { name: name.into(), r#type: ty.into(), ..Default::default() };
+        use pb::FieldType as T;
+        use pb::field::Relation as R;
+        let f = |name: &str, ty: T| pb::Field { name: name.into(), r#type: ty as i32, ..Default::default() };
+        let rel = |field: pb::Field, relation: R| pb::Field { relation: Some(relation), ..field };
+        let m2o = |c: &str| R::M2o(pb::ManyToOne { related_collection: c.into(), related_field: "id".into(), ..Default::default() });
         let snapshot = pb::SchemaSnapshot {
             version: 1,
             collections: vec![
-                pb::Collection { name: "articles".into(), primary_key: vec!["id".into()], fields: vec![f("id", "integer"), f("published_at", "timestamp"), f("author", "integer"), pb::Field { alias: true, ..f("blocks", "alias") }], ..Default::default() },
-                pb::Collection { name: "authors".into(), primary_key: vec!["id".into()], fields: vec![f("id", "integer"), f("born", "date")], ..Default::default() },
-                pb::Collection { name: "articles_blocks".into(), primary_key: vec!["id".into()], fields: vec![f("id", "integer"), f("articles_id", "integer"), f("item", "string"), f("collection", "string")], ..Default::default() },
-                pb::Collection { name: "headings".into(), primary_key: vec!["id".into()], fields: vec![f("id", "integer"), f("title", "string")], ..Default::default() },
+                pb::Collection {
+                    name: "articles".into(),
+                    primary_key: vec!["id".into()],
+                    fields: vec![
+                        f("id", T::Integer),
+                        f("published_at", T::Timestamp),
+                        rel(f("author", T::Integer), m2o("authors")),
+                        rel(f("blocks", T::Alias), R::O2m(pb::OneToMany { related_collection: "articles_blocks".into(), related_field: "articles_id".into(), ..Default::default() })),
+                    ],
+                    ..Default::default()
+                },
+                pb::Collection { name: "authors".into(), primary_key: vec!["id".into()], fields: vec![f("id", T::Integer), f("born", T::Date)], ..Default::default() },
+                pb::Collection {
+                    name: "articles_blocks".into(),
+                    primary_key: vec!["id".into()],
+                    fields: vec![
+                        f("id", T::Integer),
+                        rel(f("articles_id", T::Integer), m2o("articles")),
+                        rel(f("item", T::String), R::M2a(pb::ManyToAny { collection_field: "collection".into(), allowed_collections: vec!["headings".into()] })),
+                        f("collection", T::String),
+                    ],
+                    ..Default::default()
+                },
+                pb::Collection { name: "headings".into(), primary_key: vec!["id".into()], fields: vec![f("id", T::Integer), f("title", T::String)], ..Default::default() },
             ],
-            relations: vec![
-                pb::Relation { kind: pb::RelationKind::M2o as i32, many_collection: "articles".into(), many_field: "author".into(), one_collection: "authors".into(), ..Default::default() },
-                pb::Relation { kind: pb::RelationKind::M2o as i32, many_collection: "articles_blocks".into(), many_field: "articles_id".into(), one_collection: "articles".into(), one_field: "blocks".into(), ..Default::default() },
-                pb::Relation { kind: pb::RelationKind::M2a as i32, many_collection: "articles_blocks".into(), many_field: "item".into(), one_collection_field: "collection".into(), one_allowed_collections: vec!["headings".into()], ..Default::default() },
-            ],
+            relations: vec![],
         };
         Model::from_snapshot(&snapshot)
     }

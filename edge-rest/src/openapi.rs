@@ -16,24 +16,14 @@
 //! - `200`/`204` as the operation answers them, and every error as the `default` response in
 //!   Directus's error body (`{"errors": [{"message", "extensions": {"code"}}]}`).
 
-use cdapi_proto::v1::{Collection, Field, RelationKind, SchemaSnapshot};
+use cdapi_proto::v1::{Collection, Field, FieldType, SchemaSnapshot};
 use serde_json::{Map, Value, json};
-use std::collections::HashSet;
 
 /// The system collections served on their own paths, and those paths.
 const SYSTEM_PATHS: &[(&str, &str)] = &[("directus_users", "/users"), ("directus_roles", "/roles"), ("directus_permissions", "/permissions")];
 
 /// The document for `snapshot` (the caller's view); `server` is the public base URL, if known.
 pub fn document(snapshot: &SchemaSnapshot, server: Option<&str>) -> Value {
-    let relational: HashSet<(&str, &str)> = snapshot
-        .relations
-        .iter()
-        .flat_map(|r| {
-            let kind = RelationKind::try_from(r.kind).unwrap_or(RelationKind::Unspecified);
-            let one = (!r.one_field.is_empty() && kind != RelationKind::M2a).then_some((r.one_collection.as_str(), r.one_field.as_str()));
-            [Some((r.many_collection.as_str(), r.many_field.as_str())), one].into_iter().flatten()
-        })
-        .collect();
     let mut paths = Map::new();
     let mut schemas = Map::new();
     paths.insert("/server/ping".into(), json!({"get": {"operationId": "ping", "summary": "Ping", "tags": ["Server"], "security": [],
@@ -42,7 +32,7 @@ pub fn document(snapshot: &SchemaSnapshot, server: Option<&str>) -> Value {
         "responses": {"200": data_response(json!({"type": "object"})), "default": error_ref()}}}));
     for c in &snapshot.collections {
         let schema_name = schema_name(&c.name);
-        schemas.insert(schema_name.clone(), item_schema(c, &relational));
+        schemas.insert(schema_name.clone(), item_schema(c));
         let item = json!({"$ref": format!("#/components/schemas/{schema_name}")});
         let (list_path, system) = match SYSTEM_PATHS.iter().find(|(n, _)| *n == c.name) {
             Some((_, path)) => ((*path).to_owned(), true),
@@ -115,10 +105,10 @@ fn schema_name(collection: &str) -> String {
 }
 
 /// The schema of one item: fields typed as the API writes them, all optional, more allowed.
-fn item_schema(c: &Collection, relational: &HashSet<(&str, &str)>) -> Value {
+fn item_schema(c: &Collection) -> Value {
     let mut props = Map::new();
     for f in &c.fields {
-        let schema = if relational.contains(&(c.name.as_str(), f.name.as_str())) || f.alias {
+        let schema = if f.relation.is_some() || f.r#type() == FieldType::Alias {
             // A key, a list of keys, or nested objects, as `fields` asks.
             json!({"nullable": true})
         } else {
@@ -131,16 +121,24 @@ fn item_schema(c: &Collection, relational: &HashSet<(&str, &str)>) -> Value {
 
 /// A column's value as the API writes it (see `core-service/src/query/values.rs`).
 fn field_schema(f: &Field) -> Value {
-    let mut s = match f.r#type.as_str() {
-        "integer" => json!({"type": "integer"}),
-        "float" => json!({"type": "number"}),
-        "boolean" => json!({"type": "boolean"}),
-        "bigInteger" | "decimal" | "string" | "text" | "uuid" | "hash" | "date" | "dateTime" | "timestamp" | "time" | "binary" => {
-            json!({"type": "string"})
-        }
-        "csv" => json!({"type": "array"}),
+    let mut s = match f.r#type() {
+        FieldType::Integer => json!({"type": "integer"}),
+        FieldType::Float => json!({"type": "number"}),
+        FieldType::Boolean => json!({"type": "boolean"}),
+        FieldType::BigInteger
+        | FieldType::Decimal
+        | FieldType::String
+        | FieldType::Text
+        | FieldType::Uuid
+        | FieldType::Hash
+        | FieldType::Date
+        | FieldType::DateTime
+        | FieldType::Timestamp
+        | FieldType::Time
+        | FieldType::Binary => json!({"type": "string"}),
+        FieldType::Csv => json!({"type": "array"}),
         // json and types the API cannot name: any JSON value.
-        _ => json!({}),
+        FieldType::Json | FieldType::Alias | FieldType::Unknown => json!({}),
     };
     if let Some(o) = s.as_object_mut() {
         o.insert("nullable".into(), json!(true));
@@ -294,15 +292,19 @@ mod tests {
     fn names_and_shapes_follow_directus() {
         assert_eq!(schema_name("articles_tags"), "ItemsArticlesTags");
         assert_eq!(schema_name("directus_users"), "Users");
-        let field = |name: &str, ty: &str| pb::Field { name: name.into(), r#type: ty.into(), ..Default::default() };
+        let field = |name: &str, ty: pb::FieldType| pb::Field { name: name.into(), r#type: ty as i32, ..Default::default() };
+        let author = pb::Field {
+            relation: Some(pb::field::Relation::M2o(pb::ManyToOne { related_collection: "authors".into(), related_field: "id".into(), ..Default::default() })),
+            ..field("author", pb::FieldType::Integer)
+        };
         let snapshot = pb::SchemaSnapshot {
             version: 1,
             collections: vec![
-                pb::Collection { name: "articles".into(), primary_key: vec!["id".into()], fields: vec![field("id", "integer"), field("views", "bigInteger"), field("author", "integer")], ..Default::default() },
-                pb::Collection { name: "settings".into(), singleton: true, fields: vec![field("id", "integer")], ..Default::default() },
-                pb::Collection { name: "directus_versions".into(), fields: vec![field("id", "uuid")], ..Default::default() },
+                pb::Collection { name: "articles".into(), primary_key: vec!["id".into()], fields: vec![field("id", pb::FieldType::Integer), field("views", pb::FieldType::BigInteger), author], ..Default::default() },
+                pb::Collection { name: "settings".into(), singleton: true, fields: vec![field("id", pb::FieldType::Integer)], ..Default::default() },
+                pb::Collection { name: "directus_versions".into(), fields: vec![field("id", pb::FieldType::Uuid)], ..Default::default() },
             ],
-            relations: vec![pb::Relation { kind: pb::RelationKind::M2o as i32, many_collection: "articles".into(), many_field: "author".into(), one_collection: "authors".into(), ..Default::default() }],
+            relations: vec![],
         };
         let doc = document(&snapshot, None);
         let paths = doc["paths"].as_object().map(|p| p.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();

@@ -132,61 +132,49 @@ fn measure<'d>(doc: &'d ExecutableDocument, set: &'d SelectionSet, memo: &mut Ha
 /// The model the target runs on: scalars of every kind with functions, an M2O, an O2M, an
 /// M2M through a junction, a Many-to-Any, and a singleton.
 static MODEL: LazyLock<Model> = LazyLock::new(|| {
-    let f = |name: &str, ty: &str| pb::Field { name: name.into(), r#type: ty.into(), ..Default::default() };
-    let alias = |name: &str| pb::Field { alias: true, ..f(name, "alias") };
-    let c = |name: &str, fields: Vec<pb::Field>| pb::Collection { name: name.into(), primary_key: vec!["id".into()], fields, ..Default::default() };
-    let m2o = |many: &str, field: &str, one: &str, one_field: &str| pb::Relation {
-        kind: pb::RelationKind::M2o as i32,
-        many_collection: many.into(),
-        many_field: field.into(),
-        one_collection: one.into(),
-        one_field: one_field.into(),
-        ..Default::default()
+    use pb::FieldType as T;
+    use pb::field::Relation as R;
+    let f = |name: &str, ty: T| pb::Field { name: name.into(), r#type: ty as i32, ..Default::default() };
+    let with = |field: pb::Field, relation: R| pb::Field { relation: Some(relation), ..field };
+    let m2o = |name: &str, one: &str, junction: &str| {
+        with(f(name, T::Integer), R::M2o(pb::ManyToOne { related_collection: one.into(), related_field: "id".into(), junction_field: junction.into() }))
     };
+    let o2m = |name: &str, many: &str, field: &str, junction: &str| {
+        with(f(name, T::Alias), R::O2m(pb::OneToMany { related_collection: many.into(), related_field: field.into(), junction_field: junction.into() }))
+    };
+    let c = |name: &str, fields: Vec<pb::Field>| pb::Collection { name: name.into(), primary_key: vec!["id".into()], fields, ..Default::default() };
     let articles = vec![
-        f("id", "integer"),
-        f("title", "string"),
-        f("rating", "integer"),
-        f("views", "bigInteger"),
-        f("price", "decimal"),
-        f("score", "float"),
-        f("featured", "boolean"),
-        f("meta", "json"),
-        f("uid", "uuid"),
-        f("day", "date"),
-        f("created", "dateTime"),
-        f("published_at", "timestamp"),
-        f("at", "time"),
-        f("labels", "csv"),
-        f("author", "integer"),
-        alias("tags"),
-        alias("blocks"),
+        f("id", T::Integer),
+        f("title", T::String),
+        f("rating", T::Integer),
+        f("views", T::BigInteger),
+        f("price", T::Decimal),
+        f("score", T::Float),
+        f("featured", T::Boolean),
+        f("meta", T::Json),
+        f("uid", T::Uuid),
+        f("day", T::Date),
+        f("created", T::DateTime),
+        f("published_at", T::Timestamp),
+        f("at", T::Time),
+        f("labels", T::Csv),
+        m2o("author", "authors", ""),
+        o2m("tags", "articles_tags", "articles_id", "tags_id"),
+        o2m("blocks", "articles_blocks", "articles_id", ""),
     ];
+    let item = with(f("item", T::String), R::M2a(pb::ManyToAny { collection_field: "collection".into(), allowed_collections: vec!["headings".into()] }));
     let snapshot = pb::SchemaSnapshot {
         version: 1,
         collections: vec![
             c("articles", articles),
-            c("authors", vec![f("id", "integer"), f("name", "string"), f("born", "date"), alias("articles")]),
-            c("tags", vec![f("id", "integer"), f("name", "string")]),
-            c("articles_tags", vec![f("id", "integer"), f("articles_id", "integer"), f("tags_id", "integer")]),
-            c("articles_blocks", vec![f("id", "integer"), f("articles_id", "integer"), f("item", "string"), f("collection", "string")]),
-            c("headings", vec![f("id", "integer"), f("title", "string")]),
-            pb::Collection { singleton: true, ..c("settings", vec![f("id", "integer"), f("site", "string")]) },
+            c("authors", vec![f("id", T::Integer), f("name", T::String), f("born", T::Date), o2m("articles", "articles", "author", "")]),
+            c("tags", vec![f("id", T::Integer), f("name", T::String)]),
+            c("articles_tags", vec![f("id", T::Integer), m2o("articles_id", "articles", "tags_id"), m2o("tags_id", "tags", "articles_id")]),
+            c("articles_blocks", vec![f("id", T::Integer), m2o("articles_id", "articles", ""), item, f("collection", T::String)]),
+            c("headings", vec![f("id", T::Integer), f("title", T::String)]),
+            pb::Collection { singleton: true, ..c("settings", vec![f("id", T::Integer), f("site", T::String)]) },
         ],
-        relations: vec![
-            m2o("articles", "author", "authors", "articles"),
-            pb::Relation { kind: pb::RelationKind::M2m as i32, junction_field: "tags_id".into(), ..m2o("articles_tags", "articles_id", "articles", "tags") },
-            pb::Relation { kind: pb::RelationKind::M2m as i32, junction_field: "articles_id".into(), ..m2o("articles_tags", "tags_id", "tags", "") },
-            m2o("articles_blocks", "articles_id", "articles", "blocks"),
-            pb::Relation {
-                kind: pb::RelationKind::M2a as i32,
-                many_collection: "articles_blocks".into(),
-                many_field: "item".into(),
-                one_collection_field: "collection".into(),
-                one_allowed_collections: vec!["headings".into()],
-                ..Default::default()
-            },
-        ],
+        relations: vec![],
     };
     Model::from_snapshot(&snapshot)
 });

@@ -27,7 +27,27 @@ impl SchemaApi {
     }
 }
 
-/// The snapshot as its protobuf message (relations listed once, from their many side).
+/// A field's relation as the contract's `oneof` (`schema.proto` `Field.relation`).
+fn field_relation(r: &FieldRelation) -> pb::field::Relation {
+    match r {
+        FieldRelation::M2O { related, related_field, junction_field } => pb::field::Relation::M2o(pb::ManyToOne {
+            related_collection: related.clone(),
+            related_field: related_field.clone(),
+            junction_field: junction_field.clone().unwrap_or_default(),
+        }),
+        FieldRelation::O2M { related, related_field, junction_field, .. } => pb::field::Relation::O2m(pb::OneToMany {
+            related_collection: related.clone(),
+            related_field: related_field.clone(),
+            junction_field: junction_field.clone().unwrap_or_default(),
+        }),
+        FieldRelation::M2A { collection_field, allowed } => {
+            pb::field::Relation::M2a(pb::ManyToAny { collection_field: collection_field.clone(), allowed_collections: allowed.clone() })
+        }
+    }
+}
+
+/// The snapshot as its protobuf message: each field with its relation, and the relations listed
+/// once more in Directus's shape (from their many side).
 pub fn to_proto(schema: &Schema) -> SchemaSnapshot {
     let mut relations = Vec::new();
     let collections = schema
@@ -77,14 +97,15 @@ pub fn to_proto(schema: &Schema) -> SchemaSnapshot {
                     .iter()
                     .map(|f| pb::Field {
                         name: f.name.clone(),
-                        r#type: f.field_type.as_str().to_owned(),
+                        r#type: f.field_type as i32,
                         db_type: f.db_type.clone(),
                         nullable: f.nullable,
                         has_default: f.has_default,
                         primary_key: f.primary_key,
                         enum_values: f.enum_values.clone(),
                         max_length: f.max_length,
-                        alias: f.is_alias(),
+                        item_type: f.item_type as i32,
+                        relation: f.relation.as_ref().map(field_relation),
                     })
                     .collect(),
             }

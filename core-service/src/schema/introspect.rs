@@ -1,5 +1,5 @@
 //! Builds a [`Schema`] from pg_catalog and the system tables (`cdapi.collections`,
-//! `cdapi.relations`).
+//! `cdapi.relations`, read through `system_tables::metadata`).
 //!
 //! Rules (issue 2): tables, partitioned tables, views, materialised views and foreign tables are
 //! collections; partitions are hidden, and foreign keys declared on partitions are lifted to
@@ -16,6 +16,7 @@ use crate::query::sql::table;
 use sqlx::PgPool;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use system_tables::metadata::RelationSetting;
 
 /// The Postgres schema holding the system tables.
 pub use system_tables::SYSTEM_SCHEMA;
@@ -96,19 +97,6 @@ WHERE con.contype = 'f' AND cardinality(con.conkey) = 1 AND con.conparentid = 0
 ORDER BY 1, 2, 3, 4"
 );
 
-/// Row of `cdapi.relations`.
-#[derive(Debug, Clone, sqlx::FromRow)]
-struct RelationSetting {
-    many_collection: String,
-    many_field: String,
-    one_collection: Option<String>,
-    one_field: Option<String>,
-    junction_field: Option<String>,
-    one_collection_field: Option<String>,
-    one_allowed_collections: Option<Vec<String>>,
-    one_deselect_action: Option<String>,
-}
-
 /// Reads the database structure of `db_schema` and the system tables into a new snapshot.
 /// Errors: database errors only (an unknown type becomes [`FieldType::Unknown`], never an error).
 pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<Schema, sqlx::Error> {
@@ -119,25 +107,23 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
         sqlx::query_as::<_, (String, Vec<String>)>(PRIMARY_KEYS_SQL).bind(db_schema).fetch_all(pool).await?.into_iter().collect();
     let fk_rows: Vec<(String, String, String, String)> =
         sqlx::query_as(FOREIGN_KEYS_SQL).bind(db_schema).fetch_all(pool).await?;
-    let singletons: HashSet<String> = sqlx::query_scalar::<_, String>("SELECT collection FROM cdapi.collections WHERE singleton")
-    .fetch_all(pool)
-    .await?
-    .into_iter()
-    .collect();
-    let settings: HashMap<(String, String), RelationSetting> = sqlx::query_as::<_, RelationSetting>(
-        "SELECT many_collection, many_field, one_collection, one_field, junction_field, one_collection_field, one_allowed_collections, one_deselect_action FROM cdapi.relations",
-    )
-    .fetch_all(pool)
-    .await?
-    .into_iter()
-    .map(|r| ((r.many_collection.clone(), r.many_field.clone()), r))
-    .collect();
+    let singletons: HashSet<String> = system_tables::metadata::singletons(pool).await?.into_iter().collect();
+    let settings: HashMap<(String, String), RelationSetting> = system_tables::metadata::relation_settings(pool)
+        .await?
+        .into_iter()
+        .map(|r| ((r.many_collection.clone(), r.many_field.clone()), r))
+        .collect();
 
     let mut fields: HashMap<String, Vec<Field>> = HashMap::new();
     for (table, name, db_type, base, category, typtype, nullable, has_default, max_length, enum_values) in columns {
         let primary_key = pks.get(&table).is_some_and(|k| k.contains(&name));
         fields.entry(table).or_default().push(Field {
             field_type: classify(&base, &category, &typtype),
+            // An array type's name is its element's with a leading `_` (`_int4`).
+            item_type: match base.strip_prefix('_') {
+                Some(element) if category == "A" => classify(element, "", ""),
+                _ => FieldType::Unknown,
+            },
             name,
             db_type,
             nullable,
@@ -217,6 +203,7 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
         aliases.entry(fk.one_collection.clone()).or_default().push(Field {
             name: alias,
             field_type: FieldType::Alias,
+            item_type: FieldType::Unknown,
             db_type: String::new(),
             nullable: true,
             has_default: false,

@@ -87,79 +87,10 @@ impl Collection {
     }
 }
 
-/// What kind of value a field holds (Directus type names, spec: "Resources and their fields").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldType {
-    /// int2, int4 (and domains over them).
-    Integer,
-    /// int8.
-    BigInteger,
-    /// float4, float8.
-    Float,
-    /// numeric.
-    Decimal,
-    /// varchar, char(n), enums.
-    String,
-    /// text, citext, name.
-    Text,
-    /// bool.
-    Boolean,
-    /// json, jsonb.
-    Json,
-    /// uuid.
-    Uuid,
-    /// date.
-    Date,
-    /// timestamp without time zone.
-    DateTime,
-    /// timestamptz.
-    Timestamp,
-    /// time, timetz.
-    Time,
-    /// bytea.
-    Binary,
-    /// Arrays (`text[]`...).
-    Csv,
-    /// O2M alias: no column.
-    Alias,
-    /// Anything else (tsvector, geometric types...): readable, not searchable.
-    Unknown,
-}
-
-impl FieldType {
-    /// The Directus type name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Integer => "integer",
-            Self::BigInteger => "bigInteger",
-            Self::Float => "float",
-            Self::Decimal => "decimal",
-            Self::String => "string",
-            Self::Text => "text",
-            Self::Boolean => "boolean",
-            Self::Json => "json",
-            Self::Uuid => "uuid",
-            Self::Date => "date",
-            Self::DateTime => "dateTime",
-            Self::Timestamp => "timestamp",
-            Self::Time => "time",
-            Self::Binary => "binary",
-            Self::Csv => "csv",
-            Self::Alias => "alias",
-            Self::Unknown => "unknown",
-        }
-    }
-
-    /// Text-like types: searched by `search`, compared with LIKE without a cast.
-    pub fn is_textual(self) -> bool {
-        matches!(self, Self::String | Self::Text)
-    }
-
-    /// Whole-number types (values are checked in Rust before they reach SQL).
-    pub fn is_integer(self) -> bool {
-        matches!(self, Self::Integer | Self::BigInteger)
-    }
-}
+/// What kind of value a field holds: the contract's enum (`schema.proto` `FieldType`, Directus's
+/// type names by `as_str`), one name for the concept across the core, the proto and the edges.
+/// The core never produces `Hash` (no column type maps to it).
+pub use cdapi_proto::v1::FieldType;
 
 /// A field of a collection: a column, or an O2M alias.
 #[derive(Debug, Clone)]
@@ -168,6 +99,8 @@ pub struct Field {
     pub name: String,
     /// Value type.
     pub field_type: FieldType,
+    /// For arrays (`Csv`): the type of each element; `Unknown` otherwise.
+    pub item_type: FieldType,
     /// Postgres type as `format_type(oid, NULL)` prints it, used for casts of bound values
     /// (e.g. `integer`, `mpaa_rating`, `text[]`); empty for aliases.
     pub db_type: String,

@@ -146,6 +146,7 @@ mod tests {
         Field {
             name: name.into(),
             field_type: t,
+            item_type: FieldType::Unknown,
             db_type: String::new(),
             nullable,
             has_default,
