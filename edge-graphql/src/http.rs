@@ -20,16 +20,20 @@ use edge_http::reply::{method_not_allowed, with_body};
 use http::{HeaderMap, Method, StatusCode};
 use serde_json::Value as Json;
 use std::sync::Arc;
-use warp::Filter;
 use warp::reply::Response;
 
-/// Every route, as one warp filter.
-/// `/server/health` answers 503 once `readiness` is off (shutdown began).
-pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>, readiness: service_runtime::shutdown::Readiness) -> impl Filter<Extract = (Response,), Error = warp::Rejection> + Clone {
+/// The handler of every request (given to `edge_http::serve::run`): request id, span, metrics
+/// and error body around [`route`]. `/server/health` answers 503 once `readiness` is off
+/// (shutdown began).
+pub fn handler(
+    cache: Arc<SchemaCache>,
+    settings: Arc<Settings>,
+    readiness: service_runtime::shutdown::Readiness,
+) -> impl Fn(edge_http::serve::Incoming) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>> + Clone + Send + Sync + 'static {
     let ids = Arc::new(RequestIds::default());
-    edge_http::serve::incoming().then(move |i: edge_http::serve::Incoming| {
+    move |i: edge_http::serve::Incoming| {
         let (cache, settings, ids, readiness) = (cache.clone(), settings.clone(), ids.clone(), readiness.clone());
-        async move {
+        Box::pin(async move {
             let request_id = ids.next(&i.headers);
             let work = async {
                 if readiness.is_stopping() && i.path.trim_end_matches('/') == "/server/health" {
@@ -38,8 +42,8 @@ pub fn routes(cache: Arc<SchemaCache>, settings: Arc<Settings>, readiness: servi
                 route(&cache, &settings, &i.method, &i.path, &i.query, &i.headers, i.peer, i.body, &request_id).await
             };
             edge_http::observe::answer(&i.method, &i.path, &i.headers, &request_id, work).await
-        }
-    })
+        })
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

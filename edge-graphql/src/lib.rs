@@ -14,7 +14,7 @@
 //! - [`values`] — JSON ↔ GraphQL values, filters back to their REST keys, errors.
 //! - [`schemas`] — building both schemas, caching them per snapshot version, the watcher.
 //! - [`views`] — the schemas per caller: their role's read view (cached by credential).
-//! - [`http`] — the warp routes (`/graphql`, `/graphql/system`, `/server/health`).
+//! - [`http`] — the request handler and its routes (`/graphql`, `/graphql/system`, `/server/health`).
 //!
 //! [`run`] serves on a given listener until a shutdown future resolves.
 
@@ -83,12 +83,11 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
     let cache = Arc::new(schemas::SchemaCache::new(backend.clone(), schemas::Limits::from(&settings)));
     let watcher = tokio::spawn(schemas::watch(cache.clone()));
     let readiness = service_runtime::shutdown::Readiness::default();
-    let routes = http::routes(cache, Arc::new(settings.clone()), readiness.clone());
-    service_runtime::metrics::serve_from_env().await?;
-    let shutdown = service_runtime::shutdown::drain_after(shutdown, service_runtime::shutdown::delay_from_env()?, move || readiness.stop());
+    let handler = http::handler(cache, Arc::new(settings.clone()), readiness.clone());
     tracing::info!(addr = %listener.local_addr()?, core = %edge.core_url, auth = %edge.auth_url, "edge-graphql listening (HTTP)");
-    edge_http::serve::serve(listener, routes, shutdown).await;
+    let served = edge_http::serve::run(listener, shutdown, readiness, handler).await;
     watcher.abort();
+    served?;
     tracing::info!("edge-graphql stopped");
     Ok(())
 }

@@ -26,25 +26,21 @@ pub mod versions;
 
 use std::future::Future;
 use std::sync::Arc;
-use warp::Filter;
 
 /// Serves the REST API on `listener` until `shutdown` resolves (in-flight requests finish).
 /// Errors: an invalid CORE_GRPC_URL.
 pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     let state = Arc::new(request::EdgeState::new(settings.edge.channel(&settings.edge.core_url, true)?, settings.edge.channel(&settings.edge.auth_url, true)?, &settings)?);
-    service_runtime::metrics::serve_from_env().await?;
     let readiness = state.readiness.clone();
-    let shutdown = service_runtime::shutdown::drain_after(shutdown, service_runtime::shutdown::delay_from_env()?, move || readiness.stop());
-    // Item data can exceed tonic's 4 MiB default (limit=-1 on a large collection).
-    let routes = edge_http::serve::incoming().then(move |i: edge_http::serve::Incoming| {
+    tracing::info!(addr = %listener.local_addr()?, core = %settings.edge.core_url, auth = %settings.edge.auth_url, "edge-rest listening (HTTP)");
+    edge_http::serve::run(listener, shutdown, readiness, move |i: edge_http::serve::Incoming| {
         let state = state.clone();
         let client_ip = state.client_ip.resolve(i.peer, &i.headers);
         let session_cookie = edge_http::cookies::get(&i.headers, state.cookies.name(edge_http::cookies::Kind::Session));
         let req = request::HttpRequest { method: i.method, path: i.path, query: i.query, headers: i.headers, client_ip, session_cookie };
         routes::handle(state, req, i.body)
-    });
-    tracing::info!(addr = %listener.local_addr()?, core = %settings.edge.core_url, auth = %settings.edge.auth_url, "edge-rest listening (HTTP)");
-    edge_http::serve::serve(listener, routes, shutdown).await;
+    })
+    .await?;
     tracing::info!("edge-rest stopped");
     Ok(())
 }

@@ -6,6 +6,9 @@
 //! [`crate::request_target::LenientTarget`] first, so URLs with raw JSON (`?filter={"id":…}`)
 //! reach the routes instead of being refused by hyper with an empty 400. The peer address
 //! travels as the request extension [`Peer`] (read it with [`peer`]).
+//!
+//! [`run`] is the one entry both edges serve through: metrics, readiness and the drain on
+//! shutdown, the catch-all [`incoming`] filter, and [`serve`].
 
 use crate::request_target::LenientTarget;
 use std::convert::Infallible;
@@ -101,4 +104,25 @@ where
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// Serves an edge on `listener`: the metrics listener (METRICS_ADDR), then every request as an
+/// [`Incoming`] to `handler`, until `shutdown` resolves; then `readiness` turns off at once, the
+/// listener stays open SHUTDOWN_DELAY_MS longer (so balancers stop routing here), and in-flight
+/// requests finish. Errors: an invalid METRICS_ADDR or SHUTDOWN_DELAY_MS.
+pub async fn run<H, F>(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    readiness: service_runtime::shutdown::Readiness,
+    handler: H,
+) -> anyhow::Result<()>
+where
+    H: Fn(Incoming) -> F + Clone + Send + Sync + 'static,
+    F: Future<Output = Response> + Send + 'static,
+{
+    service_runtime::metrics::serve_from_env().await?;
+    let delay = service_runtime::shutdown::delay_from_env()?;
+    let shutdown = service_runtime::shutdown::drain_after(shutdown, delay, move || readiness.stop());
+    serve(listener, incoming().then(handler), shutdown).await;
+    Ok(())
 }
