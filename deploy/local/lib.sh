@@ -346,7 +346,7 @@ ensure_test_python() {
   if ! "$venv/bin/python" -c "$need" 2>/dev/null; then
     cdapi_log "installing aiosmtpd (the tests' SMTP server) and schemathesis (the OpenAPI fuzzer) into $venv"
     [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv" 2>/dev/null || { _apt_install python3-venv; python3 -m venv "$venv"; }
-    "$venv/bin/pip" install -q --disable-pip-version-check 'aiosmtpd==1.4.6' 'schemathesis==4.32.5' >&2 \
+    "$venv/bin/pip" install -q --disable-pip-version-check 'aiosmtpd==1.4.6' 'schemathesis==4.32.5' 'hypothesis==6.170.15' >&2 \
       || cdapi_die "pip install aiosmtpd schemathesis failed"
   fi
   export CDAPI_PYTHON="$venv/bin/python"
