@@ -137,8 +137,9 @@ async fn watch_schema(state: Arc<AppState>) {
 }
 
 /// The SQL (parameters inlined) of a read of `collection` with the Directus query object
-/// `query_json`, by `key` when given; aggregates when the query has `aggregate`/`groupBy`.
-/// Errors: database unreachable, unknown collection, invalid query.
+/// `query_json`, by `key` when given, planned as `ItemsService.Read` plans it
+/// ([`query::read::ReadShape`]). Errors: database unreachable, unknown collection, invalid
+/// query, a content version (read in a transaction, not one statement).
 pub async fn plan_sql(settings: &config::Settings, collection: &str, query_json: &str, key: Option<&str>) -> anyhow::Result<String> {
     let pool = db::connect(&settings.database_url, 1, 0).await?;
     let schema = schema::introspect::introspect(&pool, &settings.database_schema, 1).await?;
@@ -147,12 +148,8 @@ pub async fn plan_sql(settings: &config::Settings, collection: &str, query_json:
     let q = cdapi_proto::query_json::query_from_json(&obj).map_err(|e| anyhow::anyhow!("{}", e.message))?;
     let vars = query::Variables::default();
     let planner = query::Planner::new(&schema, settings.limits, &vars);
-    let st = match key {
-        Some(k) => planner.read_one(c, k, &q),
-        None if !q.aggregate.is_empty() || !q.group_by.is_empty() => planner.aggregate(c, &q),
-        None => planner.read_many(c, &q),
-    }
-    .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let shape = query::read::ReadShape::of(c, key, &q);
+    let st = planner.read(c, shape, &q).map_err(|e| anyhow::anyhow!("{}", e.message))?;
     Ok(st.sql.inline())
 }
 

@@ -273,7 +273,7 @@ impl<'a> Versions<'a> {
             return Ok(());
         }
         let view = self.read.collection(&c.name).ok_or_else(ApiError::forbidden)?;
-        let pk = Query { fields: c.primary_key.clone(), ..Default::default() };
+        let pk = Query { fields: c.primary_key.iter().map(|k| cdapi_proto::paths::of_fields([k.as_str()])).collect(), ..Default::default() };
         let st = Planner::new(self.read, self.limits, self.vars).read_one(view, key, &pk)?;
         let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
         row.try_get::<Option<String>, _>("data").map_err(crate::db::map_error)?.ok_or_else(ApiError::forbidden)?;

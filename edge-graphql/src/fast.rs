@@ -79,10 +79,10 @@ async fn answer(ctx: &ExtensionContext<'_>, field: &Field, collection: &str, op:
     let key = match op {
         // A content version goes the ordinary way.
         Op::ById if walker.argument(field, "version").is_some() => return None,
-        Op::ById => key_text(&walker.argument(field, "id")?).ok()?,
-        _ => String::new(),
+        Op::ById => Some(key_text(&walker.argument(field, "id")?).ok()?),
+        _ => None,
     };
-    let bytes = read(backend, &req.caller, collection.to_owned(), op, q, key).await.ok()?;
+    let bytes = read(backend, &req.caller, collection.to_owned(), q, key).await.ok()?;
     let json: Json = serde_json::from_slice(&bytes).ok()?;
     let sets = [&field.selection_set.node];
     Some(match &json {

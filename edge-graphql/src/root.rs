@@ -23,7 +23,7 @@ use async_graphql::Value;
 use async_graphql::dynamic::{Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef};
 use bytes::Bytes;
 use cdapi_proto::{ApiError, ErrorCode};
-use cdapi_proto::query_json::query_from_json;
+use cdapi_proto::query_json::aggregate_function_from_name;
 use cdapi_proto::v1::*;
 use serde_json::Value as Json;
 use std::sync::Arc;
@@ -224,36 +224,26 @@ fn string_arg(ctx: &ResolverContext<'_>, name: &str) -> Option<String> {
 }
 
 /// The aggregate calls and groupBy of an `<c>_aggregated` selection (`countAll`, `count { a }`...).
-fn aggregate_query(walker: &Walker<'_>, field: &async_graphql::parser::types::Field, group_by: Vec<String>) -> Result<Query, ApiError> {
-    let mut calls = serde_json::Map::new();
+fn aggregate_query(walker: &Walker<'_>, field: &async_graphql::parser::types::Field, group_by: Vec<FieldPath>) -> Query {
+    let mut calls: Vec<AggregateCall> = Vec::new();
     for (f, _) in walker.fields(&field.selection_set.node) {
-        let name = f.name.node.as_str();
-        match name {
-            "countAll" => {
-                calls.insert("countAll".into(), Json::String("*".into()));
+        let Some(function) = aggregate_function_from_name(f.name.node.as_str()) else { continue };
+        if !calls.iter().any(|c| c.function == function as i32) {
+            calls.push(AggregateCall { function: function as i32, fields: Vec::new() });
+        }
+        let Some(fields) = calls.iter_mut().find(|c| c.function == function as i32).map(|c| &mut c.fields) else { continue };
+        if function == AggregateFunction::CountAll {
+            *fields = vec!["*".into()];
+            continue;
+        }
+        for (g, _) in walker.fields(&f.selection_set.node) {
+            let name = g.name.node.as_str();
+            if !name.starts_with("__") && !fields.iter().any(|f| f == name) {
+                fields.push(name.to_owned());
             }
-            "count" | "countDistinct" | "sum" | "sumDistinct" | "avg" | "avgDistinct" | "min" | "max" => {
-                let entry = calls.entry(name.to_owned()).or_insert_with(|| Json::Array(Vec::new()));
-                if let Json::Array(list) = entry {
-                    for (g, _) in walker.fields(&f.selection_set.node) {
-                        let field_name = Json::String(g.name.node.to_string());
-                        if !g.name.node.starts_with("__") && !list.contains(&field_name) {
-                            list.push(field_name);
-                        }
-                    }
-                }
-            }
-            _ => {}
         }
     }
-    let mut obj = serde_json::Map::new();
-    if !calls.is_empty() {
-        obj.insert("aggregate".into(), Json::Object(calls));
-    }
-    if !group_by.is_empty() {
-        obj.insert("groupBy".into(), Json::Array(group_by.into_iter().map(Json::String).collect()));
-    }
-    query_from_json(&obj)
+    Query { aggregate: calls, group_by, ..Default::default() }
 }
 
 fn reply(bytes: &[u8]) -> Result<Json, ApiError> {
@@ -269,7 +259,7 @@ fn reply(bytes: &[u8]) -> Result<Json, ApiError> {
 pub fn item_query(walker: &Walker<'_>, c: &Collection, field: &async_graphql::parser::types::Field, op: Op) -> Result<Query, ApiError> {
     let mut q = Query::default();
     let mut fields = Vec::new();
-    walker.select(c, &field.selection_set.node, "", &mut q, &mut fields)?;
+    walker.select(c, &field.selection_set.node, &[], &mut q, &mut fields)?;
     q.fields = fields;
     if op.lists() {
         walker.list_arguments(field, c, &mut q)?;
@@ -277,19 +267,12 @@ pub fn item_query(walker: &Walker<'_>, c: &Collection, field: &async_graphql::pa
     Ok(q)
 }
 
-/// One read call to the core for a root field returning items (`key` for the by-id reads):
-/// the reply's JSON bytes. Errors: the core's.
-pub async fn read(backend: &Backend, caller: &edge_http::caller::Caller, collection: String, op: Op, q: Query, key: String) -> Result<Bytes, ApiError> {
-    let mut items = backend.items.clone();
-    let data = match op {
-        Op::List => items.read_items(caller.request(ReadItemsRequest { collection, query: Some(q) })?).await?.into_inner().data,
-        Op::ById | Op::ByVersion => items.read_item(caller.request(ReadItemRequest { collection, key, query: Some(q) })?).await?.into_inner().data,
-        Op::Singleton | Op::SingletonByVersion => {
-            items.read_singleton(caller.request(ReadSingletonRequest { collection, query: Some(q) })?).await?.into_inner().data
-        }
-        _ => return Err(ApiError::internal()),
-    };
-    Ok(data)
+/// One read call to the core for a root field returning items (`key` for the by-id reads; the
+/// core plans the rest from the collection and the query): the reply's JSON bytes. Errors: the
+/// core's.
+pub async fn read(backend: &Backend, caller: &edge_http::caller::Caller, collection: String, q: Query, key: Option<String>) -> Result<Bytes, ApiError> {
+    let res = backend.items.clone().read(caller.request(ReadRequest { collection, key, query: Some(q) })?).await?;
+    Ok(res.into_inner().data)
 }
 
 async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Result<Option<FieldValue<'a>>, ApiError> {
@@ -300,16 +283,23 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
     let mut items = backend.items.clone();
     let name = collection.to_owned();
     if op == Op::Aggregate {
+        // `groupBy` entries are written as in REST (`year(published_at)`, `author.name`).
         let group_by = ctx.args.get("groupBy").map(|v| string_list(v.as_value())).unwrap_or_default();
-        let mut q = aggregate_query(&walker, field, group_by.clone())?;
+        let group_by = group_by.iter().map(|g| cdapi_proto::paths::parse(g)).collect::<Result<Vec<_>, _>>()?;
+        // Keyed as the result rows are (`published_at_year`), as Directus's `group`.
+        let group_keys: Arc<[String]> = group_by.iter().map(cdapi_proto::paths::result_key).collect();
+        let mut q = aggregate_query(&walker, field, group_by);
         walker.list_arguments(field, c, &mut q)?;
-        let res = items.aggregate(req.caller.request(ReadItemsRequest { collection: name, query: Some(q) })?).await?;
-        let group_by: Arc<[String]> = group_by.into();
+        if q.aggregate.is_empty() && q.group_by.is_empty() {
+            // The core would read a list: an aggregate field must ask for something.
+            return Err(ApiError::invalid_query("Aggregate needs \"aggregate\" or \"groupBy\""));
+        }
+        let res = items.read(req.caller.request(ReadRequest { collection: name, key: None, query: Some(q) })?).await?;
         let rows = match reply(&res.get_ref().data)? {
             Json::Array(rows) => rows,
             other => vec![other],
         };
-        return Ok(Some(FieldValue::list(rows.into_iter().map(|row| FieldValue::owned_any(AggregateRow { row, group_by: group_by.clone() })))));
+        return Ok(Some(FieldValue::list(rows.into_iter().map(|row| FieldValue::owned_any(AggregateRow { row, group_by: group_keys.clone() })))));
     }
     let mut q = item_query(&walker, c, field, op)?;
     if matches!(op, Op::ById | Op::ByVersion | Op::SingletonByVersion) {
@@ -318,15 +308,15 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
     let call = &req.caller;
     let bytes = |v: &Json| Bytes::from(v.to_string());
     let data: Bytes = match op {
-        Op::List | Op::Singleton | Op::SingletonByVersion => read(backend, call, name, op, q, String::new()).await?,
+        Op::List | Op::Singleton | Op::SingletonByVersion => read(backend, call, name, q, None).await?,
         // An item that does not exist or that the caller may not read is `null` without an
         // error, as Directus answers `<c>_by_id` (it reads by a filter on the key).
-        Op::ById if q.version.is_none() => match read(backend, call, name, op, q, key_arg(ctx)?).await {
+        Op::ById if q.version.is_none() => match read(backend, call, name, q, Some(key_arg(ctx)?)).await {
             Err(e) if e.code == ErrorCode::Forbidden => return Ok(None),
             other => other?,
         },
-        Op::ById | Op::ByVersion => read(backend, call, name, op, q, key_arg(ctx)?).await?,
-        Op::Me => read(backend, call, name, Op::ById, q, "me".into()).await?,
+        Op::ById | Op::ByVersion => read(backend, call, name, q, Some(key_arg(ctx)?)).await?,
+        Op::Me => read(backend, call, name, q, Some("me".into())).await?,
         Op::CreateOne => {
             let data = bytes(&data_arg(ctx)?);
             items.create_item(call.request(CreateItemRequest { collection: name, data, query: Some(q) })?).await?.into_inner().data

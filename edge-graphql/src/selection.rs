@@ -2,15 +2,16 @@
 //! field with its whole tree of nested selections is ONE core request (one SQL statement).
 //!
 //! Rules (spec: GraphQL rules 1–3):
-//! - A scalar field is the field path (`author.name`); its GraphQL alias changes nothing, as
+//! - A scalar field is its typed field path (REST `author.name`); its GraphQL alias changes nothing, as
 //!   nested resolvers read it by field name.
 //! - A relation is read under its JSON key: the field name, or `<alias>@<field>` when aliased
 //!   (so one relation can be read twice with different arguments); an aliased relation adds
 //!   `alias["<alias>@<field>"] = <field>` at its level.
 //! - Arguments of a to-many relation (`filter sort limit offset page search`) become its
 //!   `deep` query; nested aliases and deep travel inside it, level by level.
-//! - `<f>_func { year }` selects `year(<f>)`.
-//! - On a Many-to-Any `item`, `... on <collection> { … }` selects `item:<collection>.…`, and
+//! - `<f>_func { year }` selects `<f>` with the function `year` (REST `year(<f>)`).
+//! - On a Many-to-Any `item`, `... on <collection> { … }` selects through `item` scoped to
+//!   `<collection>` (REST `item:<collection>.…`), and
 //!   the row's collection field is always read, so the union can tell the item's type.
 //! - Fragments are expanded; `@skip`/`@include` are honoured; `__typename` reads nothing.
 
@@ -21,7 +22,8 @@ use async_graphql::{Context, Name, Positioned, Value, Variables};
 use std::collections::HashMap;
 use cdapi_proto::ApiError;
 use cdapi_proto::query_json::filter_from_json;
-use cdapi_proto::v1::Query;
+use cdapi_proto::paths::function_from_name;
+use cdapi_proto::v1::{FieldFunction, FieldPath, PathSegment, Query};
 
 /// The JSON key a field's value is read under (module docs).
 pub fn json_key(field: &Field) -> String {
@@ -137,14 +139,14 @@ impl<'a> Walker<'a> {
     }
 
     /// Fills `fields`, `alias` and `deep` of `level` from the selections of an item of
-    /// `collection` (module docs). `prefix` is the path so far (`""` or `author.`).
+    /// `collection` (module docs). `prefix` is the path so far (none, or `author`).
     /// Errors: INVALID_QUERY from a nested `filter` argument.
-    pub fn select(&self, collection: &Collection, set: &SelectionSet, prefix: &str, level: &mut Query, fields: &mut Vec<String>) -> Result<(), ApiError> {
+    pub fn select(&self, collection: &Collection, set: &SelectionSet, prefix: &[PathSegment], level: &mut Query, fields: &mut Vec<FieldPath>) -> Result<(), ApiError> {
         let selected: Vec<&Field> = self.fields(set).into_iter().map(|(f, _)| f).collect();
         self.select_fields(collection, &selected, prefix, level, fields)
     }
 
-    fn select_fields(&self, collection: &Collection, selected: &[&Field], prefix: &str, level: &mut Query, fields: &mut Vec<String>) -> Result<(), ApiError> {
+    fn select_fields(&self, collection: &Collection, selected: &[&Field], prefix: &[PathSegment], level: &mut Query, fields: &mut Vec<FieldPath>) -> Result<(), ApiError> {
         let before = fields.len();
         for &f in selected {
             let name = f.name.node.as_str();
@@ -153,15 +155,15 @@ impl<'a> Walker<'a> {
             }
             if let Some(base) = collection.function_base(name) {
                 for (g, _) in self.fields(&f.selection_set.node) {
-                    if !g.name.node.starts_with("__") {
-                        push_unique(fields, format!("{prefix}{}({})", g.name.node, base.name));
+                    if let Some(function) = function_from_name(g.name.node.as_str()) {
+                        push_unique(fields, path(prefix, segment(&base.name, None), function));
                     }
                 }
                 continue;
             }
             let Some(field) = collection.field(name) else { continue };
             match &field.kind {
-                FieldKind::Scalar(_) => push_unique(fields, format!("{prefix}{name}")),
+                FieldKind::Scalar(_) => push_unique(fields, path(prefix, segment(name, None), FieldFunction::Unspecified)),
                 FieldKind::M2O { related } | FieldKind::O2M { related } => {
                     let Some(related) = self.model.collection(related) else { continue };
                     let key = json_key(f);
@@ -172,7 +174,7 @@ impl<'a> Walker<'a> {
                     if matches!(field.kind, FieldKind::O2M { .. }) {
                         self.list_arguments(f, related, &mut nested)?;
                     }
-                    self.select(related, &f.selection_set.node, &format!("{prefix}{key}."), &mut nested, fields)?;
+                    self.select(related, &f.selection_set.node, &extend(prefix, segment(&key, None)), &mut nested, fields)?;
                     if nested != Query::default() {
                         level.deep.insert(key, nested);
                     }
@@ -182,7 +184,7 @@ impl<'a> Walker<'a> {
                     if key != name {
                         level.alias.insert(key.clone(), name.to_owned());
                     }
-                    push_unique(fields, format!("{prefix}{collection_field}"));
+                    push_unique(fields, path(prefix, segment(collection_field, None), FieldFunction::Unspecified));
                     let mut nested = level.deep.remove(&key).unwrap_or_default();
                     let mut any = false;
                     let branches = self.fields(&f.selection_set.node);
@@ -193,10 +195,10 @@ impl<'a> Walker<'a> {
                             continue;
                         }
                         any = true;
-                        self.select_fields(target, &group, &format!("{prefix}{key}:{scope}."), &mut nested, fields)?;
+                        self.select_fields(target, &group, &extend(prefix, segment(&key, Some(scope))), &mut nested, fields)?;
                     }
                     if !any {
-                        push_unique(fields, format!("{prefix}{key}"));
+                        push_unique(fields, path(prefix, segment(&key, None), FieldFunction::Unspecified));
                     }
                     if nested != Query::default() {
                         level.deep.insert(key, nested);
@@ -208,7 +210,7 @@ impl<'a> Walker<'a> {
         if fields.len() == before && !prefix.is_empty() {
             let first = collection.primary_key.first().cloned().or_else(|| collection.fields.first().map(|f| f.name.clone()));
             if let Some(k) = first {
-                fields.push(format!("{prefix}{k}"));
+                fields.push(path(prefix, segment(&k, None), FieldFunction::Unspecified));
             }
         }
         Ok(())
@@ -221,7 +223,8 @@ impl<'a> Walker<'a> {
             q.filter = filter_from_json(&rest_filter(self.model, collection, value_to_json(&v)), 0)?;
         }
         if let Some(v) = self.argument(f, "sort") {
-            q.sort = string_list(&v);
+            // Written as in REST (`-title`, `author.name`).
+            q.sort = string_list(&v).iter().map(|s| cdapi_proto::paths::parse_sort(s)).collect::<Result<_, _>>()?;
         }
         if let Some(v) = self.argument(f, "search") {
             q.search = Some(match v {
@@ -247,7 +250,21 @@ pub fn string_list(v: &Value) -> Vec<String> {
     }
 }
 
-fn push_unique(fields: &mut Vec<String>, path: String) {
+fn segment(field: &str, scope: Option<&str>) -> PathSegment {
+    PathSegment { field: field.to_owned(), scope: scope.map(str::to_owned) }
+}
+
+/// `prefix` with `last` appended.
+fn extend(prefix: &[PathSegment], last: PathSegment) -> Vec<PathSegment> {
+    prefix.iter().cloned().chain(std::iter::once(last)).collect()
+}
+
+/// The path `prefix.last`, with `function` of `last`.
+fn path(prefix: &[PathSegment], last: PathSegment, function: FieldFunction) -> FieldPath {
+    FieldPath { segments: extend(prefix, last), function: function as i32 }
+}
+
+fn push_unique(fields: &mut Vec<FieldPath>, path: FieldPath) {
     if !fields.contains(&path) {
         fields.push(path);
     }

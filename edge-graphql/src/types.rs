@@ -25,7 +25,7 @@ pub struct Types {
 pub struct AggregateRow {
     /// `{"status": "draft", "count": {"id": 3}, ...}`.
     pub row: Json,
-    /// The `groupBy` keys (they form `group`).
+    /// The result keys of `groupBy` (`published_at_year`; they form `group`).
     pub group_by: Arc<[String]>,
 }
 
@@ -223,7 +223,7 @@ fn aggregate_types(c: &Collection) -> Vec<Object> {
             let v = row(&ctx).map(|r| {
                 let group: serde_json::Map<String, Json> =
                     // Keyed as the result rows are (`published_at_year`), as Directus's `group`.
-                    r.group_by.iter().map(|k| cdapi_proto::paths::result_key(k).into_owned()).map(|k| {
+                    r.group_by.iter().cloned().map(|k| {
                         let v = r.row.get(&k).cloned().unwrap_or(Json::Null);
                         (k, v)
                     }).collect();

@@ -7,7 +7,7 @@ use crate::request::{Body, EdgeState, HttpRequest, decode, json_body, typed_quer
 use bytes::Bytes;
 use cdapi_proto::v1::{
     CreateItemRequest, CreateItemsRequest, DeleteItemRequest, DeleteItemsRequest, ExportFormat, ExportItemsRequest, KeyList, Query,
-    ReadItemRequest, ReadItemsRequest, UpdateBatchRequest, UpdateItemRequest, UpdateItemsRequest, UpdateSingletonRequest, delete_items_request,
+    ReadRequest, UpdateBatchRequest, UpdateItemRequest, UpdateItemsRequest, UpdateSingletonRequest, delete_items_request,
     update_items_request,
 };
 use cdapi_proto::ApiError;
@@ -159,9 +159,9 @@ async fn item_route(state: &EdgeState, req: &HttpRequest, body: Body, request_id
     let mut items = state.items.clone();
     match req.method {
         Method::GET => {
-            let call = req.grpc(request_id, token, ReadItemRequest { collection, key, query: Some(query) })?;
-            let res = items.read_item(call).await?;
-            Ok(reply::data(&res.get_ref().data, b""))
+            let call = req.grpc(request_id, token, ReadRequest { collection, key: Some(key), query: Some(query) })?;
+            let res = items.read(call).await?;
+            Ok(reply::data(&res.get_ref().data, &res.get_ref().meta))
         }
         Method::PATCH => {
             let data = json_body(req, body, state.max_payload_size).await?;
@@ -182,11 +182,8 @@ async fn read_items(state: &EdgeState, req: &HttpRequest, request_id: &str, coll
     if query.export.is_some() {
         return export(state, req, request_id, collection, query, token).await;
     }
-    let aggregate = !query.aggregate.is_empty() || !query.group_by.is_empty();
-    let call = req.grpc(request_id, token, ReadItemsRequest { collection, query: Some(query) })?;
-    let mut items = state.items.clone();
-    let res = if aggregate { items.aggregate(call).await } else { items.read_items(call).await };
-    let res = res?;
+    let call = req.grpc(request_id, token, ReadRequest { collection, key: None, query: Some(query) })?;
+    let res = state.items.clone().read(call).await?;
     Ok(reply::data(&res.get_ref().data, &res.get_ref().meta))
 }
 

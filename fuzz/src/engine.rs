@@ -1,5 +1,5 @@
-//! core-service's parsers of request input: the `fields` path grammar (`FieldTree::parse`,
-//! `functions::parse`), permission validation rules (`validate::parse`), write payloads
+//! core-service's parsers of request input: the `fields` path grammar (`cdapi_proto::paths`
+//! and `FieldTree::parse`), permission validation rules (`validate::parse`), write payloads
 //! (`write::payload::columns`), and the whole read planner (a JSON query → SQL text on a
 //! fixed schema: field resolution, filters with `$NOW(...)`/`$CURRENT_USER`, sort paths,
 //! `deep`, `alias`, aggregates). Nothing reaches a database: planning is pure.
@@ -7,14 +7,15 @@
 use cdapi_proto::query_json::query_from_json;
 use core_service::permissions::validate;
 use core_service::query::fields::FieldTree;
-use core_service::query::{Limits, Planner, Variables, functions};
+use core_service::query::{Limits, Planner, Variables};
 use core_service::schema::{Collection, Deselect, Field, FieldRelation, FieldType, Schema};
 use core_service::write::payload::{self, Mode};
 use serde_json::Value;
 use std::sync::{Arc, LazyLock};
 
-/// Fuzz input → UTF-8 (lossy) `fields` parameter, split at commas as the query object's
-/// parser does → `FieldTree::parse`; every path and its last segment → `functions::parse`.
+/// Fuzz input → UTF-8 (lossy) `fields` parameter, split at commas and parsed as the query
+/// object's parser does (`cdapi_proto::paths::parse`) → `FieldTree::parse`; each parsed path
+/// prints back to text that parses to the same path.
 pub fn field_paths(data: &[u8]) {
     let raw = String::from_utf8_lossy(data);
     let mut obj = serde_json::Map::new();
@@ -22,10 +23,8 @@ pub fn field_paths(data: &[u8]) {
     let Ok(q) = query_from_json(&obj) else { return };
     let _ = FieldTree::parse(&q.fields, 10);
     for path in &q.fields {
-        let _ = functions::parse(path);
-        if let Some((_, last)) = path.rsplit_once('.') {
-            let _ = functions::parse(last);
-        }
+        let again = cdapi_proto::paths::parse(&path.to_string());
+        assert_eq!(again.as_ref(), Ok(path), "{path} prints back to the same path");
     }
 }
 
@@ -86,6 +85,7 @@ fn field(name: &str, field_type: FieldType, db_type: &str, relation: Option<Fiel
     Field {
         name: name.into(),
         field_type,
+        item_type: FieldType::Unknown,
         db_type: db_type.into(),
         nullable: name != "id",
         has_default: name == "id",

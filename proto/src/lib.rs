@@ -5,10 +5,12 @@
 //! - [`v1`]: code generated from `proto/cdapi/v1/*.proto` (messages, clients, servers).
 //! - [`error_code`]: the spec's error codes, their gRPC and HTTP mapping, and how they travel
 //!   in a `tonic::Status`.
+//! - [`field_type`]: Directus's names of the field types.
 //! - [`paths`]: the result key of a field path (`year(published_at)` → `published_at_year`).
 //! - [`query_json`]: the Directus query object (JSON, as REST and GraphQL receive it) → [`v1::Query`].
 
 pub mod error_code;
+pub mod field_type;
 pub mod paths;
 pub mod query_json;
 

@@ -1,29 +1,170 @@
-//! Naming rules of field paths that every process must agree on.
+//! The field path grammar of REST (spec: Global query parameters `fields`, `sort`, `groupBy`;
+//! Functions; Many-to-Any scopes), parsed here and nowhere else into the typed [`FieldPath`],
+//! and the naming rules of paths every process must agree on.
+//!
+//! Grammar: segments joined by `.` (`author.name`); `*` for every field of a level (`*.*`);
+//! `<field>:<collection>` scopes a Many-to-Any field to one collection (`item:headings.title`);
+//! a function call `<function>(<field>)` is the last segment (`author.year(born)`).
 
-use std::borrow::Cow;
+use crate::error_code::ApiError;
+use crate::v1::{FieldFunction, FieldPath, PathSegment, SortKey};
+use std::fmt;
 
-/// The key under which a field path's value appears in results (spec: Functions; Directus's
-/// naming): a function call `year(published_at)` appears under `published_at_year`,
-/// `count(articles)` under `articles_count`; any other path as written. Used for `fields`
-/// and for `groupBy` keys.
-pub fn result_key(path: &str) -> Cow<'_, str> {
-    let call = path.split_once('(').and_then(|(function, rest)| Some((function, rest.strip_suffix(')')?)));
-    match call {
-        Some((function, field)) if !function.is_empty() && !field.is_empty() && !function.contains('.') => Cow::Owned(format!("{field}_{function}")),
-        _ => Cow::Borrowed(path),
+/// Parses one REST field path. Errors: INVALID_QUERY for an empty segment, a malformed call or
+/// an unknown function.
+pub fn parse(path: &str) -> Result<FieldPath, ApiError> {
+    let invalid = || ApiError::invalid_query(format!("\"{path}\" is not a valid field path"));
+    // A call ends the path: split at the dot before its `(`, if any.
+    let (prefix, last) = match path.find('(') {
+        Some(open) => match path[..open].rfind('.') {
+            Some(dot) => (Some(&path[..dot]), &path[dot + 1..]),
+            None => (None, path),
+        },
+        None => match path.rfind('.') {
+            Some(dot) => (Some(&path[..dot]), &path[dot + 1..]),
+            None => (None, path),
+        },
+    };
+    let mut segments = Vec::new();
+    for s in prefix.map(|p| p.split('.').collect::<Vec<_>>()).unwrap_or_default() {
+        segments.push(segment(s).ok_or_else(invalid)?);
+    }
+    let function = match last.split_once('(') {
+        Some((name, rest)) => {
+            let field = rest
+                .strip_suffix(')')
+                .filter(|f| !f.is_empty() && !f.contains(['(', ')']))
+                .ok_or_else(|| ApiError::invalid_query(format!("\"{last}\" is not a valid function call")))?;
+            let function = function_from_name(name).ok_or_else(|| ApiError::invalid_query(format!("Unknown function \"{name}\"")))?;
+            segments.push(segment(field).ok_or_else(invalid)?);
+            function
+        }
+        None => {
+            segments.push(segment(last).ok_or_else(invalid)?);
+            FieldFunction::Unspecified
+        }
+    };
+    Ok(FieldPath { segments, function: function as i32 })
+}
+
+/// One segment: `field` or `field:scope`; `None` when empty.
+fn segment(s: &str) -> Option<PathSegment> {
+    let (field, scope) = match s.split_once(':') {
+        Some((f, scope)) => (f, Some(scope.to_owned())),
+        None => (s, None),
+    };
+    (!field.is_empty() && scope.as_deref() != Some("")).then(|| PathSegment { field: field.to_owned(), scope })
+}
+
+/// Parses a REST `sort` entry: a field path, `-` first for descending.
+pub fn parse_sort(entry: &str) -> Result<SortKey, ApiError> {
+    let (descending, path) = match entry.strip_prefix('-') {
+        Some(p) => (true, p),
+        None => (false, entry),
+    };
+    Ok(SortKey { path: Some(parse(path)?), descending })
+}
+
+/// A path of plain fields (`["author", "name"]`), without function or scope.
+pub fn of_fields<'a>(fields: impl IntoIterator<Item = &'a str>) -> FieldPath {
+    FieldPath { segments: fields.into_iter().map(|f| PathSegment { field: f.to_owned(), scope: None }).collect(), function: 0 }
+}
+
+/// The function of its REST name (`year`, `month`, `week`, `day`, `weekday`, `hour`, `minute`,
+/// `second`, `count`).
+pub fn function_from_name(name: &str) -> Option<FieldFunction> {
+    let f = FieldFunction::from_str_name(&format!("FIELD_FUNCTION_{}", name.to_ascii_uppercase()))?;
+    (f != FieldFunction::Unspecified && name.chars().all(|c| c.is_ascii_lowercase())).then_some(f)
+}
+
+/// The REST name of a function (`year`); empty for none.
+pub fn function_name(f: FieldFunction) -> &'static str {
+    match f {
+        FieldFunction::Unspecified => "",
+        FieldFunction::Year => "year",
+        FieldFunction::Month => "month",
+        FieldFunction::Week => "week",
+        FieldFunction::Day => "day",
+        FieldFunction::Weekday => "weekday",
+        FieldFunction::Hour => "hour",
+        FieldFunction::Minute => "minute",
+        FieldFunction::Second => "second",
+        FieldFunction::Count => "count",
+    }
+}
+
+/// The key a `fields` or `groupBy` entry's value appears under (spec: Functions; Directus's
+/// naming): `year(published_at)` under `published_at_year`, `count(articles)` under
+/// `articles_count`; any other path as REST writes it (`author.name`).
+pub fn result_key(path: &FieldPath) -> String {
+    match (path.function(), path.segments.as_slice()) {
+        (FieldFunction::Unspecified, _) | (_, []) => path.to_string(),
+        (f, [.., last]) => format!("{}_{}", last.field, function_name(f)),
+    }
+}
+
+/// REST's spelling of a path (for error messages and keys): `author.year(born)`,
+/// `item:headings.title`.
+impl fmt::Display for FieldPath {
+    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.segments.len();
+        for (i, s) in self.segments.iter().enumerate() {
+            if i > 0 {
+                out.write_str(".")?;
+            }
+            let function = function_name(self.function());
+            if i + 1 == n && !function.is_empty() {
+                write!(out, "{function}(")?;
+            }
+            out.write_str(&s.field)?;
+            if let Some(scope) = &s.scope {
+                write!(out, ":{scope}")?;
+            }
+            if i + 1 == n && !function.is_empty() {
+                out.write_str(")")?;
+            }
+        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::result_key;
+    use super::*;
+
+    #[test]
+    fn rest_paths_parse_and_print_back() {
+        for text in ["author.name", "*", "*.*", "year(published_at)", "author.year(born)", "a.b.count(c)", "item:headings.title", "title"] {
+            let p = parse(text).expect(text);
+            assert_eq!(p.to_string(), text);
+        }
+        let p = parse("author.year(created_at)").expect("call");
+        assert_eq!(p.segments.iter().map(|s| s.field.as_str()).collect::<Vec<_>>(), ["author", "created_at"]);
+        assert_eq!(p.function(), FieldFunction::Year);
+        let p = parse("item:headings.title").expect("scope");
+        assert_eq!(p.segments[0].scope.as_deref(), Some("headings"));
+    }
+
+    #[test]
+    fn malformed_paths_are_invalid_queries() {
+        for bad in ["", "a..b", "a.", ".a", "year()", "nope(a)", "year(a", "item:", "Year(a)"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn function_calls_are_keyed_field_then_function() {
-        assert_eq!(result_key("year(published_at)"), "published_at_year");
-        assert_eq!(result_key("count(articles)"), "articles_count");
-        assert_eq!(result_key("title"), "title");
-        assert_eq!(result_key("author.name"), "author.name");
-        assert_eq!(result_key("year()"), "year()");
+        let key = |s: &str| result_key(&parse(s).expect(s));
+        assert_eq!(key("year(published_at)"), "published_at_year");
+        assert_eq!(key("count(articles)"), "articles_count");
+        assert_eq!(key("title"), "title");
+        assert_eq!(key("author.name"), "author.name");
+    }
+
+    #[test]
+    fn sort_entries_take_a_minus_for_descending() {
+        let s = parse_sort("-author.name").expect("sort");
+        assert!(s.descending);
+        assert_eq!(s.path.map(|p| p.to_string()).as_deref(), Some("author.name"));
     }
 }

@@ -9,7 +9,7 @@
 
 use crate::error_code::ApiError;
 use crate::v1::{
-    AggregateCall, AggregateFunction, ExportFormat, FieldCondition, Filter, FilterGroup, MetaCount,
+    AggregateCall, AggregateFunction, ExportFormat, FieldCondition, FieldFunction, FieldPath, Filter, FilterGroup, MetaCount,
     NullValue, Operator, Quantifier, Query, RelationFilter, Value, ValueList, filter, value,
 };
 use serde_json::Value as Json;
@@ -27,16 +27,16 @@ pub fn query_from_json(obj: &serde_json::Map<String, Json>) -> Result<Query> {
     let mut q = Query::default();
     for (key, v) in obj {
         match key.as_str() {
-            "fields" => q.fields = string_list(key, v)?,
+            "fields" => q.fields = paths(key, v)?,
             "filter" => q.filter = filter_from_json(&json_param(key, v)?, 0)?,
             "search" => q.search = Some(plain_string(key, v)?),
-            "sort" => q.sort = string_list(key, v)?,
+            "sort" => q.sort = string_list(key, v)?.iter().map(|s| crate::paths::parse_sort(s)).collect::<Result<_>>()?,
             "limit" => q.limit = Some(integer(key, v)?),
             "offset" => q.offset = Some(integer(key, v)?),
             "page" => q.page = Some(integer(key, v)?),
             "meta" => q.meta = meta(v)?,
             "aggregate" => q.aggregate = aggregate(&json_param(key, v)?)?,
-            "groupBy" => q.group_by = string_list(key, v)?,
+            "groupBy" => q.group_by = paths(key, v)?,
             "deep" => q.deep = deep_map(&json_param(key, v)?, 0)?,
             "alias" => q.alias = alias(&json_param(key, v)?)?,
             "version" => q.version = Some(plain_string(key, v)?),
@@ -91,19 +91,37 @@ pub fn filter_from_json(v: &Json, depth: usize) -> Result<Option<Filter>> {
     })
 }
 
+/// A list of REST field paths (`fields`, `groupBy`), parsed ([`crate::paths::parse`]).
+fn paths(key: &str, v: &Json) -> Result<Vec<FieldPath>> {
+    string_list(key, v)?.iter().map(|p| crate::paths::parse(p)).collect()
+}
+
+/// A filter key: a field, or a function of one (`year(published_at)`: field and function).
+fn condition_key(key: &str) -> Result<(String, FieldFunction)> {
+    if !key.contains('(') {
+        return Ok((key.to_owned(), FieldFunction::Unspecified));
+    }
+    let path = crate::paths::parse(key)?;
+    match path.segments.as_slice() {
+        [one] if one.scope.is_none() => Ok((one.field.clone(), path.function())),
+        _ => Err(ApiError::invalid_query(format!("\"{key}\" is not a field of this collection: nest relations as objects"))),
+    }
+}
+
 /// The conditions on one field. A plain value is short for `_eq` (`filter[id]=4`, as Directus
 /// reads it); an array is refused.
-fn field_filter(field: &str, val: &Json, depth: usize, out: &mut Vec<Filter>) -> Result<()> {
+fn field_filter(key: &str, val: &Json, depth: usize, out: &mut Vec<Filter>) -> Result<()> {
+    let condition = |operator: Operator, operand: &Json| -> Result<Filter> {
+        let (field, function) = condition_key(key)?;
+        Ok(Filter {
+            node: Some(filter::Node::Condition(FieldCondition { field, operator: operator as i32, value: Some(value_from_json(operand)), function: function as i32 })),
+        })
+    };
     if !matches!(val, Json::Object(_) | Json::Array(_)) {
-        out.push(Filter {
-            node: Some(filter::Node::Condition(FieldCondition {
-                field: field.to_owned(),
-                operator: Operator::Eq as i32,
-                value: Some(value_from_json(val)),
-            })),
-        });
+        out.push(condition(Operator::Eq, val)?);
         return Ok(());
     }
+    let field = key;
     let Json::Object(ops) = val else {
         return Err(ApiError::invalid_query(format!(
             "The filter on \"{field}\" must be an object such as {{\"_eq\": value}}"
@@ -112,22 +130,10 @@ fn field_filter(field: &str, val: &Json, depth: usize, out: &mut Vec<Filter>) ->
     let mut nested = serde_json::Map::new();
     for (op, operand) in ops {
         if let Some(operator) = operator_from_name(op) {
-            out.push(Filter {
-                node: Some(filter::Node::Condition(FieldCondition {
-                    field: field.to_owned(),
-                    operator: operator as i32,
-                    value: Some(value_from_json(operand)),
-                })),
-            });
+            out.push(condition(operator, operand)?);
         } else if op == "_some" || op == "_none" {
             let quantifier = if op == "_some" { Quantifier::Some } else { Quantifier::None };
-            out.push(Filter {
-                node: Some(filter::Node::Relation(Box::new(RelationFilter {
-                    field: field.to_owned(),
-                    quantifier: quantifier as i32,
-                    filter: filter_from_json(operand, depth + 1)?.map(Box::new),
-                }))),
-            });
+            out.push(relation_filter(field, quantifier, filter_from_json(operand, depth + 1)?)?);
         } else if op.starts_with('_') {
             return Err(ApiError::invalid_query(format!("Unknown filter operator \"{op}\"")));
         } else {
@@ -135,15 +141,23 @@ fn field_filter(field: &str, val: &Json, depth: usize, out: &mut Vec<Filter>) ->
         }
     }
     if !nested.is_empty() {
-        out.push(Filter {
-            node: Some(filter::Node::Relation(Box::new(RelationFilter {
-                field: field.to_owned(),
-                quantifier: Quantifier::Unspecified as i32,
-                filter: filter_from_json(&Json::Object(nested), depth + 1)?.map(Box::new),
-            }))),
-        });
+        out.push(relation_filter(field, Quantifier::Unspecified, filter_from_json(&Json::Object(nested), depth + 1)?)?);
     }
     Ok(())
+}
+
+/// A filter through the relation `key`: a field, or `field:collection` (a Many-to-Any scope).
+fn relation_filter(key: &str, quantifier: Quantifier, nested: Option<Filter>) -> Result<Filter> {
+    if key.contains('(') {
+        return Err(ApiError::invalid_query(format!("\"{key}\" is a function, not a relation")));
+    }
+    let (field, scope) = match key.split_once(':') {
+        Some((f, scope)) => (f.to_owned(), Some(scope.to_owned())),
+        None => (key.to_owned(), None),
+    };
+    Ok(Filter {
+        node: Some(filter::Node::Relation(Box::new(RelationFilter { field, quantifier: quantifier as i32, filter: nested.map(Box::new), scope }))),
+    })
 }
 
 /// `_eq` → [`Operator::Eq`] etc. `None` for names that are not comparison operators
@@ -254,21 +268,29 @@ fn aggregate(v: &Json) -> Result<Vec<AggregateCall>> {
     };
     let mut out = Vec::with_capacity(map.len());
     for (name, fields) in map {
-        let function = match name.as_str() {
-            "count" => AggregateFunction::Count,
-            "countDistinct" => AggregateFunction::CountDistinct,
-            "sum" => AggregateFunction::Sum,
-            "sumDistinct" => AggregateFunction::SumDistinct,
-            "avg" => AggregateFunction::Avg,
-            "avgDistinct" => AggregateFunction::AvgDistinct,
-            "min" => AggregateFunction::Min,
-            "max" => AggregateFunction::Max,
-            "countAll" => AggregateFunction::CountAll,
-            other => return Err(ApiError::invalid_query(format!("Unknown aggregate function \"{other}\""))),
-        };
+        let function = aggregate_function_from_name(name)
+            .ok_or_else(|| ApiError::invalid_query(format!("Unknown aggregate function \"{name}\"")))?;
         out.push(AggregateCall { function: function as i32, fields: string_list("aggregate", fields)? });
     }
     Ok(out)
+}
+
+/// The aggregate function of its Directus name (`count`, `countDistinct`, `sum`, `sumDistinct`,
+/// `avg`, `avgDistinct`, `min`, `max`, `countAll`); the REST `aggregate[<name>]` key and the
+/// GraphQL `<c>_aggregated` field names. `None` for any other name.
+pub fn aggregate_function_from_name(name: &str) -> Option<AggregateFunction> {
+    Some(match name {
+        "count" => AggregateFunction::Count,
+        "countDistinct" => AggregateFunction::CountDistinct,
+        "sum" => AggregateFunction::Sum,
+        "sumDistinct" => AggregateFunction::SumDistinct,
+        "avg" => AggregateFunction::Avg,
+        "avgDistinct" => AggregateFunction::AvgDistinct,
+        "min" => AggregateFunction::Min,
+        "max" => AggregateFunction::Max,
+        "countAll" => AggregateFunction::CountAll,
+        _ => return None,
+    })
 }
 
 fn alias(v: &Json) -> Result<std::collections::HashMap<String, String>> {
@@ -304,7 +326,7 @@ fn deep_map(v: &Json, depth: usize) -> Result<std::collections::HashMap<String, 
             match k.as_str() {
                 "_filter" => q.filter = filter_from_json(&json_param(k, v)?, depth + 1)?,
                 "_search" => q.search = Some(plain_string(k, v)?),
-                "_sort" => q.sort = string_list(k, v)?,
+                "_sort" => q.sort = string_list(k, v)?.iter().map(|s| crate::paths::parse_sort(s)).collect::<Result<_>>()?,
                 "_limit" => q.limit = Some(integer(k, v)?),
                 "_offset" => q.offset = Some(integer(k, v)?),
                 "_page" => q.page = Some(integer(k, v)?),
@@ -346,11 +368,27 @@ mod tests {
 
     #[test]
     fn lists_accept_strings_and_arrays() -> Result<()> {
+        let text = |paths: &[FieldPath]| paths.iter().map(ToString::to_string).collect::<Vec<_>>();
         let a = q(json!({"fields": "id, title,author.*", "sort": ["-id", "title"]}))?;
-        assert_eq!(a.fields, ["id", "title", "author.*"]);
-        assert_eq!(a.sort, ["-id", "title"]);
+        assert_eq!(text(&a.fields), ["id", "title", "author.*"]);
+        let sort: Vec<(String, bool)> = a.sort.iter().map(|s| (s.path.as_ref().map(ToString::to_string).unwrap_or_default(), s.descending)).collect();
+        assert_eq!(sort, [("id".to_owned(), true), ("title".to_owned(), false)]);
         let b = q(json!({"fields": "[\"id\",\"title\"]"}))?;
-        assert_eq!(b.fields, ["id", "title"]);
+        assert_eq!(text(&b.fields), ["id", "title"]);
+        Ok(())
+    }
+
+    #[test]
+    fn filter_keys_carry_functions_and_scopes_typed() -> Result<()> {
+        let query = q(json!({"filter": {"year(published_at)": {"_eq": 2024}, "item:headings": {"title": {"_eq": "x"}}}}))?;
+        let Some(Filter { node: Some(filter::Node::And(and)) }) = query.filter else { panic!("{:?}", query.filter) };
+        // Key order depends on serde_json's features: find each part.
+        let c = and.filters.iter().find_map(|f| if let Some(filter::Node::Condition(c)) = &f.node { Some(c) } else { None }).expect("condition");
+        assert_eq!((c.field.as_str(), c.function()), ("published_at", FieldFunction::Year));
+        let r = and.filters.iter().find_map(|f| if let Some(filter::Node::Relation(r)) = &f.node { Some(r) } else { None }).expect("relation");
+        assert_eq!((r.field.as_str(), r.scope.as_deref()), ("item", Some("headings")));
+        let err = q(json!({"filter": {"count(tags)": {"id": {"_eq": 1}}}})).expect_err("a function is no relation");
+        assert_eq!(err.code, crate::ErrorCode::InvalidQuery);
         Ok(())
     }
 

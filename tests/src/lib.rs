@@ -192,3 +192,14 @@ pub fn jwt_claims(token: &str) -> Value {
     }
     serde_json::from_slice(&bytes).unwrap_or(Value::Null)
 }
+
+/// Typed field paths of their REST spellings (`["id", "author.name", "year(date)"]`), for gRPC
+/// queries. Panics on a malformed path (a test's own mistake).
+pub fn paths(texts: &[&str]) -> Vec<cdapi_proto::v1::FieldPath> {
+    texts.iter().map(|t| cdapi_proto::paths::parse(t).unwrap_or_else(|e| panic!("{t}: {}", e.message))).collect()
+}
+
+/// Typed sort keys of their REST spellings (`["-title", "id"]`).
+pub fn sort_keys(texts: &[&str]) -> Vec<cdapi_proto::v1::SortKey> {
+    texts.iter().map(|t| cdapi_proto::paths::parse_sort(t).unwrap_or_else(|e| panic!("{t}: {}", e.message))).collect()
+}

@@ -100,7 +100,7 @@ async fn every_process_serves_metrics_and_logs_carry_the_request_id_and_trace() 
     assert!(sample(&edge, "cdapi_http_requests_total", &[("route", "/auth/login"), ("status", "429")]) >= 1.0, "{edge}");
     assert!(sample(&edge, "cdapi_http_request_duration_seconds_count", &[("route", "/items/:collection")]) >= 1.0, "{edge}");
     let core = scrape(metrics_url(&app, "core", 0)).await;
-    assert!(sample(&core, "cdapi_grpc_requests_total", &[("rpc", "/cdapi.v1.ItemsService/ReadItems"), ("code", "0")]) >= 1.0, "{core}");
+    assert!(sample(&core, "cdapi_grpc_requests_total", &[("rpc", "/cdapi.v1.ItemsService/Read"), ("code", "0")]) >= 1.0, "{core}");
     assert!(sample(&core, "cdapi_db_pool_max", &[]) >= 1.0, "{core}");
     assert!(core.contains("cdapi_db_pool_connections{state=\"idle\"}"), "{core}");
     let auth = scrape(metrics_url(&app, "auth", 0)).await;
@@ -215,7 +215,7 @@ async fn two_replicas_share_load_and_tokens_and_survive_losing_one() {
     }
     for replica in 0..2 {
         let m = scrape(metrics_url(&app, "core", replica)).await;
-        let reads = sample(&m, "cdapi_grpc_requests_total", &[("rpc", "/cdapi.v1.ItemsService/ReadItems")]);
+        let reads = sample(&m, "cdapi_grpc_requests_total", &[("rpc", "/cdapi.v1.ItemsService/Read")]);
         assert!(reads >= 10.0, "core replica {replica} served {reads} of 40 reads");
     }
 
@@ -335,7 +335,7 @@ async fn spans_are_exported_over_otlp_when_configured() {
         // The edge's request span hangs under the client's span; each service's span under the edge's.
         let edge_spans: Vec<&&Exported> = in_trace.iter().filter(|s| s.0.contains("edge-rest") && s.5 == client_parent).collect();
         let child_of_edge = |svc: &str, rpc: &str| in_trace.iter().any(|s| s.0.contains(svc) && s.2.contains(rpc) && edge_spans.iter().any(|e| e.4 == s.5));
-        if edge_spans.len() >= 2 && child_of_edge("core-service", "ReadItems") && child_of_edge("auth-service", "Login") {
+        if edge_spans.len() >= 2 && child_of_edge("core-service", "Read") && child_of_edge("auth-service", "Login") {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -64,7 +64,7 @@ async fn grpc_batch_update_and_versions() {
             collection: "actor".into(),
             selector: Some(update_items_request::Selector::Keys(KeyList { keys: vec!["190".into(), "191".into()] })),
             data: json!({"last_name": "BATCHED"}).to_string().into(),
-            query: Some(Query { fields: vec!["actor_id".into(), "last_name".into()], ..Default::default() }),
+            query: Some(Query { fields: e2e_tests::paths(&["actor_id", "last_name"]), ..Default::default() }),
         }))
         .await
         .expect("UpdateItems")

@@ -221,17 +221,17 @@ async fn graphql_and_grpc_apply_the_same_permissions() {
     assert!(r.body["errors"][0]["extensions"]["errors"][0]["message"].as_str().unwrap_or_default().contains("Unknown field \"body\""), "{}", r.body);
     // gRPC: the public role over ItemsService, and the system collection by its name.
     use cdapi_proto::v1::items_service_client::ItemsServiceClient;
-    use cdapi_proto::v1::{Query, ReadItemsRequest};
+    use cdapi_proto::v1::{Query, ReadRequest};
     let mut client = ItemsServiceClient::connect(app.grpc_url.clone()).await.expect("connect");
     let res = client
-        .aggregate(ReadItemsRequest { collection: "articles".into(), query: Some(Query { aggregate: vec![cdapi_proto::v1::AggregateCall { function: cdapi_proto::v1::AggregateFunction::CountAll as i32, fields: vec![] }], ..Default::default() }) })
+        .read(ReadRequest { collection: "articles".into(), key: None, query: Some(Query { aggregate: vec![cdapi_proto::v1::AggregateCall { function: cdapi_proto::v1::AggregateFunction::CountAll as i32, fields: vec![] }], ..Default::default() }) })
         .await
         .expect("public aggregate");
     let counted: Value = serde_json::from_slice(&res.get_ref().data).expect("json");
     assert_eq!(counted[0]["countAll"], sql_json(app, "SELECT to_json(count(*)::text)::text FROM articles WHERE status = 'published'").await);
-    let mut req = tonic::Request::new(ReadItemsRequest { collection: "directus_users".into(), query: Some(Query { fields: vec!["email".into()], sort: vec!["email".into()], limit: Some(1), ..Default::default() }) });
+    let mut req = tonic::Request::new(ReadRequest { collection: "directus_users".into(), key: None, query: Some(Query { fields: e2e_tests::paths(&["email"]), sort: e2e_tests::sort_keys(&["email"]), limit: Some(1), ..Default::default() }) });
     req.metadata_mut().insert("authorization", format!("Bearer {ADMIN_TOKEN}").parse().expect("header"));
-    let res = client.read_items(req).await.expect("admin reads users over gRPC");
+    let res = client.read(req).await.expect("admin reads users over gRPC");
     let users: Value = serde_json::from_slice(&res.get_ref().data).expect("json");
     assert_eq!(users, sql_json(app, "SELECT json_agg(json_build_object('email', email))::text FROM (SELECT email FROM cdapi.users ORDER BY email LIMIT 1) u").await);
 }

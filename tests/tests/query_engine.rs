@@ -4,7 +4,7 @@
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
-use cdapi_proto::v1::{AggregateCall, AggregateFunction, Query, ReadItemsRequest};
+use cdapi_proto::v1::{AggregateCall, AggregateFunction, Query, ReadRequest};
 use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error, column, get, sql_json};
 use serde_json::{Value, json};
 
@@ -166,16 +166,17 @@ async fn having_filters_groups_on_their_results() {
 async fn aggregate_over_grpc_equals_rest() {
     let app = app(Dataset::Pagila);
     let mut items = ItemsServiceClient::connect(app.grpc_url.clone()).await.expect("connect");
-    let mut req = tonic::Request::new(ReadItemsRequest {
+    let mut req = tonic::Request::new(ReadRequest {
         collection: "film".into(),
+        key: None,
         query: Some(Query {
             aggregate: vec![AggregateCall { function: AggregateFunction::Count as i32, fields: vec!["*".into()] }],
-            group_by: vec!["rating".into()],
+            group_by: e2e_tests::paths(&["rating"]),
             ..Default::default()
         }),
     });
     req.metadata_mut().insert("authorization", format!("Bearer {ADMIN_TOKEN}").parse().expect("header"));
-    let res = items.aggregate(req).await.expect("Aggregate").into_inner();
+    let res = items.read(req).await.expect("Read with aggregate").into_inner();
     let grpc: Value = serde_json::from_slice(&res.data).expect("json");
     let rest = get(app, "/items/film?aggregate[count]=*&groupBy[]=rating").await;
     assert_eq!(grpc, rest.body["data"]);

@@ -6,7 +6,7 @@
 
 use cdapi_proto::query_json::query_from_json;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
-use cdapi_proto::v1::ReadItemsRequest;
+use cdapi_proto::v1::ReadRequest;
 use e2e_tests::{ADMIN_TOKEN, Dataset, app, get};
 use serde_json::Value;
 
@@ -30,11 +30,9 @@ async fn rest_and_grpc_agree() {
         assert_eq!(rest.status, 200, "{qs}: {}", rest.body);
         let parsed = edge_rest::query_string::parse(qs).expect("parse");
         let query = query_from_json(&parsed.query).expect("query");
-        let aggregate = !query.aggregate.is_empty();
-        let mut req = tonic::Request::new(ReadItemsRequest { collection: (*collection).into(), query: Some(query) });
+        let mut req = tonic::Request::new(ReadRequest { collection: (*collection).into(), key: None, query: Some(query) });
         req.metadata_mut().insert("authorization", format!("Bearer {ADMIN_TOKEN}").parse().expect("header"));
-        let res = if aggregate { items.aggregate(req).await } else { items.read_items(req).await };
-        let res = res.unwrap_or_else(|s| panic!("{qs}: {s:?}")).into_inner();
+        let res = items.read(req).await.unwrap_or_else(|s| panic!("{qs}: {s:?}")).into_inner();
         let data: Value = serde_json::from_slice(&res.data).expect("json");
         assert_eq!(data, rest.body["data"], "{qs}");
         assert!(data.as_array().is_some_and(|a| !a.is_empty()), "{qs}: empty result proves little");

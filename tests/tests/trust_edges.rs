@@ -5,7 +5,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use cdapi_proto::v1::ReadItemsRequest;
+use cdapi_proto::v1::ReadRequest;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::{ApiError, ErrorCode};
 use e2e_tests::*;
@@ -59,18 +59,18 @@ async fn a_forged_client_ip_straight_to_the_core_is_not_believed() {
     let app = env();
     user_allowed_from(app, "office-grpc@example.com", "office-grpc-token", "10.1.2.3").await;
     let mut items = ItemsServiceClient::connect(app.grpc_url.clone()).await.expect("connect core");
-    let mut req = tonic::Request::new(ReadItemsRequest { collection: "articles".into(), query: None });
+    let mut req = tonic::Request::new(ReadRequest { collection: "articles".into(), key: None, query: None });
     req.metadata_mut().insert("authorization", "Bearer office-grpc-token".parse().expect("header"));
     req.metadata_mut().insert("x-client-ip", "10.1.2.3".parse().expect("header"));
-    let status = items.read_items(req).await.expect_err("a caller from 127.0.0.1 is outside the allow-list");
+    let status = items.read(req).await.expect_err("a caller from 127.0.0.1 is outside the allow-list");
     assert_eq!(ApiError::from_status(&status).code, ErrorCode::InvalidIp, "{status:?}");
 
     // The same claim with a wrong internal credential is not believed either.
-    let mut req = tonic::Request::new(ReadItemsRequest { collection: "articles".into(), query: None });
+    let mut req = tonic::Request::new(ReadRequest { collection: "articles".into(), key: None, query: None });
     req.metadata_mut().insert("authorization", "Bearer office-grpc-token".parse().expect("header"));
     req.metadata_mut().insert("x-client-ip", "10.1.2.3".parse().expect("header"));
     req.metadata_mut().insert("x-internal-token", "guessed".parse().expect("header"));
-    let status = items.read_items(req).await.expect_err("a wrong credential");
+    let status = items.read(req).await.expect_err("a wrong credential");
     assert_eq!(ApiError::from_status(&status).code, ErrorCode::InvalidIp, "{status:?}");
 
     // auth-service too: a login claiming the allowed address from elsewhere.
@@ -127,7 +127,7 @@ async fn a_statement_timeout_is_answered_once_and_never_retried() {
     }
     assert!(visible, "the view became a collection");
     let before = scrape(app, "core").await;
-    let calls = |m: &str| sample(m, "cdapi_grpc_requests_total", &[("rpc", "/cdapi.v1.ItemsService/ReadItems"), ("code", "14")]);
+    let calls = |m: &str| sample(m, "cdapi_grpc_requests_total", &[("rpc", "/cdapi.v1.ItemsService/Read"), ("code", "14")]);
     let started = std::time::Instant::now();
     let r = get(app, "/items/slow_view").await;
     assert_error(&r, 503, "SERVICE_UNAVAILABLE", "a cancelled statement");
@@ -135,7 +135,7 @@ async fn a_statement_timeout_is_answered_once_and_never_retried() {
     let after = scrape(app, "core").await;
     assert_eq!(calls(&after) - calls(&before), 1.0, "the core ran the read once");
     let edge = scrape(app, "edge").await;
-    assert_eq!(sample(&edge, "cdapi_grpc_client_retries_total", &[("rpc", "/cdapi.v1.ItemsService/ReadItems")]), 0.0, "{edge}");
+    assert_eq!(sample(&edge, "cdapi_grpc_client_retries_total", &[("rpc", "/cdapi.v1.ItemsService/Read")]), 0.0, "{edge}");
 }
 
 /// A GraphQL request straight to edge-graphql with request id `id` (which the services log).

@@ -181,7 +181,7 @@ async fn grpc_create_and_delete() {
     let mut req = tonic::Request::new(CreateItemRequest {
         collection: "authors".into(),
         data: json!({"name": "Grace", "email": "grace@example.com"}).to_string().into(),
-        query: Some(Query { fields: vec!["id".into(), "name".into()], ..Default::default() }),
+        query: Some(Query { fields: e2e_tests::paths(&["id", "name"]), ..Default::default() }),
     });
     req.metadata_mut().insert("authorization", auth);
     let created: Value = serde_json::from_slice(&items.create_item(req).await.expect("create").into_inner().data).expect("json");

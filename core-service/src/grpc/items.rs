@@ -4,7 +4,7 @@
 
 use super::request_span;
 use crate::AppState;
-use crate::query::read::ReadStatement;
+use crate::query::read::{ReadShape, ReadStatement};
 use crate::auth::Caller;
 use crate::query::Planner;
 use crate::write::Writer;
@@ -88,12 +88,11 @@ impl Items {
         Ok(Bytes::from(data))
     }
 
-    async fn singleton(&self, collection: &Collection, caller: &Caller, q: &Query) -> Result<Bytes, ApiError> {
-        let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_singleton(collection, q)?;
+    /// Runs a planned singleton read; with no row yet, the fields' defaults, as Directus answers.
+    async fn singleton(&self, st: ReadStatement, collection: &Collection, q: &Query) -> Result<Bytes, ApiError> {
         let (data, _) = self.run(st, false).await?;
         match data {
             Some(data) => Ok(Bytes::from(data)),
-            // No row yet: the fields' defaults, as Directus answers.
             None => {
                 let defaults = crate::schema::defaults::singleton_defaults(&self.state.pool, collection, &q.fields).await.map_err(crate::db::map_error)?;
                 Ok(Bytes::from(serde_json::Value::Object(defaults).to_string()))
@@ -125,80 +124,31 @@ fn first(array_json: &str) -> Result<Bytes, ApiError> {
 
 #[tonic::async_trait]
 impl ItemsService for Items {
-    async fn read_items(&self, req: Request<ReadItemsRequest>) -> Result<Response<ReadItemsResponse>, Status> {
-        let span = request_span("ReadItems", &req);
+    async fn read(&self, req: Request<ReadRequest>) -> Result<Response<ReadResponse>, Status> {
+        let span = request_span("Read", &req);
         async move {
-            let (caller, collection) = self.readable(req.metadata(), &req.get_ref().collection).await?;
-            let q = req.get_ref().query.clone().unwrap_or_default();
-            if collection.singleton {
-                let data = match q.version.as_deref().filter(|v| *v != "main") {
-                    Some(version) => self.read_in_version(&caller, &collection, None, version, &q).await?,
-                    None => self.singleton(&collection, &caller, &Query { version: None, ..q }).await?,
-                };
-                return Ok(Response::new(ReadItemsResponse { data, meta: Bytes::new() }));
-            }
-            let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_many(&collection, &q)?;
-            let (data, meta) = self.run(st, false).await?;
-            Ok(Response::new(ReadItemsResponse { data: Bytes::from(data.unwrap_or_else(|| "[]".into())), meta }))
-        }
-        .instrument(span)
-        .await
-        .map_err(|e: ApiError| e.into())
-    }
-
-    async fn read_item(&self, req: Request<ReadItemRequest>) -> Result<Response<ItemResponse>, Status> {
-        let span = request_span("ReadItem", &req);
-        async move {
-            let r = req.get_ref();
             let caller = self.state.caller(req.metadata()).await?;
-            // `me` without a signed-in user is INVALID_CREDENTIALS before any permission check.
-            let key = crate::users::resolve_me(&r.collection, &r.key, caller.vars.user.as_deref())?;
-            let collection = readable_in(&caller, &r.collection)?;
-            let q = r.query.clone().unwrap_or_default();
-            if let Some(version) = q.version.as_deref().filter(|v| *v != "main") {
-                let data = self.read_in_version(&caller, &collection, Some(&key), version, &q).await?;
-                return Ok(Response::new(ItemResponse { data }));
-            }
-            let q = Query { version: None, ..q };
-            let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_one(&collection, &key, &q)?;
-            let (data, _) = self.run(st, true).await?;
-            let data = data.ok_or_else(ApiError::forbidden)?;
-            Ok(Response::new(ItemResponse { data: Bytes::from(data) }))
-        }
-        .instrument(span)
-        .await
-        .map_err(|e: ApiError| e.into())
-    }
-
-    async fn read_singleton(&self, req: Request<ReadSingletonRequest>) -> Result<Response<ItemResponse>, Status> {
-        let span = request_span("ReadSingleton", &req);
-        async move {
             let r = req.get_ref();
-            let (caller, collection) = self.readable(req.metadata(), &r.collection).await?;
-            if !collection.singleton {
-                return Err(ApiError::invalid_query(format!("Collection \"{}\" is not a singleton", collection.name)));
-            }
-            let q = r.query.clone().unwrap_or_default();
-            if let Some(version) = q.version.as_deref().filter(|v| *v != "main") {
-                let data = self.read_in_version(&caller, &collection, None, version, &q).await?;
-                return Ok(Response::new(ItemResponse { data }));
-            }
-            let data = self.singleton(&collection, &caller, &Query { version: None, ..q }).await?;
-            Ok(Response::new(ItemResponse { data }))
-        }
-        .instrument(span)
-        .await
-        .map_err(|e: ApiError| e.into())
-    }
-
-    async fn aggregate(&self, req: Request<ReadItemsRequest>) -> Result<Response<ReadItemsResponse>, Status> {
-        let span = request_span("Aggregate", &req);
-        async move {
-            let (caller, collection) = self.readable(req.metadata(), &req.get_ref().collection).await?;
-            let q = req.get_ref().query.clone().unwrap_or_default();
-            let st = Planner::new(&caller.read, self.state.limits, &caller.vars).aggregate(&collection, &q)?;
-            let (data, meta) = self.run(st, false).await?;
-            Ok(Response::new(ReadItemsResponse { data: Bytes::from(data.unwrap_or_else(|| "[]".into())), meta }))
+            // `me` without a signed-in user is INVALID_CREDENTIALS before any permission check.
+            let key = r.key.as_deref().map(|k| crate::users::resolve_me(&r.collection, k, caller.vars.user.as_deref())).transpose()?;
+            let collection = readable_in(&caller, &r.collection)?;
+            let default = Query::default();
+            let q = r.query.as_ref().unwrap_or(&default);
+            let shape = ReadShape::of(&collection, key.as_deref(), q);
+            let planner = Planner::new(&caller.read, self.state.limits, &caller.vars);
+            let (data, meta) = match shape {
+                ReadShape::Version { key, version } => (self.read_in_version(&caller, &collection, key, version, q).await?, Bytes::new()),
+                ReadShape::Singleton => (self.singleton(planner.read(&collection, shape, q)?, &collection, q).await?, Bytes::new()),
+                ReadShape::One(_) => {
+                    let (data, _) = self.run(planner.read(&collection, shape, q)?, true).await?;
+                    (Bytes::from(data.ok_or_else(ApiError::forbidden)?), Bytes::new())
+                }
+                ReadShape::Many | ReadShape::Aggregate => {
+                    let (data, meta) = self.run(planner.read(&collection, shape, q)?, false).await?;
+                    (Bytes::from(data.unwrap_or_else(|| "[]".into())), meta)
+                }
+            };
+            Ok(Response::new(ReadResponse { data, meta }))
         }
         .instrument(span)
         .await

@@ -17,14 +17,13 @@
 //! `having[count][_gt]=10` or `having[sum][amount][_gte]=100`.
 
 use super::filter::Target;
-use super::functions;
 use super::order::Joins;
 use super::read::{ReadStatement, pagination};
 use super::sql::{column, ident};
 use super::{Planner, forbidden_field};
 use crate::schema::{Collection, Field, FieldType};
 use cdapi_proto::ApiError;
-use cdapi_proto::v1::{AggregateFunction, Filter, Operator, Query, filter};
+use cdapi_proto::v1::{AggregateFunction, FieldFunction, Filter, Operator, Query, filter};
 use std::collections::HashMap;
 
 /// An aggregate result `having` can compare: its SQL, the type its operands are cast to and
@@ -61,15 +60,13 @@ impl Planner<'_> {
         for g in &q.group_by {
             let expr = self.path_expr(collection, "t0", g, &mut joins, "group")?;
             // A group's value as a read writes it (functions as strings, dates formatted).
-            let output = match functions::parse(g)? {
-                Some(_) => super::values::function_output(expr.clone()),
-                None => match self.path_type(collection, g) {
-                    Some(t) => super::values::output(t, expr.clone()),
-                    None => expr.clone(),
-                },
+            let output = match (g.function(), self.path_type(collection, g)) {
+                (FieldFunction::Unspecified, Some(t)) => super::values::output(t, expr.clone()),
+                (FieldFunction::Unspecified, None) => expr.clone(),
+                _ => super::values::function_output(expr.clone()),
             };
             columns.push(format!("{output} AS {}", ident(&cdapi_proto::paths::result_key(g))));
-            groups.push((g.as_str(), expr));
+            groups.push((g, expr));
         }
         let mut seen = std::collections::HashSet::new();
         let mut targets: HashMap<String, HavingTarget> = HashMap::new();
@@ -103,12 +100,12 @@ impl Planner<'_> {
         let from = self.source(collection)?;
         let where_sql = self.where_clause(collection, "t0", q)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
         let mut order = Vec::new();
-        for raw in &q.sort {
-            let (desc, key) = raw.strip_prefix('-').map(|k| (true, k)).unwrap_or((false, raw.as_str()));
-            let (_, expr) = groups.iter().find(|(g, _)| *g == key).ok_or_else(|| {
-                ApiError::invalid_query(format!("With \"aggregate\", \"sort\" may only name groupBy keys; \"{key}\" is not one"))
+        for key in &q.sort {
+            let (_, expr) = groups.iter().find(|(g, _)| key.path.as_ref() == Some(*g)).ok_or_else(|| {
+                let text = key.path.as_ref().map(ToString::to_string).unwrap_or_default();
+                ApiError::invalid_query(format!("With \"aggregate\", \"sort\" may only name groupBy keys; \"{text}\" is not one"))
             })?;
-            order.push(format!("{expr}{}", if desc { " DESC" } else { "" }));
+            order.push(format!("{expr}{}", if key.descending { " DESC" } else { "" }));
         }
         for (_, expr) in &groups {
             if !order.iter().any(|o| o.trim_end_matches(" DESC") == expr) {
@@ -159,7 +156,7 @@ impl Planner<'_> {
                 None => Ok("TRUE".into()),
             },
             Some(filter::Node::Condition(c)) => {
-                let name = key(&c.field);
+                let name = if c.function() == FieldFunction::Unspecified { key(&c.field) } else { String::new() };
                 let t = targets.get(&name).ok_or_else(|| {
                     ApiError::invalid_query(format!(
                         "\"having\" can only use requested aggregates (count, <function>.<field>); \"{name}\" is not one"

@@ -14,11 +14,11 @@
 //! Unknown fields: FORBIDDEN (Directus). Paths through non-relational fields, `deep` on a
 //! non-relation: INVALID_QUERY.
 
-use super::functions::{self, Call};
+use super::functions::{Call, Function};
 use super::{Planner, forbidden_field};
 use crate::schema::{Collection, Field, FieldRelation};
 use cdapi_proto::ApiError;
-use cdapi_proto::v1::Query;
+use cdapi_proto::v1::{FieldPath, PathSegment, Query};
 use std::sync::LazyLock;
 
 static NO_QUERY: LazyLock<Query> = LazyLock::new(Query::default);
@@ -31,51 +31,67 @@ pub struct FieldTree {
     /// Directus's key order).
     star_at: usize,
     star_children: Option<Box<FieldTree>>,
-    named: Vec<(String, Option<FieldTree>)>,
+    named: Vec<(Named, Option<FieldTree>)>,
+}
+
+/// One named entry of a level: a field (or alias), a Many-to-Any field scoped to one
+/// collection (`item:headings`), or a function of a field (`year(published_at)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Named {
+    field: String,
+    scope: Option<String>,
+    function: Function,
+}
+
+impl Named {
+    fn plain(&self) -> Option<&str> {
+        (self.scope.is_none() && self.function == Function::Unspecified).then_some(self.field.as_str())
+    }
 }
 
 impl FieldTree {
-    /// Parses field paths (`["*", "author.name"]`); empty input means `*`. Paths through more
-    /// than `max_depth` relations: INVALID_QUERY.
-    pub fn parse(paths: &[String], max_depth: usize) -> Result<Self, ApiError> {
+    /// Builds the tree of typed field paths (`*`, `author.name`); empty input means `*`.
+    /// Paths through more than `max_depth` relations, or empty ones: INVALID_QUERY.
+    pub fn parse(paths: &[FieldPath], max_depth: usize) -> Result<Self, ApiError> {
         let mut tree = FieldTree::default();
         if paths.is_empty() {
             tree.star = true;
         }
         for path in paths {
-            let segments = path_segments(path);
-            if segments.iter().any(|s| s.is_empty()) {
+            if path.segments.is_empty() || path.segments.iter().any(|s| s.field.is_empty()) {
                 return Err(ApiError::invalid_query(format!("\"{path}\" is not a valid field path")));
             }
-            if segments.len() > max_depth + 1 {
+            if path.segments.len() > max_depth + 1 {
                 return Err(ApiError::invalid_query("Max relational depth exceeded"));
             }
-            tree.insert(&segments);
+            tree.insert(&path.segments, path.function());
         }
         Ok(tree)
     }
 
-    fn insert(&mut self, path: &[&str]) {
+    fn insert(&mut self, path: &[PathSegment], function: Function) {
         let Some((first, rest)) = path.split_first() else { return };
-        if *first == "*" {
+        // `year(*)` is a (refused) call, not the wildcard.
+        if first.field == "*" && first.scope.is_none() && !(rest.is_empty() && function != Function::Unspecified) {
             if !self.star {
                 self.star_at = self.named.len();
             }
             self.star = true;
             if !rest.is_empty() {
-                self.star_children.get_or_insert_default().insert(rest);
+                self.star_children.get_or_insert_default().insert(rest, function);
             }
             return;
         }
-        let idx = match self.named.iter().position(|(n, _)| n == first) {
+        let named = Named { field: first.field.clone(), scope: first.scope.clone(), function: if rest.is_empty() { function } else { Function::Unspecified } };
+        let idx = match self.named.iter().position(|(n, _)| *n == named) {
             Some(i) => i,
             None => {
-                self.named.push(((*first).to_owned(), None));
+                self.named.push((named, None));
                 self.named.len() - 1
             }
         };
         if !rest.is_empty() {
-            self.named[idx].1.get_or_insert_default().insert(rest);
+            self.named[idx].1.get_or_insert_default().insert(rest, function);
         }
     }
 }
@@ -196,15 +212,14 @@ impl<'a> Planner<'a> {
         }
         // Each column with its place in Directus's key order (see `key_order`).
         let mut columns: Vec<(Place, Column<'t>)> = Vec::new();
-        let named_at = |name: &str| tree.named.iter().position(|(n, _)| n == name).map(|i| tree.place_of_named(i));
+        let named_at = |name: &str| tree.named.iter().position(|(n, _)| n.plain() == Some(name)).map(|i| tree.place_of_named(i));
         let mut used = std::collections::HashSet::new();
         // `item:headings.title`: Many-to-Any scopes, by field.
         let mut scoped: Vec<(&'t str, &'t str, &'t FieldTree)> = Vec::new();
-        for (name, children) in &tree.named {
-            if name.contains('(') {
-                continue;
-            }
-            if let Some((field, scope)) = name.split_once(':') {
+        for (named, children) in &tree.named {
+            let field = named.field.as_str();
+            if let (Some(scope), Function::Unspecified) = (&named.scope, named.function) {
+                let name = format!("{field}:{scope}");
                 let f = target(field).ok_or_else(|| forbidden_field(&collection.name, field))?;
                 let Some(FieldRelation::M2A { allowed, .. }) = &f.relation else {
                     return Err(ApiError::invalid_query(format!("\"{name}\": \"{field}\" is not a many-to-any field")));
@@ -215,11 +230,14 @@ impl<'a> Planner<'a> {
                 let children = children.as_ref().ok_or_else(|| {
                     ApiError::invalid_query(format!("\"{name}\" needs nested fields, e.g. {name}.*"))
                 })?;
-                scoped.push((field, scope, children));
+                scoped.push((field, scope.as_str(), children));
                 continue;
             }
-            if target(name).is_none() {
-                return Err(forbidden_field(&collection.name, name));
+            if named.scope.is_some() {
+                return Err(ApiError::invalid_query(format!("A function cannot apply to the scope \"{field}:{}\"", named.scope.as_deref().unwrap_or_default())));
+            }
+            if named.function == Function::Unspecified && target(field).is_none() {
+                return Err(forbidden_field(&collection.name, field));
             }
         }
         let scopes_of = |field: &str| -> Vec<(&'t str, &'t FieldTree)> {
@@ -227,7 +245,7 @@ impl<'a> Planner<'a> {
         };
         if tree.star {
             for field in &collection.fields {
-                let named = tree.named.iter().find(|(n, _)| *n == field.name);
+                let named = tree.named.iter().find(|(n, _)| n.plain() == Some(field.name.as_str()));
                 if named.is_none() && !self.backlink && backlink == Some(field.name.as_str()) {
                     continue;
                 }
@@ -255,27 +273,30 @@ impl<'a> Planner<'a> {
         for (field, _, _) in &scoped {
             if used.insert(field) {
                 let f = target(field).ok_or_else(ApiError::internal)?;
-                let place = tree.named.iter().position(|(n, _)| n.split(':').next() == Some(*field)).map(|i| tree.place_of_named(i));
+                let place = tree.named.iter().position(|(n, _)| n.field == *field && n.function == Function::Unspecified).map(|i| tree.place_of_named(i));
                 let column = self.column(collection, (*field).to_owned(), f, None, &scopes_of(field), level)?;
                 columns.push((place.unwrap_or((1, columns.len())), column));
             }
         }
-        for (name, children) in &tree.named {
-            if name.contains(':') || !used.insert(name.as_str()) {
+        for (i, (named, children)) in tree.named.iter().enumerate() {
+            if named.scope.is_some() {
                 continue;
             }
-            if let Some(call) = functions::parse(name)? {
+            if let Some(call) = Call::of(named.function, &named.field) {
+                let key = format!("{}_{}", named.field, cdapi_proto::paths::function_name(named.function));
                 if children.is_some() {
-                    return Err(ApiError::invalid_query(format!("\"{name}\" has no nested fields")));
+                    return Err(ApiError::invalid_query(format!("\"{}({})\" has no nested fields", cdapi_proto::paths::function_name(named.function), named.field)));
                 }
                 // The call is checked (field exists, type fits) when its SQL is written.
-                let place = named_at(name).unwrap_or((2, columns.len()));
-                columns.push((place, Column::Function { key: cdapi_proto::paths::result_key(name).into_owned(), call }));
+                columns.push((tree.place_of_named(i), Column::Function { key, call }));
                 continue;
             }
-            let Some(field) = target(name) else { continue };
-            let place = named_at(name).unwrap_or((2, columns.len()));
-            columns.push((place, self.column(collection, name.clone(), field, children.as_ref(), &[], level)?));
+            if !used.insert(named.field.as_str()) {
+                continue;
+            }
+            let Some(field) = target(&named.field) else { continue };
+            let place = named_at(&named.field).unwrap_or((2, columns.len()));
+            columns.push((place, self.column(collection, named.field.clone(), field, children.as_ref(), &[], level)?));
         }
         Ok(Select { collection, columns: key_order(columns) })
     }
@@ -357,31 +378,7 @@ fn key_order(mut columns: Vec<(Place, Column<'_>)>) -> Vec<Column<'_>> {
     columns.into_iter().map(|(_, c)| c).collect()
 }
 
-/// A field path's segments: split at dots, but a function call (`year(published_at)`) is one
-/// segment and ends the path, so `author.year(created_at)` applies the function to a field of
-/// the related item.
-fn path_segments(path: &str) -> Vec<&str> {
-    match path.find('(') {
-        Some(open) => match path[..open].rfind('.') {
-            Some(dot) => path[..dot].split('.').chain(std::iter::once(&path[dot + 1..])).collect(),
-            None => vec![path],
-        },
-        None => path.split('.').collect(),
-    }
-}
-
 /// Whether a nested query carries list parameters (only meaningful on to-many relations).
 fn has_list_params(q: &Query) -> bool {
     q.filter.is_some() || q.search.is_some() || !q.sort.is_empty() || q.limit.is_some() || q.offset.is_some() || q.page.is_some()
-}
-
-#[cfg(test)]
-mod path_tests {
-    #[test]
-    fn a_function_call_is_the_last_segment() {
-        assert_eq!(super::path_segments("author.year(created_at)"), ["author", "year(created_at)"]);
-        assert_eq!(super::path_segments("year(published_at)"), ["year(published_at)"]);
-        assert_eq!(super::path_segments("a.b.count(c)"), ["a", "b", "count(c)"]);
-        assert_eq!(super::path_segments("author.name"), ["author", "name"]);
-    }
 }

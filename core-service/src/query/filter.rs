@@ -9,7 +9,7 @@
 //! through an O2M (and so an M2M junction) some related item must (`_some`, the default) or
 //! none may (`_none`).
 
-use super::functions;
+use super::functions::{Call, Function};
 use super::variables::Operand;
 use super::sql::{Param, column, escape_like};
 use super::{Planner, forbidden_field};
@@ -59,11 +59,8 @@ impl Planner<'_> {
     }
 
     fn relation(&mut self, collection: &Collection, alias: &str, r: &RelationFilter, depth: usize) -> Result<String, ApiError> {
-        if functions::parse(&r.field)?.is_some() {
-            return Err(ApiError::invalid_query(format!("\"{}\" is a function, not a relation", r.field)));
-        }
-        if let Some((name, scope)) = r.field.split_once(':') {
-            return self.m2a_relation(collection, alias, name, scope, r, depth);
+        if let Some(scope) = &r.scope {
+            return self.m2a_relation(collection, alias, &r.field, scope, r, depth);
         }
         let field = collection.field(&r.field).ok_or_else(|| forbidden_field(&collection.name, &r.field))?;
         let quantifier = Quantifier::try_from(r.quantifier).unwrap_or(Quantifier::Unspecified);
@@ -110,10 +107,10 @@ impl Planner<'_> {
     fn m2a_relation(&mut self, collection: &Collection, alias: &str, name: &str, scope: &str, r: &RelationFilter, depth: usize) -> Result<String, ApiError> {
         let field = collection.field(name).ok_or_else(|| forbidden_field(&collection.name, name))?;
         let Some(FieldRelation::M2A { collection_field, allowed }) = &field.relation else {
-            return Err(ApiError::invalid_query(format!("\"{}\": \"{name}\" is not a many-to-any field", r.field)));
+            return Err(ApiError::invalid_query(format!("\"{name}:{scope}\": \"{name}\" is not a many-to-any field")));
         };
         if !allowed.iter().any(|c| c == scope) {
-            return Err(ApiError::invalid_query(format!("\"{}\": \"{scope}\" is not a collection \"{name}\" can hold", r.field)));
+            return Err(ApiError::invalid_query(format!("\"{name}:{scope}\": \"{scope}\" is not a collection \"{name}\" can hold")));
         }
         if Quantifier::try_from(r.quantifier).unwrap_or(Quantifier::Unspecified) != Quantifier::Unspecified {
             return Err(ApiError::invalid_query("\"_some\"/\"_none\" only apply to to-many relations"));
@@ -139,10 +136,11 @@ impl Planner<'_> {
         ))
     }
 
-    fn target(&mut self, collection: &Collection, alias: &str, name: &str) -> Result<Target, ApiError> {
-        if let Some(call) = functions::parse(name)? {
+    fn target(&mut self, collection: &Collection, alias: &str, name: &str, function: Function) -> Result<Target, ApiError> {
+        if let Some(call) = Call::of(function, name) {
             let expr = self.function_expr(collection, alias, &call)?;
-            return Ok(Target { expr, field_type: FieldType::BigInteger, db_type: "bigint".into(), is_enum: false, name: name.into() });
+            let name = format!("{}({name})", cdapi_proto::paths::function_name(function));
+            return Ok(Target { expr, field_type: FieldType::BigInteger, db_type: "bigint".into(), is_enum: false, name });
         }
         let field = collection.field(name).ok_or_else(|| forbidden_field(&collection.name, name))?;
         if field.is_alias() {
@@ -220,7 +218,7 @@ impl Planner<'_> {
     }
 
     fn condition(&mut self, collection: &Collection, alias: &str, c: &FieldCondition) -> Result<String, ApiError> {
-        let t = self.target(collection, alias, &c.field)?;
+        let t = self.target(collection, alias, &c.field, c.function())?;
         let op = Operator::try_from(c.operator).unwrap_or(Operator::Unspecified);
         self.compare(&t, op, c.value.as_ref())
     }

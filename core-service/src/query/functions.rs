@@ -1,6 +1,7 @@
 //! Functions (spec: "Functions"): `year month week day weekday hour minute second` on date and
-//! time fields, `count` on JSON arrays, arrays and relational fields. Written `<fn>(<field>)` in
-//! `fields` (the result key is `<field>_<fn>`, as Directus: `published_at_year`), `filter`, `sort`, `groupBy`, `aggregate`.
+//! time fields, `count` on JSON arrays, arrays and relational fields, in `fields` (the result
+//! key is `<field>_<fn>`, as Directus: `published_at_year`), `filter`, `sort` and `groupBy`;
+//! they arrive typed (`FieldPath.function`, `FieldCondition.function`).
 //! Every function yields an integer (`int8`). Date parts of `timestamptz` values are taken in
 //! UTC, so results do not depend on the server's time zone.
 
@@ -10,60 +11,25 @@ use super::forbidden_field;
 use crate::schema::{Collection, FieldRelation, FieldType};
 use cdapi_proto::ApiError;
 
-/// A function name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Function {
-    /// Calendar year.
-    Year,
-    /// Month 1–12.
-    Month,
-    /// ISO week 1–53.
-    Week,
-    /// Day of month 1–31.
-    Day,
-    /// Day of week, 0 = Sunday (as Directus).
-    Weekday,
-    /// Hour 0–23.
-    Hour,
-    /// Minute 0–59.
-    Minute,
-    /// Second 0–59.
-    Second,
-    /// Number of items (JSON array, array, O2M).
-    Count,
-}
+/// A function name: the contract's enum (`query.proto` `FieldFunction`; REST names by
+/// `cdapi_proto::paths::function_name`). Paths arrive typed: nothing here parses text.
+pub use cdapi_proto::v1::FieldFunction as Function;
 
-/// A parsed `<fn>(<field>)`.
+/// A function applied to a field of the current level.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call<'s> {
-    /// The function.
+    /// The function (never `Unspecified`).
     pub function: Function,
     /// The field it applies to.
     pub field: &'s str,
 }
 
-/// Parses `year(published_at)`. `Ok(None)` when `s` is not a call; INVALID_QUERY when it is
-/// malformed or names an unknown function.
-pub fn parse(s: &str) -> Result<Option<Call<'_>>, ApiError> {
-    let Some(open) = s.find('(') else { return Ok(None) };
-    let name = &s[..open];
-    let field = s[open + 1..]
-        .strip_suffix(')')
-        .filter(|f| !f.is_empty() && !f.contains(['(', ')']))
-        .ok_or_else(|| ApiError::invalid_query(format!("\"{s}\" is not a valid function call")))?;
-    let function = match name {
-        "year" => Function::Year,
-        "month" => Function::Month,
-        "week" => Function::Week,
-        "day" => Function::Day,
-        "weekday" => Function::Weekday,
-        "hour" => Function::Hour,
-        "minute" => Function::Minute,
-        "second" => Function::Second,
-        "count" => Function::Count,
-        other => return Err(ApiError::invalid_query(format!("Unknown function \"{other}\""))),
-    };
-    Ok(Some(Call { function, field }))
+impl<'s> Call<'s> {
+    /// The call of `function` on `field`; `None` when `function` is `Unspecified` (the field's
+    /// value, no call).
+    pub fn of(function: Function, field: &'s str) -> Option<Self> {
+        (function != Function::Unspecified).then_some(Self { function, field })
+    }
 }
 
 impl Planner<'_> {
@@ -86,7 +52,7 @@ impl Planner<'_> {
         let wrong_type = || {
             ApiError::invalid_query(format!(
                 "Function \"{}\" cannot be used on field \"{}\" of type {}",
-                name(call.function),
+                cdapi_proto::paths::function_name(call.function),
                 field.name,
                 field.field_type.as_str()
             ))
@@ -126,41 +92,11 @@ impl Planner<'_> {
             Function::Hour => "HOUR",
             Function::Minute => "MINUTE",
             Function::Second => "SECOND",
-            Function::Count => return Err(wrong_type()),
+            Function::Count | Function::Unspecified => return Err(wrong_type()),
         };
         if exact && call.function == Function::Second {
             return Ok(format!("EXTRACT(SECOND FROM {source})"));
         }
         Ok(format!("floor(EXTRACT({part} FROM {source}))::int8"))
-    }
-}
-
-/// The function's name as written in queries.
-pub fn name(f: Function) -> &'static str {
-    match f {
-        Function::Year => "year",
-        Function::Month => "month",
-        Function::Week => "week",
-        Function::Day => "day",
-        Function::Weekday => "weekday",
-        Function::Hour => "hour",
-        Function::Minute => "minute",
-        Function::Second => "second",
-        Function::Count => "count",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_calls_and_rejects_bad_ones() {
-        assert_eq!(parse("title"), Ok(None));
-        assert_eq!(parse("year(published_at)"), Ok(Some(Call { function: Function::Year, field: "published_at" })));
-        assert!(parse("decade(published_at)").is_err());
-        assert!(parse("year(published_at").is_err());
-        assert!(parse("year()").is_err());
-        assert!(parse("year(month(x))").is_err());
     }
 }

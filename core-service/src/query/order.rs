@@ -2,34 +2,33 @@
 //! (`author.name`) or functions (`year(published_at)`) as SQL expressions with the LEFT JOINs
 //! they need (shared by sort, groupBy and dynamic variables).
 
+use super::functions::Call;
 use super::sql::column;
-use super::{Planner, forbidden_field, functions};
+use super::{Planner, forbidden_field};
 use crate::schema::{Collection, FieldRelation};
 use cdapi_proto::ApiError;
+use cdapi_proto::v1::{FieldPath, PathSegment, SortKey};
 
 /// LEFT JOINs added for M2O paths in `sort` and `groupBy`, one per path prefix.
 #[derive(Debug, Default)]
 pub struct Joins {
     /// The JOIN clauses, each starting with a space.
     pub sql: String,
-    joined: Vec<(String, String)>,
+    joined: Vec<(Vec<PathSegment>, String)>,
 }
 
 impl Planner<'_> {
 
-    /// Sort (spec: `sort`): `-` for descending, dot paths through M2O fields, functions
+    /// Sort (spec: `sort`): descending or not, paths through M2O fields, functions
     /// (`-year(published_at)`), primary key appended for a stable order.
     /// Returns (joins, ` ORDER BY ...`).
-    pub fn order_by(&mut self, collection: &Collection, root: &str, sort: &[String]) -> Result<(String, String), ApiError> {
+    pub fn order_by(&mut self, collection: &Collection, root: &str, sort: &[SortKey]) -> Result<(String, String), ApiError> {
         let mut joins = Joins::default();
         let mut terms = Vec::new();
-        for raw in sort {
-            let (desc, path) = match raw.strip_prefix('-') {
-                Some(p) => (true, p),
-                None => (false, raw.as_str()),
-            };
+        for key in sort {
+            let path = key.path.as_ref().ok_or_else(|| ApiError::invalid_query("A sort key has no path"))?;
             let expr = self.path_expr(collection, root, path, &mut joins, "sort")?;
-            terms.push(format!("{expr}{}", if desc { " DESC" } else { "" }));
+            terms.push(format!("{expr}{}", if key.descending { " DESC" } else { "" }));
         }
         for k in &collection.primary_key {
             let plain = column(root, k);
@@ -41,23 +40,27 @@ impl Planner<'_> {
         Ok((joins.sql, order))
     }
 
-    /// A field path (`author.name`, through M2O fields only) or a function call (`year(date)`)
-    /// as a SQL expression over rows aliased `root`, adding the LEFT JOINs its M2O hops need
-    /// (they follow foreign keys to unique keys, so they never multiply rows). `purpose` names
-    /// the parameter in error messages.
-    pub fn path_expr(&mut self, collection: &Collection, root: &str, path: &str, joins: &mut Joins, purpose: &str) -> Result<String, ApiError> {
-        if let Some(call) = functions::parse(path)? {
-            return self.function_expr(collection, root, &call);
-        }
-        let segments: Vec<&str> = path.split('.').collect();
+    /// A field path (`author.name`, through M2O fields only), possibly ending in a function of
+    /// a field (`year(date)`, `author.year(born)`), as a SQL expression over rows aliased `root`,
+    /// adding the LEFT JOINs its M2O hops need (they follow foreign keys to unique keys, so
+    /// they never multiply rows). `purpose` names the parameter in error messages.
+    pub fn path_expr(&mut self, collection: &Collection, root: &str, path: &FieldPath, joins: &mut Joins, purpose: &str) -> Result<String, ApiError> {
+        let segments = &path.segments;
         if segments.len() > self.limits.max_depth + 1 {
             return Err(ApiError::invalid_query("Max relational depth exceeded"));
         }
         let mut current = collection;
         let mut alias = root.to_owned();
         for (i, seg) in segments.iter().enumerate() {
-            let field = current.field(seg).ok_or_else(|| forbidden_field(&current.name, seg))?;
             let last = i + 1 == segments.len();
+            if seg.scope.is_some() {
+                return Err(ApiError::invalid_query(format!("Cannot {purpose} by \"{path}\": a many-to-any scope has no single value")));
+            }
+            let seg = seg.field.as_str();
+            if let (true, Some(call)) = (last, Call::of(path.function(), seg)) {
+                return self.function_expr(current, &alias, &call);
+            }
+            let field = current.field(seg).ok_or_else(|| forbidden_field(&current.name, seg))?;
             match (&field.relation, last) {
                 (Some(FieldRelation::O2M { .. }), _) => {
                     return Err(ApiError::invalid_query(format!(
@@ -76,8 +79,7 @@ impl Planner<'_> {
                 }
                 (_, true) => return Ok(column(&alias, seg)),
                 (Some(FieldRelation::M2O { related, related_field, .. }), false) => {
-                    let prefix = segments[..=i].join(".");
-                    let next = match joins.joined.iter().find(|(p, _)| *p == prefix) {
+                    let next = match joins.joined.iter().find(|(p, _)| *p == segments[..=i]) {
                         Some((_, a)) => a.clone(),
                         None => {
                             let a = self.sql.next_alias('s');
@@ -88,7 +90,7 @@ impl Planner<'_> {
                                 column(&a, related_field),
                                 column(&alias, seg)
                             ));
-                            joins.joined.push((prefix, a.clone()));
+                            joins.joined.push((segments[..=i].to_vec(), a.clone()));
                             a
                         }
                     };
@@ -105,12 +107,15 @@ impl Planner<'_> {
         Err(ApiError::invalid_query(format!("\"{path}\" is not a valid field path")))
     }
 
-    /// The type of the field a plain path (`status`, `author.name`, through M2O fields) ends
-    /// at; `None` for anything else.
-    pub fn path_type(&self, collection: &Collection, path: &str) -> Option<crate::schema::FieldType> {
-        let (mut current, mut segments) = (collection, path.split('.').peekable());
+    /// The type of the field a plain path (`status`, `author.name`, through M2O fields, no
+    /// function) ends at; `None` for anything else.
+    pub fn path_type(&self, collection: &Collection, path: &FieldPath) -> Option<crate::schema::FieldType> {
+        if path.function() != cdapi_proto::v1::FieldFunction::Unspecified {
+            return None;
+        }
+        let (mut current, mut segments) = (collection, path.segments.iter().peekable());
         while let Some(seg) = segments.next() {
-            let field = current.field(seg)?;
+            let field = current.field(&seg.field)?;
             if segments.peek().is_none() {
                 return Some(field.field_type);
             }

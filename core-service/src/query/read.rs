@@ -35,15 +35,56 @@ pub struct ReadStatement {
 /// Refuses the parameters this version does not implement, so none is silently ignored.
 fn refuse_unsupported(q: &Query, single: bool) -> Result<(), ApiError> {
     if !q.aggregate.is_empty() || !q.group_by.is_empty() || q.having.is_some() {
-        return Err(ApiError::invalid_query("\"aggregate\", \"groupBy\" and \"having\" are answered by the Aggregate call"));
+        return Err(ApiError::invalid_query("\"aggregate\", \"groupBy\" and \"having\" apply to lists of items (\"having\" with \"aggregate\" or \"groupBy\")"));
     }
-    if q.version.is_some() {
+    // `main` is the item itself (one item or a singleton); other versions are read by
+    // [`crate::versions`].
+    if q.version.as_deref().is_some_and(|v| !single || v != "main") {
         return Err(ApiError::invalid_query("\"version\" applies to reading one item or a singleton"));
     }
     if single && !q.meta.is_empty() {
         return Err(ApiError::invalid_query("\"meta\" applies to lists of items only"));
     }
     Ok(())
+}
+
+/// What one read asks for, decided by the core from the request alone (the edges do not choose;
+/// proto `ItemsService.Read`). spec: List items, Get item, Get singleton, `aggregate`,
+/// `version`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadShape<'a> {
+    /// One item by its primary key's text form.
+    One(&'a str),
+    /// An item (`Some` key) or the singleton (`None`) as it reads in a content version.
+    Version {
+        /// The item's key; `None` for the singleton.
+        key: Option<&'a str>,
+        /// The version's key.
+        version: &'a str,
+    },
+    /// Aggregate rows (`aggregate` or `groupBy` given, no key).
+    Aggregate,
+    /// The one item of a singleton collection.
+    Singleton,
+    /// A list of items.
+    Many,
+}
+
+impl<'a> ReadShape<'a> {
+    /// The shape of a read of `collection` by `key` (if given) with `q`: a key means one item;
+    /// then aggregates; then a singleton; else a list. `version` other than `main` reads an item
+    /// or a singleton in that version (a list with `version` stays a list, refused when planned).
+    pub fn of(collection: &Collection, key: Option<&'a str>, q: &'a Query) -> Self {
+        let version = q.version.as_deref().filter(|v| *v != "main");
+        match (key, version) {
+            (Some(key), Some(version)) => Self::Version { key: Some(key), version },
+            (Some(key), None) => Self::One(key),
+            (None, _) if !q.aggregate.is_empty() || !q.group_by.is_empty() => Self::Aggregate,
+            (None, Some(version)) if collection.singleton => Self::Version { key: None, version },
+            (None, _) if collection.singleton => Self::Singleton,
+            (None, _) => Self::Many,
+        }
+    }
 }
 
 /// `(limit, offset)` from `limit`, `offset`, `page` (spec: Global query parameters; page is
@@ -78,6 +119,18 @@ pub fn pagination(q: &Query, limits: &Limits, default: i64) -> Result<(Option<i6
 }
 
 impl Planner<'_> {
+    /// Plans a read of the given `shape` (not a version: those run in a transaction, see
+    /// [`crate::versions`]; INTERNAL here). Errors: those of each shape.
+    pub fn read(self, collection: &Collection, shape: ReadShape<'_>, q: &Query) -> Result<ReadStatement, ApiError> {
+        match shape {
+            ReadShape::One(key) => self.read_one(collection, key, q),
+            ReadShape::Aggregate => self.aggregate(collection, q),
+            ReadShape::Singleton => self.read_singleton(collection, q),
+            ReadShape::Many => self.read_many(collection, q),
+            ReadShape::Version { .. } => Err(ApiError::internal()),
+        }
+    }
+
     /// Plans `GET /items/:collection` (spec: List items). Errors: FORBIDDEN (unknown field),
     /// INVALID_QUERY (bad parameters).
     pub fn read_many(mut self, collection: &Collection, q: &Query) -> Result<ReadStatement, ApiError> {
@@ -242,10 +295,15 @@ mod tests {
     use crate::schema::{Field, FieldRelation, FieldType, Schema};
     use std::sync::Arc;
 
+    fn paths(texts: &[&str]) -> Vec<cdapi_proto::v1::FieldPath> {
+        texts.iter().map(|t| cdapi_proto::paths::parse(t).expect("path")).collect()
+    }
+
     fn field(name: &str, ty: FieldType, db: &str, relation: Option<FieldRelation>) -> Field {
         Field {
             name: name.into(),
             field_type: ty,
+            item_type: FieldType::Unknown,
             db_type: db.into(),
             nullable: true,
             has_default: false,
@@ -312,7 +370,7 @@ mod tests {
 
     #[test]
     fn nested_m2o_is_a_subquery_of_the_same_statement() -> Result<(), ApiError> {
-        let st = plan(Query { fields: vec!["id".into(), "author.name".into()], ..Default::default() })?;
+        let st = plan(Query { fields: paths(&["id", "author.name"]), ..Default::default() })?;
         assert!(st.sql.text.contains("(SELECT row_to_json(j2) FROM (SELECT t1.\"name\" AS \"name\" FROM \"public\".\"authors\" t1 WHERE t1.\"id\" = t0.\"author\") j2) AS \"author\""), "{}", st.sql.text);
         assert!(st.sql.text.contains("ORDER BY t0.\"id\" LIMIT $1"));
         assert_eq!(st.sql.params, vec![Param::Int(100)]);
@@ -321,7 +379,7 @@ mod tests {
 
     #[test]
     fn sort_through_m2o_joins_once_and_appends_the_key() -> Result<(), ApiError> {
-        let st = plan(Query { sort: vec!["-author.name".into(), "title".into()], ..Default::default() })?;
+        let st = plan(Query { sort: ["-author.name", "title"].iter().map(|s| cdapi_proto::paths::parse_sort(s).expect("sort")).collect(), ..Default::default() })?;
         assert!(st.sql.text.contains("LEFT JOIN \"public\".\"authors\" s1 ON s1.\"id\" = t0.\"author\""));
         assert!(st.sql.text.contains("ORDER BY s1.\"name\" DESC, t0.\"title\", t0.\"id\""), "{}", st.sql.text);
         Ok(())
@@ -350,9 +408,9 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_forbidden_and_bad_paths_invalid() {
-        let e = plan(Query { fields: vec!["nope".into()], ..Default::default() }).expect_err("unknown");
+        let e = plan(Query { fields: paths(&["nope"]), ..Default::default() }).expect_err("unknown");
         assert_eq!(e.code, cdapi_proto::ErrorCode::Forbidden);
-        let e = plan(Query { fields: vec!["title.x".into()], ..Default::default() }).expect_err("path");
+        let e = plan(Query { fields: paths(&["title.x"]), ..Default::default() }).expect_err("path");
         assert_eq!(e.code, cdapi_proto::ErrorCode::InvalidQuery);
         let e = plan(Query { alias: [("title".to_string(), "id".to_string())].into(), ..Default::default() })
             .expect_err("alias shadowing a field");

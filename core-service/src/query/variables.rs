@@ -72,7 +72,10 @@ impl Planner<'_> {
         let pk = record.primary_key.first().and_then(|k| record.field(k)).ok_or_else(ApiError::internal)?;
         let alias = self.sql.next_alias('v');
         let mut joins = Joins::default();
-        let expr = self.path_expr(record, &alias, path, &mut joins, "compare with")?;
+        // The path is part of a filter value (`$CURRENT_USER.role.name`): parsed by the one
+        // path grammar.
+        let path = cdapi_proto::paths::parse(path)?;
+        let expr = self.path_expr(record, &alias, &path, &mut joins, "compare with")?;
         let from = self.source(record)?;
         let key = self.sql.cast_param(key, &pk.db_type);
         Ok(Operand::Expr(format!("(SELECT {expr} FROM {from} {alias}{} WHERE {} = {key})", joins.sql, column(&alias, &pk.name))))

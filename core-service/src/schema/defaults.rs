@@ -18,7 +18,7 @@ use sqlx::PgPool;
 
 /// The default item of `collection` (see the module docs); `fields` is the query's `fields`.
 /// Errors: the database's.
-pub async fn singleton_defaults(pool: &PgPool, collection: &Collection, fields: &[String]) -> Result<Map<String, Value>, sqlx::Error> {
+pub async fn singleton_defaults(pool: &PgPool, collection: &Collection, fields: &[cdapi_proto::v1::FieldPath]) -> Result<Map<String, Value>, sqlx::Error> {
     let rows: Vec<(String, Option<String>)> = sqlx::query_as(
         "SELECT a.attname::text, pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a \
          LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum \
@@ -27,7 +27,10 @@ pub async fn singleton_defaults(pool: &PgPool, collection: &Collection, fields: 
     .bind(&collection.table)
     .fetch_all(pool)
     .await?;
-    let named = |name: &str| fields.is_empty() || fields.iter().any(|f| f == "*" || f == name);
+    let named = |name: &str| {
+        fields.is_empty()
+            || fields.iter().any(|p| matches!(p.segments.as_slice(), [s] if s.scope.is_none() && p.function == 0 && (s.field == "*" || s.field == name)))
+    };
     let mut out = Map::new();
     for field in collection.fields.iter().filter(|f| !f.is_alias() && named(&f.name)) {
         if field.primary_key {

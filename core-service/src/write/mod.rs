@@ -443,6 +443,7 @@ impl<'w> Writer<'w> {
                             values: keys.iter().map(|k| PbValue { kind: Some(value::Kind::String(k.clone())) }).collect(),
                         })),
                     }),
+                    ..Default::default()
                 })),
             });
             let limits = crate::query::Limits { max: None, ..self.limits };

@@ -39,10 +39,10 @@ pub const MAX_ATTEMPTS: usize = 4;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Whether an RPC only reads (safe to send twice): its method name starts with `Read`, `Get`,
-/// `List`, `Watch`, `Export`, `Compare`, `Aggregate` or `Check` (health).
+/// `List`, `Watch`, `Export`, `Compare` or `Check` (health).
 pub fn is_idempotent(path: &str) -> bool {
     let method = path.rsplit('/').next().unwrap_or("");
-    ["Read", "Get", "List", "Watch", "Export", "Compare", "Aggregate", "Check"].iter().any(|p| method.starts_with(p))
+    ["Read", "Get", "List", "Watch", "Export", "Compare", "Check"].iter().any(|p| method.starts_with(p))
 }
 
 /// How to open a connection to one address.
@@ -320,7 +320,7 @@ mod tests {
 
     #[test]
     fn only_reads_are_idempotent() {
-        assert!(is_idempotent("/cdapi.v1.ItemsService/ReadItems"));
+        assert!(is_idempotent("/cdapi.v1.ItemsService/Read"));
         assert!(is_idempotent("/grpc.health.v1.Health/Check"));
         assert!(!is_idempotent("/cdapi.v1.ItemsService/CreateItem"));
         assert!(!is_idempotent("/cdapi.v1.AuthService/Refresh"));

@@ -4,7 +4,7 @@
 //! - `cdapi_http_requests_total{route,method,status}`, `cdapi_http_request_duration_seconds{route,method}`
 //!   — the edges, per route template (`/items/:collection/:id`, never raw ids);
 //! - `cdapi_grpc_requests_total{rpc,code}`, `cdapi_grpc_request_duration_seconds{rpc}` — the
-//!   services, per RPC (`/cdapi.v1.ItemsService/ReadItems`) and gRPC status code;
+//!   services, per RPC (`/cdapi.v1.ItemsService/Read`) and gRPC status code;
 //! - `cdapi_grpc_client_retries_total{rpc}` — calls an edge sent again to another replica;
 //! - `cdapi_db_pool_connections{state="idle"|"in_use"}`, `cdapi_db_pool_max` — the services' pools;
 //! - `cdapi_redis_errors_total{op}` — failed Redis commands;

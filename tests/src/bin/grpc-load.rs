@@ -7,7 +7,7 @@
 
 use cdapi_proto::query_json::query_from_json;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
-use cdapi_proto::v1::{Query, ReadItemRequest, ReadItemsRequest};
+use cdapi_proto::v1::{Query, ReadRequest};
 use std::time::{Duration, Instant};
 
 #[derive(Clone)]
@@ -21,19 +21,9 @@ struct Case {
 async fn call(client: &mut ItemsServiceClient<tonic::transport::Channel>, case: &Case) -> bool {
     let auth: Result<tonic::metadata::MetadataValue<_>, _> = format!("Bearer {}", case.token).parse();
     let Ok(auth) = auth else { return false };
-    let aggregate = !case.query.aggregate.is_empty() || !case.query.group_by.is_empty();
-    match &case.key {
-        Some(key) => {
-            let mut req = tonic::Request::new(ReadItemRequest { collection: case.collection.clone(), key: key.clone(), query: Some(case.query.clone()) });
-            req.metadata_mut().insert("authorization", auth);
-            client.read_item(req).await.is_ok()
-        }
-        None => {
-            let mut req = tonic::Request::new(ReadItemsRequest { collection: case.collection.clone(), query: Some(case.query.clone()) });
-            req.metadata_mut().insert("authorization", auth);
-            if aggregate { client.aggregate(req).await.is_ok() } else { client.read_items(req).await.is_ok() }
-        }
-    }
+    let mut req = tonic::Request::new(ReadRequest { collection: case.collection.clone(), key: case.key.clone(), query: Some(case.query.clone()) });
+    req.metadata_mut().insert("authorization", auth);
+    client.read(req).await.is_ok()
 }
 
 #[tokio::main]
