@@ -11,7 +11,8 @@
 //! - [`root`] — `/graphql`'s root fields and their resolvers (one core call per root field).
 //! - [`system`] — `/graphql/system`'s own root fields (the `auth_*` mutations).
 //! - [`selection`] — a selection tree → the typed query's `fields`, `alias` and `deep`.
-//! - [`values`] — JSON ↔ GraphQL values, filters back to their REST keys, errors.
+//! - [`filters`] — a `filter` argument → the typed filter (the GraphQL key spelling).
+//! - [`values`] — JSON ↔ GraphQL values, errors.
 //! - [`schemas`] — building both schemas, caching them per snapshot version, the watcher.
 //! - [`views`] — the schemas per caller: their role's read view (cached by credential).
 //! - [`http`] — the request handler and its routes (`/graphql`, `/graphql/system`, `/server/health`).
@@ -21,6 +22,7 @@
 pub mod budget;
 pub mod config;
 pub mod fast;
+pub mod filters;
 pub mod http;
 pub mod model;
 pub mod root;

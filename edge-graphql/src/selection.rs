@@ -16,12 +16,10 @@
 //! - Fragments are expanded; `@skip`/`@include` are honoured; `__typename` reads nothing.
 
 use crate::model::{Collection, FieldKind, Model};
-use crate::values::{rest_filter, value_to_json};
 use async_graphql::parser::types::{DocumentOperations, ExecutableDocument, Field, FragmentDefinition, OperationDefinition, Selection, SelectionSet, VariableDefinition};
 use async_graphql::{Context, Name, Positioned, Value, Variables};
 use std::collections::HashMap;
 use cdapi_proto::ApiError;
-use cdapi_proto::query_json::filter_from_json;
 use cdapi_proto::paths::function_from_name;
 use cdapi_proto::v1::{FieldFunction, FieldPath, PathSegment, Query};
 
@@ -220,7 +218,7 @@ impl<'a> Walker<'a> {
     /// for a filter the core's filter grammar refuses.
     pub fn list_arguments(&self, f: &Field, collection: &Collection, q: &mut Query) -> Result<(), ApiError> {
         if let Some(v) = self.argument(f, "filter") {
-            q.filter = filter_from_json(&rest_filter(self.model, collection, value_to_json(&v)), 0)?;
+            q.filter = crate::filters::filter(self.model, collection, &v)?;
         }
         if let Some(v) = self.argument(f, "sort") {
             // Written as in REST (`-title`, `author.name`).

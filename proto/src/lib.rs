@@ -6,11 +6,13 @@
 //! - [`error_code`]: the spec's error codes, their gRPC and HTTP mapping, and how they travel
 //!   in a `tonic::Status`.
 //! - [`field_type`]: Directus's names of the field types.
+//! - [`filters`]: filter documents (JSON or GraphQL values, REST or GraphQL key spelling) → [`v1::Filter`].
 //! - [`paths`]: the result key of a field path (`year(published_at)` → `published_at_year`).
 //! - [`query_json`]: the Directus query object (JSON, as REST and GraphQL receive it) → [`v1::Query`].
 
 pub mod error_code;
 pub mod field_type;
+pub mod filters;
 pub mod paths;
 pub mod query_json;
 

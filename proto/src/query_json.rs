@@ -9,8 +9,7 @@
 
 use crate::error_code::ApiError;
 use crate::v1::{
-    AggregateCall, AggregateFunction, ExportFormat, FieldCondition, FieldFunction, FieldPath, Filter, FilterGroup, MetaCount,
-    NullValue, Operator, Quantifier, Query, RelationFilter, Value, ValueList, filter, value,
+    AggregateCall, AggregateFunction, ExportFormat, FieldPath, Filter, MetaCount, NullValue, Operator, Query, Value, ValueList, value,
 };
 use serde_json::Value as Json;
 
@@ -49,115 +48,16 @@ pub fn query_from_json(obj: &serde_json::Map<String, Json>) -> Result<Query> {
     Ok(q)
 }
 
-/// Translates one filter object. `Ok(None)` for an empty object (no condition).
-/// `depth` counts nesting levels so far; past [`MAX_DEPTH`] the filter is refused.
+/// Translates one filter object in REST's spelling (see [`crate::filters`]). `Ok(None)` for an
+/// empty object (no condition). `depth` counts nesting levels so far; past [`MAX_DEPTH`] the
+/// filter is refused.
 pub fn filter_from_json(v: &Json, depth: usize) -> Result<Option<Filter>> {
-    if depth > MAX_DEPTH {
-        return Err(ApiError::invalid_query("Max relational depth exceeded"));
-    }
-    let Json::Object(map) = v else {
-        return Err(ApiError::invalid_query("\"filter\" must be an object"));
-    };
-    let mut parts = Vec::new();
-    for (key, val) in map {
-        match key.as_str() {
-            "_and" | "_or" => {
-                let Json::Array(items) = val else {
-                    return Err(ApiError::invalid_query(format!("\"{key}\" must be an array of filters")));
-                };
-                let mut children = Vec::with_capacity(items.len());
-                for item in items {
-                    if let Some(f) = filter_from_json(item, depth + 1)? {
-                        children.push(f);
-                    }
-                }
-                let group = FilterGroup { filters: children };
-                parts.push(Filter {
-                    node: Some(if key == "_and" { filter::Node::And(group) } else { filter::Node::Or(group) }),
-                });
-            }
-            k if k.starts_with('_') => {
-                return Err(ApiError::invalid_query(format!(
-                    "\"{k}\" cannot be used here: a filter's keys are field names, \"_and\" or \"_or\""
-                )));
-            }
-            field => field_filter(field, val, depth, &mut parts)?,
-        }
-    }
-    Ok(match parts.len() {
-        0 => None,
-        1 => parts.pop(),
-        _ => Some(Filter { node: Some(filter::Node::And(FilterGroup { filters: parts })) }),
-    })
+    crate::filters::build(v, &crate::filters::RestKeys, depth)
 }
 
 /// A list of REST field paths (`fields`, `groupBy`), parsed ([`crate::paths::parse`]).
 fn paths(key: &str, v: &Json) -> Result<Vec<FieldPath>> {
     string_list(key, v)?.iter().map(|p| crate::paths::parse(p)).collect()
-}
-
-/// A filter key: a field, or a function of one (`year(published_at)`: field and function).
-fn condition_key(key: &str) -> Result<(String, FieldFunction)> {
-    if !key.contains('(') {
-        return Ok((key.to_owned(), FieldFunction::Unspecified));
-    }
-    let path = crate::paths::parse(key)?;
-    match path.segments.as_slice() {
-        [one] if one.scope.is_none() => Ok((one.field.clone(), path.function())),
-        _ => Err(ApiError::invalid_query(format!("\"{key}\" is not a field of this collection: nest relations as objects"))),
-    }
-}
-
-/// The conditions on one field. A plain value is short for `_eq` (`filter[id]=4`, as Directus
-/// reads it); an array is refused.
-fn field_filter(key: &str, val: &Json, depth: usize, out: &mut Vec<Filter>) -> Result<()> {
-    let condition = |operator: Operator, operand: &Json| -> Result<Filter> {
-        let (field, function) = condition_key(key)?;
-        Ok(Filter {
-            node: Some(filter::Node::Condition(FieldCondition { field, operator: operator as i32, value: Some(value_from_json(operand)), function: function as i32 })),
-        })
-    };
-    if !matches!(val, Json::Object(_) | Json::Array(_)) {
-        out.push(condition(Operator::Eq, val)?);
-        return Ok(());
-    }
-    let field = key;
-    let Json::Object(ops) = val else {
-        return Err(ApiError::invalid_query(format!(
-            "The filter on \"{field}\" must be an object such as {{\"_eq\": value}}"
-        )));
-    };
-    let mut nested = serde_json::Map::new();
-    for (op, operand) in ops {
-        if let Some(operator) = operator_from_name(op) {
-            out.push(condition(operator, operand)?);
-        } else if op == "_some" || op == "_none" {
-            let quantifier = if op == "_some" { Quantifier::Some } else { Quantifier::None };
-            out.push(relation_filter(field, quantifier, filter_from_json(operand, depth + 1)?)?);
-        } else if op.starts_with('_') {
-            return Err(ApiError::invalid_query(format!("Unknown filter operator \"{op}\"")));
-        } else {
-            nested.insert(op.clone(), operand.clone());
-        }
-    }
-    if !nested.is_empty() {
-        out.push(relation_filter(field, Quantifier::Unspecified, filter_from_json(&Json::Object(nested), depth + 1)?)?);
-    }
-    Ok(())
-}
-
-/// A filter through the relation `key`: a field, or `field:collection` (a Many-to-Any scope).
-fn relation_filter(key: &str, quantifier: Quantifier, nested: Option<Filter>) -> Result<Filter> {
-    if key.contains('(') {
-        return Err(ApiError::invalid_query(format!("\"{key}\" is a function, not a relation")));
-    }
-    let (field, scope) = match key.split_once(':') {
-        Some((f, scope)) => (f.to_owned(), Some(scope.to_owned())),
-        None => (key.to_owned(), None),
-    };
-    Ok(Filter {
-        node: Some(filter::Node::Relation(Box::new(RelationFilter { field, quantifier: quantifier as i32, filter: nested.map(Box::new), scope }))),
-    })
 }
 
 /// `_eq` → [`Operator::Eq`] etc. `None` for names that are not comparison operators
@@ -360,6 +260,7 @@ fn export(v: &Json) -> Result<ExportFormat> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::v1::{FieldFunction, Quantifier, filter};
     use serde_json::json;
 
     fn q(v: Json) -> Result<Query> {
