@@ -148,10 +148,8 @@ fn entry<'a, N: Node<'a>, K: Keys>(key: &str, resolved: Key<K>, val: N, depth: u
             (None, _) => nested.push((op, operand)),
         }
     }
-    if !nested.is_empty() {
-        if let Key::Field(field, inner) | Key::Scoped(field, _, inner) = &resolved {
-            out.push(relation(field, scope(&resolved), Quantifier::Unspecified, group(nested, inner, depth + 1)?));
-        }
+    if let (false, Key::Field(field, inner) | Key::Scoped(field, _, inner)) = (nested.is_empty(), &resolved) {
+        out.push(relation(field, scope(&resolved), Quantifier::Unspecified, group(nested, inner, depth + 1)?));
     }
     Ok(())
 }

@@ -16,7 +16,7 @@
 //! (`year(published_at)`), and `having` (an extension) filters groups on their results, e.g.
 //! `having[count][_gt]=10` or `having[sum][amount][_gte]=100`.
 
-use super::filter::Target;
+use super::operators::Target;
 use super::order::Joins;
 use super::read::{ReadStatement, pagination};
 use super::sql::{column, ident};

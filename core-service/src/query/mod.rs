@@ -3,7 +3,8 @@
 //!
 //! Layout: [`sql`] (text, identifiers, parameters), [`fields`] (the `fields` tree with `alias`
 //! and `deep` → a select tree in Directus's key order), [`functions`] (`year(field)`,
-//! `count(field)`...), [`filter`] (filter tree, dynamic variables and `search` → WHERE),
+//! `count(field)`...), [`filter`] (filter tree and `search` → WHERE), [`operators`] (the one
+//! operator table of filters, rules and `having`),
 //! [`read`] (statement shapes: read many, export, keys of a query, read one, singleton;
 //! pagination, meta counts), [`select`] (the select list: values, functions, nested items and
 //! lists as subqueries), [`order`] (sort, field paths through M2O relations and their JOINs),
@@ -16,6 +17,7 @@ pub mod fields;
 pub mod filter;
 pub mod functions;
 pub mod keys;
+pub mod operators;
 pub mod order;
 pub mod read;
 pub mod select;
