@@ -10,7 +10,8 @@
 //! codes); a request that does not parse or validate is 400 with code `GRAPHQL_VALIDATION`, as
 //! Directus answers. Failures before GraphQL (no schema yet, bad body) use Directus's error body.
 
-use crate::schemas::{Endpoint, SchemaCache};
+use crate::cache::SchemaCache;
+use crate::schemas::Endpoint;
 use crate::{RequestData, config::Settings};
 use async_graphql::Variables;
 use cdapi_proto::{ApiError, ErrorCode};

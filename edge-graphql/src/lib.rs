@@ -13,13 +13,15 @@
 //! - [`selection`] — a selection tree → the typed query's `fields`, `alias` and `deep`.
 //! - [`filters`] — a `filter` argument → the typed filter (the GraphQL key spelling).
 //! - [`values`] — JSON ↔ GraphQL values, errors.
-//! - [`schemas`] — building both schemas, caching them per snapshot version, the watcher.
+//! - [`schemas`] — building both schemas of a snapshot.
+//! - [`cache`] — the schemas in use: the current build, the per-caller views, the watcher.
 //! - [`views`] — the schemas per caller: their role's read view (cached by credential).
 //! - [`http`] — the request handler and its routes (`/graphql`, `/graphql/system`, `/server/health`).
 //!
 //! [`run`] serves on a given listener until a shutdown future resolves.
 
 pub mod budget;
+pub mod cache;
 pub mod config;
 pub mod fast;
 pub mod filters;
@@ -82,8 +84,8 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
         schema: SchemaServiceClient::new(edge.channel(&edge.core_url, false)?).max_decoding_message_size(usize::MAX),
         cookies: edge.cookies.clone(),
     });
-    let cache = Arc::new(schemas::SchemaCache::new(backend.clone(), schemas::Limits::from(&settings)));
-    let watcher = tokio::spawn(schemas::watch(cache.clone()));
+    let cache = Arc::new(cache::SchemaCache::new(backend.clone(), schemas::Limits::from(&settings)));
+    let watcher = tokio::spawn(cache::watch(cache.clone()));
     let readiness = service_runtime::shutdown::Readiness::default();
     let handler = http::handler(cache, Arc::new(settings.clone()), readiness.clone());
     tracing::info!(addr = %listener.local_addr()?, core = %edge.core_url, auth = %edge.auth_url, "edge-graphql listening (HTTP)");

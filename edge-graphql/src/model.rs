@@ -251,6 +251,10 @@ pub const BUILT_IN_TYPES: &[&str] = &[
     "server_info",
 ];
 
+/// The users collection (Directus's name): `users_me` and `update_users_me` read and write the
+/// caller's own row of it.
+pub const USERS: &str = "directus_users";
+
 /// Name prefix of the system collections.
 const SYSTEM_PREFIX: &str = "directus_";
 

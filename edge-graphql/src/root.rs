@@ -14,7 +14,7 @@
 //! `data` as a list (spec); a single object is accepted too (GraphQL list coercion), and with
 //! `ids` it must hold exactly one object, applied to every item.
 
-use crate::model::{Collection, Model};
+use crate::model::{Collection, Model, USERS};
 use crate::selection::{Walker, string_list};
 use crate::types::{AggregateRow, items_value, with_list_arguments};
 use crate::values::{field_result, key_text, value_to_json};
@@ -86,9 +86,7 @@ fn root_field(name: String, ty: TypeRef, collection: &str, op: Op) -> Field {
     if op.lists() { with_list_arguments(field, collection) } else { field }
 }
 
-/// The users collection (Directus's name): `users_me` and `update_users_me` read and write the
-/// caller's own row of it.
-pub const USERS: &str = "directus_users";
+
 
 /// Adds the query fields of the collections of one endpoint (`system`: `/graphql/system`) to
 /// `query`; the system endpoint also gets `users_me` when the caller may read users.

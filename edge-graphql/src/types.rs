@@ -189,7 +189,7 @@ fn write_input(model: &Model, c: &Collection, verb: &str) -> InputObject {
     }
     // A user's password and static token are write-only: no field to read, but written as on
     // REST `/users` (Directus's `create_users_input` has them).
-    if c.name == crate::root::USERS {
+    if c.name == crate::model::USERS {
         for secret in ["password", "token"] {
             if c.field(secret).is_none() {
                 input = input.field(InputValue::new(secret, TypeRef::named(TypeRef::STRING)));

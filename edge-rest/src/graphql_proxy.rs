@@ -8,7 +8,7 @@
 //! The client's address is passed in `X-Forwarded-For` (edge-graphql trusts it only when this
 //! edge is in its IP_TRUSTED_PROXIES).
 
-use crate::request::{Body, HttpRequest, read_body};
+use edge_http::body::{Body, read_body};
 use bytes::Bytes;
 use cdapi_proto::{ApiError, ErrorCode};
 use http_body_util::{BodyExt, Full};
@@ -19,6 +19,20 @@ use warp::reply::{Reply, Response};
 
 /// Headers that belong to one connection, not to the request (RFC 9110 §7.6.1).
 const HOP_BY_HOP: &[&str] = &["connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length"];
+
+/// What of a request is forwarded (its body travels beside it).
+pub struct Forwarded<'a> {
+    /// Method.
+    pub method: &'a http::Method,
+    /// Path, still percent-encoded.
+    pub path: &'a str,
+    /// Raw query string without `?` (empty: none).
+    pub query: &'a str,
+    /// Headers as received (hop-by-hop ones are dropped here).
+    pub headers: &'a http::HeaderMap,
+    /// The end client's address, sent as `X-Forwarded-For`.
+    pub client_ip: Option<std::net::IpAddr>,
+}
 
 /// A client for edge-graphql.
 pub struct GraphqlProxy {
@@ -36,11 +50,11 @@ impl GraphqlProxy {
 
     /// Forwards one request. Errors: CONTENT_TOO_LARGE past `max` bytes of body;
     /// SERVICE_UNAVAILABLE when edge-graphql cannot be reached.
-    pub async fn forward(&self, req: &HttpRequest, body: Body, max: u64) -> Result<Response, ApiError> {
+    pub async fn forward(&self, req: Forwarded<'_>, body: Body, max: u64) -> Result<Response, ApiError> {
         let body = read_body(body, max).await?;
         let query = if req.query.is_empty() { String::new() } else { format!("?{}", req.query) };
         let mut out = http::Request::builder().method(req.method.clone()).uri(format!("{}{}{query}", self.base, req.path));
-        for (name, value) in &req.headers {
+        for (name, value) in req.headers {
             if !HOP_BY_HOP.contains(&name.as_str()) {
                 out = out.header(name, value);
             }

@@ -63,7 +63,10 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
             item_route(state, req, body, request_id, format!("directus_{system}"), decode(key)).await
         }
         ["graphql"] | ["graphql", "system"] | ["server", "specs", "graphql"] | ["server", "specs", "graphql", "system"] if state.graphql.is_some() => match &state.graphql {
-            Some(proxy) => proxy.forward(req, body, state.max_payload_size).await,
+            Some(proxy) => {
+                let forwarded = crate::graphql_proxy::Forwarded { method: &req.method, path: &req.path, query: &req.query, headers: &req.headers, client_ip: req.client_ip };
+                proxy.forward(forwarded, body, state.max_payload_size).await
+            }
             None => Err(ApiError::internal()),
         },
         ["versions", rest @ ..] => crate::versions::route(state, req, body, request_id, rest).await,

@@ -9,16 +9,14 @@
 
 use crate::error_code::ApiError;
 use crate::v1::{
-    AggregateCall, AggregateFunction, ExportFormat, FieldPath, Filter, MetaCount, NullValue, Operator, Query, Value, ValueList, value,
+    AggregateCall, AggregateFunction, ExportFormat, FieldPath, Filter, MetaCount, Query,
 };
 use serde_json::Value as Json;
 
 type Result<T> = std::result::Result<T, ApiError>;
 
-/// Maximum nesting of filters and deep objects the parser accepts: a budget against deep
-/// recursion, above any sensible relational depth. The depth a query may really reach is the
-/// core's MAX_RELATIONAL_DEPTH (default 10, directus-facts.md "Limits"), at most this.
-pub const MAX_DEPTH: usize = 32;
+pub use crate::filters::{MAX_DEPTH, operator_from_name, operator_name, value_from_json};
+
 
 /// Translates a whole query object (`{"fields":..,"filter":..,..}`) into a [`Query`].
 /// Errors: INVALID_QUERY naming the parameter and what is wrong with it.
@@ -58,36 +56,6 @@ pub fn filter_from_json(v: &Json, depth: usize) -> Result<Option<Filter>> {
 /// A list of REST field paths (`fields`, `groupBy`), parsed ([`crate::paths::parse`]).
 fn paths(key: &str, v: &Json) -> Result<Vec<FieldPath>> {
     string_list(key, v)?.iter().map(|p| crate::paths::parse(p)).collect()
-}
-
-/// `_eq` → [`Operator::Eq`] etc. `None` for names that are not comparison operators
-/// (including `_and`, `_or`, `_some`, `_none`).
-pub fn operator_from_name(name: &str) -> Option<Operator> {
-    let name = name.strip_prefix('_')?;
-    let op = Operator::from_str_name(&format!("OPERATOR_{}", name.to_ascii_uppercase()))?;
-    (op != Operator::Unspecified && name.chars().all(|c| c.is_ascii_lowercase() || c == '_')).then_some(op)
-}
-
-/// The REST spelling of an operator (`_eq`).
-pub fn operator_name(op: Operator) -> String {
-    let upper = op.as_str_name().trim_start_matches("OPERATOR_");
-    format!("_{}", upper.to_ascii_lowercase())
-}
-
-/// JSON → [`Value`]. Integers that fit `i64` stay integers; other numbers become floats.
-pub fn value_from_json(v: &Json) -> Value {
-    let kind = match v {
-        Json::Null => value::Kind::Null(NullValue::NullValue as i32),
-        Json::Bool(b) => value::Kind::Boolean(*b),
-        Json::String(s) => value::Kind::String(s.clone()),
-        Json::Number(n) => match n.as_i64() {
-            Some(i) => value::Kind::Integer(i),
-            None => value::Kind::Float(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        Json::Array(items) => value::Kind::List(ValueList { values: items.iter().map(value_from_json).collect() }),
-        Json::Object(_) => value::Kind::String(v.to_string()),
-    };
-    Value { kind: Some(kind) }
 }
 
 fn json_param(key: &str, v: &Json) -> Result<Json> {

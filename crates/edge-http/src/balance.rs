@@ -78,7 +78,7 @@ struct Replica {
 struct Shared {
     replicas: ArcSwap<Vec<Arc<Replica>>>,
     /// Sent as `x-internal-token` with every call.
-    internal_token: crate::settings::InternalToken,
+    internal_token: InternalToken,
     next: AtomicUsize,
     epoch: Instant,
 }
@@ -140,7 +140,7 @@ impl Balanced {
     /// as `x-internal-token`. With `deadline`, every call is cut off after it. Host names are resolved again every `refresh` (in a background task, so
     /// this must run inside a Tokio runtime); until the first resolution, each URL is one
     /// replica. Errors: an invalid URL.
-    pub fn new(urls: &str, deadline: Option<Duration>, refresh: Duration, internal_token: crate::settings::InternalToken) -> anyhow::Result<Self> {
+    pub fn new(urls: &str, deadline: Option<Duration>, refresh: Duration, internal_token: InternalToken) -> anyhow::Result<Self> {
         let targets = parse_targets(urls)?;
         let template = Template { deadline };
         let mut initial = Vec::new();
@@ -311,6 +311,28 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Balanced {
             }
             Err(last_err.unwrap_or_else(|| "the call failed on every replica".into()))
         })
+    }
+}
+
+/// The internal credential; never printed.
+#[derive(Clone, Default)]
+pub struct InternalToken(Option<http::HeaderValue>);
+
+impl std::fmt::Debug for InternalToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(***)" } else { "None" })
+    }
+}
+
+impl InternalToken {
+    /// A credential; errors when it cannot travel as a header value.
+    pub fn new(token: Option<&str>) -> anyhow::Result<Self> {
+        Ok(Self(token.map(|t| http::HeaderValue::from_str(t).map(|mut v| { v.set_sensitive(true); v })).transpose().map_err(|_| anyhow::anyhow!("INTERNAL_TOKEN must be printable ASCII"))?))
+    }
+
+    /// The header value, if any.
+    pub fn header(&self) -> Option<&http::HeaderValue> {
+        self.0.as_ref()
     }
 }
 

@@ -4,6 +4,8 @@
 use service_runtime::{env_opt, env_or};
 use std::time::Duration;
 
+pub use crate::balance::InternalToken;
+
 /// What every edge reads from its environment besides its own listen address.
 #[derive(Debug, Clone)]
 pub struct EdgeSettings {
@@ -29,28 +31,6 @@ pub struct EdgeSettings {
     /// MAX_QUERY_STRING_SIZE (bytes, default 16384, Node's header limit that bounds Directus's
     /// URLs): longest query string accepted; longer ones answer 400 INVALID_QUERY.
     pub max_query_string_size: usize,
-}
-
-/// The internal credential; never printed.
-#[derive(Clone, Default)]
-pub struct InternalToken(Option<http::HeaderValue>);
-
-impl std::fmt::Debug for InternalToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "Some(***)" } else { "None" })
-    }
-}
-
-impl InternalToken {
-    /// A credential; errors when it cannot travel as a header value.
-    pub fn new(token: Option<&str>) -> anyhow::Result<Self> {
-        Ok(Self(token.map(|t| http::HeaderValue::from_str(t).map(|mut v| { v.set_sensitive(true); v })).transpose().map_err(|_| anyhow::anyhow!("INTERNAL_TOKEN must be printable ASCII"))?))
-    }
-
-    /// The header value, if any.
-    pub fn header(&self) -> Option<&http::HeaderValue> {
-        self.0.as_ref()
-    }
 }
 
 impl EdgeSettings {
