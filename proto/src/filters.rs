@@ -162,7 +162,7 @@ fn entry<'a, N: Node<'a>, K: Keys>(key: &str, resolved: Key<K>, val: N, depth: u
     if let Key::Functions(field) = resolved {
         for (name, inner) in ops {
             let function = crate::paths::function_from_name(name).ok_or_else(|| ApiError::invalid_query(format!("Unknown function \"{name}\"")))?;
-            entry(&format!("{name}({field})"), Key::<K>::Function(field.clone(), function), inner, depth, out)?;
+            entry(&crate::paths::call_text(&field, function), Key::<K>::Function(field.clone(), function), inner, depth, out)?;
         }
         return Ok(());
     }

@@ -99,8 +99,18 @@ pub fn function_name(f: FieldFunction) -> &'static str {
 pub fn result_key(path: &FieldPath) -> String {
     match (path.function(), path.segments.as_slice()) {
         (FieldFunction::Unspecified, _) | (_, []) => path.to_string(),
-        (f, [.., last]) => format!("{}_{}", last.field, function_name(f)),
+        (f, [.., last]) => function_key(&last.field, f),
     }
+}
+
+/// The result key of `function` of `field` (`published_at_year`, Directus's naming).
+pub fn function_key(field: &str, function: FieldFunction) -> String {
+    format!("{field}_{}", function_name(function))
+}
+
+/// REST's spelling of `function` of `field` (`year(published_at)`), for messages.
+pub fn call_text(field: &str, function: FieldFunction) -> String {
+    format!("{}({field})", function_name(function))
 }
 
 /// REST's spelling of a path (for error messages and keys): `author.year(born)`,

@@ -9,7 +9,7 @@
 
 use crate::error_code::ApiError;
 use crate::v1::{
-    AggregateCall, AggregateFunction, ExportFormat, FieldPath, Filter, MetaCount, Query,
+    AggregateCall, AggregateFunction, ExportFormat, FieldPath, Filter, MetaCount, Query, SortKey,
 };
 use serde_json::Value as Json;
 
@@ -27,7 +27,7 @@ pub fn query_from_json(obj: &serde_json::Map<String, Json>) -> Result<Query> {
             "fields" => q.fields = paths(key, v)?,
             "filter" => q.filter = filter_from_json(&json_param(key, v)?, 0)?,
             "search" => q.search = Some(plain_string(key, v)?),
-            "sort" => q.sort = string_list(key, v)?.iter().map(|s| crate::paths::parse_sort(s)).collect::<Result<_>>()?,
+            "sort" => q.sort = sort_keys(key, v)?,
             "limit" => q.limit = Some(integer(key, v)?),
             "offset" => q.offset = Some(integer(key, v)?),
             "page" => q.page = Some(integer(key, v)?),
@@ -56,6 +56,11 @@ pub fn filter_from_json(v: &Json, depth: usize) -> Result<Option<Filter>> {
 /// A list of REST field paths (`fields`, `groupBy`), parsed ([`crate::paths::parse`]).
 fn paths(key: &str, v: &Json) -> Result<Vec<FieldPath>> {
     string_list(key, v)?.iter().map(|p| crate::paths::parse(p)).collect()
+}
+
+/// A REST `sort` list (`-title,author.name`), parsed ([`crate::paths::parse_sort`]).
+fn sort_keys(key: &str, v: &Json) -> Result<Vec<SortKey>> {
+    string_list(key, v)?.iter().map(|s| crate::paths::parse_sort(s)).collect()
 }
 
 fn json_param(key: &str, v: &Json) -> Result<Json> {
@@ -194,7 +199,7 @@ fn deep_map(v: &Json, depth: usize) -> Result<std::collections::HashMap<String, 
             match k.as_str() {
                 "_filter" => q.filter = filter_from_json(&json_param(k, v)?, depth + 1)?,
                 "_search" => q.search = Some(plain_string(k, v)?),
-                "_sort" => q.sort = string_list(k, v)?.iter().map(|s| crate::paths::parse_sort(s)).collect::<Result<_>>()?,
+                "_sort" => q.sort = sort_keys(k, v)?,
                 "_limit" => q.limit = Some(integer(k, v)?),
                 "_offset" => q.offset = Some(integer(k, v)?),
                 "_page" => q.page = Some(integer(k, v)?),

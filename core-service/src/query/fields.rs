@@ -283,9 +283,9 @@ impl<'a> Planner<'a> {
                 continue;
             }
             if let Some(call) = Call::of(named.function, &named.field) {
-                let key = format!("{}_{}", named.field, cdapi_proto::paths::function_name(named.function));
+                let key = cdapi_proto::paths::function_key(&named.field, named.function);
                 if children.is_some() {
-                    return Err(ApiError::invalid_query(format!("\"{}({})\" has no nested fields", cdapi_proto::paths::function_name(named.function), named.field)));
+                    return Err(ApiError::invalid_query(format!("\"{}\" has no nested fields", cdapi_proto::paths::call_text(&named.field, named.function))));
                 }
                 // The call is checked (field exists, type fits) when its SQL is written.
                 columns.push((tree.place_of_named(i), Column::Function { key, call }));

@@ -123,7 +123,7 @@ impl Planner<'_> {
     fn target(&mut self, collection: &Collection, alias: &str, name: &str, function: Function) -> Result<Target, ApiError> {
         if let Some(call) = Call::of(function, name) {
             let expr = self.function_expr(collection, alias, &call)?;
-            let name = format!("{}({name})", cdapi_proto::paths::function_name(function));
+            let name = cdapi_proto::paths::call_text(name, function);
             return Ok(Target { expr, field_type: FieldType::BigInteger, db_type: "bigint".into(), is_enum: false, name });
         }
         let field = collection.field(name).ok_or_else(|| forbidden_field(&collection.name, name))?;
