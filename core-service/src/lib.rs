@@ -8,6 +8,7 @@
 //! - [`query`]: the query engine (fields, filter, search, sort, pagination, meta → SQL).
 //! - [`write`]: creates, updates and deletes, one transaction per request.
 //! - [`versions`]: content versions (deltas, compare, promote, reads in a version).
+//! - [`model`]: schema management (collections, fields, relations as DDL + metadata).
 //! - [`permissions`]: roles' grants; read views of the snapshot; payload validation.
 //! - [`auth`]: who is calling ([`auth::Caller`]) and the bootstrap admin.
 //! - [`grpc`]: ItemsService and SchemaService.
@@ -18,6 +19,7 @@ pub mod auth;
 pub mod config;
 pub mod db;
 pub mod grpc;
+pub mod model;
 pub mod permissions;
 pub mod query;
 pub mod schema;
@@ -79,6 +81,14 @@ impl AppState {
         Ok(auth::Caller { schema, read, access, vars: query::Variables { user: who.user, role: who.role }, accounts })
     }
 
+    /// A snapshot introspected now, not swapped in (schema changes validate against it, so a
+    /// change made through another replica a moment ago is seen). Errors: database errors.
+    pub async fn fresh_schema(&self) -> Result<Arc<schema::Schema>, ApiError> {
+        let version = self.version.load(Ordering::SeqCst);
+        let snapshot = schema::introspect::introspect(&self.pool, &self.db_schema, version).await.map_err(db::map_error)?;
+        Ok(Arc::new(snapshot))
+    }
+
     /// Re-introspects the database and swaps the snapshot in. Errors: database errors.
     pub async fn reload_schema(&self) -> Result<Arc<schema::Schema>, ApiError> {
         let version = self.version.fetch_add(1, Ordering::SeqCst) + 1;
@@ -97,8 +107,9 @@ impl AppState {
 pub const SCHEMA_CHANNEL: &str = "cdapi_schema_changed";
 
 /// Rebuilds the snapshot whenever the database announces a schema change (DDL, or a change to
-/// `cdapi.relations` / `cdapi.collections`). Bursts (a migration of many statements) are folded
-/// into one rebuild after 200 ms of quiet. Reconnects with backoff when the listener drops; a
+/// `cdapi.relations` / `cdapi.collections` / `cdapi.fields`): at once, notifications queued
+/// meanwhile folded into one rebuild (a migration of many statements costs a few rebuilds, not
+/// one per statement). Reconnects with backoff when the listener drops; a
 /// rebuild is made after each reconnect, as notifications may have been missed.
 async fn watch_schema(state: Arc<AppState>) {
     let mut backoff = Duration::from_millis(500);
@@ -112,8 +123,10 @@ async fn watch_schema(state: Arc<AppState>) {
                     loop {
                         match listener.recv().await {
                             Ok(_) => {
-                                // Fold a burst into one rebuild.
-                                while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(200), listener.recv()).await {}
+                                // Rebuild at once (a collection made through another replica
+                                // serves here within one rebuild); what is already queued is
+                                // folded into this rebuild, what comes during it into the next.
+                                while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(1), listener.recv()).await {}
                                 if let Err(e) = state.reload_schema().await {
                                     tracing::warn!(error = %e, "schema reload failed");
                                 }

@@ -5,7 +5,7 @@
 //! and query-string rules, shared by the route modules), [`routes`] (routing and translation to gRPC), [`auth`]
 //! (`/auth/*`, `/users/me/tfa/*`), [`rate_limit`] (requests per client address), [`query_string`]
 //! (query string → query object), [`identifiers`] (the names' length budget), [`export`] (file formats of `export=`), [`versions`]
-//! (`/versions`), [`graphql_proxy`] (`/graphql*` forwarded to edge-graphql), [`server`]
+//! (`/versions`), [`model`] (`/collections`, `/fields`, `/relations`), [`graphql_proxy`] (`/graphql*` forwarded to edge-graphql), [`server`]
 //! (`/server/info`, `/server/specs/oas`), [`openapi`] (the OpenAPI document), [`reply`]
 //! (responses and error rendering).
 //! [`run`] serves on a given listener until a shutdown future resolves.
@@ -15,6 +15,7 @@ pub mod config;
 pub mod export;
 pub mod graphql_proxy;
 pub mod identifiers;
+pub mod model;
 pub mod query_string;
 pub mod rate_limit;
 pub mod reply;

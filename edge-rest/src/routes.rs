@@ -69,6 +69,9 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
             }
             None => Err(ApiError::internal()),
         },
+        ["collections", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Collections, rest).await,
+        ["fields", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Fields, rest).await,
+        ["relations", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Relations, rest).await,
         ["versions", rest @ ..] => crate::versions::route(state, req, body, request_id, rest).await,
         ["auth", rest @ ..] => crate::auth::route(state, req, body, request_id, rest).await,
         _ => Err(ApiError::route_not_found(&req.path)),

@@ -1,7 +1,8 @@
 //! gRPC service implementations: thin translations from requests to the query engine.
-//! Layout: [`items`] (ItemsService), [`schema`] (SchemaService), [`versions`] (VersionsService).
+//! Layout: [`items`] (ItemsService), [`schema`] (SchemaService; its schema-management RPCs in [`model`]), [`versions`] (VersionsService).
 
 pub mod items;
+pub mod model;
 pub mod schema;
 pub mod versions;
 

@@ -6,7 +6,8 @@ use crate::AppState;
 use crate::schema::{FieldRelation, Schema};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::schema_service_server::SchemaService;
-use cdapi_proto::v1::{self as pb, GetSchemaRequest, ReloadSchemaRequest, SchemaSnapshot, WatchSchemaRequest};
+use super::model::{self as model_rpc, Kind};
+use cdapi_proto::v1::{self as pb, GetSchemaRequest, ReloadSchemaRequest, SchemaChange, SchemaDeleted, SchemaReply, SchemaSnapshot, SchemaTarget, WatchSchemaRequest};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
@@ -24,6 +25,26 @@ impl SchemaApi {
 
     async fn admin(&self, md: &tonic::metadata::MetadataMap) -> Result<(), ApiError> {
         if self.state.auth.authenticate(md).await?.admin { Ok(()) } else { Err(ApiError::forbidden()) }
+    }
+
+    async fn read(&self, rpc: &'static str, kind: Kind, req: Request<SchemaTarget>) -> Result<Response<SchemaReply>, Status> {
+        let span = request_span(rpc, &req);
+        model_rpc::read(&self.state, req.metadata(), kind, req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+    }
+
+    async fn create(&self, rpc: &'static str, kind: Kind, req: Request<SchemaChange>) -> Result<Response<SchemaReply>, Status> {
+        let span = request_span(rpc, &req);
+        model_rpc::create(&self.state, req.metadata(), kind, req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+    }
+
+    async fn update(&self, rpc: &'static str, kind: Kind, req: Request<SchemaChange>) -> Result<Response<SchemaReply>, Status> {
+        let span = request_span(rpc, &req);
+        model_rpc::update(&self.state, req.metadata(), kind, req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+    }
+
+    async fn delete(&self, rpc: &'static str, kind: Kind, req: Request<SchemaTarget>) -> Result<Response<SchemaDeleted>, Status> {
+        let span = request_span(rpc, &req);
+        model_rpc::delete(&self.state, req.metadata(), kind, req.get_ref()).instrument(span).await.map(|()| Response::new(SchemaDeleted {})).map_err(|e| e.into())
     }
 }
 
@@ -142,6 +163,43 @@ fn snapshots(state: Arc<AppState>) -> SnapshotStream {
 #[tonic::async_trait]
 impl SchemaService for SchemaApi {
     type WatchSchemaStream = SnapshotStream;
+
+    async fn read_collections(&self, req: Request<SchemaTarget>) -> Result<Response<SchemaReply>, Status> {
+        self.read("ReadCollections", Kind::Collections, req).await
+    }
+    async fn create_collection(&self, req: Request<SchemaChange>) -> Result<Response<SchemaReply>, Status> {
+        self.create("CreateCollection", Kind::Collections, req).await
+    }
+    async fn update_collection(&self, req: Request<SchemaChange>) -> Result<Response<SchemaReply>, Status> {
+        self.update("UpdateCollection", Kind::Collections, req).await
+    }
+    async fn delete_collection(&self, req: Request<SchemaTarget>) -> Result<Response<SchemaDeleted>, Status> {
+        self.delete("DeleteCollection", Kind::Collections, req).await
+    }
+    async fn read_fields(&self, req: Request<SchemaTarget>) -> Result<Response<SchemaReply>, Status> {
+        self.read("ReadFields", Kind::Fields, req).await
+    }
+    async fn create_field(&self, req: Request<SchemaChange>) -> Result<Response<SchemaReply>, Status> {
+        self.create("CreateField", Kind::Fields, req).await
+    }
+    async fn update_field(&self, req: Request<SchemaChange>) -> Result<Response<SchemaReply>, Status> {
+        self.update("UpdateField", Kind::Fields, req).await
+    }
+    async fn delete_field(&self, req: Request<SchemaTarget>) -> Result<Response<SchemaDeleted>, Status> {
+        self.delete("DeleteField", Kind::Fields, req).await
+    }
+    async fn read_relations(&self, req: Request<SchemaTarget>) -> Result<Response<SchemaReply>, Status> {
+        self.read("ReadRelations", Kind::Relations, req).await
+    }
+    async fn create_relation(&self, req: Request<SchemaChange>) -> Result<Response<SchemaReply>, Status> {
+        self.create("CreateRelation", Kind::Relations, req).await
+    }
+    async fn update_relation(&self, req: Request<SchemaChange>) -> Result<Response<SchemaReply>, Status> {
+        self.update("UpdateRelation", Kind::Relations, req).await
+    }
+    async fn delete_relation(&self, req: Request<SchemaTarget>) -> Result<Response<SchemaDeleted>, Status> {
+        self.delete("DeleteRelation", Kind::Relations, req).await
+    }
 
     async fn watch_schema(&self, req: Request<WatchSchemaRequest>) -> Result<Response<Self::WatchSchemaStream>, Status> {
         let _span = request_span("WatchSchema", &req).entered();

@@ -1,12 +1,17 @@
-//! What the database itself cannot say about the served schema: singletons
-//! (`cdapi.collections`) and relation settings (`cdapi.relations`: O2M alias names, junctions,
-//! Many-to-Any, deselect actions). Read by core-service's introspection with every snapshot.
+//! What the database itself cannot say about the served schema: collection settings and
+//! Directus metadata (`cdapi.collections`), field metadata (`cdapi.fields`) and relation
+//! settings (`cdapi.relations`: O2M alias names, junctions, Many-to-Any, deselect actions).
+//! Read by core-service's introspection with every snapshot and by its schema management,
+//! which writes them (on the connection of its DDL transaction) with the functions below.
 
-use sqlx::PgPool;
+use serde_json::Value;
+use sqlx::{PgConnection, PgPool};
 
 /// One row of `cdapi.relations` (Directus's relation row): the "many" side holds the key.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, Default, sqlx::FromRow)]
 pub struct RelationSetting {
+    /// Row number (Directus's `meta.id`); ignored on writes.
+    pub id: i32,
     /// The collection holding the foreign key (or the M2A key), and its field.
     pub many_collection: String,
     /// See `many_collection`.
@@ -23,6 +28,36 @@ pub struct RelationSetting {
     pub one_allowed_collections: Option<Vec<String>>,
     /// What removing an item from the O2M does: `nullify` or `delete` (`None`: the default).
     pub one_deselect_action: Option<String>,
+    /// The field of the many side that orders the O2M list.
+    pub sort_field: Option<String>,
+}
+
+/// One row of `cdapi.collections`: settings plus the stored Directus `meta` object.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct CollectionSetting {
+    /// Collection name.
+    pub collection: String,
+    /// One item only.
+    pub singleton: bool,
+    /// Hidden in the app.
+    pub hidden: bool,
+    /// A note for editors.
+    pub note: Option<String>,
+    /// The rest of Directus's `meta` as JSON text (NULL for rows written by SQL).
+    pub meta: Option<String>,
+}
+
+/// One row of `cdapi.fields`: a field's Directus `meta` object.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct FieldSetting {
+    /// Row number (Directus's `meta.id`).
+    pub id: i32,
+    /// Collection name.
+    pub collection: String,
+    /// Field name.
+    pub field: String,
+    /// The stored `meta` object as JSON text.
+    pub meta: String,
 }
 
 /// The names of the collections configured as singletons. Errors: database errors.
@@ -30,11 +65,125 @@ pub async fn singletons(pool: &PgPool) -> Result<Vec<String>, sqlx::Error> {
     sqlx::query_scalar("SELECT collection FROM cdapi.collections WHERE singleton").fetch_all(pool).await
 }
 
-/// Every relation setting row. Errors: database errors.
+/// Every relation setting row, in creation order. Errors: database errors.
 pub async fn relation_settings(pool: &PgPool) -> Result<Vec<RelationSetting>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT many_collection, many_field, one_collection, one_field, junction_field, one_collection_field, one_allowed_collections, one_deselect_action FROM cdapi.relations",
+        "SELECT id, many_collection, many_field, one_collection, one_field, junction_field, one_collection_field, one_allowed_collections, one_deselect_action, sort_field FROM cdapi.relations ORDER BY id",
     )
     .fetch_all(pool)
     .await
+}
+
+/// Every collection row. Errors: database errors.
+pub async fn collection_settings(pool: &PgPool) -> Result<Vec<CollectionSetting>, sqlx::Error> {
+    sqlx::query_as("SELECT collection, singleton, hidden, note, meta::text FROM cdapi.collections ORDER BY collection").fetch_all(pool).await
+}
+
+/// Every field metadata row, in creation order. Errors: database errors.
+pub async fn field_settings(pool: &PgPool) -> Result<Vec<FieldSetting>, sqlx::Error> {
+    sqlx::query_as("SELECT id, collection, field, meta::text FROM cdapi.fields ORDER BY id").fetch_all(pool).await
+}
+
+/// Writes a collection's `meta` (merged into the stored one), keeping the `singleton`,
+/// `hidden` and `note` columns equal to its keys. Errors: database errors.
+pub async fn put_collection(conn: &mut PgConnection, collection: &str, meta: &Value) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO cdapi.collections AS c (collection, meta) VALUES ($1, $2::jsonb) \
+         ON CONFLICT (collection) DO UPDATE SET meta = coalesce(c.meta, '{}') || EXCLUDED.meta",
+    )
+    .bind(collection)
+    .bind(meta.to_string())
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE cdapi.collections SET singleton = coalesce((meta->>'singleton')::boolean, false), \
+         hidden = coalesce((meta->>'hidden')::boolean, false), note = meta->>'note' WHERE collection = $1",
+    )
+    .bind(collection)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Removes every metadata row about `collection`: its own row, its fields', the relations from
+/// and to it (and it from Many-to-Any allowed lists), its permissions and content versions;
+/// folders it grouped become ungrouped. Errors: database errors.
+pub async fn forget_collection(conn: &mut PgConnection, collection: &str) -> Result<(), sqlx::Error> {
+    for sql in [
+        "DELETE FROM cdapi.collections WHERE collection = $1",
+        "DELETE FROM cdapi.fields WHERE collection = $1",
+        "DELETE FROM cdapi.relations WHERE many_collection = $1 OR one_collection = $1",
+        "UPDATE cdapi.relations SET one_allowed_collections = array_remove(one_allowed_collections, $1) WHERE $1 = ANY (one_allowed_collections)",
+        "DELETE FROM cdapi.permissions WHERE collection = $1",
+        "DELETE FROM cdapi.versions WHERE collection = $1",
+        "UPDATE cdapi.collections SET meta = jsonb_set(meta, '{group}', 'null') WHERE meta->>'group' = $1",
+    ] {
+        sqlx::query(sql).bind(collection).execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// Writes a field's `meta` (merged into the stored one). Errors: database errors.
+pub async fn put_field(conn: &mut PgConnection, collection: &str, field: &str, meta: &Value) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO cdapi.fields AS f (collection, field, meta) VALUES ($1, $2, $3::jsonb) \
+         ON CONFLICT (collection, field) DO UPDATE SET meta = f.meta || EXCLUDED.meta",
+    )
+    .bind(collection)
+    .bind(field)
+    .bind(meta.to_string())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Removes a field's metadata, its own relation row (it was the many side) with the O2M alias
+/// field of that relation, and its name from relations that showed it as their O2M alias.
+/// Errors: database errors.
+pub async fn forget_field(conn: &mut PgConnection, collection: &str, field: &str) -> Result<(), sqlx::Error> {
+    for sql in [
+        "DELETE FROM cdapi.fields WHERE collection = $1 AND field = $2",
+        "DELETE FROM cdapi.fields f USING cdapi.relations r \
+         WHERE r.many_collection = $1 AND r.many_field = $2 AND f.collection = r.one_collection AND f.field = r.one_field",
+        "DELETE FROM cdapi.relations WHERE many_collection = $1 AND many_field = $2",
+        "UPDATE cdapi.relations SET one_field = NULL WHERE one_collection = $1 AND one_field = $2",
+    ] {
+        sqlx::query(sql).bind(collection).bind(field).execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// Inserts or replaces the relation row of `r.many_collection`.`r.many_field` (`r.id` is
+/// ignored). Errors: database errors.
+pub async fn put_relation(conn: &mut PgConnection, r: &RelationSetting) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO cdapi.relations (many_collection, many_field, one_collection, one_field, junction_field, one_collection_field, \
+         one_allowed_collections, one_deselect_action, sort_field) VALUES ($1, $2, $3, $4, $5, $6, $7, coalesce($8, 'nullify'), $9) \
+         ON CONFLICT (many_collection, many_field) DO UPDATE SET one_collection = EXCLUDED.one_collection, one_field = EXCLUDED.one_field, \
+         junction_field = EXCLUDED.junction_field, one_collection_field = EXCLUDED.one_collection_field, \
+         one_allowed_collections = EXCLUDED.one_allowed_collections, one_deselect_action = EXCLUDED.one_deselect_action, \
+         sort_field = EXCLUDED.sort_field",
+    )
+    .bind(&r.many_collection)
+    .bind(&r.many_field)
+    .bind(&r.one_collection)
+    .bind(&r.one_field)
+    .bind(&r.junction_field)
+    .bind(&r.one_collection_field)
+    .bind(&r.one_allowed_collections)
+    .bind(&r.one_deselect_action)
+    .bind(&r.sort_field)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Deletes the relation row of `collection`.`field`. Errors: database errors.
+pub async fn forget_relation(conn: &mut PgConnection, collection: &str, field: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM cdapi.relations WHERE many_collection = $1 AND many_field = $2")
+        .bind(collection)
+        .bind(field)
+        .execute(conn)
+        .await?;
+    Ok(())
 }

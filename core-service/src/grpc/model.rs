@@ -1,0 +1,121 @@
+//! SchemaService's schema-management RPCs (`schema.proto`: ReadCollections ... DeleteRelation):
+//! who may call them, and the translation to [`crate::model`]. Reads see the caller's view of
+//! the snapshot; changes need admin access and answer with the changed object as read back
+//! from the rebuilt snapshot.
+
+use crate::AppState;
+use crate::model::{self, catalog};
+use crate::permissions::Access;
+use crate::schema::Schema;
+use bytes::Bytes;
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::{SchemaChange, SchemaReply, SchemaTarget};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Which kind of schema object a call is about.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    /// `/collections`.
+    Collections,
+    /// `/fields`.
+    Fields,
+    /// `/relations`.
+    Relations,
+}
+
+/// A non-empty name, or `None`.
+fn named(s: &str) -> Option<&str> {
+    (!s.is_empty()).then_some(s)
+}
+
+/// Lists or reads one object of `kind` in `view`. One object (`collection`, or `collection` and
+/// `field`, given) answers as an object, FORBIDDEN when there is none; otherwise an array.
+async fn read_in(state: &AppState, view: &Schema, admin: bool, kind: Kind, target: &SchemaTarget) -> Result<Value, ApiError> {
+    let (collection, field) = (named(&target.collection), named(&target.field));
+    if let Some(c) = collection
+        && view.collection(c).is_none()
+        && !(admin && matches!(kind, Kind::Collections))
+    {
+        return Err(ApiError::forbidden());
+    }
+    let found = match kind {
+        Kind::Collections => catalog::collections(&state.pool, view, admin, collection).await,
+        Kind::Fields => catalog::fields(&state.pool, view, collection, field).await,
+        Kind::Relations => catalog::relations(&state.pool, view, collection, field).await,
+    }
+    .map_err(crate::db::map_error)?;
+    let one = match kind {
+        Kind::Collections => collection.is_some(),
+        Kind::Fields | Kind::Relations => field.is_some(),
+    };
+    if one {
+        found.into_iter().next().ok_or_else(ApiError::forbidden)
+    } else {
+        Ok(Value::Array(found))
+    }
+}
+
+fn reply(v: &Value) -> SchemaReply {
+    SchemaReply { data: Bytes::from(v.to_string()) }
+}
+
+/// `Read*`: see [`read_in`]; the caller's view of the snapshot.
+pub async fn read(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, target: &SchemaTarget) -> Result<SchemaReply, ApiError> {
+    let caller = state.caller(md).await?;
+    let admin = matches!(caller.access, Access::Admin);
+    Ok(reply(&read_in(state, &caller.read, admin, kind, target).await?))
+}
+
+/// Admin access, or FORBIDDEN.
+async fn admin(state: &AppState, md: &tonic::metadata::MetadataMap) -> Result<(), ApiError> {
+    if state.auth.authenticate(md).await?.admin { Ok(()) } else { Err(ApiError::forbidden()) }
+}
+
+/// The changed object as read back from the new snapshot.
+async fn read_back(state: &AppState, schema: &Arc<Schema>, kind: Kind, collection: &str, field: &str) -> Result<SchemaReply, ApiError> {
+    let target = SchemaTarget { collection: collection.to_owned(), field: field.to_owned() };
+    Ok(reply(&read_in(state, schema, true, kind, &target).await?))
+}
+
+/// `Create*`: admin only; the new object.
+pub async fn create(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, change: &SchemaChange) -> Result<SchemaReply, ApiError> {
+    admin(state, md).await?;
+    let data = model::object(&change.data)?;
+    match kind {
+        Kind::Collections => {
+            let schema = model::collections::create(state, &data).await?;
+            read_back(state, &schema, kind, model::required_str(&data, "collection")?, "").await
+        }
+        Kind::Fields => {
+            let schema = model::fields::create(state, &change.collection, &data).await?;
+            read_back(state, &schema, kind, &change.collection, model::required_str(&data, "field")?).await
+        }
+        Kind::Relations => {
+            let schema = model::relations::create(state, &data).await?;
+            read_back(state, &schema, kind, model::required_str(&data, "collection")?, model::required_str(&data, "field")?).await
+        }
+    }
+}
+
+/// `Update*`: admin only; the changed object.
+pub async fn update(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, change: &SchemaChange) -> Result<SchemaReply, ApiError> {
+    admin(state, md).await?;
+    let data = model::object(&change.data)?;
+    let schema = match kind {
+        Kind::Collections => model::collections::update(state, &change.collection, &data).await?,
+        Kind::Fields => model::fields::update(state, &change.collection, &change.field, &data).await?,
+        Kind::Relations => model::relations::update(state, &change.collection, &change.field, &data).await?,
+    };
+    read_back(state, &schema, kind, &change.collection, &change.field).await
+}
+
+/// `Delete*`: admin only.
+pub async fn delete(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, target: &SchemaTarget) -> Result<(), ApiError> {
+    admin(state, md).await?;
+    match kind {
+        Kind::Collections => model::collections::delete(state, &target.collection).await,
+        Kind::Fields => model::fields::delete(state, &target.collection, &target.field).await,
+        Kind::Relations => model::relations::delete(state, &target.collection, &target.field).await,
+    }
+}

@@ -1,0 +1,142 @@
+//! Schema management (issue 18; Directus's `/collections`, `/fields`, `/relations`): reads in
+//! Directus's shapes ([`catalog`]) and changes that run as DDL together with their metadata
+//! rows in one transaction ([`collections`], [`fields`], [`relations`]), after which this
+//! replica rebuilds its snapshot before answering; the DDL event trigger and the metadata
+//! tables' triggers tell every other replica (and, through `WatchSchema`, the GraphQL edges).
+//!
+//! Budgets: a change waits at most 5 s for a table lock (`lock_timeout`; SERVICE_UNAVAILABLE
+//! after), and is bounded by DB_STATEMENT_TIMEOUT_MS like every statement; names are at most
+//! 63 bytes (Postgres's identifier length: longer names would be silently truncated).
+//! Identifiers of new collections and fields come from the request, are checked by
+//! [`check_name`] and quoted by `query::sql::ident`, like every identifier.
+
+pub mod catalog;
+pub mod collections;
+pub mod fields;
+pub mod meta;
+pub mod relations;
+pub mod types;
+
+use crate::AppState;
+use crate::schema::Schema;
+use cdapi_proto::{ApiError, ErrorCode};
+use serde_json::{Map, Value};
+use sqlx::{Postgres, Transaction};
+use std::sync::Arc;
+
+/// Longest collection or field name, in bytes (Postgres's NAMEDATALEN - 1).
+pub const MAX_NAME_LEN: usize = 63;
+
+/// Checks a new collection or field name: 1 to 63 bytes of ASCII letters, digits and `_`, not
+/// starting with a digit; collections may not start with `directus_` (system collections).
+/// Errors: INVALID_PAYLOAD naming the rule.
+pub fn check_name(kind: &str, name: &str) -> Result<(), ApiError> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !name.as_bytes()[0].is_ascii_digit();
+    if !ok {
+        return Err(ApiError::invalid_payload(format!(
+            "{kind} name \"{name}\" is invalid: use 1 to {MAX_NAME_LEN} letters, digits or underscores, not starting with a digit"
+        )));
+    }
+    if kind == "Collection" && name.starts_with(crate::schema::SYSTEM_PREFIX) {
+        return Err(ApiError::invalid_payload(format!("Collections can't start with \"{}\"", crate::schema::SYSTEM_PREFIX)));
+    }
+    Ok(())
+}
+
+/// The request's JSON object. Errors: INVALID_PAYLOAD when `data` is not a JSON object.
+pub fn object(data: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::from_slice(data) {
+        Ok(Value::Object(m)) => Ok(m),
+        _ => Err(ApiError::invalid_payload("The body must be a JSON object")),
+    }
+}
+
+/// A required string member of `obj`. Errors: INVALID_PAYLOAD when missing or not a string.
+pub fn required_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, ApiError> {
+    obj.get(key).and_then(Value::as_str).ok_or_else(|| ApiError::invalid_payload(format!("\"{key}\" is required")))
+}
+
+/// An optional object member (`schema`, `meta`): `None` when absent or null. Errors:
+/// INVALID_PAYLOAD when present but not an object.
+pub fn optional_object<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<Option<&'a Map<String, Value>>, ApiError> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m)),
+        Some(_) => Err(ApiError::invalid_payload(format!("\"{key}\" must be an object"))),
+    }
+}
+
+/// A user collection that schema changes may alter: a table (not a view, not a system
+/// collection). Errors: FORBIDDEN when there is none by that name (spec rule 6), INVALID_PAYLOAD
+/// for a view or a system collection.
+pub fn alterable<'a>(schema: &'a Schema, name: &str) -> Result<&'a Arc<crate::schema::Collection>, ApiError> {
+    let c = schema.collection(name).ok_or_else(ApiError::forbidden)?;
+    if c.system {
+        return Err(ApiError::invalid_payload(format!("The system collection \"{name}\" cannot be changed here")));
+    }
+    if c.read_only {
+        return Err(ApiError::invalid_payload(format!("\"{name}\" is a view: its fields cannot be changed")));
+    }
+    Ok(c)
+}
+
+/// Begins a schema change: a transaction that waits at most 5 s for locks.
+/// Errors: database errors.
+pub async fn begin(state: &AppState) -> Result<Transaction<'static, Postgres>, ApiError> {
+    let mut tx = state.pool.begin().await.map_err(crate::db::map_error)?;
+    sqlx::query("SET LOCAL lock_timeout = '5s'").execute(&mut *tx).await.map_err(crate::db::map_error)?;
+    Ok(tx)
+}
+
+/// Commits a schema change and rebuilds this replica's snapshot; returns the new snapshot.
+/// Errors: as [`ddl_error`], and the reload's.
+pub async fn commit(state: &AppState, tx: Transaction<'static, Postgres>) -> Result<Arc<Schema>, ApiError> {
+    tx.commit().await.map_err(ddl_error)?;
+    state.reload_schema().await
+}
+
+/// Runs one DDL statement in the change's transaction. Errors: as [`ddl_error`].
+pub async fn execute(tx: &mut Transaction<'static, Postgres>, sql: &str) -> Result<(), ApiError> {
+    tracing::info!(sql, "schema change");
+    sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())).execute(&mut **tx).await.map_err(ddl_error)?;
+    Ok(())
+}
+
+/// A failed DDL statement as the caller's error: what the database refused (a duplicate, a
+/// dependency, data that does not fit a new type or constraint) is INVALID_PAYLOAD with
+/// Postgres's own message (callers are admins); a lock not obtained in time is
+/// SERVICE_UNAVAILABLE; anything else as [`crate::db::map_error`].
+pub fn ddl_error(e: sqlx::Error) -> ApiError {
+    if let sqlx::Error::Database(db) = &e {
+        let code = db.code().unwrap_or_default().into_owned();
+        let refused = matches!(code.as_str(), "42P07" | "42701" | "42710" | "2BP01" | "42804" | "42846" | "42P16" | "42830" | "54011" | "0A000")
+            || code.starts_with("22")
+            || code.starts_with("23");
+        if refused {
+            return ApiError::invalid_payload(db.message().to_owned());
+        }
+        if code == "55P03" {
+            return ApiError::new(ErrorCode::ServiceUnavailable, "The schema change waited too long for a lock (the table is busy); retry it.");
+        }
+    }
+    crate::db::map_error(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_plain_identifiers_within_postgres_length() {
+        for ok in ["articles", "_x", "a1", &"a".repeat(63)] {
+            assert!(check_name("Collection", ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "1a", "a-b", "a b", "a\"b", "ä", &"a".repeat(64), "directus_users"] {
+            assert!(check_name("Collection", bad).is_err(), "{bad}");
+        }
+        assert!(check_name("Field", "directus_x").is_ok());
+    }
+}

@@ -1,0 +1,97 @@
+//! Schema management routes (Directus's paths, issue 18) → SchemaService:
+//! `GET|POST /collections`, `GET|PATCH|DELETE /collections/:collection`; `GET /fields`,
+//! `GET|POST /fields/:collection`, `GET|PATCH|DELETE /fields/:collection/:field`;
+//! `GET|POST /relations`, `GET /relations/:collection`, `GET|PATCH|DELETE
+//! /relations/:collection/:field`. Bodies are Directus's objects, passed to the core as they
+//! are; answers are `{"data": ...}`, deletes 204.
+
+use crate::reply;
+use crate::request::{Body, EdgeState, HttpRequest, decode, json_body, url_query};
+use bytes::Bytes;
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::{SchemaChange, SchemaTarget};
+use http::Method;
+use warp::reply::Response;
+
+/// Which resource a path names.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Resource {
+    /// `/collections`.
+    Collections,
+    /// `/fields`.
+    Fields,
+    /// `/relations`.
+    Relations,
+}
+
+/// Routes `/<resource>/...` (`rest`: the path segments after the resource name).
+pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, resource: Resource, rest: &[&str]) -> Result<Response, ApiError> {
+    let (_, token) = url_query(req)?;
+    let caller = req.caller(request_id, token)?;
+    let mut client = state.schema.clone();
+    let names: Vec<String> = rest.iter().map(|s| decode(s)).collect();
+    let target = |names: &[String]| SchemaTarget {
+        collection: names.first().cloned().unwrap_or_default(),
+        field: names.get(1).cloned().unwrap_or_default(),
+    };
+    // How many path segments after the resource each method takes.
+    let (read_depth, create_depth) = match resource {
+        Resource::Collections => (0..=1, 0),
+        Resource::Fields => (0..=2, 1),
+        Resource::Relations => (0..=2, 0),
+    };
+    let item_depth = if resource == Resource::Collections { 1 } else { 2 };
+    if names.len() > 2 || names.iter().any(String::is_empty) {
+        return Err(ApiError::route_not_found(&req.path));
+    }
+    let depth = names.len();
+    let allowed = match (depth == create_depth, depth == item_depth) {
+        (true, _) => "GET, POST",
+        (false, true) => "GET, PATCH, DELETE",
+        (false, false) => "GET",
+    };
+    match req.method.clone() {
+        Method::GET if read_depth.contains(&depth) => {
+            let t = caller.request(target(&names))?;
+            let res = match resource {
+                Resource::Collections => client.read_collections(t).await?,
+                Resource::Fields => client.read_fields(t).await?,
+                Resource::Relations => client.read_relations(t).await?,
+            };
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        Method::POST if depth == create_depth => {
+            let data = json_body(req, body, state.max_payload_size).await?;
+            let t = target(&names);
+            let change = caller.request(SchemaChange { collection: t.collection, field: t.field, data: Bytes::from(data.to_string()) })?;
+            let res = match resource {
+                Resource::Collections => client.create_collection(change).await?,
+                Resource::Fields => client.create_field(change).await?,
+                Resource::Relations => client.create_relation(change).await?,
+            };
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        Method::PATCH if depth == item_depth => {
+            let data = json_body(req, body, state.max_payload_size).await?;
+            let t = target(&names);
+            let change = caller.request(SchemaChange { collection: t.collection, field: t.field, data: Bytes::from(data.to_string()) })?;
+            let res = match resource {
+                Resource::Collections => client.update_collection(change).await?,
+                Resource::Fields => client.update_field(change).await?,
+                Resource::Relations => client.update_relation(change).await?,
+            };
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        Method::DELETE if depth == item_depth => {
+            let t = caller.request(target(&names))?;
+            match resource {
+                Resource::Collections => client.delete_collection(t).await?,
+                Resource::Fields => client.delete_field(t).await?,
+                Resource::Relations => client.delete_relation(t).await?,
+            };
+            Ok(reply::no_content())
+        }
+        _ if read_depth.contains(&depth) => Ok(reply::method_not_allowed(&req.method, allowed)),
+        _ => Err(ApiError::route_not_found(&req.path)),
+    }
+}
