@@ -61,6 +61,7 @@ pub fn document(snapshot: &SchemaSnapshot, server: Option<&str>) -> Value {
             paths.insert("/users/me".into(), me);
         }
     }
+    schema_management(&mut paths, &mut schemas);
     schemas.insert("Error".into(), error_schema());
     schemas.insert("Meta".into(), json!({"type": "object", "properties": {"total_count": {"type": "integer"}, "filter_count": {"type": "integer"}}}));
     let servers = server.map(|url| json!([{"url": url}])).unwrap_or_else(|| json!([{"url": "/"}]));
@@ -147,6 +148,75 @@ fn field_schema(f: &Field) -> Value {
         }
     }
     s
+}
+
+/// `/collections`, `/fields`, `/relations` (issue 18) with Directus's operation ids; changes
+/// need admin access (others get 403, as the `default` error response says).
+fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, Value>) {
+    let object = |props: &[&str]| {
+        let p: Map<String, Value> = props.iter().map(|n| ((*n).to_owned(), json!({"type": "object", "nullable": true}))).collect();
+        p
+    };
+    let mut collection = object(&["meta", "schema"]);
+    collection.insert("collection".into(), json!({"type": "string"}));
+    let mut field = object(&["meta", "schema"]);
+    field.extend([("collection".into(), json!({"type": "string"})), ("field".into(), json!({"type": "string"})), ("type".into(), json!({"type": "string"}))]);
+    let mut relation = object(&["meta", "schema"]);
+    relation.extend([
+        ("collection".into(), json!({"type": "string"})),
+        ("field".into(), json!({"type": "string"})),
+        ("related_collection".into(), json!({"type": "string", "nullable": true})),
+    ]);
+    for (name, props) in [("Collections", collection), ("Fields", field), ("Relations", relation)] {
+        schemas.insert(name.into(), json!({"type": "object", "properties": props}));
+    }
+    let op = |id: &str, summary: &str, tag: &str, path_params: &[&str], body: bool, reply: Option<Value>| {
+        let mut o = json!({"operationId": id, "summary": summary, "tags": [tag], "responses": {"default": error_ref()}});
+        let params: Vec<Value> = path_params.iter().map(|p| json!({"name": p, "in": "path", "required": true, "schema": {"type": "string"}})).collect();
+        if !params.is_empty() {
+            o["parameters"] = Value::Array(params);
+        }
+        if body {
+            o["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{tag}")}}}});
+        }
+        match reply {
+            Some(shape) => o["responses"]["200"] = data_response(shape),
+            None => o["responses"]["204"] = no_content(),
+        }
+        o
+    };
+    let one = |tag: &str| json!({"$ref": format!("#/components/schemas/{tag}")});
+    let many = |tag: &str| json!({"type": "array", "items": one(tag)});
+    let (c, f, r) = ("Collections", "Fields", "Relations");
+    paths.insert("/collections".into(), json!({
+        "get": op("readCollections", "List the collections", c, &[], false, Some(many(c))),
+        "post": op("createCollection", "Create a collection (admin)", c, &[], true, Some(one(c))),
+    }));
+    paths.insert("/collections/{id}".into(), json!({
+        "get": op("readCollection", "Read a collection", c, &["id"], false, Some(one(c))),
+        "patch": op("updateCollection", "Update a collection's meta (admin)", c, &["id"], true, Some(one(c))),
+        "delete": op("deleteCollection", "Delete a collection and its table (admin)", c, &["id"], false, None),
+    }));
+    paths.insert("/fields".into(), json!({"get": op("getFields", "List all fields", f, &[], false, Some(many(f)))}));
+    paths.insert("/fields/{collection}".into(), json!({
+        "get": op("getCollectionFields", "List a collection's fields", f, &["collection"], false, Some(many(f))),
+        "post": op("createField", "Add a field (admin)", f, &["collection"], true, Some(one(f))),
+    }));
+    paths.insert("/fields/{collection}/{field}".into(), json!({
+        "get": op("getCollectionField", "Read a field", f, &["collection", "field"], false, Some(one(f))),
+        "patch": op("updateField", "Change a field (admin)", f, &["collection", "field"], true, Some(one(f))),
+        "delete": op("deleteField", "Delete a field (admin)", f, &["collection", "field"], false, None),
+    }));
+    paths.insert("/relations".into(), json!({
+        "get": op("getRelations", "List the relations", r, &[], false, Some(many(r))),
+        "post": op("createRelation", "Create a relation (admin)", r, &[], true, Some(one(r))),
+    }));
+    paths.insert("/relations/{collection}".into(), json!({"get": op("getCollectionRelations", "List a collection's relations", r, &["collection"], false, Some(many(r)))}));
+    paths.insert("/relations/{collection}/{field}".into(), json!({
+        "get": op("getRelation", "Read a relation", r, &["collection", "field"], false, Some(one(r))),
+        "patch": op("updateRelation", "Change a relation (admin)", r, &["collection", "field"], true, Some(one(r))),
+        "delete": op("deleteRelation", "Delete a relation (admin)", r, &["collection", "field"], false, None),
+    }));
 }
 
 fn error_ref() -> Value {
@@ -310,6 +380,10 @@ mod tests {
         let paths = doc["paths"].as_object().map(|p| p.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
         assert!(paths.contains(&"/items/articles/{id}".to_owned()) && paths.contains(&"/items/settings".to_owned()), "{paths:?}");
         assert!(!paths.iter().any(|p| p.contains("versions") || p == "/items/settings/{id}"), "{paths:?}");
+        for p in ["/collections/{id}", "/fields/{collection}/{field}", "/relations/{collection}/{field}"] {
+            assert!(paths.contains(&p.to_owned()), "{p}: {paths:?}");
+        }
+        assert_eq!(doc["paths"]["/fields/{collection}"]["post"]["operationId"], "createField");
         let props = &doc["components"]["schemas"]["ItemsArticles"]["properties"];
         assert_eq!(props["views"]["type"], "string", "bigint is written as a string");
         assert!(props["author"].get("type").is_none(), "a relation is a key or an object");
