@@ -60,25 +60,17 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
             };
             Ok(reply::data(&res.get_ref().data, b""))
         }
-        Method::POST if depth == create_depth => {
+        ref m @ (Method::POST | Method::PATCH) if (*m == Method::POST && depth == create_depth) || (*m == Method::PATCH && depth == item_depth) => {
             let data = json_body(req, body, state.max_payload_size).await?;
             let t = target(&names);
             let change = caller.request(SchemaChange { collection: t.collection, field: t.field, data: Bytes::from(data.to_string()) })?;
-            let res = match resource {
-                Resource::Collections => client.create_collection(change).await?,
-                Resource::Fields => client.create_field(change).await?,
-                Resource::Relations => client.create_relation(change).await?,
-            };
-            Ok(reply::data(&res.get_ref().data, b""))
-        }
-        Method::PATCH if depth == item_depth => {
-            let data = json_body(req, body, state.max_payload_size).await?;
-            let t = target(&names);
-            let change = caller.request(SchemaChange { collection: t.collection, field: t.field, data: Bytes::from(data.to_string()) })?;
-            let res = match resource {
-                Resource::Collections => client.update_collection(change).await?,
-                Resource::Fields => client.update_field(change).await?,
-                Resource::Relations => client.update_relation(change).await?,
+            let res = match (*m == Method::POST, resource) {
+                (true, Resource::Collections) => client.create_collection(change).await?,
+                (true, Resource::Fields) => client.create_field(change).await?,
+                (true, Resource::Relations) => client.create_relation(change).await?,
+                (false, Resource::Collections) => client.update_collection(change).await?,
+                (false, Resource::Fields) => client.update_field(change).await?,
+                (false, Resource::Relations) => client.update_relation(change).await?,
             };
             Ok(reply::data(&res.get_ref().data, b""))
         }
