@@ -332,6 +332,18 @@ async fn only_admins_change_the_schema_and_roles_read_only_what_they_may() {
     let r = call(app, Some(&token), Method::GET, "/relations", None).await;
     let user_relations: Vec<&Value> = r.body["data"].as_array().expect("relations").iter().filter(|f| !f["collection"].as_str().unwrap_or_default().starts_with("directus_")).collect();
     assert!(user_relations.is_empty(), "articles' readable fields take part in no relation: {}", r.body);
+    // A relation into a collection the role may not read stays hidden, and so do alias fields
+    // known only by their metadata (no grant names them).
+    let (comment_reader, _, _) = role(app, "CommentReaders", json!([{"collection": "comments", "action": "read", "fields": ["id", "article"]}])).await;
+    assert_eq!(call(app, Some(&comment_reader), Method::GET, "/fields/comments/article", None).await.status, 200);
+    let r = call(app, Some(&comment_reader), Method::GET, "/relations/comments/article", None).await;
+    assert_error(&r, 403, "FORBIDDEN", "a relation into articles, which the role may not read");
+    ok(app, Method::POST, "/fields/articles", json!({"field": "peek_alias", "type": "alias", "meta": {"special": ["o2m"]}})).await;
+    assert_eq!(read(app, "/fields/articles/peek_alias").await["type"], "alias");
+    assert_error(&call(app, Some(&token), Method::GET, "/fields/articles/peek_alias", None).await, 403, "FORBIDDEN", "a metadata-only alias");
+    let r = admin(app, Method::DELETE, "/fields/articles/peek_alias", json!(null)).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+
     let r = call(app, Some(&token), Method::GET, "/fields", None).await;
     let user_fields: Vec<&Value> = r.body["data"].as_array().expect("fields").iter().filter(|f| !f["collection"].as_str().unwrap_or_default().starts_with("directus_")).collect();
     assert_eq!(user_fields.len(), 2, "{}", r.body);

@@ -153,8 +153,10 @@ pub async fn fields(pool: &PgPool, view: &Schema, collection: Option<&str>, fiel
                 "meta": meta::field(&c.name, &f.name, setting, f.relation.as_ref()),
             }));
         }
-        // Alias fields known only by their metadata (e.g. made before their relation).
-        for s in settings.iter().filter(|s| s.collection == c.name && c.field(&s.field).is_none() && wanted(&s.field)) {
+        // Alias fields known only by their metadata (e.g. made before their relation): they
+        // are in no role's grants, so only admins (the whole snapshot) see them.
+        let whole = view.base.is_none();
+        for s in settings.iter().filter(|s| whole && s.collection == c.name && c.field(&s.field).is_none() && wanted(&s.field)) {
             out.push(json!({"collection": c.name, "field": s.field, "type": "alias", "schema": null, "meta": meta::field(&c.name, &s.field, Some(s), None)}));
         }
     }
@@ -194,7 +196,8 @@ fn column_schema(c: &Collection, f: &Field, facts: &ColumnFacts) -> Value {
     })
 }
 
-/// The relations whose many side `view` shows (of `collection`, or its one `field`): foreign
+/// The relations whose many side and related collection `view` shows (of `collection`, or its
+/// one `field`): foreign
 /// keys between served tables and the relation rows of the system tables (Many-to-Any, or
 /// relations without a constraint). Errors: database errors.
 pub async fn relations(pool: &PgPool, view: &Schema, collection: Option<&str>, field: Option<&str>) -> Result<Vec<Value>, sqlx::Error> {
@@ -202,12 +205,16 @@ pub async fn relations(pool: &PgPool, view: &Schema, collection: Option<&str>, f
     let (names, tbls) = tables(base.collections.values().map(|c| c.as_ref()));
     let fks: Vec<ForeignKeyFacts> = sqlx::query_as(FOREIGN_KEYS_SQL).bind(&names).bind(&tbls).fetch_all(pool).await?;
     let rows = system_tables::metadata::relation_settings(pool).await?;
-    let visible = |c: &str, f: &str| {
-        collection.is_none_or(|o| o == c) && field.is_none_or(|o| o == f) && view.collection(c).is_some_and(|c| c.field(f).is_some())
+    // A relation shows when the caller may read its field and the collection it points at.
+    let visible = |c: &str, f: &str, one: Option<&str>| {
+        collection.is_none_or(|o| o == c)
+            && field.is_none_or(|o| o == f)
+            && view.collection(c).is_some_and(|c| c.field(f).is_some())
+            && one.is_none_or(|o| view.collection(o).is_some())
     };
     let mut out: Vec<((String, String), Value)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for fk in fks.iter().filter(|fk| visible(&fk.many_collection, &fk.many_field)) {
+    for fk in fks.iter().filter(|fk| visible(&fk.many_collection, &fk.many_field, Some(&fk.one_collection))) {
         if !seen.insert((fk.many_collection.clone(), fk.many_field.clone())) {
             continue;
         }
@@ -231,7 +238,7 @@ pub async fn relations(pool: &PgPool, view: &Schema, collection: Option<&str>, f
             json!({"collection": fk.many_collection, "field": fk.many_field, "related_collection": fk.one_collection, "schema": schema, "meta": meta}),
         ));
     }
-    for r in rows.iter().filter(|r| visible(&r.many_collection, &r.many_field)) {
+    for r in rows.iter().filter(|r| visible(&r.many_collection, &r.many_field, r.one_collection.as_deref())) {
         if seen.insert((r.many_collection.clone(), r.many_field.clone())) {
             out.push((
                 (r.many_collection.clone(), r.many_field.clone()),
