@@ -67,8 +67,8 @@ pub async fn read(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kin
     Ok(reply(&read_in(state, &caller.read, admin, kind, target).await?))
 }
 
-/// Admin access, or FORBIDDEN.
-async fn admin(state: &AppState, md: &tonic::metadata::MetadataMap) -> Result<(), ApiError> {
+/// Admin access, or FORBIDDEN (schema changes, `ReloadSchema`).
+pub async fn admin(state: &AppState, md: &tonic::metadata::MetadataMap) -> Result<(), ApiError> {
     if state.auth.authenticate(md).await?.admin { Ok(()) } else { Err(ApiError::forbidden()) }
 }
 

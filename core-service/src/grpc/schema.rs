@@ -23,10 +23,6 @@ impl SchemaApi {
         Self { state }
     }
 
-    async fn admin(&self, md: &tonic::metadata::MetadataMap) -> Result<(), ApiError> {
-        if self.state.auth.authenticate(md).await?.admin { Ok(()) } else { Err(ApiError::forbidden()) }
-    }
-
     async fn read(&self, rpc: &'static str, kind: Kind, req: Request<SchemaTarget>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span(rpc, &req);
         model_rpc::read(&self.state, req.metadata(), kind, req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
@@ -222,7 +218,7 @@ impl SchemaService for SchemaApi {
     async fn reload_schema(&self, req: Request<ReloadSchemaRequest>) -> Result<Response<SchemaSnapshot>, Status> {
         let span = request_span("ReloadSchema", &req);
         async move {
-            self.admin(req.metadata()).await?;
+            model_rpc::admin(&self.state, req.metadata()).await?;
             let schema = self.state.reload_schema().await?;
             Ok(Response::new(to_proto(&schema)))
         }

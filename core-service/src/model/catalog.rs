@@ -6,7 +6,7 @@
 
 use super::meta;
 use crate::schema::{Collection, Field, FieldRelation, Schema};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::collections::HashMap;
 use system_tables::metadata::{CollectionSetting, FieldSetting, RelationSetting};
@@ -113,7 +113,7 @@ pub async fn collections(pool: &PgPool, view: &Schema, admin: bool, only: Option
     let mut out: Vec<(String, Value)> = shown
         .iter()
         .map(|c| {
-            let schema_name = c.table.split('.').next().unwrap_or_default().trim_matches('"').replace("\"\"", "\"");
+            let schema_name = if c.system { system_tables::SYSTEM_SCHEMA } else { view.db_schema.as_str() };
             let meta = meta::collection(&c.name, c.system, settings.get(&c.name));
             let comment = comments.get(&c.name).cloned().flatten();
             (c.name.clone(), json!({"collection": c.name, "meta": meta, "schema": {"name": c.name, "schema": schema_name, "comment": comment}}))
@@ -269,23 +269,25 @@ fn relation_meta(r: &RelationSetting) -> Value {
 /// The `meta` of a relation that has no row (a foreign key made by SQL): what introspection
 /// derived, its O2M alias and junction, with `id` null.
 fn derived_meta(schema: &Schema, many: &str, field: &str, one: &str) -> Value {
-    let junction = match schema.collection(many).and_then(|c| c.field(field)).and_then(|f| f.relation.as_ref()) {
+    let junction_field = match schema.collection(many).and_then(|c| c.field(field)).and_then(|f| f.relation.as_ref()) {
         Some(FieldRelation::M2O { junction_field, .. }) => junction_field.clone(),
         _ => None,
     };
-    let alias = schema.collection(one).and_then(|c| {
-        c.fields.iter().find(|a| matches!(&a.relation, Some(FieldRelation::O2M { related, related_field, .. }) if related == many && related_field == field))
+    let one_field = schema.collection(one).and_then(|c| {
+        c.fields
+            .iter()
+            .find(|a| matches!(&a.relation, Some(FieldRelation::O2M { related, related_field, .. }) if related == many && related_field == field))
+            .map(|a| a.name.clone())
     });
-    let mut m = Map::new();
-    m.insert("id".into(), Value::Null);
-    m.insert("many_collection".into(), many.into());
-    m.insert("many_field".into(), field.into());
-    m.insert("one_collection".into(), one.into());
-    m.insert("one_field".into(), alias.map(|a| Value::from(a.name.clone())).unwrap_or(Value::Null));
-    m.insert("one_collection_field".into(), Value::Null);
-    m.insert("one_allowed_collections".into(), Value::Null);
-    m.insert("junction_field".into(), junction.map(Value::from).unwrap_or(Value::Null));
-    m.insert("sort_field".into(), Value::Null);
-    m.insert("one_deselect_action".into(), "nullify".into());
-    Value::Object(m)
+    let row = RelationSetting {
+        many_collection: many.to_owned(),
+        many_field: field.to_owned(),
+        one_collection: Some(one.to_owned()),
+        one_field,
+        junction_field,
+        ..Default::default()
+    };
+    let mut meta = relation_meta(&row);
+    meta["id"] = Value::Null;
+    meta
 }

@@ -20,8 +20,10 @@ const ACTIONS: [&str; 5] = ["NO ACTION", "RESTRICT", "CASCADE", "SET NULL", "SET
 /// The many side of a relation: an existing column of a user table. Errors: INVALID_PAYLOAD
 /// with Directus's reasons.
 fn many_side<'a>(schema: &'a Schema, collection: &str, field: &str) -> Result<&'a Arc<Collection>, ApiError> {
-    let c = schema.collection(collection).ok_or_else(|| ApiError::invalid_payload(format!("Collection \"{collection}\" doesn't exist")))?;
-    let c = alterable(schema, &c.name)?;
+    if schema.collection(collection).is_none() {
+        return Err(ApiError::invalid_payload(format!("Collection \"{collection}\" doesn't exist")));
+    }
+    let c = alterable(schema, collection)?;
     match c.field(field) {
         Some(f) if f.is_alias() => Err(ApiError::invalid_payload(format!("Field \"{field}\" doesn't exist in collection \"{collection}\""))),
         Some(f) if f.primary_key => Err(ApiError::invalid_payload(format!("Field \"{field}\" in collection \"{collection}\" is a primary key"))),
