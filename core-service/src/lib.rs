@@ -70,15 +70,15 @@ impl AppState {
     pub async fn caller(&self, md: &tonic::metadata::MetadataMap) -> Result<auth::Caller, ApiError> {
         let who = self.auth.authenticate(md).await?;
         let schema = self.schema.load_full();
-        let access = match (&who.user, &who.role) {
-            _ if who.admin => permissions::Access::Admin,
-            (None, _) => permissions::Access::Subject(permissions::Subject::Public),
-            (Some(_), Some(role)) => permissions::Access::Subject(permissions::Subject::Role(role.clone())),
-            (Some(_), None) => permissions::Access::Subject(permissions::Subject::NoRole),
-        };
+        // Admin access and grants come from the policies of this snapshot that admit the
+        // client's address (a revoked policy stops applying on the next rebuild).
+        let ip = access_token::ip::client_ip(md);
+        let policies = schema.permissions.admitted(who.user.is_some().then_some(who.policies.as_slice()), ip);
+        let access = schema.permissions.access(&policies, who.user.is_some());
         let read = self.views.read_view(&schema, &access);
         let accounts = users::Accounts { own: who.user.clone().zip(who.family.clone()), ..self.accounts.clone() };
-        Ok(auth::Caller { schema, read, access, vars: query::Variables { user: who.user, role: who.role }, accounts })
+        let vars = query::Variables { user: who.user, role: who.role, roles: who.roles, policies };
+        Ok(auth::Caller { schema, read, access, vars, accounts })
     }
 
     /// A snapshot introspected now, not swapped in (schema changes validate against it, so a

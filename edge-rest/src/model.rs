@@ -2,14 +2,14 @@
 //! `GET|POST /collections`, `GET|PATCH|DELETE /collections/:collection`; `GET /fields`,
 //! `GET|POST /fields/:collection`, `GET|PATCH|DELETE /fields/:collection/:field`;
 //! `GET|POST /relations`, `GET /relations/:collection`, `GET|PATCH|DELETE
-//! /relations/:collection/:field`. Bodies are Directus's objects, passed to the core as they
+//! /relations/:collection/:field`; `GET /permissions/me`, `GET /policies/me/globals`. Bodies are Directus's objects, passed to the core as they
 //! are; answers are `{"data": ...}`, deletes 204.
 
 use crate::reply;
 use crate::request::{Body, EdgeState, HttpRequest, decode, json_body, url_query};
 use bytes::Bytes;
 use cdapi_proto::ApiError;
-use cdapi_proto::v1::{SchemaChange, SchemaTarget};
+use cdapi_proto::v1::{CallerAccessRequest, SchemaChange, SchemaTarget};
 use http::Method;
 use warp::reply::Response;
 
@@ -22,6 +22,20 @@ pub enum Resource {
     Fields,
     /// `/relations`.
     Relations,
+}
+
+/// What the caller may do: `GET /permissions/me` (`globals` false) and
+/// `GET /policies/me/globals` (`globals` true), from SchemaService's `ReadCallerPermissions` /
+/// `ReadCallerGlobals`. Errors: the core's (a bad token); 405 for other methods.
+pub async fn caller_access(state: &EdgeState, req: &HttpRequest, request_id: &str, globals: bool) -> Result<Response, ApiError> {
+    if req.method != Method::GET {
+        return Ok(reply::method_not_allowed(&req.method, "GET"));
+    }
+    let (_, token) = url_query(req)?;
+    let call = req.caller(request_id, token)?.request(CallerAccessRequest {})?;
+    let mut client = state.schema.clone();
+    let res = if globals { client.read_caller_globals(call).await? } else { client.read_caller_permissions(call).await? };
+    Ok(reply::data(&res.get_ref().data, b""))
 }
 
 /// Routes `/<resource>/...` (`rest`: the path segments after the resource name).

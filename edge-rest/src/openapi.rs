@@ -20,7 +20,7 @@ use cdapi_proto::v1::{Collection, Field, FieldType, SchemaSnapshot};
 use serde_json::{Map, Value, json};
 
 /// The system collections served on their own paths, and those paths.
-const SYSTEM_PATHS: &[(&str, &str)] = &[("directus_users", "/users"), ("directus_roles", "/roles"), ("directus_permissions", "/permissions")];
+const SYSTEM_PATHS: &[(&str, &str)] = &[("directus_users", "/users"), ("directus_roles", "/roles"), ("directus_permissions", "/permissions"), ("directus_policies", "/policies")];
 
 /// The document for `snapshot` (the caller's view); `server` is the public base URL, if known.
 pub fn document(snapshot: &SchemaSnapshot, server: Option<&str>) -> Value {

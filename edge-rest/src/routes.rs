@@ -58,8 +58,10 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
             item_route(state, req, body, request_id, decode(collection), decode(key)).await
         }
         ["users", "me", "tfa", action] => crate::auth::tfa(state, req, body, request_id, action).await,
-        [system @ ("users" | "roles" | "permissions")] => collection_route(state, req, body, request_id, format!("directus_{system}")).await,
-        [system @ ("users" | "roles" | "permissions"), key] if !key.is_empty() => {
+        ["permissions", "me"] => crate::model::caller_access(state, req, request_id, false).await,
+        ["policies", "me", "globals"] => crate::model::caller_access(state, req, request_id, true).await,
+        [system @ ("users" | "roles" | "permissions" | "policies")] => collection_route(state, req, body, request_id, format!("directus_{system}")).await,
+        [system @ ("users" | "roles" | "permissions" | "policies"), key] if !key.is_empty() => {
             item_route(state, req, body, request_id, format!("directus_{system}"), decode(key)).await
         }
         ["graphql"] | ["graphql", "system"] | ["server", "specs", "graphql"] | ["server", "specs", "graphql", "system"] if state.graphql.is_some() => match &state.graphql {
@@ -79,7 +81,7 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
 }
 
 /// `/items/:collection` and the system collections' list paths (`/users`, `/roles`,
-/// `/permissions`): list (GET, SEARCH), create (POST), update many or the singleton (PATCH),
+/// `/permissions`, `/policies`): list (GET, SEARCH), create (POST), update many or the singleton (PATCH),
 /// delete many (DELETE).
 async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, collection: String) -> Result<Response, ApiError> {
     let search = Method::from_bytes(b"SEARCH").map_err(|_| ApiError::internal())?;

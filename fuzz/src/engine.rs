@@ -61,6 +61,8 @@ pub fn plan_read(data: &[u8]) {
     let vars = Variables {
         user: Some("6a0f4b3e-2f7c-4d7e-9a55-1c2b3d4e5f60".into()),
         role: Some("0c8f1e2d-3b4a-4c5d-8e6f-7a8b9c0d1e2f".into()),
+        roles: vec!["0c8f1e2d-3b4a-4c5d-8e6f-7a8b9c0d1e2f".into()],
+        policies: vec!["abf8a154-5b1c-4a46-ac9c-7300570f4f17".into()],
     };
     let planner = || Planner::new(&SCHEMA, Limits::default(), &vars);
     let _ = planner().read_many(articles, &q);

@@ -1,6 +1,7 @@
 //! The permissions fixture (issue 7), built once per test binary through the REST API as the
 //! admin (the way an operator sets permissions up): a `notes` table owned by users, three roles
-//! with permissions, the public role's permissions, and one user per role with a static token.
+//! each with a policy holding its permissions (Directus 11), the public policy's permissions,
+//! and one user per role with a static token.
 //!
 //! - public: reads published `articles` (fields `id,title,status,author,published_at,rating`)
 //!   and `authors` (`id,name`); nothing else.
@@ -52,25 +53,32 @@ pub fn id_of(v: &Value) -> String {
     }
 }
 
-/// Creates a role, its user (with a static token) and returns (token, user id, role id).
-async fn role_with_user(app: &TestApp, role: &str, email: &str) -> (String, String, String) {
-    let role_id = id_of(&created(app, "/roles", json!({"name": role})).await);
-    let token = format!("{email}-token");
-    let user = created(app, "/users", json!({"email": email, "password": "a-password-1", "role": role_id, "token": token})).await;
-    (token, id_of(&user), role_id)
+/// The public's policy (migration 0008; Directus's id): permission rows for requests without
+/// a token belong to it.
+pub const PUBLIC_POLICY: &str = "abf8a154-5b1c-4a46-ac9c-7300570f4f17";
+
+/// A policy named `name` and a role of the same name holding it, created as the Directus app
+/// does (Directus 11). Returns (role id, policy id).
+pub async fn role_with_policy(app: &TestApp, name: &str) -> (String, String) {
+    let policy = id_of(&created(app, "/policies", json!({"name": name})).await);
+    let role = id_of(&created(app, "/roles", json!({"name": name, "policies": [{"policy": policy}]})).await);
+    (role, policy)
 }
 
-/// A role with these permission rows (`role` filled in) and a user in it with a static token;
-/// waits until the core has the rules. Returns (token, user id, role id).
+/// Creates a role with its policy, its user (with a static token) and returns (token, user id,
+/// role id, policy id).
+async fn role_with_user(app: &TestApp, role: &str, email: &str) -> (String, String, String, String) {
+    let (role_id, policy_id) = role_with_policy(app, role).await;
+    let token = format!("{email}-token");
+    let user = created(app, "/users", json!({"email": email, "password": "a-password-1", "role": role_id, "token": token})).await;
+    (token, id_of(&user), role_id, policy_id)
+}
+
+/// A role whose policy has these permission rows (`policy` filled in) and a user in it with a
+/// static token; waits until the core has the rules. Returns (token, user id, role id).
 pub async fn role(app: &TestApp, name: &str, rows: Value) -> (String, String, String) {
-    let r = admin(app, Method::POST, "/roles", json!({"name": name})).await;
-    assert_eq!(r.status, 200, "role {name}: {}", r.body);
-    let role_id = id_of(&r.body["data"]);
-    let token = format!("{name}-token");
     let email = format!("{}@example.com", name.to_lowercase());
-    let r = admin(app, Method::POST, "/users", json!({"email": email, "password": "a-password-1", "role": role_id, "token": token})).await;
-    assert_eq!(r.status, 200, "user {name}: {}", r.body);
-    let user_id = id_of(&r.body["data"]);
+    let (token, user_id, role_id, policy_id) = role_with_user(app, name, &email).await;
     let rows: Vec<Value> = rows
         .as_array()
         .cloned()
@@ -78,7 +86,7 @@ pub async fn role(app: &TestApp, name: &str, rows: Value) -> (String, String, St
         .iter()
         .map(|row| {
             let mut row = row.clone();
-            row["role"] = json!(role_id);
+            row["policy"] = json!(policy_id);
             row
         })
         .collect();
@@ -89,7 +97,7 @@ pub async fn role(app: &TestApp, name: &str, rows: Value) -> (String, String, St
         assert_eq!(r.status, 200, "permissions of {name}: {}", r.body);
     }
     // The core reloads its rules on NOTIFY: wait until the role's first rule shows.
-    let check = format!("SELECT count(*)::text FROM cdapi.permissions WHERE role = '{role_id}'");
+    let check = format!("SELECT count(*)::text FROM cdapi.permissions WHERE policy = '{policy_id}'");
     assert_eq!(sql_json(app, &check).await, json!(n));
     // A read rule on a user collection shows as soon as the snapshot has it; the rest come in
     // the same reload (permission changes are one NOTIFY, folded over 200 ms).
@@ -134,26 +142,26 @@ pub async fn demo(app: &'static TestApp) -> &'static Fixture {
 
 async fn build_demo(app: &TestApp) -> Fixture {
     exec(app, "CREATE TABLE notes (id serial PRIMARY KEY, owner uuid REFERENCES cdapi.users (id), title text NOT NULL, status text NOT NULL DEFAULT 'draft')").await;
-    let (reviewer, _, reviewers_role) = role_with_user(app, "Reviewers", "reviewer@example.com").await;
-    let (owner_token, owner_id, owners_role) = role_with_user(app, "Owners", "owner1@example.com").await;
+    let (reviewer, _, reviewers_role, reviewers) = role_with_user(app, "Reviewers", "reviewer@example.com").await;
+    let (owner_token, owner_id, owners_role, owners) = role_with_user(app, "Owners", "owner1@example.com").await;
     let other_token = "owner2@example.com-token".to_owned();
     let other = created(app, "/users", json!({"email": "owner2@example.com", "password": "a-password-1", "role": owners_role, "token": other_token})).await;
     let published = json!({"status": {"_eq": "published"}});
     let own = json!({"owner": {"_eq": "$CURRENT_USER"}});
     let rules = [
-        json!({"role": null, "collection": "articles", "action": "read", "permissions": published, "fields": ["id", "title", "status", "author", "published_at", "rating"]}),
-        json!({"role": null, "collection": "authors", "action": "read", "fields": "id,name"}),
-        json!({"role": reviewers_role, "collection": "articles", "action": "read", "permissions": published, "fields": ["*"]}),
-        json!({"role": reviewers_role, "collection": "comments", "action": "read", "fields": ["*"]}),
-        json!({"role": reviewers_role, "collection": "authors", "action": "read", "fields": ["id", "name"]}),
-        json!({"role": reviewers_role, "collection": "comments", "action": "create", "fields": ["article", "body"],
+        json!({"policy": PUBLIC_POLICY, "collection": "articles", "action": "read", "permissions": published, "fields": ["id", "title", "status", "author", "published_at", "rating"]}),
+        json!({"policy": PUBLIC_POLICY, "collection": "authors", "action": "read", "fields": "id,name"}),
+        json!({"policy": reviewers, "collection": "articles", "action": "read", "permissions": published, "fields": ["*"]}),
+        json!({"policy": reviewers, "collection": "comments", "action": "read", "fields": ["*"]}),
+        json!({"policy": reviewers, "collection": "authors", "action": "read", "fields": ["id", "name"]}),
+        json!({"policy": reviewers, "collection": "comments", "action": "create", "fields": ["article", "body"],
                "presets": {"author_name": "reviewer"}, "validation": {"body": {"_nnull": true}}}),
-        json!({"role": reviewers_role, "collection": "articles", "action": "update", "permissions": published, "fields": ["title", "comments"]}),
-        json!({"role": reviewers_role, "collection": "comments", "action": "delete", "permissions": {"author_name": {"_eq": "reviewer"}}}),
-        json!({"role": owners_role, "collection": "notes", "action": "create", "permissions": own, "presets": {"owner": "$CURRENT_USER"}, "fields": ["title", "status", "owner"]}),
-        json!({"role": owners_role, "collection": "notes", "action": "read", "permissions": own, "fields": ["*"]}),
-        json!({"role": owners_role, "collection": "notes", "action": "update", "permissions": own, "fields": ["title", "status"]}),
-        json!({"role": owners_role, "collection": "notes", "action": "delete", "permissions": own}),
+        json!({"policy": reviewers, "collection": "articles", "action": "update", "permissions": published, "fields": ["title", "comments"]}),
+        json!({"policy": reviewers, "collection": "comments", "action": "delete", "permissions": {"author_name": {"_eq": "reviewer"}}}),
+        json!({"policy": owners, "collection": "notes", "action": "create", "permissions": own, "presets": {"owner": "$CURRENT_USER"}, "fields": ["title", "status", "owner"]}),
+        json!({"policy": owners, "collection": "notes", "action": "read", "permissions": own, "fields": ["*"]}),
+        json!({"policy": owners, "collection": "notes", "action": "update", "permissions": own, "fields": ["title", "status"]}),
+        json!({"policy": owners, "collection": "notes", "action": "delete", "permissions": own}),
     ];
     let r = admin(app, Method::POST, "/permissions", Value::Array(rules.to_vec())).await;
     assert_eq!(r.status, 200, "permissions: {}", r.body);
@@ -172,10 +180,10 @@ static PAGILA: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new(
 pub async fn pagila(app: &'static TestApp) -> &'static String {
     PAGILA
         .get_or_init(|| async {
-            let (token, _, role) = role_with_user(app, "Clerks", "clerk@example.com").await;
+            let (token, _, _, policy) = role_with_user(app, "Clerks", "clerk@example.com").await;
             let rules = json!([
-                {"role": role, "collection": "film", "action": "read", "permissions": {"rating": {"_eq": "PG"}}, "fields": ["film_id", "title", "rating", "length", "language_id"]},
-                {"role": role, "collection": "language", "action": "read", "fields": ["*"]},
+                {"policy": policy, "collection": "film", "action": "read", "permissions": {"rating": {"_eq": "PG"}}, "fields": ["film_id", "title", "rating", "length", "language_id"]},
+                {"policy": policy, "collection": "language", "action": "read", "fields": ["*"]},
             ]);
             let r = admin(app, Method::POST, "/permissions", rules).await;
             assert_eq!(r.status, 200, "permissions: {}", r.body);

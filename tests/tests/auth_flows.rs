@@ -370,9 +370,13 @@ async fn ip_allow_lists_of_user_and_role() {
     let r = post_json(app, "/users/me/tfa/generate", json!({"password": "office-password-1"}), &[("authorization", "Bearer office-static-token"), ("x-forwarded-for", "10.20.1.1")]).await;
     assert_eq!(r.status, 200, "{}", r.body);
 
-    // The role's list applies too.
+    // The lists of the role's policies apply too (Directus 11: a user whose IP-limited
+    // policies all refuse the address is refused).
     let id = create_user(app, "roleip@example.com", "roleip-password-1").await;
-    exec(app, &format!("INSERT INTO cdapi.roles (name, ip_access) VALUES ('vpn-only', '{{192.168.7.0/24}}'); UPDATE cdapi.users SET role = (SELECT id FROM cdapi.roles WHERE name = 'vpn-only') WHERE id = '{id}'")).await;
+    exec(app, &format!("INSERT INTO cdapi.roles (name) VALUES ('vpn-only'); \
+        INSERT INTO cdapi.policies (id, name, ip_access) VALUES ('00000000-0000-4000-8000-0000000000f1', 'vpn-only', '{{192.168.7.0/24}}'); \
+        INSERT INTO cdapi.access (role, policy) SELECT id, '00000000-0000-4000-8000-0000000000f1' FROM cdapi.roles WHERE name = 'vpn-only'; \
+        UPDATE cdapi.users SET role = (SELECT id FROM cdapi.roles WHERE name = 'vpn-only') WHERE id = '{id}'")).await;
     assert_error(&login(app, "roleip@example.com", "roleip-password-1", "json", "10.1.1.1").await, 401, "INVALID_IP", "role list");
     assert_eq!(login(app, "roleip@example.com", "roleip-password-1", "json", "192.168.7.20").await.status, 200);
 }

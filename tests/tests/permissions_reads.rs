@@ -172,7 +172,7 @@ async fn versions_are_read_with_the_callers_permissions() {
     forbidden(app, None, "/versions").await;
     // Given read access to versions, the public sees only those of items it can read, and in
     // their deltas only the fields it can read.
-    let r = fixture::admin(app, Method::POST, "/permissions", json!({"role": null, "collection": "directus_versions", "action": "read"})).await;
+    let r = fixture::admin(app, Method::POST, "/permissions", json!({"policy": fixture::PUBLIC_POLICY, "collection": "directus_versions", "action": "read"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let path = "/versions?filter[collection][_eq]=articles";
     fixture::eventually("the versions grant reaches the core", || async { call(app, None, Method::GET, path, None).await.status == 200 }).await;
@@ -187,12 +187,12 @@ async fn versions_are_read_with_the_callers_permissions() {
     // Saving into a version keeps the fields the saver cannot read; versions of items they
     // cannot read cannot be changed; what a save adds must be an update the saver may make on
     // the item (issue 15).
-    let r = fixture::admin(app, Method::POST, "/permissions", json!({"role": null, "collection": "directus_versions", "action": "update"})).await;
+    let r = fixture::admin(app, Method::POST, "/permissions", json!({"policy": fixture::PUBLIC_POLICY, "collection": "directus_versions", "action": "update"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let published_version_id = all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(published.to_string())).expect("version")["id"].as_str().expect("id").to_owned();
     let r = call(app, None, Method::POST, &format!("/versions/{published_version_id}/save"), Some(json!({"title": "Public edit"}))).await;
     assert_eq!(r.status, 403, "no update grant on the item: {}", r.body);
-    let r = fixture::admin(app, Method::POST, "/permissions", json!({"role": null, "collection": "articles", "action": "update", "permissions": {"status": {"_eq": "published"}}, "fields": ["title"]})).await;
+    let r = fixture::admin(app, Method::POST, "/permissions", json!({"policy": fixture::PUBLIC_POLICY, "collection": "articles", "action": "update", "permissions": {"status": {"_eq": "published"}}, "fields": ["title"]})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let published_version = all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(published.to_string())).expect("the published item's version")["id"].as_str().expect("id").to_owned();
     let save = format!("/versions/{published_version}/save");

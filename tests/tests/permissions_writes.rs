@@ -152,7 +152,7 @@ async fn permission_changes_take_effect_without_restart() {
     let f = fixture::demo(app).await;
     let r = call(app, None, Method::GET, "/items/tags", None).await;
     assert_error(&r, 403, "FORBIDDEN", "before the grant");
-    let r = fixture::admin(app, Method::POST, "/permissions", json!({"role": null, "collection": "tags", "action": "read", "fields": ["id", "name"], "permissions": {"id": {"_lte": 3}}})).await;
+    let r = fixture::admin(app, Method::POST, "/permissions", json!({"policy": fixture::PUBLIC_POLICY, "collection": "tags", "action": "read", "fields": ["id", "name"], "permissions": {"id": {"_lte": 3}}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let pid = r.body["data"]["id"].clone();
     eventually("the public reads tags", || async { call(app, None, Method::GET, "/items/tags", None).await.status == 200 }).await;

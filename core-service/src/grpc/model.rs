@@ -67,9 +67,25 @@ pub async fn read(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kin
     Ok(reply(&read_in(state, &caller.read, admin, kind, target).await?))
 }
 
-/// Admin access, or FORBIDDEN (schema changes, `ReloadSchema`).
+/// Admin access (a policy with it that admits the client's address), or FORBIDDEN (schema
+/// changes, `ReloadSchema`).
 pub async fn admin(state: &AppState, md: &tonic::metadata::MetadataMap) -> Result<(), ApiError> {
-    if state.auth.authenticate(md).await?.admin { Ok(()) } else { Err(ApiError::forbidden()) }
+    if matches!(state.caller(md).await?.access, Access::Admin) { Ok(()) } else { Err(ApiError::forbidden()) }
+}
+
+/// `ReadCallerPermissions` (`GET /permissions/me`): see
+/// [`crate::permissions::me::collection_access`]. Errors: as [`AppState::caller`].
+pub async fn caller_permissions(state: &AppState, md: &tonic::metadata::MetadataMap) -> Result<SchemaReply, ApiError> {
+    let caller = state.caller(md).await?;
+    Ok(reply(&crate::permissions::me::collection_access(&caller.schema, &caller.access)))
+}
+
+/// `ReadCallerGlobals` (`GET /policies/me/globals`): `{app_access, admin_access, enforce_tfa}`
+/// of the policies that apply to the request. Errors: as [`AppState::caller`].
+pub async fn caller_globals(state: &AppState, md: &tonic::metadata::MetadataMap) -> Result<SchemaReply, ApiError> {
+    let caller = state.caller(md).await?;
+    let globals = caller.schema.permissions.globals(&caller.vars.policies);
+    Ok(reply(&serde_json::to_value(globals).map_err(|_| ApiError::internal())?))
 }
 
 /// The changed object as read back from the new snapshot.

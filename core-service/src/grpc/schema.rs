@@ -7,7 +7,7 @@ use crate::schema::{FieldRelation, Schema};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::schema_service_server::SchemaService;
 use super::model::{self as model_rpc, Kind};
-use cdapi_proto::v1::{self as pb, GetSchemaRequest, ReloadSchemaRequest, SchemaChange, SchemaDeleted, SchemaReply, SchemaSnapshot, SchemaTarget, WatchSchemaRequest};
+use cdapi_proto::v1::{self as pb, CallerAccessRequest, GetSchemaRequest, ReloadSchemaRequest, SchemaChange, SchemaDeleted, SchemaReply, SchemaSnapshot, SchemaTarget, WatchSchemaRequest};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
@@ -195,6 +195,14 @@ impl SchemaService for SchemaApi {
     }
     async fn delete_relation(&self, req: Request<SchemaTarget>) -> Result<Response<SchemaDeleted>, Status> {
         self.delete("DeleteRelation", Kind::Relations, req).await
+    }
+    async fn read_caller_permissions(&self, req: Request<CallerAccessRequest>) -> Result<Response<SchemaReply>, Status> {
+        let span = request_span("ReadCallerPermissions", &req);
+        model_rpc::caller_permissions(&self.state, req.metadata()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+    }
+    async fn read_caller_globals(&self, req: Request<CallerAccessRequest>) -> Result<Response<SchemaReply>, Status> {
+        let span = request_span("ReadCallerGlobals", &req);
+        model_rpc::caller_globals(&self.state, req.metadata()).instrument(span).await.map(Response::new).map_err(|e| e.into())
     }
 
     async fn watch_schema(&self, req: Request<WatchSchemaRequest>) -> Result<Response<Self::WatchSchemaStream>, Status> {

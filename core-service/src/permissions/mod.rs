@@ -1,7 +1,8 @@
-//! Permissions (issue 7, issue 15; directus-facts.md "Permissions"): per role, collection and
-//! action (`create read update delete`), rows of an item filter, a payload validation filter,
-//! presets and a field list. Admin access bypasses them; requests without a token get the public
-//! role's (rows with `role` NULL).
+//! Permissions (issue 7, issue 15, issue 18; directus-facts.md "Permissions"): per policy,
+//! collection and action (`create read update delete`), rows of an item filter, a payload
+//! validation filter, presets and a field list. A caller gets the rows of their policies (those
+//! attached to them, to their role or a role above it, and that admit their address); requests
+//! without a token get the public's policies. A policy with admin access bypasses them all.
 //!
 //! **Each permission row is a unit** (Directus 10+): its item filter, field list, validation and
 //! presets belong together and are never mixed with another row's. A field is readable or
@@ -22,9 +23,10 @@
 //! - Sensitive fields ([`SENSITIVE`]: a user's password, token, role, status, email...) are
 //!   writable only through a row naming them explicitly; `*` does not cover them.
 //!
-//! Layout: this module (rules and grants), [`view`] (read views), [`scope`] (write checks),
+//! Layout: this module (rules and grants), [`me`] (a caller's summary), [`view`] (read views), [`scope`] (write checks),
 //! [`validate`] (validation rules, evaluated by Postgres on the payload's typed values).
 
+pub mod me;
 pub mod scope;
 pub mod validate;
 pub mod view;
@@ -103,9 +105,12 @@ impl Fields {
 pub const SENSITIVE: &[(&str, &[&str])] = &[
     (
         "directus_users",
-        &["password", "token", "role", "status", "email", "ip_access", "tfa_secret", "admin_access", "provider", "external_identifier"],
+        &["password", "token", "role", "status", "email", "ip_access", "tfa_secret", "provider", "external_identifier", "policies"],
     ),
-    ("directus_roles", &["admin_access", "app_access", "ip_access"]),
+    // What decides whose policies are whose: a role, a parent role, an access row.
+    ("directus_roles", &["parent", "policies"]),
+    ("directus_access", &["role", "user", "policy"]),
+    ("directus_policies", &["admin_access", "app_access", "ip_access", "enforce_tfa"]),
 ];
 
 /// Whether `field` of `collection` is in [`SENSITIVE`].
@@ -225,32 +230,46 @@ fn permission(row: PermissionRow) -> Permission {
     Permission { filter, fields, validation, presets }
 }
 
-/// Every role's grants, read with the schema snapshot (and rebuilt with it when
-/// `cdapi.permissions` or `cdapi.roles` change: migration 0006 notifies).
+/// Every policy's grants and flags, read with the schema snapshot (and rebuilt with it when
+/// `cdapi.permissions`, `cdapi.policies`, `cdapi.access` or `cdapi.roles` change: migrations
+/// 0006 and 0008 notify).
 #[derive(Debug, Default)]
 pub struct Rules {
-    /// Subject → (collection, action) → grant.
-    by_subject: HashMap<Subject, HashMap<(String, Action), Grant>>,
+    /// Policy → (collection, action) → its permission rows.
+    by_policy: HashMap<String, HashMap<(String, Action), Vec<Permission>>>,
+    /// Policy → its admin access and IP allow-list.
+    policies: HashMap<String, system_tables::permissions::PolicyRow>,
+    /// The public's policies (access rows without a role and a user).
+    public: Vec<String>,
 }
 
-/// Whose grants: the public role (no token), a role, or a signed-in user without a role.
+/// What a caller's policies give besides permissions (Directus's `/policies/me/globals`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Globals {
+    /// One policy has app access (or admin access).
+    pub app_access: bool,
+    /// One policy has admin access.
+    pub admin_access: bool,
+    /// One policy requires two-factor authentication.
+    pub enforce_tfa: bool,
+}
+
+/// Whose grants (Directus 11): the rows of these policies, plus the [`minimal`] rows of every
+/// signed-in user. Two callers with the same policies share their read view.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Subject {
-    /// Requests without a token (permission rows with `role` NULL).
-    Public,
-    /// The role with this id.
-    Role(String),
-    /// A signed-in user without a role: the minimal grants only.
-    NoRole,
+pub struct Subject {
+    /// Policy ids, sorted: those of the caller that admit the client's address.
+    pub policies: Vec<String>,
+    /// A signed-in user (false: the public).
+    pub user: bool,
 }
 
-/// What every signed-in user may do whatever their role (as Directus's app access minimum):
-/// read their own user and role, and update their own name and password. Each is a row of its
-/// own, so it widens nothing of the role's rows: it reaches the caller's own row only.
+/// What every signed-in user may do whatever their policies (as Directus's app access minimum):
+/// read their own user, role and policies, and update their own name and password. Each is a row of its
+/// own, so it widens nothing of the policies' rows: it reaches the caller's own row only.
 fn minimal() -> Vec<(&'static str, Action, Permission)> {
-    let own = |field: &str, var: &str| {
-        cdapi_proto::query_json::filter_from_json(&serde_json::json!({ field: { "_eq": var } }), 0).ok().flatten().map(Arc::new)
-    };
+    let rule = |v: Value| cdapi_proto::query_json::filter_from_json(&v, 0).ok().flatten().map(Arc::new);
+    let own = |field: &str, var: &str| rule(serde_json::json!({ field: { "_eq": var } }));
     let only = |names: &[&str]| Fields::Only(names.iter().map(|n| (*n).to_owned()).collect());
     // A rule that does not compile would grant every row: fall back to none at all.
     let row = |filter: Option<Arc<Filter>>, fields| Permission {
@@ -263,37 +282,89 @@ fn minimal() -> Vec<(&'static str, Action, Permission)> {
         ("directus_users", Action::Read, row(own("id", "$CURRENT_USER"), Fields::All)),
         ("directus_users", Action::Update, row(own("id", "$CURRENT_USER"), only(&["first_name", "last_name", "password"]))),
         ("directus_roles", Action::Read, row(own("id", "$CURRENT_ROLE"), Fields::All)),
+        ("directus_policies", Action::Read, row(rule(serde_json::json!({"id": {"_in": "$CURRENT_POLICIES"}})), Fields::All)),
     ]
 }
 
 impl Rules {
-    /// Reads `cdapi.permissions` and `cdapi.roles`. Rows with an unknown action are skipped.
-    /// Every signed-in user also gets the [`minimal`] rows (their own user and role).
-    /// Errors: database.
+    /// Reads `cdapi.permissions`, `cdapi.policies` and the public's access rows. Rows with an
+    /// unknown action are skipped. Errors: database.
     pub async fn load(pool: &sqlx::PgPool) -> Result<Self, sqlx::Error> {
         let rows = system_tables::permissions::all(pool).await?;
-        let roles = system_tables::permissions::role_ids(pool).await?;
-        let mut by_subject: HashMap<Subject, HashMap<(String, Action), Grant>> = HashMap::new();
-        let mut add = |subject: Subject, key: (String, Action), row: Permission| {
-            by_subject.entry(subject).or_default().entry(key).or_insert_with(|| Grant { rows: Vec::new() }).rows.push(row);
-        };
+        let policies = system_tables::permissions::policies(pool).await?;
+        let public = system_tables::permissions::public_policies(pool).await?;
+        let mut by_policy: HashMap<String, HashMap<(String, Action), Vec<Permission>>> = HashMap::new();
         for row in rows {
             let Some(action) = Action::parse(&row.action) else { continue };
-            let subject = row.role.clone().map_or(Subject::Public, Subject::Role);
             let key = (row.collection.clone(), action);
-            add(subject, key, permission(row));
+            by_policy.entry(row.policy.clone()).or_default().entry(key).or_default().push(permission(row));
         }
-        for subject in roles.into_iter().map(Subject::Role).chain([Subject::NoRole]) {
-            for (collection, action, row) in minimal() {
-                add(subject.clone(), (collection.to_owned(), action), row);
-            }
-        }
-        Ok(Self { by_subject })
+        Ok(Self { by_policy, policies: policies.into_iter().map(|p| (p.id.clone(), p)).collect(), public })
     }
 
-    /// The grant of `subject` on `collection` for `action`, if any.
-    pub fn grant(&self, subject: &Subject, collection: &str, action: Action) -> Option<&Grant> {
-        self.by_subject.get(subject)?.get(&(collection.to_owned(), action))
+    /// The grant of `subject` on `collection` for `action`: the rows of its policies in policy
+    /// order (each in `cdapi.permissions` order), then the [`minimal`] rows of a signed-in user;
+    /// `None` when there is none.
+    pub fn grant(&self, subject: &Subject, collection: &str, action: Action) -> Option<Grant> {
+        let key = (collection.to_owned(), action);
+        let mut rows: Vec<Permission> =
+            subject.policies.iter().filter_map(|p| self.by_policy.get(p)?.get(&key)).flatten().cloned().collect();
+        if subject.user {
+            rows.extend(minimal().into_iter().filter(|(c, a, _)| *c == collection && *a == action).map(|(_, _, r)| r));
+        }
+        (!rows.is_empty()).then_some(Grant { rows })
+    }
+
+    /// The collections `subject` has a permission row on (its policies' and the [`minimal`]
+    /// ones), sorted.
+    pub fn collections(&self, subject: &Subject) -> Vec<String> {
+        let mut out: Vec<String> = subject
+            .policies
+            .iter()
+            .filter_map(|p| self.by_policy.get(p))
+            .flat_map(|m| m.keys().map(|(c, _)| c.clone()))
+            .chain(minimal().into_iter().filter(|_| subject.user).map(|(c, _, _)| c.to_owned()))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The policies that apply to a caller (Directus 11 `fetchPolicies`): the signed-in user's
+    /// (`user`: `Some(their policy ids)`) or the public's (`None`), keeping those this snapshot
+    /// knows whose IP allow-list admits `ip` (an IP-limited policy never applies when the
+    /// address is unknown). Sorted, without duplicates.
+    pub fn admitted(&self, user: Option<&[String]>, ip: Option<std::net::IpAddr>) -> Vec<String> {
+        let admits = |p: &system_tables::permissions::PolicyRow| match ip {
+            Some(ip) => access_token::ip::allows(&p.ip_access, ip),
+            None => p.ip_access.is_empty(),
+        };
+        let mut ids: Vec<String> =
+            user.unwrap_or(&self.public).iter().filter(|id| self.policies.get(*id).is_some_and(admits)).cloned().collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// Who a caller with these admitted `policies` acts as: admin access when one of them has
+    /// it (Directus 11 `fetchGlobalAccess`), else their grants.
+    pub fn access(&self, policies: &[String], user: bool) -> Access {
+        if self.globals(policies).admin_access {
+            return Access::Admin;
+        }
+        Access::Subject(Subject { policies: policies.to_vec(), user })
+    }
+
+    /// What these admitted `policies` give besides permissions (Directus's
+    /// `/policies/me/globals`).
+    pub fn globals(&self, policies: &[String]) -> Globals {
+        let mut g = Globals::default();
+        for p in policies.iter().filter_map(|id| self.policies.get(id)) {
+            g.admin_access |= p.admin_access;
+            g.app_access |= p.app_access || p.admin_access;
+            g.enforce_tfa |= p.enforce_tfa;
+        }
+        g
     }
 }
 
@@ -302,7 +373,7 @@ impl Rules {
 pub enum Access {
     /// Admin access: permissions do not apply.
     Admin,
-    /// The grants of this subject in the snapshot's rules.
+    /// The grants of this subject (its policies) in the snapshot's rules.
     Subject(Subject),
 }
 
@@ -317,7 +388,6 @@ impl Access {
                 .base()
                 .permissions
                 .grant(subject, collection, action)
-                .cloned()
                 .map(std::borrow::Cow::Owned)
                 .ok_or_else(|| crate::query::forbidden_collection(collection)),
         }

@@ -56,7 +56,7 @@ pub fn read_view(base: &Arc<Schema>, subject: &Subject) -> Schema {
     let mut collections = BTreeMap::new();
     for (name, c) in &base.collections {
         let Some(grant) = rules.grant(subject, name, Action::Read) else { continue };
-        let (access, names) = RowAccess::of(grant, c);
+        let (access, names) = RowAccess::of(&grant, c);
         let fields: Vec<Field> = c
             .fields
             .iter()

@@ -86,8 +86,12 @@ pub struct Fanout {
 pub struct Variables {
     /// The caller's user id (`$CURRENT_USER`); `None` for the public role.
     pub user: Option<String>,
-    /// The caller's role id (`$CURRENT_ROLE`); `None` until roles exist.
+    /// The caller's role id (`$CURRENT_ROLE`); `None` for the public and role-less users.
     pub role: Option<String>,
+    /// The role and the roles above it (`$CURRENT_ROLES`).
+    pub roles: Vec<String>,
+    /// The policies that apply to the request (`$CURRENT_POLICIES`).
+    pub policies: Vec<String>,
 }
 
 /// Plans one statement: the schema and request context it reads, and the SQL it writes.

@@ -10,9 +10,8 @@
 //!   any field; in a query's own filter it is read through the caller's permissions, like any
 //!   other path (stricter than Directus, which resolves it with full access: otherwise a filter
 //!   such as `_starts_with: $CURRENT_USER.org.secret` would read fields the caller may not);
-//! - `$CURRENT_ROLES`: the caller's roles (one role per user here; none for the public role);
-//! - `$CURRENT_POLICIES`: the caller's policies. Policies do not exist yet (issue 18), so it is
-//!   the empty list, which grants nothing.
+//! - `$CURRENT_ROLES`: the caller's role and the roles above it (none for the public);
+//! - `$CURRENT_POLICIES`: the policies that apply to the request (the public's for the public).
 //!
 //! Every form works inside lists (`_in`, `_nin`, `_between`, `_nbetween`) too.
 
@@ -47,8 +46,8 @@ impl Planner<'_> {
         match var {
             "CURRENT_USER" => Ok(id(&self.vars.user)),
             "CURRENT_ROLE" => Ok(id(&self.vars.role)),
-            "CURRENT_ROLES" => Ok(Operand::Many(self.vars.role.iter().cloned().collect())),
-            "CURRENT_POLICIES" => Ok(Operand::Many(Vec::new())),
+            "CURRENT_ROLES" => Ok(Operand::Many(self.vars.roles.clone())),
+            "CURRENT_POLICIES" => Ok(Operand::Many(self.vars.policies.clone())),
             v => {
                 if let Some(path) = v.strip_prefix("CURRENT_USER.") {
                     let user = self.vars.user.clone();

@@ -26,7 +26,7 @@ pub use system_tables::SYSTEM_SCHEMA;
 /// served. Arguments: the namespace and class aliases of the query.
 macro_rules! served {
     ($ns:literal, $rel:literal) => {
-        concat!("((", $ns, ".nspname = $1 AND ", $rel, ".relname NOT LIKE 'directus\\_%') OR (", $ns, ".nspname = 'cdapi' AND ", $rel, ".relname IN ('users', 'roles', 'permissions', 'versions')))")
+        concat!("((", $ns, ".nspname = $1 AND ", $rel, ".relname NOT LIKE 'directus\\_%') OR (", $ns, ".nspname = 'cdapi' AND ", $rel, ".relname IN ('users', 'roles', 'permissions', 'versions', 'policies', 'access')))")
     };
 }
 
@@ -45,8 +45,8 @@ WHERE ", served!("n", "c"), " AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT
 ORDER BY 1"
 );
 
-/// Columns; the secrets of `cdapi.users` (password and token hashes, TOTP secret) and its
-/// legacy `admin_access` flag are never part of the snapshot, so no query can read, filter or
+/// Columns; the secrets of `cdapi.users` (password and token hashes, TOTP secret) are never
+/// part of the snapshot, so no query can read, filter or
 /// sort on them.
 const COLUMNS_SQL: &str = concat!(
     "SELECT ", collection_name!("n", "c"), ", a.attname::text,
@@ -64,7 +64,7 @@ JOIN pg_type bt ON bt.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.
 WHERE ", served!("n", "c"), " AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
   AND (c.relkind <> 'm' OR c.relispopulated)
   AND a.attnum > 0 AND NOT a.attisdropped
-  AND NOT (n.nspname = 'cdapi' AND c.relname = 'users' AND a.attname IN ('password_hash', 'token_hash', 'tfa_secret', 'admin_access'))
+  AND NOT (n.nspname = 'cdapi' AND c.relname = 'users' AND a.attname IN ('password_hash', 'token_hash', 'tfa_secret'))
 ORDER BY 1, a.attnum"
 );
 

@@ -8,7 +8,7 @@
 //! - Anything else is a static token, looked up by its SHA-256 hash.
 //! - Either way the user is read from the system tables (cached for a short time), so a
 //!   suspended user or a changed role takes effect within that time, and the user's and role's
-//!   IP allow-lists are checked against `x-client-ip` (INVALID_IP).
+//!   policies' IP allow-lists are checked against `x-client-ip` (INVALID_IP).
 //! - No token: the public role. Unknown token or inactive user: INVALID_CREDENTIALS.
 
 use crate::keys::{KeySet, RemoteKeys, VerifyError, looks_like_jwt};
@@ -39,7 +39,14 @@ pub struct Accountability {
     pub user: Option<String>,
     /// The user's role id.
     pub role: Option<String>,
-    /// Admin access bypasses permissions.
+    /// The role and the roles above it, nearest first (empty for the public and role-less users).
+    pub roles: Vec<String>,
+    /// The ids of the user's policies, sorted, whatever the client's address (core-service drops
+    /// those whose IP allow-list refuses it); empty for the public (its policies are in the
+    /// core's snapshot).
+    pub policies: Vec<String>,
+    /// Admin access bypasses permissions: one of the user's policies has it (auth-service's
+    /// view; core-service decides from the policies that admit the client's address).
     pub admin: bool,
     /// The refresh-session family of the login behind the token (its `family` claim), for
     /// keeping the caller's own session when they change their password or email
@@ -51,7 +58,7 @@ pub struct Accountability {
 impl Accountability {
     /// The public role (no token).
     pub fn public() -> Self {
-        Self { user: None, role: None, admin: false, family: None }
+        Self { user: None, role: None, roles: Vec::new(), policies: Vec::new(), admin: false, family: None }
     }
 }
 
@@ -112,7 +119,14 @@ impl Authenticator {
     /// unknown signing key) or Redis (for a session token) cannot be asked.
     pub async fn authenticate(&self, md: &MetadataMap) -> Result<Accountability, ApiError> {
         Ok(match self.identify_with_family(md).await? {
-            Some((identity, family)) => Accountability { user: Some(identity.id), role: identity.role, admin: identity.admin_access, family },
+            Some((identity, family)) => Accountability {
+                user: Some(identity.id),
+                role: identity.role,
+                roles: identity.roles,
+                policies: identity.policies,
+                admin: identity.admin_access,
+                family,
+            },
             None => Accountability::public(),
         })
     }

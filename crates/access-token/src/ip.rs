@@ -1,4 +1,4 @@
-//! IP allow-lists (`users.ip_access`, `roles.ip_access`): addresses (`203.0.113.7`) and CIDR
+//! IP allow-lists (`users.ip_access`, `policies.ip_access`): addresses (`203.0.113.7`) and CIDR
 //! ranges (`10.0.0.0/8`, `2001:db8::/32`).
 
 use ipnet::IpNet;
@@ -127,9 +127,11 @@ pub fn allows(list: &[String], ip: IpAddr) -> bool {
     })
 }
 
-/// Whether both the user's and their role's allow-lists admit `ip`.
+/// Whether the user's own allow-list admits `ip`, and one of their IP-limited policies does
+/// (when they have any; Directus 11: a user whose IP-limited policies all refuse the address is
+/// refused, INVALID_IP).
 pub fn admits(user: &system_tables::users::Identity, ip: IpAddr) -> bool {
-    allows(&user.ip_access, ip) && allows(&user.role_ip_access, ip)
+    allows(&user.ip_access, ip) && allows(&user.policy_ip_access, ip)
 }
 
 /// An address (as a /32 or /128 range) or a CIDR range.

@@ -11,8 +11,8 @@
 //!
 //! Layout: [`migrate`], [`wait_until_migrated`]; [`metadata`] (singletons and relation settings of
 //! the served schema); [`users`] (identities, shared by both services,
-//! and the writes of sign-in state and of the bootstrap admin), [`permissions`] (permission rows
-//! and role ids).
+//! and the writes of sign-in state and of the bootstrap admin), [`permissions`] (permission rows,
+//! policies and the public's policies).
 
 pub mod metadata;
 pub mod permissions;

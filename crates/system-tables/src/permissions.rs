@@ -1,5 +1,7 @@
-//! Permission rows (`cdapi.permissions`) and role ids (`cdapi.roles`), read whole when
-//! core-service folds them into each role's grants (rebuilt on the NOTIFY of migration 0006).
+//! Permission rows (`cdapi.permissions`), policies (`cdapi.policies`) and the public's policies
+//! (`cdapi.access` rows with neither a role nor a user), read whole when core-service folds them
+//! into grants (rebuilt on the NOTIFY of migrations 0006 and 0008). A user's own policies are
+//! read with their identity ([`crate::users`]).
 
 use serde_json::Value;
 use sqlx::PgPool;
@@ -9,8 +11,8 @@ use sqlx::PgPool;
 pub struct PermissionRow {
     /// Row id (order of evaluation).
     pub id: i32,
-    /// The role's id; `None` for the public role.
-    pub role: Option<String>,
+    /// The policy the row belongs to.
+    pub policy: String,
     /// The collection.
     pub collection: String,
     /// `create`, `read`, `update` or `delete` (others are skipped by the reader).
@@ -27,12 +29,37 @@ pub struct PermissionRow {
 
 /// Every permission row, by id. Errors: database errors.
 pub async fn all(pool: &PgPool) -> sqlx::Result<Vec<PermissionRow>> {
-    sqlx::query_as("SELECT id, role::text AS role, collection, action, permissions, validation, presets, fields FROM cdapi.permissions ORDER BY id")
+    sqlx::query_as("SELECT id, policy::text AS policy, collection, action, permissions, validation, presets, fields FROM cdapi.permissions ORDER BY id")
         .fetch_all(pool)
         .await
 }
 
-/// Every role's id. Errors: database errors.
-pub async fn role_ids(pool: &PgPool) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar("SELECT id::text FROM cdapi.roles").fetch_all(pool).await
+/// What a policy gives besides its permission rows.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PolicyRow {
+    /// The policy's id (UUID text).
+    pub id: String,
+    /// Admin access: permissions do not apply.
+    pub admin_access: bool,
+    /// App access.
+    pub app_access: bool,
+    /// Two-factor authentication required.
+    pub enforce_tfa: bool,
+    /// Addresses or CIDR ranges the policy applies from; empty = any address.
+    pub ip_access: Vec<String>,
+}
+
+/// Every policy. Errors: database errors.
+pub async fn policies(pool: &PgPool) -> sqlx::Result<Vec<PolicyRow>> {
+    sqlx::query_as("SELECT id::text AS id, admin_access, app_access, enforce_tfa, coalesce(ip_access, '{}') AS ip_access FROM cdapi.policies ORDER BY id")
+        .fetch_all(pool)
+        .await
+}
+
+/// The ids of the public's policies (access rows without a role and a user), sorted. Errors:
+/// database errors.
+pub async fn public_policies(pool: &PgPool) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar("SELECT DISTINCT policy::text FROM cdapi.access WHERE role IS NULL AND \"user\" IS NULL ORDER BY 1")
+        .fetch_all(pool)
+        .await
 }

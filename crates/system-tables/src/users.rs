@@ -17,16 +17,21 @@ pub struct Identity {
     pub status: String,
     /// The role's id, if any.
     pub role: Option<String>,
-    /// The user's or their role's admin access.
+    /// The role and the roles above it, nearest first (`$CURRENT_ROLES`); empty without a role.
+    pub roles: Vec<String>,
+    /// The ids of the user's policies (attached to them, their role or a role above it), sorted.
+    pub policies: Vec<String>,
+    /// Whether one of the user's policies has admin access (whatever the client's address).
     pub admin_access: bool,
-    /// The role's app access (or admin access).
+    /// Whether one of the user's policies has app access or admin access.
     pub app_access: bool,
     /// Base32 TOTP secret; `None` = TOTP off.
     pub tfa_secret: Option<String>,
     /// The user's IP allow-list (empty = any address).
     pub ip_access: Vec<String>,
-    /// The role's IP allow-list (empty = any address).
-    pub role_ip_access: Vec<String>,
+    /// The IP allow-lists of the user's IP-limited policies, joined (empty = no such policy):
+    /// the address must be in one of them (directus-facts.md "Permissions").
+    pub policy_ip_access: Vec<String>,
     /// `default` (email + password) or an SSO provider's name.
     pub provider: String,
 }
@@ -42,10 +47,20 @@ impl Identity {
 macro_rules! select_where {
     ($cond:literal) => {
         concat!("SELECT u.id::text AS id, u.email, u.password_hash, u.status, u.role::text AS role,
-       (u.admin_access OR coalesce(r.admin_access, false)) AS admin_access,
-       (u.admin_access OR coalesce(r.admin_access, false) OR coalesce(r.app_access, false)) AS app_access,
-       u.tfa_secret, coalesce(u.ip_access, '{}') AS ip_access, coalesce(r.ip_access, '{}') AS role_ip_access, u.provider
-FROM cdapi.users u LEFT JOIN cdapi.roles r ON r.id = u.role WHERE ", $cond)
+       cdapi.role_chain(u.role)::text[] AS roles,
+       coalesce(p.ids, '{}') AS policies,
+       coalesce(p.admin, false) AS admin_access,
+       coalesce(p.admin OR p.app, false) AS app_access,
+       u.tfa_secret, coalesce(u.ip_access, '{}') AS ip_access, coalesce(q.ips, '{}') AS policy_ip_access, u.provider
+FROM cdapi.users u
+LEFT JOIN LATERAL (
+    SELECT array_agg(up.id::text ORDER BY up.id) AS ids, bool_or(up.admin_access) AS admin, bool_or(up.app_access) AS app
+    FROM cdapi.user_policies(u.id, u.role) up
+) p ON true
+LEFT JOIN LATERAL (
+    SELECT array_agg(DISTINCT entry) AS ips FROM cdapi.user_policies(u.id, u.role) up, unnest(up.ip_access) entry
+) q ON true
+WHERE ", $cond)
     };
 }
 
@@ -108,9 +123,9 @@ pub struct Profile {
     pub role_id: Option<String>,
     /// The role's name.
     pub role_name: Option<String>,
-    /// The role's admin access.
+    /// Whether the user's policies give admin access (`None` without a role).
     pub role_admin_access: Option<bool>,
-    /// The role's app access.
+    /// Whether the user's policies give app access (`None` without a role).
     pub role_app_access: Option<bool>,
 }
 
@@ -123,8 +138,12 @@ pub async fn profile(pool: &PgPool, id: &str) -> sqlx::Result<Option<Profile>> {
         "SELECT u.id::text AS id, u.email, u.first_name, u.last_name, u.status, u.provider,
                 u.tfa_secret IS NOT NULL AS tfa_enabled,
                 to_char(u.last_access AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') AS last_access,
-                r.id::text AS role_id, r.name AS role_name, r.admin_access AS role_admin_access, r.app_access AS role_app_access
-         FROM cdapi.users u LEFT JOIN cdapi.roles r ON r.id = u.role WHERE u.id = $1::uuid",
+                r.id::text AS role_id, r.name AS role_name,
+                CASE WHEN r.id IS NOT NULL THEN coalesce(p.admin, false) END AS role_admin_access,
+                CASE WHEN r.id IS NOT NULL THEN coalesce(p.admin OR p.app, false) END AS role_app_access
+         FROM cdapi.users u LEFT JOIN cdapi.roles r ON r.id = u.role
+         LEFT JOIN LATERAL (SELECT bool_or(up.admin_access) AS admin, bool_or(up.app_access) AS app FROM cdapi.user_policies(u.id, u.role) up) p ON true
+         WHERE u.id = $1::uuid",
     )
     .bind(id)
     .fetch_optional(pool)
@@ -228,8 +247,8 @@ pub async fn join_administrators_if_roleless(pool: &PgPool, id: &str) -> sqlx::R
 /// errors.
 pub async fn create_admin(pool: &PgPool, email: &str, password_hash: &str, token_hash: Option<&str>) -> sqlx::Result<()> {
     sqlx::query(
-        "INSERT INTO cdapi.users (email, password_hash, token_hash, admin_access, role, first_name, last_name) \
-         VALUES ($1, $2, $3, true, (SELECT id FROM cdapi.roles WHERE name = 'Administrator'), 'Admin', 'User') \
+        "INSERT INTO cdapi.users (email, password_hash, token_hash, role, first_name, last_name) \
+         VALUES ($1, $2, $3, (SELECT id FROM cdapi.roles WHERE name = 'Administrator'), 'Admin', 'User') \
          ON CONFLICT DO NOTHING",
     )
     .bind(email)
