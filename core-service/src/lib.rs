@@ -73,11 +73,12 @@ impl AppState {
         // Admin access and grants come from the policies of this snapshot that admit the
         // client's address (a revoked policy stops applying on the next rebuild).
         let ip = access_token::ip::client_ip(md);
-        let policies = schema.permissions.admitted(who.user.is_some().then_some(who.policies.as_slice()), ip);
+        let roles = schema.permissions.role_chain(who.role.as_deref());
+        let policies = schema.permissions.admitted(who.user.as_deref(), &roles, ip);
         let access = schema.permissions.access(&policies, who.user.is_some());
         let read = self.views.read_view(&schema, &access);
         let accounts = users::Accounts { own: who.user.clone().zip(who.family.clone()), ..self.accounts.clone() };
-        let vars = query::Variables { user: who.user, role: who.role, roles: who.roles, policies };
+        let vars = query::Variables { user: who.user, role: who.role, roles, policies };
         Ok(auth::Caller { schema, read, access, vars, accounts })
     }
 

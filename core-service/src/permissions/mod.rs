@@ -230,15 +230,22 @@ fn permission(row: PermissionRow) -> Permission {
     Permission { filter, fields, validation, presets }
 }
 
-/// Every policy's grants and flags, read with the schema snapshot (and rebuilt with it when
-/// `cdapi.permissions`, `cdapi.policies`, `cdapi.access` or `cdapi.roles` change: migrations
-/// 0006 and 0008 notify).
+/// Every policy's grants and flags and who holds which policy, read with the schema snapshot
+/// (and rebuilt with it when `cdapi.permissions`, `cdapi.policies`, `cdapi.access` or
+/// `cdapi.roles` change: migrations 0006 and 0008 notify), so a policy granted or taken away
+/// applies on every replica at the next rebuild.
 #[derive(Debug, Default)]
 pub struct Rules {
     /// Policy → (collection, action) → its permission rows.
     by_policy: HashMap<String, HashMap<(String, Action), Vec<Permission>>>,
     /// Policy → its admin access and IP allow-list.
     policies: HashMap<String, system_tables::permissions::PolicyRow>,
+    /// Role → its policies (access rows with the role).
+    by_role: HashMap<String, Vec<String>>,
+    /// User → the policies attached to them alone.
+    by_user: HashMap<String, Vec<String>>,
+    /// Role → its parent role.
+    parents: HashMap<String, String>,
     /// The public's policies (access rows without a role and a user).
     public: Vec<String>,
 }
@@ -287,19 +294,48 @@ fn minimal() -> Vec<(&'static str, Action, Permission)> {
 }
 
 impl Rules {
-    /// Reads `cdapi.permissions`, `cdapi.policies` and the public's access rows. Rows with an
-    /// unknown action are skipped. Errors: database.
+    /// Reads `cdapi.permissions`, `cdapi.policies`, `cdapi.access` and the roles' parents. Rows
+    /// with an unknown action are skipped. Errors: database.
     pub async fn load(pool: &sqlx::PgPool) -> Result<Self, sqlx::Error> {
         let rows = system_tables::permissions::all(pool).await?;
         let policies = system_tables::permissions::policies(pool).await?;
-        let public = system_tables::permissions::public_policies(pool).await?;
+        let access = system_tables::permissions::access(pool).await?;
+        let parents = system_tables::permissions::role_parents(pool).await?;
         let mut by_policy: HashMap<String, HashMap<(String, Action), Vec<Permission>>> = HashMap::new();
         for row in rows {
             let Some(action) = Action::parse(&row.action) else { continue };
             let key = (row.collection.clone(), action);
             by_policy.entry(row.policy.clone()).or_default().entry(key).or_default().push(permission(row));
         }
-        Ok(Self { by_policy, policies: policies.into_iter().map(|p| (p.id.clone(), p)).collect(), public })
+        let mut rules = Self {
+            by_policy,
+            policies: policies.into_iter().map(|p| (p.id.clone(), p)).collect(),
+            parents: parents.into_iter().filter_map(|(id, parent)| Some((id, parent?))).collect(),
+            ..Self::default()
+        };
+        for a in access {
+            match (a.role, a.user) {
+                (Some(role), _) => rules.by_role.entry(role).or_default().push(a.policy),
+                (None, Some(user)) => rules.by_user.entry(user).or_default().push(a.policy),
+                (None, None) => rules.public.push(a.policy),
+            }
+        }
+        Ok(rules)
+    }
+
+    /// `role` and the roles above it, nearest first (`$CURRENT_ROLES`); empty without a role.
+    /// A chain is cut where it would repeat (the migration refuses cycles; this never loops).
+    pub fn role_chain(&self, role: Option<&str>) -> Vec<String> {
+        let mut chain: Vec<String> = Vec::new();
+        let mut next = role;
+        while let Some(r) = next {
+            if chain.iter().any(|c| c == r) {
+                break;
+            }
+            chain.push(r.to_owned());
+            next = self.parents.get(r).map(String::as_str);
+        }
+        chain
     }
 
     /// The grant of `subject` on `collection` for `action`: the rows of its policies in policy
@@ -330,17 +366,27 @@ impl Rules {
         out
     }
 
-    /// The policies that apply to a caller (Directus 11 `fetchPolicies`): the signed-in user's
-    /// (`user`: `Some(their policy ids)`) or the public's (`None`), keeping those this snapshot
-    /// knows whose IP allow-list admits `ip` (an IP-limited policy never applies when the
-    /// address is unknown). Sorted, without duplicates.
-    pub fn admitted(&self, user: Option<&[String]>, ip: Option<std::net::IpAddr>) -> Vec<String> {
+    /// The policies that apply to a caller (Directus 11 `fetchPolicies`): a signed-in user's
+    /// (`user`: their id, and `roles`: their [`Self::role_chain`]) attached to them or to one
+    /// of those roles, or the public's (`user` `None`); keeping those whose IP allow-list admits
+    /// `ip` (an IP-limited policy never applies when the address is unknown). Sorted, without
+    /// duplicates.
+    pub fn admitted(&self, user: Option<&str>, roles: &[String], ip: Option<std::net::IpAddr>) -> Vec<String> {
         let admits = |p: &system_tables::permissions::PolicyRow| match ip {
             Some(ip) => access_token::ip::allows(&p.ip_access, ip),
             None => p.ip_access.is_empty(),
         };
-        let mut ids: Vec<String> =
-            user.unwrap_or(&self.public).iter().filter(|id| self.policies.get(*id).is_some_and(admits)).cloned().collect();
+        let held: Vec<&String> = match user {
+            None => self.public.iter().collect(),
+            Some(user) => self
+                .by_user
+                .get(user)
+                .into_iter()
+                .flatten()
+                .chain(roles.iter().filter_map(|r| self.by_role.get(r)).flatten())
+                .collect(),
+        };
+        let mut ids: Vec<String> = held.into_iter().filter(|id| self.policies.get(*id).is_some_and(admits)).cloned().collect();
         ids.sort();
         ids.dedup();
         ids

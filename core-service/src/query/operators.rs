@@ -64,7 +64,7 @@ impl Planner<'_> {
                 )));
             }
         };
-        if let Some(var) = text.strip_prefix('$') {
+        if let Some(var) = text.strip_prefix('$').filter(|v| super::variables::is_variable(v)) {
             return self.variable(var).map(Some);
         }
         check_value(t, &text)?;
@@ -183,7 +183,7 @@ impl Planner<'_> {
                 };
                 let negate = name.starts_with("_n");
                 let insensitive = name.starts_with("_i") || name.starts_with("_ni");
-                let p = match text.strip_prefix('$').map(|var| self.variable(var)).transpose()? {
+                let p = match text.strip_prefix('$').filter(|v| super::variables::is_variable(v)).map(|var| self.variable(var)).transpose()? {
                     None => self.sql.param(Param::Text(format!("{prefix}{}{suffix}", escape_like(&text)))),
                     Some(Operand::Text(value)) => self.sql.param(Param::Text(format!("{prefix}{}{suffix}", escape_like(&value)))),
                     // A field of the caller's record: its text, escaped the same way, in SQL.

@@ -13,7 +13,8 @@
 //! - `$CURRENT_ROLES`: the caller's role and the roles above it (none for the public);
 //! - `$CURRENT_POLICIES`: the policies that apply to the request (the public's for the public).
 //!
-//! Every form works inside lists (`_in`, `_nin`, `_between`, `_nbetween`) too.
+//! Every form works inside lists (`_in`, `_nin`, `_between`, `_nbetween`) too. Any other text
+//! starting with `$` is a plain value, as in Directus (`$t:public_label`, a policy's name).
 
 use super::Planner;
 use super::order::Joins;
@@ -30,6 +31,19 @@ pub enum Operand {
     Expr(String),
     /// Several values (`$CURRENT_ROLES`, `$CURRENT_POLICIES`): only inside lists.
     Many(Vec<String>),
+}
+
+/// Whether `var` (the text after `$`) names a dynamic variable: `NOW`, `NOW(...)`,
+/// `CURRENT_USER`, `CURRENT_ROLE` (and their `.<path>` forms), `CURRENT_ROLES`,
+/// `CURRENT_POLICIES`. Anything else is a plain value.
+pub fn is_variable(var: &str) -> bool {
+    let head = var.split(['.', '(']).next().unwrap_or_default();
+    match head {
+        "NOW" => var == "NOW" || var.starts_with("NOW("),
+        "CURRENT_USER" | "CURRENT_ROLE" => true,
+        "CURRENT_ROLES" | "CURRENT_POLICIES" => !var.contains(['.', '(']),
+        _ => false,
+    }
 }
 
 impl Planner<'_> {

@@ -39,14 +39,9 @@ pub struct Accountability {
     pub user: Option<String>,
     /// The user's role id.
     pub role: Option<String>,
-    /// The role and the roles above it, nearest first (empty for the public and role-less users).
-    pub roles: Vec<String>,
-    /// The ids of the user's policies, sorted, whatever the client's address (core-service drops
-    /// those whose IP allow-list refuses it); empty for the public (its policies are in the
-    /// core's snapshot).
-    pub policies: Vec<String>,
     /// Admin access bypasses permissions: one of the user's policies has it (auth-service's
-    /// view; core-service decides from the policies that admit the client's address).
+    /// view; core-service decides from its snapshot's policies that admit the client's
+    /// address).
     pub admin: bool,
     /// The refresh-session family of the login behind the token (its `family` claim), for
     /// keeping the caller's own session when they change their password or email
@@ -58,7 +53,7 @@ pub struct Accountability {
 impl Accountability {
     /// The public role (no token).
     pub fn public() -> Self {
-        Self { user: None, role: None, roles: Vec::new(), policies: Vec::new(), admin: false, family: None }
+        Self { user: None, role: None, admin: false, family: None }
     }
 }
 
@@ -119,14 +114,7 @@ impl Authenticator {
     /// unknown signing key) or Redis (for a session token) cannot be asked.
     pub async fn authenticate(&self, md: &MetadataMap) -> Result<Accountability, ApiError> {
         Ok(match self.identify_with_family(md).await? {
-            Some((identity, family)) => Accountability {
-                user: Some(identity.id),
-                role: identity.role,
-                roles: identity.roles,
-                policies: identity.policies,
-                admin: identity.admin_access,
-                family,
-            },
+            Some((identity, family)) => Accountability { user: Some(identity.id), role: identity.role, admin: identity.admin_access, family },
             None => Accountability::public(),
         })
     }

@@ -1,7 +1,7 @@
-//! Permission rows (`cdapi.permissions`), policies (`cdapi.policies`) and the public's policies
-//! (`cdapi.access` rows with neither a role nor a user), read whole when core-service folds them
-//! into grants (rebuilt on the NOTIFY of migrations 0006 and 0008). A user's own policies are
-//! read with their identity ([`crate::users`]).
+//! Permission rows (`cdapi.permissions`), policies (`cdapi.policies`), access rows
+//! (`cdapi.access`) and role parents, read whole when core-service folds them into grants
+//! (rebuilt on the NOTIFY of migrations 0006 and 0008). Sign-in reads a user's policies with
+//! their identity instead ([`crate::users`]).
 
 use serde_json::Value;
 use sqlx::PgPool;
@@ -56,10 +56,25 @@ pub async fn policies(pool: &PgPool) -> sqlx::Result<Vec<PolicyRow>> {
         .await
 }
 
-/// The ids of the public's policies (access rows without a role and a user), sorted. Errors:
-/// database errors.
-pub async fn public_policies(pool: &PgPool) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar("SELECT DISTINCT policy::text FROM cdapi.access WHERE role IS NULL AND \"user\" IS NULL ORDER BY 1")
+/// One row of `cdapi.access`: a policy attached to a role, a user, or (neither) the public.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AccessRow {
+    /// The role's id.
+    pub role: Option<String>,
+    /// The user's id.
+    pub user: Option<String>,
+    /// The policy's id.
+    pub policy: String,
+}
+
+/// Every access row, by `sort` then id. Errors: database errors.
+pub async fn access(pool: &PgPool) -> sqlx::Result<Vec<AccessRow>> {
+    sqlx::query_as("SELECT role::text AS role, \"user\"::text AS \"user\", policy::text AS policy FROM cdapi.access ORDER BY sort NULLS LAST, id")
         .fetch_all(pool)
         .await
+}
+
+/// Every role's parent: (role id, parent id). Errors: database errors.
+pub async fn role_parents(pool: &PgPool) -> sqlx::Result<Vec<(String, Option<String>)>> {
+    sqlx::query_as("SELECT id::text, parent::text FROM cdapi.roles").fetch_all(pool).await
 }

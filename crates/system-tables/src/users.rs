@@ -17,11 +17,8 @@ pub struct Identity {
     pub status: String,
     /// The role's id, if any.
     pub role: Option<String>,
-    /// The role and the roles above it, nearest first (`$CURRENT_ROLES`); empty without a role.
-    pub roles: Vec<String>,
-    /// The ids of the user's policies (attached to them, their role or a role above it), sorted.
-    pub policies: Vec<String>,
-    /// Whether one of the user's policies has admin access (whatever the client's address).
+    /// Whether one of the user's policies (attached to them, their role or a role above it) has
+    /// admin access (whatever the client's address).
     pub admin_access: bool,
     /// Whether one of the user's policies has app access or admin access.
     pub app_access: bool,
@@ -47,14 +44,12 @@ impl Identity {
 macro_rules! select_where {
     ($cond:literal) => {
         concat!("SELECT u.id::text AS id, u.email, u.password_hash, u.status, u.role::text AS role,
-       cdapi.role_chain(u.role)::text[] AS roles,
-       coalesce(p.ids, '{}') AS policies,
        coalesce(p.admin, false) AS admin_access,
        coalesce(p.admin OR p.app, false) AS app_access,
        u.tfa_secret, coalesce(u.ip_access, '{}') AS ip_access, coalesce(q.ips, '{}') AS policy_ip_access, u.provider
 FROM cdapi.users u
 LEFT JOIN LATERAL (
-    SELECT array_agg(up.id::text ORDER BY up.id) AS ids, bool_or(up.admin_access) AS admin, bool_or(up.app_access) AS app
+    SELECT bool_or(up.admin_access) AS admin, bool_or(up.app_access) AS app
     FROM cdapi.user_policies(u.id, u.role) up
 ) p ON true
 LEFT JOIN LATERAL (
