@@ -10,7 +10,7 @@
 use e2e_tests::fixture::{PUBLIC_POLICY, admin, call, eventually, role, role_with_policy};
 use cdapi_proto::v1::CreateItemRequest;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
-use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, send, sql_json};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, repo_root, send, sql_json};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
@@ -258,4 +258,25 @@ async fn a_role_cannot_grant_itself_more() {
     assert_error(&call(app, None, Method::GET, "/policies", None).await, 403, "FORBIDDEN", "the public");
     let g = call(app, Some(ADMIN_TOKEN), Method::GET, "/policies?filter[name][_eq]=$t:public_label&fields=id", None).await;
     assert_eq!(g.body["data"], json!([{"id": PUBLIC_POLICY}]), "{}", g.body);
+}
+
+/// The official Directus SDK (18.x, `tests/js/sdk-policies.mjs`) sets access up unchanged:
+/// createPolicy, createRole, createUser; the user's readItems is what the policy allows.
+#[tokio::test]
+async fn the_directus_sdk_sets_up_access_with_policies() {
+    let app = env();
+    let js = repo_root().join("tests/js");
+    assert!(js.join("node_modules/@directus/sdk").exists(), "run `npm ci` in tests/js (deploy/local/test does)");
+    let out = std::process::Command::new("node").arg("sdk-policies.mjs").arg(&app.rest_url).arg(ADMIN_TOKEN).current_dir(&js).output().expect("node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "node failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert!(report.get("error").is_none(), "{report}");
+    assert_eq!(report["policy"], json!({"name": "SDK readers", "app_access": true, "admin_access": false}));
+    assert_eq!(report["statuses"], json!(["published"]));
+    assert_eq!(report["count"], sql_json(app, "SELECT count(*)::text FROM articles WHERE status = 'published'").await);
+    assert_eq!(report["authors"], json!("FORBIDDEN"));
+    assert_eq!(report["me"], json!({"access": "partial", "fields": ["id", "status", "title"]}));
+    assert_eq!(report["globals"], json!({"app_access": true, "admin_access": false, "enforce_tfa": false}));
+    assert_eq!(report["policies"], json!(["SDK readers"]));
 }
