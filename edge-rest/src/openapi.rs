@@ -151,7 +151,8 @@ fn field_schema(f: &Field) -> Value {
 }
 
 /// `/collections`, `/fields`, `/relations` (issue 18) with Directus's operation ids; changes
-/// need admin access (others get 403, as the `default` error response says).
+/// need admin access (others get 403, as the `default` error response says). Also
+/// `/permissions/me` and `/policies/me/globals`.
 fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, Value>) {
     let object = |props: &[&str]| {
         let p: Map<String, Value> = props.iter().map(|n| ((*n).to_owned(), json!({"type": "object", "nullable": true}))).collect();
@@ -217,6 +218,12 @@ fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, V
         "patch": op("updateRelation", "Change a relation (admin)", r, &["collection", "field"], true, Some(one(r))),
         "delete": op("deleteRelation", "Delete a relation (admin)", r, &["collection", "field"], false, None),
     }));
+    // What the caller has (Directus 11's access model).
+    let access = json!({"type": "object", "additionalProperties": {"type": "object"}});
+    paths.insert("/permissions/me".into(), json!({"get": op("readUserPermissions", "What the caller may do per collection and action", "Permissions", &[], false, Some(access))}));
+    let flag = json!({"type": "boolean"});
+    let globals = json!({"type": "object", "properties": {"app_access": flag, "admin_access": flag, "enforce_tfa": flag}});
+    paths.insert("/policies/me/globals".into(), json!({"get": op("readPolicyGlobals", "The caller's app access, admin access and two-factor rule", "Policies", &[], false, Some(globals))}));
 }
 
 fn error_ref() -> Value {

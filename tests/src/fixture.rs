@@ -68,8 +68,12 @@ pub async fn role_with_policy(app: &TestApp, name: &str) -> (String, String) {
 /// Creates a role with its policy, its user (with a static token) and returns (token, user id,
 /// role id, policy id).
 async fn role_with_user(app: &TestApp, role: &str, email: &str) -> (String, String, String, String) {
+    role_with_user_token(app, role, email, format!("{email}-token")).await
+}
+
+/// [`role_with_user`] with the user's static token given.
+async fn role_with_user_token(app: &TestApp, role: &str, email: &str, token: String) -> (String, String, String, String) {
     let (role_id, policy_id) = role_with_policy(app, role).await;
-    let token = format!("{email}-token");
     let user = created(app, "/users", json!({"email": email, "password": "a-password-1", "role": role_id, "token": token})).await;
     (token, id_of(&user), role_id, policy_id)
 }
@@ -78,7 +82,7 @@ async fn role_with_user(app: &TestApp, role: &str, email: &str) -> (String, Stri
 /// static token; waits until the core has the rules. Returns (token, user id, role id).
 pub async fn role(app: &TestApp, name: &str, rows: Value) -> (String, String, String) {
     let email = format!("{}@example.com", name.to_lowercase());
-    let (token, user_id, role_id, policy_id) = role_with_user(app, name, &email).await;
+    let (token, user_id, role_id, policy_id) = role_with_user_token(app, name, &email, format!("{name}-token")).await;
     let rows: Vec<Value> = rows
         .as_array()
         .cloned()

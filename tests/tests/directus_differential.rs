@@ -18,7 +18,7 @@ mod cases;
 
 use e2e_tests::differential::{Auth, Differential};
 use e2e_tests::directus_peer;
-use e2e_tests::fixture::role;
+use e2e_tests::fixture::{admin, call, eventually};
 use e2e_tests::*;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -108,7 +108,22 @@ async fn ours_and_directus_answer_alike() {
     .expect("join")
     .expect("our environment");
     configure_peer(&peer.url).await;
-    role(&app, "Readers", reader_rules()).await;
+    // Ours is set up with the same calls as the peer (a policy holding the rules, a role, a user).
+    let created = |path: &'static str, body: Value| {
+        let app = &app;
+        async move {
+            let r = admin(app, Method::POST, path, body.clone()).await;
+            assert_eq!(r.status, 200, "POST {path} {body}: {}", r.body);
+            r.body["data"]["id"].as_str().map(str::to_owned).unwrap_or_else(|| panic!("{}", r.body))
+        }
+    };
+    let policy = created("/policies", json!({"name": "Readers", "admin_access": false, "app_access": false, "permissions": reader_rules()})).await;
+    let role = created("/roles", json!({"name": "Readers", "policies": [{"policy": policy}]})).await;
+    created("/users", json!({"email": "readers@example.com", "password": "a-password-1", "role": role, "token": "Readers-token"})).await;
+    eventually("the Readers policy reaches the core", || async {
+        call(&app, Some("Readers-token"), Method::GET, "/items/articles?limit=1", None).await.status == 200
+    })
+    .await;
 
     let mut d = Differential::new((app.rest_url.clone(), ADMIN_TOKEN.into()), (peer.url.clone(), directus_peer::ADMIN_TOKEN.into()));
     let reader = Auth::Tokens("Readers-token".into(), "Readers-token".into());

@@ -44,10 +44,12 @@ async fn a_grant_to_edit_names_never_takes_over_another_user() {
     assert_eq!(r.status, 200, "own password: {}", r.body);
     assert_ne!(password_hash(app, &me).await, mine);
 
-    // `*` on users: names yes, role/email/status/admin flag/token no.
+    // `*` on users: names yes, role/email/status/token/policies no.
     let (star, _, _) = role(app, "StarUserEditors", json!([{"collection": "directus_users", "action": "update", "fields": ["*"]}])).await;
     let admin_role = sql_json(app, "SELECT to_json(id)::text FROM cdapi.roles WHERE name = 'Administrator'").await;
-    for (field, value) in [("role", admin_role.clone()), ("email", json!("mallory@example.com")), ("status", json!("suspended")), ("token", json!("stolen")), ("admin_access", json!(true))] {
+    let admin_policy = sql_json(app, "SELECT to_json(policy)::text FROM cdapi.access WHERE role = (SELECT id FROM cdapi.roles WHERE name = 'Administrator')").await;
+    let policies = json!([{"policy": admin_policy}]);
+    for (field, value) in [("role", admin_role.clone()), ("email", json!("mallory@example.com")), ("status", json!("suspended")), ("token", json!("stolen")), ("policies", policies)] {
         let r = call(app, Some(&star), Method::PATCH, "/users/me", Some(json!({ field: value }))).await;
         assert_error(&r, 403, "FORBIDDEN", &format!("`*` covering the sensitive field {field}"));
     }

@@ -24,6 +24,9 @@ pub async fn run(d: &mut Differential, reader: &Auth) {
         d.check(&format!("role: {label}"), Req::get(path).auth(reader.clone())).await;
     }
     d.deviates("role: own user", "own-user", Req::get("/users/me?fields=email").auth(reader.clone())).await;
+    d.check("role: policy globals", Req::get("/policies/me/globals").auth(reader.clone())).await;
+    d.check("public: policy globals", Req::get("/policies/me/globals").auth(Auth::Public)).await;
+    d.deviates("role: what it may do", "permissions-me", Req::get("/permissions/me").auth(reader.clone())).await;
     let q = "{ articles(limit: 2, sort: [\"id\"]) { id title author { name } } }";
     d.deviates("role: graphql", "graphql-role-relations", Req::graphql("/graphql", q).auth(reader.clone())).await;
     d.check("role: graphql forbidden field", Req::graphql("/graphql", "{ articles { body } }").auth(reader.clone())).await;
