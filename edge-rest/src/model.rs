@@ -2,14 +2,15 @@
 //! `GET|POST /collections`, `GET|PATCH|DELETE /collections/:collection`; `GET /fields`,
 //! `GET|POST /fields/:collection`, `GET|PATCH|DELETE /fields/:collection/:field`;
 //! `GET|POST /relations`, `GET /relations/:collection`, `GET|PATCH|DELETE
-//! /relations/:collection/:field`; `GET /permissions/me`, `GET /policies/me/globals`. Bodies are Directus's objects, passed to the core as they
+//! /relations/:collection/:field`; `GET /schema/snapshot`, `POST /schema/diff`,
+//! `POST /schema/apply`; `GET /permissions/me`, `GET /policies/me/globals`. Bodies are Directus's objects, passed to the core as they
 //! are; answers are `{"data": ...}`, deletes 204.
 
 use crate::reply;
 use crate::request::{Body, EdgeState, HttpRequest, decode, json_body, url_query};
 use bytes::Bytes;
 use cdapi_proto::ApiError;
-use cdapi_proto::v1::{CallerAccessRequest, SchemaChange, SchemaTarget};
+use cdapi_proto::v1::{CallerAccessRequest, SchemaChange, SchemaTarget, SnapshotDiffRequest};
 use http::Method;
 use warp::reply::Response;
 
@@ -36,6 +37,49 @@ pub async fn caller_access(state: &EdgeState, req: &HttpRequest, request_id: &st
     let mut client = state.schema.clone();
     let res = if globals { client.read_caller_globals(call).await? } else { client.read_caller_permissions(call).await? };
     Ok(reply::data(&res.get_ref().data, b""))
+}
+
+/// `GET /schema/snapshot` (`?export=yaml` answers YAML as a download), `POST /schema/diff`
+/// (`?force=true`; 204 when there is nothing to change), `POST /schema/apply` (204), over
+/// SchemaService's `ReadSnapshot`, `DiffSnapshot`, `ApplyDiff`. Errors: the core's; 404 for
+/// other paths, 405 for other methods.
+pub async fn schema_transfer(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, what: &str) -> Result<Response, ApiError> {
+    let (_, token) = url_query(req)?;
+    let caller = req.caller(request_id, token)?;
+    let mut client = state.schema.clone();
+    let param = |name: &str| form_urlencoded::parse(req.query.as_bytes()).find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+    match (what, req.method.clone()) {
+        ("snapshot", Method::GET) => {
+            let res = client.read_snapshot(caller.request(CallerAccessRequest {})?).await?;
+            if param("export").as_deref() == Some("yaml") {
+                let v: serde_json::Value = serde_json::from_slice(&res.get_ref().data).map_err(|_| ApiError::internal())?;
+                let yaml = serde_norway::to_string(&v).map_err(|_| ApiError::internal())?;
+                let mut r = Response::new(yaml.into());
+                r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/yaml; charset=utf-8"));
+                r.headers_mut().insert(http::header::CONTENT_DISPOSITION, http::HeaderValue::from_static("attachment; filename=\"schema-snapshot.yaml\""));
+                return Ok(r);
+            }
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        ("diff", Method::POST) => {
+            let snapshot = json_body(req, body, state.max_payload_size).await?;
+            let force = param("force").is_some_and(|v| v == "true" || v == "1");
+            let call = caller.request(SnapshotDiffRequest { snapshot: Bytes::from(snapshot.to_string()), force })?;
+            let res = client.diff_snapshot(call).await?;
+            if res.get_ref().data.as_ref() == b"null" {
+                return Ok(reply::no_content());
+            }
+            Ok(reply::data(&res.get_ref().data, b""))
+        }
+        ("apply", Method::POST) => {
+            let data = json_body(req, body, state.max_payload_size).await?;
+            client.apply_diff(caller.request(SchemaChange { collection: String::new(), field: String::new(), data: Bytes::from(data.to_string()) })?).await?;
+            Ok(reply::no_content())
+        }
+        ("snapshot", _) => Ok(reply::method_not_allowed(&req.method, "GET")),
+        ("diff" | "apply", _) => Ok(reply::method_not_allowed(&req.method, "POST")),
+        _ => Err(ApiError::route_not_found(&req.path)),
+    }
 }
 
 /// Routes `/<resource>/...` (`rest`: the path segments after the resource name).

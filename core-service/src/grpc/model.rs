@@ -140,3 +140,28 @@ pub async fn delete(state: &AppState, md: &tonic::metadata::MetadataMap, kind: K
         Kind::Relations => model::relations::delete(state, &target.collection, &target.field).await,
     }
 }
+
+/// `ReadSnapshot` (`GET /schema/snapshot`): admin only. Errors: FORBIDDEN, database errors.
+pub async fn read_snapshot(state: &AppState, md: &tonic::metadata::MetadataMap) -> Result<SchemaReply, ApiError> {
+    admin(state, md).await?;
+    Ok(reply(&model::snapshot::snapshot(state).await?))
+}
+
+/// `DiffSnapshot` (`POST /schema/diff`): admin only; `{hash, diff}` or `null`. Errors:
+/// FORBIDDEN, INVALID_PAYLOAD (see [`model::snapshot::diff`]).
+pub async fn diff_snapshot(state: &AppState, md: &tonic::metadata::MetadataMap, req: &cdapi_proto::v1::SnapshotDiffRequest) -> Result<SchemaReply, ApiError> {
+    admin(state, md).await?;
+    let target: Value = serde_json::from_slice(&req.snapshot).map_err(|e| ApiError::invalid_payload(format!("The snapshot is not JSON: {e}")))?;
+    let current = model::snapshot::snapshot(state).await?;
+    let out = match model::snapshot::diff(&current, &target, req.force)? {
+        Some(diff) => serde_json::json!({"hash": model::snapshot::hash(&current), "diff": diff}),
+        None => Value::Null,
+    };
+    Ok(reply(&out))
+}
+
+/// `ApplyDiff` (`POST /schema/apply`): admin only. Errors: see [`model::snapshot::apply`].
+pub async fn apply_diff(state: &AppState, md: &tonic::metadata::MetadataMap, change: &SchemaChange) -> Result<(), ApiError> {
+    admin(state, md).await?;
+    model::snapshot::apply(state, &model::object(&change.data)?).await
+}

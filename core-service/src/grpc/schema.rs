@@ -196,6 +196,18 @@ impl SchemaService for SchemaApi {
     async fn delete_relation(&self, req: Request<SchemaTarget>) -> Result<Response<SchemaDeleted>, Status> {
         self.delete("DeleteRelation", Kind::Relations, req).await
     }
+    async fn read_snapshot(&self, req: Request<CallerAccessRequest>) -> Result<Response<SchemaReply>, Status> {
+        let span = request_span("ReadSnapshot", &req);
+        model_rpc::read_snapshot(&self.state, req.metadata()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+    }
+    async fn diff_snapshot(&self, req: Request<pb::SnapshotDiffRequest>) -> Result<Response<SchemaReply>, Status> {
+        let span = request_span("DiffSnapshot", &req);
+        model_rpc::diff_snapshot(&self.state, req.metadata(), req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+    }
+    async fn apply_diff(&self, req: Request<SchemaChange>) -> Result<Response<pb::SchemaApplied>, Status> {
+        let span = request_span("ApplyDiff", &req);
+        model_rpc::apply_diff(&self.state, req.metadata(), req.get_ref()).instrument(span).await.map(|()| Response::new(pb::SchemaApplied {})).map_err(|e| e.into())
+    }
     async fn read_caller_permissions(&self, req: Request<CallerAccessRequest>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span("ReadCallerPermissions", &req);
         model_rpc::caller_permissions(&self.state, req.metadata()).instrument(span).await.map(Response::new).map_err(|e| e.into())

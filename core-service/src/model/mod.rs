@@ -3,6 +3,7 @@
 //! rows in one transaction ([`collections`], [`fields`], [`relations`]), after which this
 //! replica rebuilds its snapshot before answering; the DDL event trigger and the metadata
 //! tables' triggers tell every other replica (and, through `WatchSchema`, the GraphQL edges).
+//! [`snapshot`] moves a whole schema between environments (snapshot, diff, apply).
 //!
 //! Budgets: a change waits at most 5 s for a table lock (`lock_timeout`; SERVICE_UNAVAILABLE
 //! after), and is bounded by DB_STATEMENT_TIMEOUT_MS like every statement; names are at most
@@ -15,6 +16,7 @@ pub mod collections;
 pub mod fields;
 pub mod meta;
 pub mod relations;
+pub mod snapshot;
 pub mod types;
 
 use crate::AppState;
