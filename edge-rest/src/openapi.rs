@@ -152,7 +152,7 @@ fn field_schema(f: &Field) -> Value {
 
 /// `/collections`, `/fields`, `/relations` (issue 18) with Directus's operation ids; changes
 /// need admin access (others get 403, as the `default` error response says). Also
-/// `/permissions/me` and `/policies/me/globals`.
+/// `/schema/snapshot|diff|apply`, `/permissions/me` and `/policies/me/globals`.
 fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, Value>) {
     let object = |props: &[&str]| {
         let p: Map<String, Value> = props.iter().map(|n| ((*n).to_owned(), json!({"type": "object", "nullable": true}))).collect();
@@ -218,6 +218,17 @@ fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, V
         "patch": op("updateRelation", "Change a relation (admin)", r, &["collection", "field"], true, Some(one(r))),
         "delete": op("deleteRelation", "Delete a relation (admin)", r, &["collection", "field"], false, None),
     }));
+    // Moving a schema between environments (admin).
+    let object = json!({"type": "object"});
+    let mut diff = op("schemaDiff", "The changes that turn this instance's schema into the given snapshot (admin)", "Schema", &[], false, Some(object.clone()));
+    diff["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": object}}});
+    diff["parameters"] = json!([{"name": "force", "in": "query", "required": false, "schema": {"type": "boolean"}}]);
+    diff["responses"]["204"] = no_content();
+    let mut apply = op("schemaApply", "Apply a diff made against the current schema (admin)", "Schema", &[], false, None);
+    apply["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"type": "object", "properties": {"hash": {"type": "string"}, "diff": {"type": "object"}}}}}});
+    paths.insert("/schema/snapshot".into(), json!({"get": op("schemaSnapshot", "The user collections, fields and relations (admin)", "Schema", &[], false, Some(object.clone()))}));
+    paths.insert("/schema/diff".into(), json!({"post": diff}));
+    paths.insert("/schema/apply".into(), json!({"post": apply}));
     // What the caller has (Directus 11's access model).
     let access = json!({"type": "object", "additionalProperties": {"type": "object"}});
     paths.insert("/permissions/me".into(), json!({"get": op("readUserPermissions", "What the caller may do per collection and action", "Permissions", &[], false, Some(access))}));
