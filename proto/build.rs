@@ -9,6 +9,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "proto/cdapi/v1/schema.proto",
         "proto/cdapi/v1/versions.proto",
         "proto/cdapi/v1/auth.proto",
+        "proto/cdapi/v1/files.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={f}");

@@ -44,6 +44,9 @@ pub struct Settings {
     pub redis_url: Option<String>,
     /// REDIS_KEY_PREFIX (default `cdapi:`): the prefix of every Redis key (auth-service's too).
     pub redis_prefix: String,
+    /// STORAGE_LOCATIONS, STORAGE_LOCAL_ROOT, FILES_MAX_UPLOAD_SIZE: see
+    /// [`crate::files::StorageSettings`].
+    pub files: crate::files::StorageSettings,
 }
 
 impl Settings {
@@ -77,6 +80,7 @@ impl Settings {
             auth_url: service_url("AUTH_GRPC_URL", "http://127.0.0.1:50052"),
             redis_url: service_url("REDIS_URL", "redis://127.0.0.1:6379"),
             redis_prefix: env_or("REDIS_KEY_PREFIX", "cdapi:".to_string())?,
+            files: crate::files::StorageSettings::from_env()?,
         })
     }
 }
@@ -98,6 +102,7 @@ impl std::fmt::Debug for Settings {
             .field("password_hasher", &self.password_hasher)
             .field("token_cache_ttl_secs", &self.token_cache_ttl_secs)
             .field("auth_url", &self.auth_url)
+            .field("files", &self.files)
             .field("redis_url", &self.redis_url.as_deref().map(mask_url))
             .field("redis_prefix", &self.redis_prefix)
             .finish()

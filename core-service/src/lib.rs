@@ -18,6 +18,7 @@
 pub mod auth;
 pub mod config;
 pub mod db;
+pub mod files;
 pub mod grpc;
 pub mod model;
 pub mod permissions;
@@ -30,6 +31,7 @@ pub mod write;
 use access_token::ip::peer_as_client_ip;
 use arc_swap::ArcSwap;
 use cdapi_proto::ApiError;
+use cdapi_proto::v1::files_service_server::FilesServiceServer;
 use cdapi_proto::v1::items_service_server::ItemsServiceServer;
 use cdapi_proto::v1::schema_service_server::SchemaServiceServer;
 use cdapi_proto::v1::versions_service_server::VersionsServiceServer;
@@ -54,6 +56,8 @@ pub struct AppState {
     /// What user writes need: session store, password policy and hasher (`own` is filled per
     /// caller).
     pub accounts: users::Accounts,
+    /// Where files' blobs are kept.
+    pub files: files::Storage,
     /// The version of the newest snapshot, announced to `WatchSchema` streams.
     pub schema_changed: tokio::sync::watch::Sender<u64>,
     /// Turns true when the server starts shutting down, so open streams end and the drain can
@@ -201,8 +205,10 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         schema_changed: tokio::sync::watch::Sender::new(0),
         stopping: tokio::sync::watch::Sender::new(false),
         db_schema: settings.database_schema.clone(),
+        files: files::Storage::open(&settings.files)?,
         version: AtomicU64::new(0),
     });
+    state.files.sweep(&state.pool).await;
     state.reload_schema().await.map_err(|e| anyhow::anyhow!("loading the schema failed: {e}"))?;
     tokio::spawn(watch_schema(state.clone()));
 
@@ -210,6 +216,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     health.reporter.set_serving::<ItemsServiceServer<grpc::items::Items>>().await;
     health.reporter.set_serving::<SchemaServiceServer<grpc::schema::SchemaApi>>().await;
     health.reporter.set_serving::<VersionsServiceServer<grpc::versions::VersionsApi>>().await;
+    health.reporter.set_serving::<FilesServiceServer<grpc::files::FilesApi>>().await;
     let shutdown = health.shutdown(shutdown)?;
     let pool = state.pool.clone();
     service_runtime::metrics::global().observe_pool(settings.pool_max, move || (pool.size(), pool.num_idle()));
@@ -226,6 +233,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         .add_service(ItemsServiceServer::with_interceptor(grpc::items::Items::new(state.clone()), peer_as_client_ip))
         .add_service(SchemaServiceServer::with_interceptor(grpc::schema::SchemaApi::new(state.clone()), peer_as_client_ip))
         .add_service(VersionsServiceServer::with_interceptor(grpc::versions::VersionsApi::new(state.clone()), peer_as_client_ip))
+        .add_service(FilesServiceServer::with_interceptor(grpc::files::FilesApi::new(state.clone()), peer_as_client_ip))
         .serve_with_incoming_shutdown(
             // TCP_NODELAY: without it small replies wait ~40 ms for delayed ACKs (Nagle).
             tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true)),

@@ -13,6 +13,7 @@
 pub mod auth;
 pub mod config;
 pub mod export;
+pub mod files;
 pub mod graphql_proxy;
 pub mod identifiers;
 pub mod model;

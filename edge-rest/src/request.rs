@@ -25,6 +25,8 @@ pub struct EdgeState {
     pub auth: AuthServiceClient<Channel>,
     /// The caller's view of the schema (`/server/specs/oas`).
     pub schema: SchemaServiceClient<Channel>,
+    /// Files client (`POST /files`, `/assets`).
+    pub files: cdapi_proto::v1::files_service_client::FilesServiceClient<Channel>,
     /// Requests per window of the rate limiter, as configured (`/server/info`).
     pub rate_limit: Option<(u32, u64)>,
     /// Health client for `/server/health`.
@@ -53,6 +55,7 @@ impl EdgeState {
             items: ItemsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
             versions: VersionsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
             schema: SchemaServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
+            files: cdapi_proto::v1::files_service_client::FilesServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
             rate_limit: settings.rate_limit,
             auth: AuthServiceClient::new(auth),
             health: tonic_health::pb::health_client::HealthClient::new(core),

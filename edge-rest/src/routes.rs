@@ -25,7 +25,10 @@ pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Resp
         if let (Some(limiter), Some(ip)) = (&state.limiter, req.client_ip) {
             limiter.check(ip).inspect_err(|_| service_runtime::metrics::global().rate_limited("edge-rest"))?;
         }
-        let body = edge_http::body::refuse_oversized(&req.headers, body, state.max_payload_size)?;
+        // File uploads stream past MAX_PAYLOAD_SIZE: the core bounds each file
+        // (FILES_MAX_UPLOAD_SIZE).
+        let upload = req.method == Method::POST && req.path.trim_matches('/') == "files" && crate::files::is_multipart(&req);
+        let body = if upload { body } else { edge_http::body::refuse_oversized(&req.headers, body, state.max_payload_size)? };
         route(&state, &req, body, &request_id).await
     };
     edge_http::observe::answer(&req.method, &req.path, &req.headers, &request_id, work).await
@@ -60,8 +63,10 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
         ["users", "me", "tfa", action] => crate::auth::tfa(state, req, body, request_id, action).await,
         ["permissions", "me"] => crate::model::caller_access(state, req, request_id, false).await,
         ["policies", "me", "globals"] => crate::model::caller_access(state, req, request_id, true).await,
-        [system @ ("users" | "roles" | "permissions" | "policies")] => collection_route(state, req, body, request_id, format!("directus_{system}")).await,
-        [system @ ("users" | "roles" | "permissions" | "policies"), key] if !key.is_empty() => {
+        ["files"] if req.method == Method::POST && crate::files::is_multipart(req) => crate::files::upload(state, req, body, request_id).await,
+        ["assets", id] if !id.is_empty() => crate::files::asset(state, req, request_id, decode(id)).await,
+        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders")] => collection_route(state, req, body, request_id, format!("directus_{system}")).await,
+        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders"), key] if !key.is_empty() => {
             item_route(state, req, body, request_id, format!("directus_{system}"), decode(key)).await
         }
         ["graphql"] | ["graphql", "system"] | ["server", "specs", "graphql"] | ["server", "specs", "graphql", "system"] if state.graphql.is_some() => match &state.graphql {

@@ -38,6 +38,8 @@ pub enum ErrorCode {
     ContentTooLarge,
     /// 415: unsupported payload format or Content-Type.
     UnsupportedMediaType,
+    /// 416: the `Range` of an asset request lies outside the file.
+    RangeNotSatisfiable,
     /// 429: rate limit hit.
     RequestsExceeded,
     /// 404: the endpoint does not exist.
@@ -58,7 +60,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for lookups by name.
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         Self::FailedValidation,
         Self::Forbidden,
         Self::InvalidToken,
@@ -70,6 +72,7 @@ impl ErrorCode {
         Self::InvalidQuery,
         Self::ContentTooLarge,
         Self::UnsupportedMediaType,
+        Self::RangeNotSatisfiable,
         Self::RequestsExceeded,
         Self::RouteNotFound,
         Self::MethodNotAllowed,
@@ -94,6 +97,7 @@ impl ErrorCode {
             Self::InvalidQuery => "INVALID_QUERY",
             Self::ContentTooLarge => "CONTENT_TOO_LARGE",
             Self::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            Self::RangeNotSatisfiable => "RANGE_NOT_SATISFIABLE",
             Self::RequestsExceeded => "REQUESTS_EXCEEDED",
             Self::RouteNotFound => "ROUTE_NOT_FOUND",
             Self::MethodNotAllowed => "METHOD_NOT_ALLOWED",
@@ -124,6 +128,7 @@ impl ErrorCode {
             Self::MethodNotAllowed => 405,
             Self::ContentTooLarge => 413,
             Self::UnsupportedMediaType => 415,
+            Self::RangeNotSatisfiable => 416,
             Self::UnprocessableContent => 422,
             Self::RequestsExceeded => 429,
             Self::ServiceUnavailable => 503,
@@ -139,6 +144,7 @@ impl ErrorCode {
             | Self::InvalidPayload
             | Self::InvalidQuery
             | Self::UnsupportedMediaType
+            | Self::RangeNotSatisfiable
             | Self::ContentTooLarge
             | Self::InvalidForeignKey => Code::InvalidArgument,
             Self::RecordNotUnique => Code::AlreadyExists,

@@ -88,6 +88,14 @@ impl Items {
         Ok(Bytes::from(data))
     }
 
+    /// After items of `collection` were deleted: the blobs of deleted files go (see
+    /// [`crate::files::Storage::sweep`]).
+    async fn deleted(&self, collection: &str) {
+        if collection == "directus_files" {
+            self.state.files.sweep(&self.state.pool).await;
+        }
+    }
+
     /// Runs a planned singleton read; with no row yet, the fields' defaults, as Directus answers.
     async fn singleton(&self, st: ReadStatement, collection: &Collection, q: &Query) -> Result<Bytes, ApiError> {
         let (data, _) = self.run(st, false).await?;
@@ -114,7 +122,7 @@ fn json_object_or_array(bytes: &[u8], array: bool) -> Result<serde_json::Value, 
 
 /// The first item of a read-back JSON array (a single write reads back one item); empty when
 /// the caller may not read it (see [`crate::write::Writer::read_back`]).
-fn first(array_json: &str) -> Result<Bytes, ApiError> {
+pub(crate) fn first(array_json: &str) -> Result<Bytes, ApiError> {
     if array_json.is_empty() {
         return Ok(Bytes::new());
     }
@@ -325,6 +333,7 @@ impl ItemsService for Items {
         self.in_write_tx(req.metadata(), &r.collection, move |w, c| Box::pin(async move { w.delete_keys(c, std::slice::from_ref(&key)).await }))
             .instrument(span)
             .await?;
+        self.deleted(&r.collection).await;
         Ok(Response::new(DeleteResponse {}))
     }
 
@@ -343,6 +352,7 @@ impl ItemsService for Items {
         })
         .instrument(span)
         .await?;
+        self.deleted(&r.collection).await;
         Ok(Response::new(DeleteResponse {}))
     }
 }

@@ -26,7 +26,7 @@ pub use system_tables::SYSTEM_SCHEMA;
 /// served. Arguments: the namespace and class aliases of the query.
 macro_rules! served {
     ($ns:literal, $rel:literal) => {
-        concat!("((", $ns, ".nspname = $1 AND ", $rel, ".relname NOT LIKE 'directus\\_%') OR (", $ns, ".nspname = 'cdapi' AND ", $rel, ".relname IN ('users', 'roles', 'permissions', 'versions', 'policies', 'access')))")
+        concat!("((", $ns, ".nspname = $1 AND ", $rel, ".relname NOT LIKE 'directus\\_%') OR (", $ns, ".nspname = 'cdapi' AND ", $rel, ".relname IN ('users', 'roles', 'permissions', 'versions', 'policies', 'access', 'files', 'folders')))")
     };
 }
 

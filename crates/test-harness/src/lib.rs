@@ -385,6 +385,8 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         ("ADMIN_TOKEN".into(), ADMIN_TOKEN.into()),
         ("LOG_FORMAT".into(), "json".into()),
         ("RUST_LOG".into(), "info,sqlx::query=debug".into()),
+        // Every replica of this environment shares one storage location, beside its logs.
+        ("STORAGE_LOCAL_ROOT".into(), logs.join("uploads").to_string_lossy().into_owned()),
     ];
     let mut core_urls = Vec::new();
     for i in 0..replicas {
@@ -514,6 +516,11 @@ impl TestApp {
     /// The log file of process `name` (replica 0), e.g. `auth-service.log`.
     pub fn log_file(&self, file: &str) -> PathBuf {
         self.logs.join(file)
+    }
+
+    /// The directory of this environment's `local` storage location (STORAGE_LOCAL_ROOT).
+    pub fn storage_dir(&self) -> PathBuf {
+        self.logs.join("uploads")
     }
 
     /// The auth-service's keys file (PEM), for tests that rotate keys.

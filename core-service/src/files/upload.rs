@@ -1,0 +1,201 @@
+//! `UploadFile`: a file streamed to storage, then its `directus_files` item (see
+//! `files.proto`). The order keeps failures clean: the caller's create grant is checked before
+//! any byte is stored; the blob is written under a temporary name; the item is created (with
+//! the caller's permissions: fields, validation, presets) and given its server-owned fields in
+//! one transaction, during which the blob takes its final name; any failure removes the blob
+//! and rolls the item back.
+
+use super::{Storage, storage_error};
+use crate::auth::Caller;
+use crate::permissions::Action;
+use bytes::Bytes;
+use cdapi_proto::v1::{UploadChunk, UploadStart, upload_chunk::Part};
+use cdapi_proto::{ApiError, ErrorCode};
+use object_store::path::Path;
+use object_store::{ObjectStoreExt as _, WriteMultipart};
+use serde_json::{Map, Value};
+
+/// Fields of a file item only the server sets; sent by a client, they are dropped.
+const SERVER_FIELDS: &[&str] = &[
+    "id", "storage", "filename_disk", "filename_download", "type", "filesize", "uploaded_by", "uploaded_on", "created_on", "modified_on",
+    "modified_by", "width", "height", "duration", "charset",
+];
+
+/// A file's extension as its blob keeps it: `.` and up to 16 ASCII letters or digits, lower
+/// case; none when the name has no such extension.
+pub fn extension(filename: &str) -> String {
+    match filename.rsplit_once('.') {
+        Some((_, ext)) if !ext.is_empty() && ext.len() <= 16 && ext.bytes().all(|b| b.is_ascii_alphanumeric()) => format!(".{}", ext.to_ascii_lowercase()),
+        _ => String::new(),
+    }
+}
+
+/// Directory (under the location's root) of blobs being written.
+const INCOMING: &str = ".incoming";
+
+/// A random name for a blob being written.
+fn temporary_name() -> String {
+    use argon2::password_hash::rand_core::{OsRng, RngCore};
+    let mut bytes = [0u8; 16];
+    OsRng.fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Removes what is left of a temporary blob (and the store's part files of it) when the upload
+/// ends in any way, the call being dropped mid-way (a client gone) included.
+struct Incoming {
+    dir: std::path::PathBuf,
+    name: String,
+}
+
+impl Drop for Incoming {
+    fn drop(&mut self) {
+        for entry in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            if entry.file_name().to_string_lossy().starts_with(&self.name) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// Uploads one file for `caller` (see the module docs); returns the item as the caller reads
+/// it back (empty when they may not read it). Errors: FORBIDDEN (no create grant on
+/// `directus_files`), INVALID_PAYLOAD (no `start` first, a broken stream), CONTENT_TOO_LARGE,
+/// the item write's errors, SERVICE_UNAVAILABLE (storage, database).
+pub async fn upload(state: &crate::AppState, caller: &Caller, mut stream: tonic::Streaming<UploadChunk>) -> Result<Bytes, ApiError> {
+    caller.access.grant(&caller.schema, "directus_files", Action::Create)?;
+    let start = match stream.message().await {
+        Ok(Some(UploadChunk { part: Some(Part::Start(s)) })) => s,
+        Ok(_) => return Err(ApiError::invalid_payload("An upload starts with the file's description")),
+        Err(s) => return Err(ApiError::invalid_payload(format!("The upload was cut short: {}", s.message()))),
+    };
+    let storage = &state.files;
+    let name = temporary_name();
+    let _cleanup = Incoming { dir: storage.root.join(INCOMING), name: name.clone() };
+    let temp = Path::from(format!("{INCOMING}/{name}"));
+    let size = match receive(storage, &temp, &mut stream).await {
+        Ok(size) => size,
+        Err(e) => {
+            let _ = storage.store.delete(&temp).await;
+            return Err(e);
+        }
+    };
+    let final_name = std::sync::Mutex::new(None::<Path>);
+    let out = create_item(state, caller, &start, &temp, size, &final_name).await;
+    if out.is_err() {
+        let _ = storage.store.delete(&temp).await;
+        if let Some(name) = final_name.lock().ok().and_then(|mut n| n.take()) {
+            let _ = storage.store.delete(&name).await;
+        }
+    }
+    out
+}
+
+/// Writes the stream's data to `temp`; returns its size. Errors: INVALID_PAYLOAD (a broken
+/// stream, a second `start`), CONTENT_TOO_LARGE, SERVICE_UNAVAILABLE (storage).
+async fn receive(storage: &Storage, temp: &Path, stream: &mut tonic::Streaming<UploadChunk>) -> Result<u64, ApiError> {
+    let upload = storage.store.put_multipart(temp).await.map_err(storage_error)?;
+    let mut writer = WriteMultipart::new_with_chunk_size(upload, super::PART_SIZE);
+    let mut size = 0u64;
+    let received: Result<(), ApiError> = async {
+        loop {
+            let msg = stream.message().await.map_err(|s| ApiError::invalid_payload(format!("The upload was cut short: {}", s.message())))?;
+            let Some(msg) = msg else { return Ok(()) };
+            let Some(Part::Data(data)) = msg.part else {
+                return Err(ApiError::invalid_payload("Only data may follow the file's description"));
+            };
+            size += data.len() as u64;
+            if size > storage.max_upload_size {
+                return Err(ApiError::new(
+                    ErrorCode::ContentTooLarge,
+                    format!("The file is larger than {} bytes (FILES_MAX_UPLOAD_SIZE).", storage.max_upload_size),
+                ));
+            }
+            // At most two parts in flight: memory stays flat whatever the file's size.
+            writer.wait_for_capacity(2).await.map_err(storage_error)?;
+            writer.write(&data);
+        }
+    }
+    .await;
+    match received {
+        Ok(()) => {
+            writer.finish().await.map_err(storage_error)?;
+            Ok(size)
+        }
+        Err(e) => {
+            let _ = writer.abort().await;
+            Err(e)
+        }
+    }
+}
+
+/// The item, in one transaction with the blob's move to its final name (recorded in `moved`
+/// for the caller to remove should the transaction fail after it).
+async fn create_item(
+    state: &crate::AppState,
+    caller: &Caller,
+    start: &UploadStart,
+    temp: &Path,
+    size: u64,
+    moved: &std::sync::Mutex<Option<Path>>,
+) -> Result<Bytes, ApiError> {
+    let mut item: Map<String, Value> = if start.item.is_empty() {
+        Map::new()
+    } else {
+        match serde_json::from_slice(&start.item) {
+            Ok(Value::Object(o)) => o,
+            _ => return Err(ApiError::invalid_payload("The file's fields must be a JSON object")),
+        }
+    };
+    item.retain(|k, _| !SERVER_FIELDS.contains(&k.as_str()));
+    let filename = start.filename.chars().filter(|c| !c.is_control()).take(255).collect::<String>();
+    if !item.contains_key("title") && !filename.is_empty() {
+        // Directus titles a file after its name without the extension.
+        let stem = filename.rsplit_once('.').map_or(filename.as_str(), |(s, _)| s);
+        item.insert("title".into(), Value::String(stem.to_owned()));
+    }
+    let content_type = if start.content_type.is_empty() { "application/octet-stream".to_owned() } else { start.content_type.clone() };
+    let collection = caller.schema.collection("directus_files").cloned().ok_or_else(ApiError::forbidden)?;
+    let mut tx = state.pool.begin().await.map_err(crate::db::map_error)?;
+    let out = {
+        let mut w = caller.writer(&mut tx, state.limits);
+        let keys = w.create(&collection, &Value::Object(item)).await?;
+        let id = keys.first().cloned().ok_or_else(ApiError::internal)?;
+        let disk = format!("{id}{}", extension(&filename));
+        sqlx::query(
+            "UPDATE cdapi.files SET storage = $2, filename_disk = $3, filename_download = $4, type = $5, filesize = $6, \
+             uploaded_by = $7::uuid, uploaded_on = now(), modified_on = now() WHERE id = $1::uuid",
+        )
+        .bind(&id)
+        .bind(&state.files.location)
+        .bind(&disk)
+        .bind(&filename)
+        .bind(&content_type)
+        .bind(size as i64)
+        .bind(caller.vars.user.as_deref())
+        .execute(&mut *w.conn)
+        .await
+        .map_err(crate::db::map_error)?;
+        let target = Path::from(disk.as_str());
+        state.files.store.rename(temp, &target).await.map_err(storage_error)?;
+        if let Ok(mut m) = moved.lock() {
+            *m = Some(target);
+        }
+        let q = start.query.clone().unwrap_or_default();
+        w.read_back(&collection, &keys, &q).await?
+    };
+    tx.commit().await.map_err(crate::db::map_error)?;
+    crate::grpc::items::first(&out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn extensions_are_kept_only_when_plain() {
+        assert_eq!(super::extension("photo.JPG"), ".jpg");
+        assert_eq!(super::extension("archive.tar.gz"), ".gz");
+        assert_eq!(super::extension("no-extension"), "");
+        assert_eq!(super::extension("evil.php/../x"), "");
+        assert_eq!(super::extension("x.a b"), "");
+    }
+}

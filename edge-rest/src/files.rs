@@ -1,0 +1,177 @@
+//! Files over REST (issue 18; Directus's `/files`, `/assets`), over FilesService:
+//! - `POST /files` with `multipart/form-data`: each part with a file name is a file, streamed
+//!   to the core as it arrives (the edge holds one chunk at a time); the text parts before it
+//!   are its fields (`title`, `description`, `folder`, `tags`...). One file answers the item,
+//!   several an array. A client that stops mid-way cancels the call: the core keeps nothing.
+//! - `GET /assets/:id` (`?download` for an attachment): the bytes, streamed, with `ETag`,
+//!   `Last-Modified`, `Accept-Ranges` and one `Range`; `If-None-Match` → 304.
+//!
+//! Listing, reading, updating and deleting file items are the system-collection routes
+//! (`/files`, `/files/:id`). Budgets: text parts at most 64 KiB each and 100 in all; the file's
+//! size is the core's FILES_MAX_UPLOAD_SIZE.
+
+use crate::reply;
+use crate::request::{Body, EdgeState, HttpRequest, url_query};
+use bytes::Bytes;
+use cdapi_proto::v1::{AssetRequest, UploadChunk, UploadStart, asset_chunk, upload_chunk};
+use cdapi_proto::{ApiError, ErrorCode};
+use http::{HeaderValue, Method, header};
+use serde_json::{Map, Value};
+use warp::reply::Response;
+
+/// Largest text part of an upload (bytes).
+const MAX_FIELD_BYTES: usize = 64 << 10;
+/// Most text parts in one upload.
+const MAX_FIELDS: usize = 100;
+
+/// Whether a request carries `multipart/form-data`.
+pub fn is_multipart(req: &HttpRequest) -> bool {
+    req.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("multipart/form-data"))
+}
+
+/// `POST /files` (multipart). Errors: INVALID_PAYLOAD (no boundary, a broken body, no file, a
+/// text part too large), the core's.
+pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
+    let (query, token) = url_query(req)?;
+    let caller = req.caller(request_id, token)?;
+    let content_type = req.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let boundary = multer::parse_boundary(content_type).map_err(|e| ApiError::invalid_payload(format!("The multipart body has no boundary: {e}")))?;
+    let mut parts = multer::Multipart::new(body, boundary);
+    let broken = |e: multer::Error| ApiError::invalid_payload(format!("The multipart body could not be read: {e}"));
+    let mut fields = Map::new();
+    let mut created = Vec::new();
+    while let Some(mut part) = parts.next_field().await.map_err(broken)? {
+        let name = part.name().unwrap_or_default().to_owned();
+        let Some(filename) = part.file_name().map(str::to_owned) else {
+            if fields.len() >= MAX_FIELDS {
+                return Err(ApiError::invalid_payload(format!("An upload has at most {MAX_FIELDS} fields")));
+            }
+            let mut text = Vec::new();
+            while let Some(chunk) = part.chunk().await.map_err(broken)? {
+                if text.len() + chunk.len() > MAX_FIELD_BYTES {
+                    return Err(ApiError::new(ErrorCode::ContentTooLarge, format!("Field \"{name}\" is larger than {MAX_FIELD_BYTES} bytes")));
+                }
+                text.extend_from_slice(&chunk);
+            }
+            let text = String::from_utf8(text).map_err(|_| ApiError::invalid_payload(format!("Field \"{name}\" is not UTF-8 text")))?;
+            // Lists and objects (`tags`, `metadata`) arrive as JSON text.
+            let value = match text.trim_start().as_bytes().first() {
+                Some(b'[' | b'{') => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+                _ => Value::String(text),
+            };
+            fields.insert(name, value);
+            continue;
+        };
+        let start = UploadStart {
+            item: Bytes::from(Value::Object(fields.clone()).to_string()),
+            filename,
+            content_type: part.content_type().map(|m| m.to_string()).unwrap_or_default(),
+            query: Some(query.clone()),
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel::<UploadChunk>(4);
+        let call = caller.request(tokio_stream::wrappers::ReceiverStream::new(rx))?;
+        let mut client = state.files.clone();
+        // The call and the pump run in this request's future: if the client goes away, both are
+        // dropped and the call is cancelled (never ended as if the file were whole).
+        let rpc = client.upload_file(call);
+        tokio::pin!(rpc);
+        let pump = async move {
+            let lost = || ApiError::new(ErrorCode::ServiceUnavailable, "The upload was not accepted.");
+            tx.send(UploadChunk { part: Some(upload_chunk::Part::Start(start)) }).await.map_err(|_| lost())?;
+            while let Some(chunk) = part.chunk().await.map_err(broken)? {
+                tx.send(UploadChunk { part: Some(upload_chunk::Part::Data(chunk)) }).await.map_err(|_| lost())?;
+            }
+            // `tx` is dropped here: the stream ends, the file is whole.
+            Ok::<(), ApiError>(())
+        };
+        tokio::pin!(pump);
+        let res = tokio::select! {
+            pumped = &mut pump => {
+                // A broken body returns here, dropping (cancelling) the call.
+                pumped?;
+                rpc.await?
+            }
+            // The core answered before the body ended (a refusal): its answer says why.
+            res = &mut rpc => res?,
+        };
+        let data = res.into_inner().data;
+        created.push(if data.is_empty() { Value::Null } else { serde_json::from_slice(&data).map_err(|_| ApiError::internal())? });
+    }
+    let data = match created.len() {
+        0 => return Err(ApiError::invalid_payload("No file was included in the body")),
+        1 => created.pop().unwrap_or(Value::Null),
+        _ => Value::Array(created),
+    };
+    if data.is_null() {
+        return Ok(reply::no_content());
+    }
+    Ok(reply::data(data.to_string().as_bytes(), b""))
+}
+
+/// The query parameters of image transformations (not served yet: refused rather than
+/// answered with the original).
+const TRANSFORMS: &[&str] = &["width", "height", "fit", "quality", "format", "key", "transforms", "withoutEnlargement", "focal_point_x", "focal_point_y"];
+
+/// `GET /assets/:id` (see the module docs). Errors: the core's (FORBIDDEN, RANGE_NOT_SATISFIABLE);
+/// INVALID_QUERY for a transformation; 405 for other methods.
+pub async fn asset(state: &EdgeState, req: &HttpRequest, request_id: &str, id: String) -> Result<Response, ApiError> {
+    if req.method != Method::GET {
+        return Ok(reply::method_not_allowed(&req.method, "GET"));
+    }
+    let params: Vec<(String, String)> = form_urlencoded::parse(req.query.as_bytes()).into_owned().collect();
+    if let Some((k, _)) = params.iter().find(|(k, _)| TRANSFORMS.contains(&k.as_str())) {
+        return Err(ApiError::invalid_query(format!("Image transformations (\"{k}\") are not supported yet")));
+    }
+    let download = params.iter().any(|(k, _)| k == "download");
+    let token = params.iter().find(|(k, _)| k == "access_token").map(|(_, v)| v.clone());
+    let caller = req.caller(request_id, token)?;
+    let text = |name: header::HeaderName| req.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let call = caller.request(AssetRequest { id, range: text(header::RANGE), if_none_match: text(header::IF_NONE_MATCH) })?;
+    let mut stream = state.files.clone().read_asset(call).await?.into_inner();
+    let head = match stream.message().await? {
+        Some(cdapi_proto::v1::AssetChunk { part: Some(asset_chunk::Part::Head(h)) }) => h,
+        _ => return Err(ApiError::internal()),
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    tokio::spawn(async move {
+        loop {
+            let next = match stream.message().await {
+                Ok(Some(cdapi_proto::v1::AssetChunk { part: Some(asset_chunk::Part::Data(d)) })) => Ok(d),
+                Ok(_) => return,
+                Err(s) => {
+                    tracing::error!(message = %s.message(), "asset stream failed");
+                    Err(std::io::Error::other("asset stream failed"))
+                }
+            };
+            let failed = next.is_err();
+            if tx.send(next).await.is_err() || failed {
+                return;
+            }
+        }
+    });
+    let mut res = warp::reply::Reply::into_response(warp::reply::stream(tokio_stream::wrappers::ReceiverStream::new(rx)));
+    *res.status_mut() = http::StatusCode::from_u16(head.status as u16).unwrap_or(http::StatusCode::OK);
+    let h = res.headers_mut();
+    let mut set = |name: header::HeaderName, value: &str| {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            h.insert(name, v);
+        }
+    };
+    set(header::ETAG, &head.etag);
+    set(header::LAST_MODIFIED, &head.last_modified);
+    set(header::ACCEPT_RANGES, "bytes");
+    set(header::CACHE_CONTROL, "no-cache");
+    if head.status != 304 {
+        set(header::CONTENT_TYPE, &head.content_type);
+        set(header::CONTENT_LENGTH, &head.content_length.to_string());
+        let name: String = head.filename.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
+        set(header::CONTENT_DISPOSITION, &format!("{}; filename=\"{name}\"", if download { "attachment" } else { "inline" }));
+        // A file is never run as a page of this origin (an uploaded HTML or SVG).
+        set(header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+        set(header::CONTENT_SECURITY_POLICY, "default-src 'none'; style-src 'unsafe-inline'; sandbox");
+    }
+    if !head.content_range.is_empty() {
+        set(header::CONTENT_RANGE, &head.content_range);
+    }
+    Ok(res)
+}

@@ -1,0 +1,272 @@
+//! Files and assets (issue 18; Directus's `/files`, `/assets`): multipart uploads streamed to
+//! storage, file items listed, read, updated and deleted with their blobs, assets streamed with
+//! `Range` and `ETag`, a file field nesting like any M2O (REST and GraphQL), the Directus SDK.
+//! Failure paths: an upload cut mid-way and one past FILES_MAX_UPLOAD_SIZE leave no row and no
+//! blob; from the attacker's side, the public and roles without a grant upload nothing and
+//! download only the files they may read, and cannot choose where a blob goes.
+
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
+use e2e_tests::fixture::{admin, call, eventually, role};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, exec, gql_data, graphql, repo_root, send, sql_json};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::sync::OnceLock;
+
+/// Largest upload in this environment (FILES_MAX_UPLOAD_SIZE).
+const MAX_UPLOAD: usize = 1_000_000;
+
+fn env() -> &'static TestApp {
+    static APP: OnceLock<TestApp> = OnceLock::new();
+    APP.get_or_init(|| {
+        e2e_tests::start(Spec {
+            dataset: Dataset::DemoWrites,
+            name: Some("files".into()),
+            core_env: vec![("FILES_MAX_UPLOAD_SIZE".into(), MAX_UPLOAD.to_string())],
+            ..Spec::default()
+        })
+        .unwrap_or_else(|e| panic!("environment: {e:#}"))
+    })
+}
+
+/// Bytes that compress badly and differ per `seed`.
+fn bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// `POST /files` with text `fields` then one file part.
+async fn upload(app: &TestApp, token: Option<&str>, fields: &[(&str, &str)], filename: &str, data: Vec<u8>) -> (u16, Value) {
+    let mut form = reqwest::multipart::Form::new();
+    for (k, v) in fields {
+        form = form.text(k.to_string(), v.to_string());
+    }
+    let part = reqwest::multipart::Part::bytes(data).file_name(filename.to_owned()).mime_str("application/octet-stream").expect("mime");
+    form = form.part("file", part);
+    let client = e2e_tests::http_client().build().expect("client");
+    let mut req = client.post(format!("{}/files", app.rest_url)).multipart(form);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let res = req.send().await.expect("upload");
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+/// The blobs in the environment's storage, as relative paths, sorted.
+fn blobs(app: &TestApp) -> Vec<String> {
+    fn walk(dir: &std::path::Path, root: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, root, out);
+            } else {
+                out.push(path.strip_prefix(root).unwrap_or(&path).to_string_lossy().into_owned());
+            }
+        }
+    }
+    let root = app.storage_dir();
+    let mut out = Vec::new();
+    walk(&root, &root, &mut out);
+    out.sort();
+    out
+}
+
+async fn get_raw(app: &TestApp, path: &str, token: Option<&str>, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+    let client = e2e_tests::http_client().build().expect("client");
+    let mut req = client.get(format!("{}{path}", app.rest_url));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let res = req.send().await.expect("get");
+    let (status, headers) = (res.status().as_u16(), res.headers().clone());
+    (status, headers, res.bytes().await.expect("body").to_vec())
+}
+
+fn header<'a>(h: &'a reqwest::header::HeaderMap, name: &str) -> &'a str {
+    h.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn upload_read_download_and_delete() {
+    let app = env();
+    let data = bytes(300_000, 1);
+    let (status, body) = upload(app, Some(ADMIN_TOKEN), &[("title", "Quarterly report"), ("tags", "[\"q3\",\"finance\"]")], "report.bin", data.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    let file = &body["data"];
+    let id = file["id"].as_str().expect("id").to_owned();
+    assert_eq!((file["title"].clone(), file["filename_download"].clone(), file["tags"].clone()), (json!("Quarterly report"), json!("report.bin"), json!(["q3", "finance"])));
+    assert_eq!(file["filesize"].to_string().trim_matches('"'), "300000");
+    assert_eq!(file["storage"], "local");
+    assert!(blobs(app).contains(&format!("{id}.bin")), "{:?}", blobs(app));
+    assert_eq!(std::fs::read(app.storage_dir().join(format!("{id}.bin"))).expect("blob"), data);
+
+    let listed = call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/files?filter[id][_eq]={id}&fields=title,type"), None).await;
+    assert_eq!(listed.body["data"], json!([{"title": "Quarterly report", "type": "application/octet-stream"}]));
+
+    let (status, h, got) = get_raw(app, &format!("/assets/{id}"), Some(ADMIN_TOKEN), &[]).await;
+    assert_eq!(status, 200);
+    assert!(got == data, "the asset's bytes are the upload's");
+    assert_eq!((header(&h, "content-type"), header(&h, "accept-ranges"), header(&h, "content-length")), ("application/octet-stream", "bytes", "300000"));
+    assert!(header(&h, "content-disposition").starts_with("inline; filename=\"report.bin\""));
+    let etag = header(&h, "etag").to_owned();
+    assert!(etag.starts_with('"') && etag.len() > 2, "{etag}");
+    let (status, h, got) = get_raw(app, &format!("/assets/{id}"), Some(ADMIN_TOKEN), &[("range", "bytes=100-199")]).await;
+    assert_eq!((status, header(&h, "content-range")), (206, "bytes 100-199/300000"));
+    assert!(got == data[100..200], "the range's bytes");
+    let (status, _, got) = get_raw(app, &format!("/assets/{id}"), Some(ADMIN_TOKEN), &[("range", "bytes=-10")]).await;
+    assert!(status == 206 && got == data[data.len() - 10..], "a suffix range");
+    let (status, _, got) = get_raw(app, &format!("/assets/{id}"), Some(ADMIN_TOKEN), &[("if-none-match", &etag)]).await;
+    assert!(status == 304 && got.is_empty(), "not modified");
+    let r = send(app, Method::GET, &format!("/assets/{id}"), Some(ADMIN_TOKEN), &[("range", "bytes=400000-")], None).await;
+    assert_error(&r, 416, "RANGE_NOT_SATISFIABLE", "a range past the end");
+    let (_, h, _) = get_raw(app, &format!("/assets/{id}?download"), Some(ADMIN_TOKEN), &[]).await;
+    assert!(header(&h, "content-disposition").starts_with("attachment;"));
+    let (status, _, got) = get_raw(app, &format!("/assets/{id}?access_token={ADMIN_TOKEN}"), None, &[]).await;
+    assert!(status == 200 && got == data, "the token in the query, as <img src> uses it");
+    let r = call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{id}?width=10"), None).await;
+    assert_error(&r, 400, "INVALID_QUERY", "transformations are not served yet");
+
+    let r = admin(app, Method::PATCH, &format!("/files/{id}"), json!({"title": "Q3 report"})).await;
+    assert_eq!((r.status, r.body["data"]["title"].clone()), (200, json!("Q3 report")), "{}", r.body);
+
+    let r = admin(app, Method::DELETE, &format!("/files/{id}"), json!(null)).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert!(!blobs(app).contains(&format!("{id}.bin")), "the blob goes with its row");
+    assert_error(&call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{id}"), None).await, 403, "FORBIDDEN", "a deleted file");
+    assert_error(&call(app, Some(ADMIN_TOKEN), Method::GET, "/assets/not-a-uuid", None).await, 403, "FORBIDDEN", "no such file");
+}
+
+#[tokio::test]
+async fn failed_uploads_leave_no_row_and_no_blob() {
+    use tokio::io::AsyncWriteExt;
+    let app = env();
+    // Cut mid-way: the client announces 5 MB, sends 200 KB of the file and goes away. (Other
+    // tests upload meanwhile: what this one checks is its own file's traces.)
+    let addr = app.rest_url.trim_start_matches("http://").to_owned();
+    let mut sock = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let head = format!(
+        "POST /files HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: multipart/form-data; boundary=XyZ\r\nContent-Length: 5000000\r\n\r\n\
+         --XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"cut.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+    );
+    sock.write_all(head.as_bytes()).await.expect("head");
+    sock.write_all(&bytes(200_000, 2)).await.expect("part of the file");
+    sock.flush().await.expect("flush");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // The client stops sending (its half of the connection closes before the announced length)
+    // and waits for the answer: the body is incomplete, never a whole file.
+    sock.shutdown().await.expect("shutdown");
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), tokio::io::AsyncReadExt::read_to_end(&mut sock, &mut answer)).await;
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 400") || answer.is_empty(), "{answer}");
+    // And a client that drops the connection mid-way.
+    let mut sock = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    sock.write_all(head.replace("cut.bin", "dropped.bin").as_bytes()).await.expect("head");
+    sock.write_all(&bytes(200_000, 9)).await.expect("part of the file");
+    sock.flush().await.expect("flush");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    drop(sock);
+    let traces = |name: &'static str| async move {
+        let rows = sql_json(app, &format!("SELECT count(*)::text FROM cdapi.files WHERE filename_download = '{name}'")).await;
+        let incoming = blobs(app).iter().filter(|b| b.starts_with(".incoming")).count();
+        (rows, incoming)
+    };
+    eventually("the cut upload leaves nothing", || async { traces("cut.bin").await == (json!(0), 0) }).await;
+    eventually("the dropped upload leaves nothing", || async { traces("dropped.bin").await == (json!(0), 0) }).await;
+
+    // Past FILES_MAX_UPLOAD_SIZE: 413, nothing kept.
+    let (status, body) = upload(app, Some(ADMIN_TOKEN), &[], "big.bin", bytes(MAX_UPLOAD + 1, 3)).await;
+    assert_eq!((status, body["errors"][0]["extensions"]["code"].clone()), (413, json!("CONTENT_TOO_LARGE")), "{body}");
+    eventually("the refused upload leaves nothing", || async { traces("big.bin").await == (json!(0), 0) }).await;
+    // A body without a file.
+    let client = e2e_tests::http_client().build().expect("client");
+    let res = client.post(format!("{}/files", app.rest_url)).bearer_auth(ADMIN_TOKEN).multipart(reqwest::multipart::Form::new().text("title", "x")).send().await.expect("post");
+    assert_eq!(res.status().as_u16(), 400);
+}
+
+#[tokio::test]
+async fn uploads_and_downloads_from_the_attackers_side() {
+    let app = env();
+    // The public and a role without a grant on files store nothing.
+    let (status, _) = upload(app, None, &[], "anon.bin", bytes(1000, 4)).await;
+    assert_eq!(status, 403);
+    let (reader, _, _) = role(app, "ArticleReaders", json!([{"collection": "articles", "action": "read", "fields": ["id"]}])).await;
+    let (status, _) = upload(app, Some(&reader), &[], "reader.bin", bytes(1000, 5)).await;
+    assert_eq!(status, 403);
+    let refused = sql_json(app, "SELECT count(*)::text FROM cdapi.files WHERE filename_download IN ('anon.bin', 'reader.bin')").await;
+    assert_eq!(refused, json!(0), "no row for refused uploads");
+    assert!(blobs(app).iter().all(|b| !b.starts_with(".incoming")), "no blob for refused uploads: {:?}", blobs(app));
+
+    // A role that uploads and reads its own files only.
+    let own = json!({"uploaded_by": {"_eq": "$CURRENT_USER"}});
+    let (uploader, uploader_id, _) = role(
+        app,
+        "Uploaders",
+        json!([
+            {"collection": "articles", "action": "read", "fields": ["id"]},
+            {"collection": "directus_files", "action": "create", "fields": ["title", "description", "tags", "folder"]},
+            {"collection": "directus_files", "action": "read", "permissions": own, "fields": ["*"]},
+        ]),
+    )
+    .await;
+    // Server-owned fields sent by the client are dropped: the blob's name is the server's.
+    let (status, body) = upload(app, Some(&uploader), &[("filename_disk", "../../escape.sh"), ("storage", "elsewhere"), ("uploaded_by", "00000000-0000-0000-0000-000000000000")], "../../evil.sh", bytes(2000, 6)).await;
+    assert_eq!(status, 200, "{body}");
+    let mine = body["data"]["id"].as_str().expect("id").to_owned();
+    let row = sql_json(app, &format!("SELECT json_build_object('disk', filename_disk, 'storage', storage, 'by', uploaded_by)::text FROM cdapi.files WHERE id = '{mine}'")).await;
+    assert_eq!(row, json!({"disk": format!("{mine}.sh"), "storage": "local", "by": uploader_id}));
+    assert!(blobs(app).iter().all(|b| !b.contains("escape")), "{:?}", blobs(app));
+    let (status, body) = upload(app, Some(ADMIN_TOKEN), &[("title", "Board minutes")], "minutes.bin", bytes(3000, 7)).await;
+    assert_eq!(status, 200);
+    let theirs = body["data"]["id"].as_str().expect("id").to_owned();
+    assert_eq!(get_raw(app, &format!("/assets/{mine}"), Some(&uploader), &[]).await.0, 200);
+    assert_error(&call(app, Some(&uploader), Method::GET, &format!("/assets/{theirs}"), None).await, 403, "FORBIDDEN", "another user's file");
+    assert_error(&call(app, None, Method::GET, &format!("/assets/{theirs}"), None).await, 403, "FORBIDDEN", "the public");
+    let listed = call(app, Some(&uploader), Method::GET, "/files?fields=id", None).await;
+    assert_eq!(listed.body["data"], json!([{"id": mine}]));
+    // No delete grant: the file and its blob stay.
+    assert_error(&call(app, Some(&uploader), Method::DELETE, &format!("/files/{mine}"), None).await, 403, "FORBIDDEN", "delete without a grant");
+    assert!(blobs(app).contains(&format!("{mine}.sh")));
+}
+
+#[tokio::test]
+async fn a_file_field_nests_like_any_m2o() {
+    let app = env();
+    exec(app, "CREATE TABLE posts (id serial PRIMARY KEY, title text, featured_image uuid REFERENCES cdapi.files (id) ON DELETE SET NULL)").await;
+    let (status, body) = upload(app, Some(ADMIN_TOKEN), &[("title", "Cover")], "cover.jpg", bytes(5000, 8)).await;
+    assert_eq!(status, 200);
+    let id = body["data"]["id"].as_str().expect("id").to_owned();
+    eventually("posts is served", || async { call(app, Some(ADMIN_TOKEN), Method::GET, "/items/posts", None).await.status == 200 }).await;
+    let r = admin(app, Method::POST, "/items/posts?fields=title,featured_image.title,featured_image.filename_download", json!({"title": "Hello", "featured_image": id})).await;
+    assert_eq!(r.body["data"], json!({"title": "Hello", "featured_image": {"title": "Cover", "filename_download": "cover.jpg"}}), "{}", r.body);
+    let g = graphql(app, "/graphql", "{ posts { title featured_image { id filesize } } }", json!({})).await;
+    assert_eq!(gql_data(&g)["posts"][0]["featured_image"]["id"], json!(id), "{}", g.body);
+}
+
+/// The official Directus SDK (18.x, `tests/js/sdk-files.mjs`): uploadFiles, readFiles,
+/// readAssetRaw, deleteFile, unchanged.
+#[tokio::test]
+async fn the_directus_sdk_uploads_and_downloads() {
+    let app = env();
+    let js = repo_root().join("tests/js");
+    let out = std::process::Command::new("node").arg("sdk-files.mjs").arg(&app.rest_url).arg(ADMIN_TOKEN).current_dir(&js).output().expect("node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "node failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert!(report.get("error").is_none(), "{report}");
+    assert_eq!(report["uploaded"], json!({"title": "SDK upload", "filename_download": "hello.bin", "type": "application/octet-stream"}));
+    assert_eq!(report["listed"], true);
+    assert_eq!(report["raw"], "hello from the SDK\n", "{report}");
+    assert_eq!(report["after_delete"], "FORBIDDEN");
+}
