@@ -20,7 +20,10 @@ use cdapi_proto::v1::{Collection, Field, FieldType, SchemaSnapshot};
 use serde_json::{Map, Value, json};
 
 /// The system collections served on their own paths, and those paths.
-const SYSTEM_PATHS: &[(&str, &str)] = &[("directus_users", "/users"), ("directus_roles", "/roles"), ("directus_permissions", "/permissions"), ("directus_policies", "/policies")];
+const SYSTEM_PATHS: &[(&str, &str)] = &[
+    ("directus_users", "/users"), ("directus_roles", "/roles"), ("directus_permissions", "/permissions"), ("directus_policies", "/policies"),
+    ("directus_files", "/files"), ("directus_folders", "/folders"),
+];
 
 /// The document for `snapshot` (the caller's view); `server` is the public base URL, if known.
 pub fn document(snapshot: &SchemaSnapshot, server: Option<&str>) -> Value {
@@ -229,6 +232,15 @@ fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, V
     paths.insert("/schema/snapshot".into(), json!({"get": op("schemaSnapshot", "The user collections, fields and relations (admin)", "Schema", &[], false, Some(object.clone()))}));
     paths.insert("/schema/diff".into(), json!({"post": diff}));
     paths.insert("/schema/apply".into(), json!({"post": apply}));
+    // A file's bytes.
+    let mut asset = op("getAsset", "A file's bytes (one `Range`; `If-None-Match`)", "Assets", &["id"], false, None);
+    asset["responses"] = json!({
+        "200": {"description": "The file", "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+        "206": {"description": "A range of the file", "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+        "304": {"description": "Not modified"},
+        "default": error_ref(),
+    });
+    paths.insert("/assets/{id}".into(), json!({"get": asset}));
     // What the caller has (Directus 11's access model).
     let access = json!({"type": "object", "additionalProperties": {"type": "object"}});
     paths.insert("/permissions/me".into(), json!({"get": op("readUserPermissions", "What the caller may do per collection and action", "Permissions", &[], false, Some(access))}));
