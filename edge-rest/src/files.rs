@@ -4,7 +4,9 @@
 //!   are its fields (`title`, `description`, `folder`, `tags`...). One file answers the item,
 //!   several an array. A client that stops mid-way cancels the call: the core keeps nothing.
 //! - `GET /assets/:id` (`?download` for an attachment): the bytes, streamed, with `ETag`,
-//!   `Last-Modified`, `Accept-Ranges` and one `Range`; `If-None-Match` → 304.
+//!   `Last-Modified`, `Accept-Ranges` and one `Range`; `If-None-Match` → 304; image
+//!   transformations (`width`, `height`, `fit`, `quality`, `format`, `withoutEnlargement`, `key`)
+//!   made by the core.
 //!
 //! Listing, reading, updating and deleting file items are the system-collection routes
 //! (`/files`, `/files/:id`). Budgets: text parts at most 64 KiB each and 100 in all; the file's
@@ -108,25 +110,26 @@ pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id
     Ok(reply::data(data.to_string().as_bytes(), b""))
 }
 
-/// The query parameters of image transformations (not served yet: refused rather than
-/// answered with the original).
-const TRANSFORMS: &[&str] = &["width", "height", "fit", "quality", "format", "key", "transforms", "withoutEnlargement", "focal_point_x", "focal_point_y"];
+/// The query parameters of image transformations, passed to the core.
+const TRANSFORMS: &[&str] = &["width", "height", "fit", "quality", "format", "key", "withoutEnlargement"];
 
-/// `GET /assets/:id` (see the module docs). Errors: the core's (FORBIDDEN, RANGE_NOT_SATISFIABLE);
-/// INVALID_QUERY for a transformation; 405 for other methods.
+/// `GET /assets/:id` (see the module docs). Errors: the core's (FORBIDDEN, RANGE_NOT_SATISFIABLE,
+/// INVALID_QUERY, ILLEGAL_ASSET_TRANSFORMATION); INVALID_QUERY for `transforms`; 405 for other
+/// methods.
 pub async fn asset(state: &EdgeState, req: &HttpRequest, request_id: &str, id: String) -> Result<Response, ApiError> {
     if req.method != Method::GET {
         return Ok(reply::method_not_allowed(&req.method, "GET"));
     }
     let params: Vec<(String, String)> = form_urlencoded::parse(req.query.as_bytes()).into_owned().collect();
-    if let Some((k, _)) = params.iter().find(|(k, _)| TRANSFORMS.contains(&k.as_str())) {
-        return Err(ApiError::invalid_query(format!("Image transformations (\"{k}\") are not supported yet")));
+    if params.iter().any(|(k, _)| k == "transforms") {
+        return Err(ApiError::invalid_query("Custom transformations (\"transforms\") are not supported; use width, height, fit, quality, format or a preset key"));
     }
+    let transform = params.iter().filter(|(k, _)| TRANSFORMS.contains(&k.as_str())).cloned().collect();
     let download = params.iter().any(|(k, _)| k == "download");
     let token = params.iter().find(|(k, _)| k == "access_token").map(|(_, v)| v.clone());
     let caller = req.caller(request_id, token)?;
     let text = |name: header::HeaderName| req.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
-    let call = caller.request(AssetRequest { id, range: text(header::RANGE), if_none_match: text(header::IF_NONE_MATCH) })?;
+    let call = caller.request(AssetRequest { id, range: text(header::RANGE), if_none_match: text(header::IF_NONE_MATCH), transform })?;
     let mut stream = state.files.clone().read_asset(call).await?.into_inner();
     let head = match stream.message().await? {
         Some(cdapi_proto::v1::AssetChunk { part: Some(asset_chunk::Part::Head(h)) }) => h,

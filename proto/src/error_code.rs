@@ -40,6 +40,9 @@ pub enum ErrorCode {
     UnsupportedMediaType,
     /// 416: the `Range` of an asset request lies outside the file.
     RangeNotSatisfiable,
+    /// 400: an image transformation that may not run (Directus `ILLEGAL_ASSET_TRANSFORMATION`:
+    /// an image larger than the transformation limit, or not an image it can decode).
+    IllegalAssetTransformation,
     /// 429: rate limit hit.
     RequestsExceeded,
     /// 404: the endpoint does not exist.
@@ -60,7 +63,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for lookups by name.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         Self::FailedValidation,
         Self::Forbidden,
         Self::InvalidToken,
@@ -73,6 +76,7 @@ impl ErrorCode {
         Self::ContentTooLarge,
         Self::UnsupportedMediaType,
         Self::RangeNotSatisfiable,
+        Self::IllegalAssetTransformation,
         Self::RequestsExceeded,
         Self::RouteNotFound,
         Self::MethodNotAllowed,
@@ -98,6 +102,7 @@ impl ErrorCode {
             Self::ContentTooLarge => "CONTENT_TOO_LARGE",
             Self::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             Self::RangeNotSatisfiable => "RANGE_NOT_SATISFIABLE",
+            Self::IllegalAssetTransformation => "ILLEGAL_ASSET_TRANSFORMATION",
             Self::RequestsExceeded => "REQUESTS_EXCEEDED",
             Self::RouteNotFound => "ROUTE_NOT_FOUND",
             Self::MethodNotAllowed => "METHOD_NOT_ALLOWED",
@@ -120,6 +125,7 @@ impl ErrorCode {
             Self::FailedValidation
             | Self::InvalidPayload
             | Self::InvalidQuery
+            | Self::IllegalAssetTransformation
             | Self::RecordNotUnique
             | Self::InvalidForeignKey => 400,
             Self::TokenExpired | Self::InvalidCredentials | Self::InvalidIp | Self::InvalidOtp => 401,
@@ -145,6 +151,7 @@ impl ErrorCode {
             | Self::InvalidQuery
             | Self::UnsupportedMediaType
             | Self::RangeNotSatisfiable
+            | Self::IllegalAssetTransformation
             | Self::ContentTooLarge
             | Self::InvalidForeignKey => Code::InvalidArgument,
             Self::RecordNotUnique => Code::AlreadyExists,

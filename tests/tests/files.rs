@@ -44,11 +44,16 @@ fn bytes(len: usize, seed: u64) -> Vec<u8> {
 
 /// `POST /files` with text `fields` then one file part.
 async fn upload(app: &TestApp, token: Option<&str>, fields: &[(&str, &str)], filename: &str, data: Vec<u8>) -> (u16, Value) {
+    upload_typed(app, token, fields, filename, "application/octet-stream", data).await
+}
+
+/// [`upload`] with the file part's media type.
+async fn upload_typed(app: &TestApp, token: Option<&str>, fields: &[(&str, &str)], filename: &str, mime: &str, data: Vec<u8>) -> (u16, Value) {
     let mut form = reqwest::multipart::Form::new();
     for (k, v) in fields {
         form = form.text(k.to_string(), v.to_string());
     }
-    let part = reqwest::multipart::Part::bytes(data).file_name(filename.to_owned()).mime_str("application/octet-stream").expect("mime");
+    let part = reqwest::multipart::Part::bytes(data).file_name(filename.to_owned()).mime_str(mime).expect("mime");
     form = form.part("file", part);
     let client = e2e_tests::http_client().build().expect("client");
     let mut req = client.post(format!("{}/files", app.rest_url)).multipart(form);
@@ -134,8 +139,8 @@ async fn upload_read_download_and_delete() {
     assert!(header(&h, "content-disposition").starts_with("attachment;"));
     let (status, _, got) = get_raw(app, &format!("/assets/{id}?access_token={ADMIN_TOKEN}"), None, &[]).await;
     assert!(status == 200 && got == data, "the token in the query, as <img src> uses it");
-    let r = call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{id}?width=10"), None).await;
-    assert_error(&r, 400, "INVALID_QUERY", "transformations are not served yet");
+    let (status, _, got) = get_raw(app, &format!("/assets/{id}?width=10"), Some(ADMIN_TOKEN), &[]).await;
+    assert!(status == 200 && got == data, "not an image: served as stored, as Directus does");
 
     let r = admin(app, Method::PATCH, &format!("/files/{id}"), json!({"title": "Q3 report"})).await;
     assert_eq!((r.status, r.body["data"]["title"].clone()), (200, json!("Q3 report")), "{}", r.body);
@@ -269,4 +274,84 @@ async fn the_directus_sdk_uploads_and_downloads() {
     assert_eq!(report["listed"], true);
     assert_eq!(report["raw"], "hello from the SDK\n", "{report}");
     assert_eq!(report["after_delete"], "FORBIDDEN");
+}
+
+/// A PNG of `w`×`h` with a gradient.
+fn png(w: u32, h: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([(x % 256) as u8, (y % 256) as u8, 128]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgb8(img).write_to(&mut out, image::ImageFormat::Png).expect("png");
+    out.into_inner()
+}
+
+/// A PNG whose header claims `w`×`h` and that holds (almost) no pixel data: what an attacker
+/// uploads to make a transformation allocate gigabytes.
+fn png_header_only(w: u32, h: u32) -> Vec<u8> {
+    fn crc32(data: &[u8]) -> u32 {
+        let mut crc = 0xffff_ffffu32;
+        for &b in data {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+            }
+        }
+        !crc
+    }
+    let chunk = |kind: &[u8], data: &[u8]| {
+        let mut c = (data.len() as u32).to_be_bytes().to_vec();
+        let mut body = kind.to_vec();
+        body.extend_from_slice(data);
+        c.extend_from_slice(&body);
+        c.extend_from_slice(&crc32(&body).to_be_bytes());
+        c
+    };
+    let mut ihdr = w.to_be_bytes().to_vec();
+    ihdr.extend_from_slice(&h.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    out.extend(chunk(b"IHDR", &ihdr));
+    // A few bytes of compressed data (an empty zlib stream): the decoder reaches the pixels'
+    // start, where the size is known, and nothing more is there.
+    out.extend(chunk(b"IDAT", &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]));
+    out.extend(chunk(b"IEND", &[]));
+    out
+}
+
+#[tokio::test]
+async fn images_are_transformed_within_bounds() {
+    let app = env();
+    let (status, body) = upload_typed(app, Some(ADMIN_TOKEN), &[], "photo.png", "image/png", png(300, 200)).await;
+    assert_eq!(status, 200, "{body}");
+    let id = body["data"]["id"].as_str().expect("id").to_owned();
+    let dims = |bytes: &[u8]| image::load_from_memory(bytes).map(|i| (i.width(), i.height())).expect("an image");
+    let (status, h, got) = get_raw(app, &format!("/assets/{id}?width=150"), Some(ADMIN_TOKEN), &[]).await;
+    assert_eq!((status, header(&h, "content-type"), dims(&got)), (200, "image/png", (150, 100)), "width alone keeps the proportions");
+    let etag = header(&h, "etag").to_owned();
+    let (_, _, again) = get_raw(app, &format!("/assets/{id}?width=150"), Some(ADMIN_TOKEN), &[]).await;
+    assert!(again == got, "the cached transformation is the same image");
+    let (status, _, none) = get_raw(app, &format!("/assets/{id}?width=150"), Some(ADMIN_TOKEN), &[("if-none-match", &etag)]).await;
+    assert!(status == 304 && none.is_empty());
+    let (_, h, got) = get_raw(app, &format!("/assets/{id}?width=100&height=100&fit=cover&format=jpg&quality=60"), Some(ADMIN_TOKEN), &[]).await;
+    assert_eq!((header(&h, "content-type"), dims(&got)), ("image/jpeg", (100, 100)));
+    assert_ne!(header(&h, "etag"), etag, "each transformation has its own validator");
+    let (_, _, got) = get_raw(app, &format!("/assets/{id}?width=100&height=100&fit=inside&format=webp"), Some(ADMIN_TOKEN), &[]).await;
+    assert_eq!(dims(&got), (100, 67));
+    let (_, _, got) = get_raw(app, &format!("/assets/{id}?width=1000&withoutEnlargement=true"), Some(ADMIN_TOKEN), &[]).await;
+    assert_eq!(dims(&got), (300, 200));
+    for (query, code) in [("width=0", "INVALID_QUERY"), ("width=100000", "INVALID_QUERY"), ("fit=stretch", "INVALID_QUERY"), ("format=avif", "INVALID_QUERY"), ("quality=0", "INVALID_QUERY"), ("key=nope", "INVALID_QUERY"), ("transforms=[[\"blur\",10]]", "INVALID_QUERY")] {
+        let r = call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{id}?{query}"), None).await;
+        assert_error(&r, 400, code, query);
+    }
+    // A 20,000 × 20,000 image is refused from its header, before a pixel is decoded; the file
+    // itself stays downloadable as stored.
+    let huge = png_header_only(20_000, 20_000);
+    let (status, body) = upload_typed(app, Some(ADMIN_TOKEN), &[], "huge.png", "image/png", huge.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    let huge_id = body["data"]["id"].as_str().expect("id").to_owned();
+    let r = call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{huge_id}?width=400"), None).await;
+    assert_error(&r, 400, "ILLEGAL_ASSET_TRANSFORMATION", "a 20000x20000 image");
+    let message = r.body["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("20000×20000"), "refused for its size, from the header: {message}");
+    let (status, _, got) = get_raw(app, &format!("/assets/{huge_id}"), Some(ADMIN_TOKEN), &[]).await;
+    assert!(status == 200 && got == huge);
 }

@@ -3,7 +3,8 @@
 //!
 //! - [`upload`]: a client-streamed upload goes to storage chunk by chunk (flat memory), then
 //!   the item is created in one transaction; a failure at any point leaves neither.
-//! - [`assets`]: a file's bytes streamed back, with `Range` and a strong `ETag`.
+//! - [`assets`]: a file's bytes streamed back, with `Range` and a strong `ETag`; images
+//!   transformed on the way ([`transform`]).
 //! - Deleting file items (however: the API, SQL) queues their blobs in
 //!   `cdapi.file_blobs_deleted` (migration 0009's trigger); [`Storage::sweep`] removes them,
 //!   after every delete through the API and at start.
@@ -13,6 +14,7 @@
 //! ([`PART_SIZE`]).
 
 pub mod assets;
+pub mod transform;
 pub mod upload;
 
 use cdapi_proto::{ApiError, ErrorCode};
@@ -34,6 +36,8 @@ pub struct StorageSettings {
     pub local_root: std::path::PathBuf,
     /// The largest upload, in bytes.
     pub max_upload_size: u64,
+    /// Image transformations (ASSETS_* settings).
+    pub transform: transform::TransformSettings,
 }
 
 impl StorageSettings {
@@ -45,6 +49,7 @@ impl StorageSettings {
             location,
             local_root: service_runtime::env_or("STORAGE_LOCAL_ROOT", "./uploads".to_string())?.into(),
             max_upload_size: service_runtime::env_or("FILES_MAX_UPLOAD_SIZE", 2u64 << 30)?,
+            transform: transform::TransformSettings::from_env()?,
         })
     }
 }
@@ -59,6 +64,8 @@ pub struct Storage {
     pub max_upload_size: u64,
     /// The local location's directory (temporary blobs are cleaned up there directly).
     pub root: std::path::PathBuf,
+    /// Image transformations of assets.
+    pub transformer: transform::Transformer,
 }
 
 impl Storage {
@@ -71,6 +78,7 @@ impl Storage {
             location: settings.location.clone(),
             max_upload_size: settings.max_upload_size,
             root: settings.local_root.clone(),
+            transformer: transform::Transformer::new(settings.transform.clone()),
         })
     }
 

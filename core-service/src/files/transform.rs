@@ -1,0 +1,352 @@
+//! Image transformations of assets (issue 18; Directus's `/assets/:id?width=&height=&fit=&
+//! quality=&format=&withoutEnlargement=&key=`), with the `image` crate.
+//!
+//! Budgets (Directus's setting names where it has them):
+//! - ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION (default 6000): a source image wider or taller is
+//!   refused (ILLEGAL_ASSET_TRANSFORMATION) from its header, before any pixel is decoded; so is
+//!   a requested `width`/`height` above it.
+//! - ASSETS_TRANSFORM_MAX_INPUT_BYTES (default 64 MiB): larger sources are refused the same way.
+//! - ASSETS_TRANSFORM_MAX_CONCURRENT (default 2): transformations running at once (each on the
+//!   blocking pool); others wait their turn.
+//! - ASSETS_CACHE_MAX_BYTES (default 64 MiB; 0 = no cache): transformed images kept in memory,
+//!   keyed by file, its ETag and the parameters; the oldest go first.
+//! - ASSETS_PRESETS (JSON array of `{key, width, height, fit, quality, format,
+//!   withoutEnlargement}`): what `?key=` names; an unknown key is INVALID_QUERY.
+//!
+//! `fit`: `cover` (default: fill the box, cropping), `contain` (inside the box, letterboxed
+//! with transparent or white bars), `inside` (inside the box), `outside` (cover the box, no
+//! crop). With one of `width`/`height` the other follows the image's proportions. `format`:
+//! `jpg`/`jpeg`, `png`, `webp` (lossless), `auto`/absent (the source's). Files that are not
+//! images are served as stored, as Directus does.
+
+use bytes::Bytes;
+use cdapi_proto::{ApiError, ErrorCode};
+use image::{DynamicImage, GenericImageView, ImageFormat, imageops::FilterType};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Mutex;
+
+/// Transformation settings (see the module docs).
+#[derive(Debug, Clone)]
+pub struct TransformSettings {
+    /// ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION.
+    pub max_dimension: u32,
+    /// ASSETS_TRANSFORM_MAX_INPUT_BYTES.
+    pub max_input_bytes: u64,
+    /// ASSETS_TRANSFORM_MAX_CONCURRENT.
+    pub max_concurrent: usize,
+    /// ASSETS_CACHE_MAX_BYTES.
+    pub cache_bytes: usize,
+    /// ASSETS_PRESETS, by key.
+    pub presets: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl TransformSettings {
+    /// Reads the settings. Errors: a value that does not parse.
+    pub fn from_env() -> anyhow::Result<Self> {
+        let presets = match service_runtime::env_opt("ASSETS_PRESETS") {
+            None => BTreeMap::new(),
+            Some(text) => {
+                let list: Vec<serde_json::Map<String, Value>> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("ASSETS_PRESETS: {e}"))?;
+                let mut out = BTreeMap::new();
+                for p in list {
+                    let key = p.get("key").and_then(Value::as_str).ok_or_else(|| anyhow::anyhow!("ASSETS_PRESETS: every preset needs a \"key\""))?.to_owned();
+                    let params = p.iter().filter(|(k, _)| k.as_str() != "key").map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned))).collect();
+                    out.insert(key, params);
+                }
+                out
+            }
+        };
+        Ok(Self {
+            max_dimension: service_runtime::env_or("ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION", 6000u32)?,
+            max_input_bytes: service_runtime::env_or("ASSETS_TRANSFORM_MAX_INPUT_BYTES", 64u64 << 20)?,
+            max_concurrent: service_runtime::env_or("ASSETS_TRANSFORM_MAX_CONCURRENT", 2usize)?.max(1),
+            cache_bytes: service_runtime::env_or("ASSETS_CACHE_MAX_BYTES", 64usize << 20)?,
+            presets,
+        })
+    }
+}
+
+/// How the image fills the box.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fit {
+    Cover,
+    Contain,
+    Inside,
+    Outside,
+}
+
+/// A checked transformation request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transform {
+    width: Option<u32>,
+    height: Option<u32>,
+    fit: Fit,
+    quality: u8,
+    format: Option<ImageFormat>,
+    without_enlargement: bool,
+}
+
+impl Transform {
+    /// The transformation `params` ask for (a preset's under `key`, the others on top), `None`
+    /// when they ask for none. Errors: INVALID_QUERY for a bad value or an unknown preset.
+    pub fn parse(params: &HashMap<String, String>, settings: &TransformSettings) -> Result<Option<Self>, ApiError> {
+        let mut p: BTreeMap<String, String> = BTreeMap::new();
+        if let Some(key) = params.get("key") {
+            let preset = settings.presets.get(key).ok_or_else(|| ApiError::invalid_query(format!("Unknown asset preset \"{key}\"")))?;
+            p.extend(preset.clone());
+        }
+        p.extend(params.iter().filter(|(k, _)| k.as_str() != "key").map(|(k, v)| (k.clone(), v.clone())));
+        if p.is_empty() {
+            return Ok(None);
+        }
+        let bad = |k: &str, v: &str, why: &str| ApiError::invalid_query(format!("\"{k}={v}\": {why}"));
+        let size = |k: &str| -> Result<Option<u32>, ApiError> {
+            match p.get(k) {
+                None => Ok(None),
+                Some(v) => match v.parse::<u32>() {
+                    Ok(n) if n >= 1 && n <= settings.max_dimension => Ok(Some(n)),
+                    _ => Err(bad(k, v, &format!("a whole number from 1 to {}", settings.max_dimension))),
+                },
+            }
+        };
+        let fit = match p.get("fit").map(String::as_str) {
+            None | Some("cover") => Fit::Cover,
+            Some("contain") => Fit::Contain,
+            Some("inside") => Fit::Inside,
+            Some("outside") => Fit::Outside,
+            Some(v) => return Err(bad("fit", v, "one of cover, contain, inside, outside")),
+        };
+        let quality = match p.get("quality") {
+            None => 80,
+            Some(v) => match v.parse::<u8>() {
+                Ok(q) if (1..=100).contains(&q) => q,
+                _ => return Err(bad("quality", v, "a whole number from 1 to 100")),
+            },
+        };
+        let format = match p.get("format").map(String::as_str) {
+            None | Some("auto") => None,
+            Some("jpg" | "jpeg") => Some(ImageFormat::Jpeg),
+            Some("png") => Some(ImageFormat::Png),
+            Some("webp") => Some(ImageFormat::WebP),
+            Some(v) => return Err(bad("format", v, "one of jpg, jpeg, png, webp, auto (avif and tiff are not supported here)")),
+        };
+        let without_enlargement = matches!(p.get("withoutEnlargement").map(String::as_str), Some("true" | "1"));
+        Ok(Some(Self { width: size("width")?, height: size("height")?, fit, quality, format, without_enlargement }))
+    }
+
+    /// A short text of the parameters (cache key, ETag).
+    pub fn key(&self) -> String {
+        format!("{:?}", self)
+    }
+}
+
+/// A transformed image and its media type.
+type Entry = (Bytes, &'static str);
+
+/// Transformed images kept in memory, oldest out first, within a byte budget.
+pub struct Cache {
+    max: usize,
+    inner: Mutex<(HashMap<String, Entry>, VecDeque<String>, usize)>,
+}
+
+impl Cache {
+    fn new(max: usize) -> Self {
+        Self { max, inner: Mutex::new((HashMap::new(), VecDeque::new(), 0)) }
+    }
+
+    fn get(&self, key: &str) -> Option<Entry> {
+        self.inner.lock().ok()?.0.get(key).cloned()
+    }
+
+    fn put(&self, key: String, value: Entry) {
+        if value.0.len() > self.max {
+            return;
+        }
+        let Ok(mut g) = self.inner.lock() else { return };
+        let (map, order, used) = &mut *g;
+        while *used + value.0.len() > self.max {
+            let Some(old) = order.pop_front() else { break };
+            if let Some(v) = map.remove(&old) {
+                *used -= v.0.len();
+            }
+        }
+        *used += value.0.len();
+        if let Some(prev) = map.insert(key.clone(), value) {
+            *used -= prev.0.len();
+        } else {
+            order.push_back(key);
+        }
+    }
+}
+
+/// The transformation engine: settings, the concurrency bound and the cache.
+pub struct Transformer {
+    /// The settings.
+    pub settings: TransformSettings,
+    permits: tokio::sync::Semaphore,
+    cache: Cache,
+}
+
+impl Transformer {
+    /// An engine with `settings`.
+    pub fn new(settings: TransformSettings) -> Self {
+        Self { permits: tokio::sync::Semaphore::new(settings.max_concurrent), cache: Cache::new(settings.cache_bytes), settings }
+    }
+
+    /// `source` (of `size` bytes, fetched by `load` only on a cache miss) transformed by `t`;
+    /// returns the bytes and their media type. `identity`: the file and its ETag (the cache
+    /// key). Errors: ILLEGAL_ASSET_TRANSFORMATION (too large, not an image it can decode),
+    /// SERVICE_UNAVAILABLE (storage), INTERNAL_SERVER_ERROR (encoding).
+    pub async fn run<F, Fut>(&self, identity: &str, size: u64, t: &Transform, load: F) -> Result<(Bytes, &'static str), ApiError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Bytes, ApiError>>,
+    {
+        let key = format!("{identity}|{}", t.key());
+        let illegal = |why: String| ApiError::new(ErrorCode::IllegalAssetTransformation, why);
+        if let Some(hit) = self.cache.get(&key) {
+            return Ok(hit);
+        }
+        if size > self.settings.max_input_bytes {
+            return Err(illegal(format!("The image is larger than {} bytes and is not transformed.", self.settings.max_input_bytes)));
+        }
+        let source = load().await?;
+        let _permit = self.permits.acquire().await.map_err(|_| ApiError::internal())?;
+        let (t2, max) = (t.clone(), self.settings.max_dimension);
+        let (out, format) = tokio::task::spawn_blocking(move || transform(&source, &t2, max))
+            .await
+            .map_err(|_| ApiError::internal())??;
+        self.cache.put(key, (out.clone(), mime(format)));
+        Ok((out, mime(format)))
+    }
+}
+
+fn mime(format: ImageFormat) -> &'static str {
+    match format {
+        ImageFormat::Jpeg => "image/jpeg",
+        ImageFormat::Png => "image/png",
+        ImageFormat::WebP => "image/webp",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Decodes, resizes and encodes (blocking). The source's dimensions are read from its header
+/// first: past `max` on a side it is refused without decoding a pixel.
+fn transform(source: &[u8], t: &Transform, max: u32) -> Result<(Bytes, ImageFormat), ApiError> {
+    let illegal = |why: String| ApiError::new(ErrorCode::IllegalAssetTransformation, why);
+    let reader = || image::ImageReader::new(std::io::Cursor::new(source)).with_guessed_format().map_err(|e| illegal(format!("Not a readable image: {e}")));
+    let r = reader()?;
+    let source_format = r.format().ok_or_else(|| illegal("Not an image format that can be transformed".into()))?;
+    let (w, h) = r.into_dimensions().map_err(|e| illegal(format!("Not a readable image: {e}")))?;
+    if w > max || h > max {
+        return Err(illegal(format!("The image is {w}×{h}: larger than {max} on a side (ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION).")));
+    }
+    let mut r = reader()?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(max);
+    limits.max_image_height = Some(max);
+    limits.max_alloc = Some(1 << 30);
+    r.limits(limits);
+    let img = r.decode().map_err(|e| illegal(format!("The image could not be decoded: {e}")))?;
+    let img = resize(img, t);
+    let format = t.format.unwrap_or(match source_format {
+        ImageFormat::Png | ImageFormat::WebP => source_format,
+        _ => ImageFormat::Jpeg,
+    });
+    let mut out = Vec::new();
+    match format {
+        ImageFormat::Jpeg => {
+            let rgb = DynamicImage::ImageRgb8(img.to_rgb8());
+            rgb.write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, t.quality))
+        }
+        ImageFormat::WebP => {
+            let rgba = DynamicImage::ImageRgba8(img.to_rgba8());
+            rgba.write_with_encoder(image::codecs::webp::WebPEncoder::new_lossless(&mut out))
+        }
+        _ => img.write_with_encoder(image::codecs::png::PngEncoder::new(&mut out)),
+    }
+    .map_err(|e| {
+        tracing::error!(error = %e, "encoding a transformed image failed");
+        ApiError::internal()
+    })?;
+    Ok((Bytes::from(out), format))
+}
+
+/// The image resized to the requested box (see the module docs for `fit`).
+fn resize(img: DynamicImage, t: &Transform) -> DynamicImage {
+    let (w, h) = img.dimensions();
+    let (bw, bh) = match (t.width, t.height) {
+        (None, None) => return img,
+        (Some(bw), None) => (bw, ((u64::from(h) * u64::from(bw)).div_ceil(u64::from(w.max(1))) as u32).max(1)),
+        (None, Some(bh)) => (((u64::from(w) * u64::from(bh)).div_ceil(u64::from(h.max(1))) as u32).max(1), bh),
+        (Some(bw), Some(bh)) => (bw, bh),
+    };
+    if t.without_enlargement && bw >= w && bh >= h {
+        return img;
+    }
+    let filter = FilterType::Triangle;
+    match (t.fit, t.width.is_some() && t.height.is_some()) {
+        (_, false) | (Fit::Inside, true) => img.resize(bw, bh, filter),
+        (Fit::Cover, true) => img.resize_to_fill(bw, bh, filter),
+        (Fit::Outside, true) => {
+            let scale = (f64::from(bw) / f64::from(w)).max(f64::from(bh) / f64::from(h));
+            img.resize_exact(((f64::from(w) * scale).round() as u32).max(1), ((f64::from(h) * scale).round() as u32).max(1), filter)
+        }
+        (Fit::Contain, true) => {
+            let inner = img.resize(bw, bh, filter);
+            let mut canvas = image::RgbaImage::from_pixel(bw, bh, image::Rgba([255, 255, 255, 0]));
+            let (iw, ih) = inner.dimensions();
+            image::imageops::overlay(&mut canvas, &inner.to_rgba8(), i64::from((bw - iw) / 2), i64::from((bh - ih) / 2));
+            DynamicImage::ImageRgba8(canvas)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> TransformSettings {
+        TransformSettings { max_dimension: 6000, max_input_bytes: 1 << 20, max_concurrent: 1, cache_bytes: 1 << 20, presets: BTreeMap::new() }
+    }
+
+    fn params(list: &[(&str, &str)]) -> HashMap<String, String> {
+        list.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn parameters_are_checked() {
+        let s = settings();
+        assert!(Transform::parse(&params(&[]), &s).expect("ok").is_none());
+        assert!(Transform::parse(&params(&[("width", "0")]), &s).is_err());
+        assert!(Transform::parse(&params(&[("width", "6001")]), &s).is_err());
+        assert!(Transform::parse(&params(&[("fit", "stretch")]), &s).is_err());
+        assert!(Transform::parse(&params(&[("format", "avif")]), &s).is_err());
+        assert!(Transform::parse(&params(&[("quality", "101")]), &s).is_err());
+        assert!(Transform::parse(&params(&[("key", "thumb")]), &s).is_err());
+        assert!(Transform::parse(&params(&[("width", "10"), ("format", "webp")]), &s).expect("ok").is_some());
+    }
+
+    #[test]
+    fn boxes_follow_fit() {
+        let img = DynamicImage::new_rgb8(300, 200);
+        let t = |w: Option<u32>, h: Option<u32>, fit: Fit| Transform { width: w, height: h, fit, quality: 80, format: None, without_enlargement: false };
+        assert_eq!(resize(img.clone(), &t(Some(150), None, Fit::Cover)).dimensions(), (150, 100));
+        assert_eq!(resize(img.clone(), &t(Some(100), Some(100), Fit::Cover)).dimensions(), (100, 100));
+        assert_eq!(resize(img.clone(), &t(Some(100), Some(100), Fit::Inside)).dimensions(), (100, 67));
+        assert_eq!(resize(img.clone(), &t(Some(100), Some(100), Fit::Contain)).dimensions(), (100, 100));
+        assert_eq!(resize(img.clone(), &t(Some(100), Some(100), Fit::Outside)).dimensions(), (150, 100));
+    }
+
+    #[test]
+    fn the_cache_keeps_within_its_budget() {
+        let c = Cache::new(10);
+        c.put("a".into(), (Bytes::from_static(b"123456"), "image/png"));
+        c.put("b".into(), (Bytes::from_static(b"1234"), "image/png"));
+        c.put("c".into(), (Bytes::from_static(b"12"), "image/png"));
+        assert!(c.get("a").is_none() && c.get("b").is_some() && c.get("c").is_some());
+        c.put("big".into(), (Bytes::from(vec![0u8; 11]), "image/png"));
+        assert!(c.get("big").is_none());
+    }
+}
