@@ -66,7 +66,7 @@ async fn role_rows_become_one_policy_per_role() {
     .await;
     assert!(!admin_policy.is_empty(), "the Administrator role's policy has admin access");
     assert_eq!(
-        scalar(&mut conn, &format!("SELECT policy::text FROM cdapi.access WHERE \"user\" = '00000000-0000-4000-8000-0000000000b2'")).await,
+        scalar(&mut conn, "SELECT policy::text FROM cdapi.access WHERE \"user\" = '00000000-0000-4000-8000-0000000000b2'").await,
         admin_policy
     );
     // Identities read the same access as before: the editor is not admin and has app access;
