@@ -116,6 +116,9 @@ async fn a_collection_is_made_related_changed_and_deleted_through_the_api() {
     // A new field, then an M2O to articles with its O2M alias.
     let article = ok(app, Method::POST, "/fields/reviews", json!({"field": "article", "type": "integer", "meta": {"interface": "select-dropdown-m2o", "special": ["m2o"]}})).await;
     assert_eq!(article["meta"]["special"], json!(["m2o"]));
+    // Numbered after the collection's other fields, as Directus numbers a new field.
+    let highest = fields.as_array().expect("fields").iter().filter_map(|f| f["meta"]["sort"].as_i64()).max().unwrap_or(0);
+    assert_eq!(article["meta"]["sort"], highest + 1, "{article}");
     let relation = ok(app, Method::POST, "/relations", json!({
         "collection": "reviews", "field": "article", "related_collection": "articles",
         "schema": {"on_delete": "SET NULL"}, "meta": {"one_field": "reviews"},

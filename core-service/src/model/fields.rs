@@ -87,7 +87,8 @@ async fn exists(state: &AppState, c: &Collection, name: &str) -> Result<bool, Ap
     Ok(rows.iter().any(|r| r.collection == c.name && r.field == name))
 }
 
-/// `POST /fields/:collection`. Returns the new snapshot. Errors: FORBIDDEN (no such
+/// `POST /fields/:collection` (with a `meta` without `sort`: the next sort of the collection).
+/// Returns the new snapshot. Errors: FORBIDDEN (no such
 /// collection), INVALID_PAYLOAD (a bad field, an existing name, a NOT NULL column without a
 /// default on a table with rows, a second primary key).
 pub async fn create(state: &AppState, collection: &str, data: &Map<String, Value>) -> Result<std::sync::Arc<Schema>, ApiError> {
@@ -103,7 +104,14 @@ pub async fn create(state: &AppState, collection: &str, data: &Map<String, Value
         index(&mut tx, &c.table, &plan).await?;
     }
     if let Some(m) = &plan.meta {
-        system_tables::metadata::put_field(&mut tx, collection, &plan.name, &Value::Object(m.clone())).await.map_err(super::ddl_error)?;
+        let mut m = m.clone();
+        if !m.contains_key("sort") {
+            // Directus numbers a new field after the collection's others (an explicit `null`,
+            // as a snapshot carries it, stays).
+            let sort = system_tables::metadata::next_field_sort(&mut tx, collection).await.map_err(super::ddl_error)?;
+            m.insert("sort".into(), Value::from(sort));
+        }
+        system_tables::metadata::put_field(&mut tx, collection, &plan.name, &Value::Object(m)).await.map_err(super::ddl_error)?;
     }
     commit(state, tx).await
 }

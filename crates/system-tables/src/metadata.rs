@@ -187,3 +187,16 @@ pub async fn forget_relation(conn: &mut PgConnection, collection: &str, field: &
         .await?;
     Ok(())
 }
+
+/// The `meta.sort` a new field of `collection` gets when its request gives none (Directus: the
+/// largest sort of the collection's fields plus one; 1 for the first). Errors: database errors.
+pub async fn next_field_sort(conn: &mut PgConnection, collection: &str) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT coalesce(max((meta->>'sort')::bigint), 0) + 1 FROM cdapi.fields \
+         WHERE collection = $1 AND jsonb_typeof(meta->'sort') = 'number'",
+    )
+    .bind(collection)
+    .fetch_one(conn)
+    .await
+}
+
