@@ -323,6 +323,7 @@ async fn images_are_transformed_within_bounds() {
     let (status, body) = upload_typed(app, Some(ADMIN_TOKEN), &[], "photo.png", "image/png", png(300, 200)).await;
     assert_eq!(status, 200, "{body}");
     let id = body["data"]["id"].as_str().expect("id").to_owned();
+    assert_eq!((body["data"]["width"].clone(), body["data"]["height"].clone()), (json!(300), json!(200)), "an image's size is recorded");
     let dims = |bytes: &[u8]| image::load_from_memory(bytes).map(|i| (i.width(), i.height())).expect("an image");
     let (status, h, got) = get_raw(app, &format!("/assets/{id}?width=150"), Some(ADMIN_TOKEN), &[]).await;
     assert_eq!((status, header(&h, "content-type"), dims(&got)), (200, "image/png", (150, 100)), "width alone keeps the proportions");

@@ -2,7 +2,8 @@
 //! `files.proto`). The order keeps failures clean: the caller's create grant is checked before
 //! any byte is stored; the blob is written under a temporary name; the item is created (with
 //! the caller's permissions: fields, validation, presets) and given its server-owned fields in
-//! one transaction, during which the blob takes its final name; any failure removes the blob
+//! one transaction (an image's `width` and `height` read from its header), during which the blob
+//! takes its final name; any failure removes the blob
 //! and rolls the item back.
 
 use super::{Storage, storage_error};
@@ -80,8 +81,9 @@ pub async fn upload(state: &crate::AppState, caller: &Caller, mut stream: tonic:
             return Err(e);
         }
     };
+    let dimensions = if start.content_type.starts_with("image/") { image_size(storage, &temp, size).await } else { None };
     let final_name = std::sync::Mutex::new(None::<Path>);
-    let out = create_item(state, caller, &start, &temp, size, &final_name).await;
+    let out = create_item(state, caller, &start, &temp, Stored { size, dimensions }, &final_name).await;
     if out.is_err() {
         let _ = storage.store.delete(&temp).await;
         if let Some(name) = final_name.lock().ok().and_then(|mut n| n.take()) {
@@ -89,6 +91,25 @@ pub async fn upload(state: &crate::AppState, caller: &Caller, mut stream: tonic:
         }
     }
     out
+}
+
+/// Most bytes read from the start of an uploaded image to learn its size from its header.
+const HEADER_BYTES: u64 = 1 << 20;
+
+/// An uploaded image's width and height, from its header (the first [`HEADER_BYTES`]); `None`
+/// when they cannot be read there.
+async fn image_size(storage: &Storage, blob: &Path, size: u64) -> Option<(u32, u32)> {
+    let head = storage.store.get_range(blob, 0..size.min(HEADER_BYTES)).await.ok()?;
+    tokio::task::spawn_blocking(move || image::ImageReader::new(std::io::Cursor::new(head)).with_guessed_format().ok()?.into_dimensions().ok())
+        .await
+        .ok()
+        .flatten()
+}
+
+/// What was stored: the blob's size and, for an image, its width and height.
+struct Stored {
+    size: u64,
+    dimensions: Option<(u32, u32)>,
 }
 
 /// Writes the stream's data to `temp`; returns its size. Errors: INVALID_PAYLOAD (a broken
@@ -136,7 +157,7 @@ async fn create_item(
     caller: &Caller,
     start: &UploadStart,
     temp: &Path,
-    size: u64,
+    stored: Stored,
     moved: &std::sync::Mutex<Option<Path>>,
 ) -> Result<Bytes, ApiError> {
     let mut item: Map<String, Value> = if start.item.is_empty() {
@@ -164,15 +185,17 @@ async fn create_item(
         let disk = format!("{id}{}", extension(&filename));
         sqlx::query(
             "UPDATE cdapi.files SET storage = $2, filename_disk = $3, filename_download = $4, type = $5, filesize = $6, \
-             uploaded_by = $7::uuid, uploaded_on = now(), modified_on = now() WHERE id = $1::uuid",
+             uploaded_by = $7::uuid, width = $8, height = $9, uploaded_on = now(), modified_on = now() WHERE id = $1::uuid",
         )
         .bind(&id)
         .bind(&state.files.location)
         .bind(&disk)
         .bind(&filename)
         .bind(&content_type)
-        .bind(size as i64)
+        .bind(stored.size as i64)
         .bind(caller.vars.user.as_deref())
+        .bind(stored.dimensions.and_then(|d| i32::try_from(d.0).ok()))
+        .bind(stored.dimensions.and_then(|d| i32::try_from(d.1).ok()))
         .execute(&mut *w.conn)
         .await
         .map_err(crate::db::map_error)?;

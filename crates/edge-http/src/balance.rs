@@ -18,6 +18,9 @@
 //!
 //! Budget: attempts are bounded by the number of replicas plus one, at most [`MAX_ATTEMPTS`]
 //! (so one client call costs at most 4 sends, 3 of them only after a transport failure).
+//! Unary requests and read replies are buffered for this; streams are not: replies of
+//! [`streaming`] RPCs pass through, and requests of [`request_streaming`] RPCs (uploads) are
+//! sent once, as they arrive.
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -216,7 +219,12 @@ fn unavailable(res: &http::Response<tonic::body::Body>) -> bool {
 
 /// RPCs whose replies are streams (not buffered).
 fn streaming(path: &str) -> bool {
-    path.ends_with("/ExportItems") || path.ends_with("/WatchSchema")
+    path.ends_with("/ExportItems") || path.ends_with("/WatchSchema") || path.ends_with("/ReadAsset")
+}
+
+/// RPCs whose requests are streams (file uploads): never buffered, so never sent twice.
+fn request_streaming(path: &str) -> bool {
+    path.ends_with("/UploadFile")
 }
 
 /// Reads a reply whole. Errors: the connection broke before the end. The trailers'
@@ -257,9 +265,18 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Balanced {
             if let Some(token) = shared.internal_token.header() {
                 parts.headers.insert("x-internal-token", token.clone());
             }
+            let rpc = parts.uri.path().to_owned();
+            if request_streaming(&rpc) {
+                // Streamed through as it comes (memory stays flat): one attempt, on the first
+                // replica that is up.
+                let replica = shared.order().into_iter().next().ok_or_else(|| -> BoxError { "no replica of the service is known".into() })?;
+                let mut channel = replica.channel.clone();
+                std::future::poll_fn(|cx| tower_service::Service::poll_ready(&mut channel, cx)).await?;
+                let request = http::Request::from_parts(parts, body);
+                return tower_service::Service::call(&mut channel, request).await.map_err(Into::into);
+            }
             // Unary request messages: buffered so the call can be sent again.
             let body: Bytes = body.collect().await?.to_bytes();
-            let rpc = parts.uri.path().to_owned();
             let idempotent = is_idempotent(&rpc);
             let order = shared.order();
             let attempts = (order.len() + 1).min(MAX_ATTEMPTS);
