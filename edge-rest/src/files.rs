@@ -126,7 +126,8 @@ pub async fn asset(state: &EdgeState, req: &HttpRequest, request_id: &str, id: S
     }
     let transform = params.iter().filter(|(k, _)| TRANSFORMS.contains(&k.as_str())).cloned().collect();
     let download = params.iter().any(|(k, _)| k == "download");
-    let token = params.iter().find(|(k, _)| k == "access_token").map(|(_, v)| v.clone());
+    // The token the one query-string reader finds (with its bounds), as on every route.
+    let token = crate::query_string::parse(&req.query)?.access_token;
     let caller = req.caller(request_id, token)?;
     let text = |name: header::HeaderName| req.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     let call = caller.request(AssetRequest { id, range: text(header::RANGE), if_none_match: text(header::IF_NONE_MATCH), transform })?;

@@ -35,34 +35,15 @@ pub const MAX_CHANGES: usize = 10_000;
 pub async fn snapshot(state: &AppState) -> Result<Value, ApiError> {
     let schema = state.fresh_schema().await?;
     let db = crate::db::map_error;
-    let user = |v: &Value, key: &str| v[key].as_str().is_some_and(|c| !c.starts_with(crate::schema::SYSTEM_PREFIX));
-    let collections: Vec<Value> = catalog::collections(&state.pool, &schema, true, None)
-        .await
-        .map_err(db)?
-        .into_iter()
-        .filter(|c| user(c, "collection"))
-        .map(|mut c| {
-            // Where the table lives is this environment's business: the name is what moves.
-            if let Some(name) = c["schema"].get("name").cloned() {
-                c["schema"] = json!({"name": name});
-            }
-            c
-        })
-        .collect();
-    let fields: Vec<Value> = catalog::fields(&state.pool, &schema, None, None)
-        .await
-        .map_err(db)?
-        .into_iter()
-        .filter(|f| user(f, "collection"))
-        .map(without_meta_id)
-        .collect();
-    let relations: Vec<Value> = catalog::relations(&state.pool, &schema, None, None)
-        .await
-        .map_err(db)?
-        .into_iter()
-        .filter(|r| user(r, "collection"))
-        .map(without_meta_id)
-        .collect();
+    let collections = user_entries(catalog::collections(&state.pool, &schema, true, None).await.map_err(db)?, |mut c| {
+        // Where the table lives is this environment's business: the name is what moves.
+        if let Some(name) = c["schema"].get("name").cloned() {
+            c["schema"] = json!({"name": name});
+        }
+        c
+    });
+    let fields = user_entries(catalog::fields(&state.pool, &schema, None, None).await.map_err(db)?, without_meta_id);
+    let relations = user_entries(catalog::relations(&state.pool, &schema, None, None).await.map_err(db)?, without_meta_id);
     Ok(json!({
         "version": 1,
         "directus": DIRECTUS_VERSION,
@@ -73,6 +54,12 @@ pub async fn snapshot(state: &AppState) -> Result<Value, ApiError> {
     }))
 }
 
+/// The entries of user collections (not `directus_*`), each shaped by `shape`.
+fn user_entries(list: Vec<Value>, shape: fn(Value) -> Value) -> Vec<Value> {
+    list.into_iter().filter(|v| v["collection"].as_str().is_some_and(|c| !c.starts_with(crate::schema::SYSTEM_PREFIX))).map(shape).collect()
+}
+
+/// `v` without its metadata row id (`meta.id`), which differs between environments.
 fn without_meta_id(mut v: Value) -> Value {
     if let Some(meta) = v.get_mut("meta").and_then(Value::as_object_mut) {
         meta.remove("id");

@@ -248,6 +248,8 @@ pub struct Rules {
     parents: HashMap<String, String>,
     /// The public's policies (access rows without a role and a user).
     public: Vec<String>,
+    /// The [`minimal`] rows every signed-in user has, built once per snapshot.
+    minimal: Vec<(&'static str, Action, Permission)>,
 }
 
 /// What a caller's policies give besides permissions (Directus's `/policies/me/globals`).
@@ -311,6 +313,7 @@ impl Rules {
             by_policy,
             policies: policies.into_iter().map(|p| (p.id.clone(), p)).collect(),
             parents: parents.into_iter().filter_map(|(id, parent)| Some((id, parent?))).collect(),
+            minimal: minimal(),
             ..Self::default()
         };
         for a in access {
@@ -346,7 +349,7 @@ impl Rules {
         let mut rows: Vec<Permission> =
             subject.policies.iter().filter_map(|p| self.by_policy.get(p)?.get(&key)).flatten().cloned().collect();
         if subject.user {
-            rows.extend(minimal().into_iter().filter(|(c, a, _)| *c == collection && *a == action).map(|(_, _, r)| r));
+            rows.extend(self.minimal.iter().filter(|(c, a, _)| *c == collection && *a == action).map(|(_, _, r)| r.clone()));
         }
         (!rows.is_empty()).then_some(Grant { rows })
     }
@@ -359,7 +362,7 @@ impl Rules {
             .iter()
             .filter_map(|p| self.by_policy.get(p))
             .flat_map(|m| m.keys().map(|(c, _)| c.clone()))
-            .chain(minimal().into_iter().filter(|_| subject.user).map(|(c, _, _)| c.to_owned()))
+            .chain(self.minimal.iter().filter(|_| subject.user).map(|(c, _, _)| (*c).to_owned()))
             .collect();
         out.sort();
         out.dedup();
