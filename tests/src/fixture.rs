@@ -100,26 +100,31 @@ pub async fn role(app: &TestApp, name: &str, rows: Value) -> (String, String, St
         let r = admin(app, Method::POST, "/permissions", Value::Array(rows)).await;
         assert_eq!(r.status, 200, "permissions of {name}: {}", r.body);
     }
-    // The core reloads its rules on NOTIFY: wait until the role's first rule shows.
+    // The core reloads its rules on NOTIFY: wait until `/permissions/me` shows every CRUD row
+    // of the role, as often in a row as it takes to have asked each core replica (round robin).
     let check = format!("SELECT count(*)::text FROM cdapi.permissions WHERE policy = '{policy_id}'");
     assert_eq!(sql_json(app, &check).await, json!(n));
-    // A read rule on a user collection shows as soon as the snapshot has it; the rest come in
-    // the same reload (permission changes are one NOTIFY, folded over 200 ms).
-    let probe = rows_probe(&check_rows);
-    eventually("the role's rules reach the core", || async {
-        let path = probe.clone().unwrap_or_else(|| "/users/me?fields=id".to_owned());
-        call(app, Some(&token), Method::GET, &path, None).await.status == 200
+    let wanted: Vec<(String, String)> = check_rows
+        .iter()
+        .filter(|r| matches!(r["action"].as_str(), Some("create" | "read" | "update" | "delete")))
+        .map(|r| (r["collection"].as_str().unwrap_or_default().to_owned(), r["action"].as_str().unwrap_or_default().to_owned()))
+        .collect();
+    let in_a_row = 2 * app.core_urls.len().max(1);
+    let seen = std::cell::Cell::new(0);
+    let seen = &seen;
+    eventually(&format!("the rules of {name} reach every core replica"), || {
+        let token = token.clone();
+        let wanted = wanted.clone();
+        async move {
+            let me = call(app, Some(&token), Method::GET, "/permissions/me", None).await;
+            let loaded = me.status == 200
+                && wanted.iter().all(|(c, a)| me.body["data"][c][a]["access"].as_str().is_some_and(|x| x != "none"));
+            seen.set(if loaded { seen.get() + 1 } else { 0 });
+            seen.get() >= in_a_row
+        }
     })
     .await;
-    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
     (token, user_id, role_id)
-}
-
-/// A path the role can read once its rules are loaded: the first read row on a user collection.
-fn rows_probe(rows: &[Value]) -> Option<String> {
-    rows.iter()
-        .find(|r| r["action"] == "read" && r["collection"].as_str().is_some_and(|c| !c.starts_with("directus_")))
-        .map(|r| format!("/items/{}", r["collection"].as_str().unwrap_or_default()))
 }
 
 /// Waits until `check` holds (permissions reach the core through NOTIFY), at most 15 s.

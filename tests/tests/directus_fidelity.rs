@@ -348,6 +348,12 @@ async fn graphql_serves_system_collections_and_relations_into_them() {
     )
     .await;
     eventually("memos is served", || async { get(app, "/items/memos?limit=1").await.status == 200 }).await;
+    // edge-graphql rebuilds from the schema stream, a moment after the core.
+    eventually("memos in GraphQL", || async {
+        let g = graphql(app, "/graphql", "{ memos { text } }", json!({})).await;
+        g.status == 200 && g.body.get("errors").is_none()
+    })
+    .await;
     let admin_email = sql_json(app, "SELECT to_json(email)::text FROM cdapi.users WHERE email = 'admin@example.com'").await;
     // /graphql: the user collection, its owner nested (type directus_users), the role beyond.
     let g = graphql(app, "/graphql", "{ memos { text owner { email role { name } } } }", json!({})).await;

@@ -170,7 +170,15 @@ async fn a_collection_is_made_related_changed_and_deleted_through_the_api() {
     assert_eq!(relation["meta"]["one_field"], "reviews", "meta kept");
     let r = admin(app, Method::DELETE, "/relations/reviews/article", json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
-    assert_ne!(get(app, "/items/articles/1?fields=reviews").await.status, 200, "the alias is gone");
+    // The replica that answered has rebuilt; the others rebuild on the NOTIFY, a moment later.
+    eventually("the alias gone on every replica", || async {
+        let mut gone = true;
+        for _ in 0..4 {
+            gone &= get(app, "/items/articles/1?fields=reviews").await.status != 200;
+        }
+        gone
+    })
+    .await;
     let r = admin(app, Method::DELETE, "/fields/reviews/article", json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
     assert_eq!(sql_json(app, "SELECT count(*)::text FROM information_schema.columns WHERE table_name = 'reviews' AND column_name = 'article'").await, json!(0));
@@ -179,11 +187,11 @@ async fn a_collection_is_made_related_changed_and_deleted_through_the_api() {
     let r = admin(app, Method::DELETE, "/collections/reviews", json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
     assert!(!table_exists(app, "reviews").await);
+    on_every_replica(app, "reviews", false).await;
     assert_eq!(get(app, "/items/reviews").await.status, 403);
     for t in ["collections WHERE collection", "fields WHERE collection", "relations WHERE many_collection"] {
         assert_eq!(sql_json(app, &format!("SELECT count(*)::text FROM cdapi.{t} = 'reviews'")).await, json!(0), "{t}");
     }
-    on_every_replica(app, "reviews", false).await;
 }
 
 #[tokio::test]
@@ -225,8 +233,16 @@ async fn many_to_many_and_many_to_any_are_made_as_directus_makes_them() {
     assert_eq!(m2a["meta"]["one_allowed_collections"], json!(["labels", "tags"]));
     ready(app, "pins").await;
     ok(app, Method::POST, "/items/pins", json!({"collection": "labels", "item": "2"})).await;
-    let r = get(app, "/items/pins?fields=item:labels.name").await;
-    assert_eq!(r.body["data"], json!([{"item": {"name": "hot"}}]), "{}", r.body);
+    // The relation came after the collection: wait until every replica nests through it.
+    eventually("the pins M2A relation on every replica", || async {
+        let mut ok = true;
+        for _ in 0..4 {
+            let r = get(app, "/items/pins?fields=item:labels.name").await;
+            ok &= r.body["data"] == json!([{"item": {"name": "hot"}}]);
+        }
+        ok
+    })
+    .await;
 
     // Deleting a collection others relate to is refused and changes nothing.
     let r = admin(app, Method::DELETE, "/collections/labels", json!(null)).await;

@@ -202,12 +202,7 @@ async fn concurrent_updates_by_query_of_the_same_rows_never_deadlock() {
     e2e_tests::exec(app, "CREATE TABLE counters (id serial PRIMARY KEY, n int NOT NULL DEFAULT 0, tag text NOT NULL DEFAULT 'a'); \
         INSERT INTO counters (tag) SELECT CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END FROM generate_series(1, 1000) g").await;
     // Wait until the core knows the table.
-    for _ in 0..100 {
-        if get(app, "/items/counters?limit=1").await.status == 200 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    e2e_tests::fixture::eventually("counters is served", || async { get(app, "/items/counters?limit=1").await.status == 200 }).await;
     let mut tasks = Vec::new();
     for worker in 0..12 {
         tasks.push(tokio::spawn(async move {
