@@ -36,6 +36,7 @@ pub mod values;
 pub mod views;
 
 use cdapi_proto::v1::auth_service_client::AuthServiceClient;
+use cdapi_proto::v1::files_service_client::FilesServiceClient;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
 use std::future::Future;
@@ -50,6 +51,9 @@ pub struct Backend {
     pub auth: AuthServiceClient<Channel>,
     /// Schema snapshots (the watcher).
     pub schema: SchemaServiceClient<Channel>,
+    /// Files (`import_file`), on a channel without the CORE_TIMEOUT_MS deadline (an import
+    /// is bounded by the core's FILES_IMPORT_TIMEOUT_MS).
+    pub files: FilesServiceClient<Channel>,
     /// Auth cookie names and attributes.
     pub cookies: edge_http::cookies::CookieSettings,
 }
@@ -77,11 +81,13 @@ pub struct RequestData {
 pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     let edge = &settings.edge;
     let core = edge.channel(&edge.core_url, true)?;
+    let unbounded = edge.channel(&edge.core_url, false)?;
     let backend = Arc::new(Backend {
         items: ItemsServiceClient::new(core).max_decoding_message_size(usize::MAX),
         auth: AuthServiceClient::new(edge.channel(&edge.auth_url, true)?),
         // The watch stream lives as long as the core: no deadline on its channel.
-        schema: SchemaServiceClient::new(edge.channel(&edge.core_url, false)?).max_decoding_message_size(usize::MAX),
+        schema: SchemaServiceClient::new(unbounded.clone()).max_decoding_message_size(usize::MAX),
+        files: FilesServiceClient::new(unbounded),
         cookies: edge.cookies.clone(),
     });
     let cache = Arc::new(cache::SchemaCache::new(backend.clone(), schemas::Limits::from(&settings)));

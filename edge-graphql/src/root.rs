@@ -28,6 +28,9 @@ use cdapi_proto::v1::*;
 use serde_json::Value as Json;
 use std::sync::Arc;
 
+/// The file collection (`import_file` returns its type).
+const FILES: &str = "directus_files";
+
 /// What a root field does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -63,6 +66,8 @@ pub enum Op {
     Me,
     /// `update_users_me`: an update of the caller's own user (key `me`).
     UpdateMe,
+    /// `import_file(url, data)`: a file fetched by the core (Directus's, `/graphql/system`).
+    ImportFile,
 }
 
 impl Op {
@@ -168,6 +173,13 @@ pub fn mutation_fields(model: &Model, system: bool, mut mutation: Object) -> (Ob
                         .argument(InputValue::new("ids", TypeRef::NonNull(Box::new(TypeRef::named_list(TypeRef::ID))))),
                 );
         }
+    }
+    if system && model.collection(FILES).is_some_and(|c| !c.read_only) {
+        mutation = mutation.field(
+            root_field("import_file".into(), TypeRef::named(FILES), FILES, Op::ImportFile)
+                .argument(InputValue::new("url", TypeRef::named_nn(TypeRef::STRING)))
+                .argument(InputValue::new("data", TypeRef::named(format!("create_{FILES}_input")))),
+        );
     }
     if system && model.collection(USERS).is_some() {
         any = true;
@@ -352,6 +364,14 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
             let selector = Some(delete_items_request::Selector::Keys(KeyList { keys: keys.clone() }));
             items.delete_items(call.request(DeleteItemsRequest { collection: name, selector })?).await?;
             return Ok(Some(FieldValue::owned_any(serde_json::json!({ "ids": keys }))));
+        }
+        Op::ImportFile => {
+            let url = string_arg(ctx, "url").ok_or_else(|| ApiError::invalid_payload("\"url\" is required"))?;
+            let item = match ctx.args.get("data") {
+                Some(v) if !v.is_null() => bytes(&value_to_json(v.as_value())),
+                _ => Bytes::from_static(b"{}"),
+            };
+            backend.files.clone().import_file(call.request(ImportFileRequest { url, item, query: Some(q) })?).await?.into_inner().data
         }
         Op::Aggregate => return Err(ApiError::internal()),
     };

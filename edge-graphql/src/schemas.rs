@@ -165,6 +165,7 @@ mod tests {
             items: cdapi_proto::v1::items_service_client::ItemsServiceClient::new(nowhere.clone()),
             auth: cdapi_proto::v1::auth_service_client::AuthServiceClient::new(nowhere.clone()),
             schema: cdapi_proto::v1::schema_service_client::SchemaServiceClient::new(nowhere.clone()),
+            files: cdapi_proto::v1::files_service_client::FilesServiceClient::new(nowhere.clone()),
             cookies: edge_http::cookies::CookieSettings::from_env().expect("cookie settings"),
         });
         let limits = Limits { depth: 20, complexity: 1000, introspection: true, fast_path: true };

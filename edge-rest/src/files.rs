@@ -3,6 +3,8 @@
 //!   to the core as it arrives (the edge holds one chunk at a time); the text parts before it
 //!   are its fields (`title`, `description`, `folder`, `tags`...). One file answers the item,
 //!   several an array. A client that stops mid-way cancels the call: the core keeps nothing.
+//! - `POST /files/import` with `{url, data?}`: the core fetches the file (never from a private
+//!   address) and stores it as an upload; answers the item.
 //! - `GET /assets/:id` (`?download` for an attachment): the bytes, streamed, with `ETag`,
 //!   `Last-Modified`, `Accept-Ranges` and one `Range`; `If-None-Match` → 304; image
 //!   transformations (`width`, `height`, `fit`, `quality`, `format`, `withoutEnlargement`, `key`)
@@ -13,9 +15,9 @@
 //! size is the core's FILES_MAX_UPLOAD_SIZE.
 
 use crate::reply;
-use crate::request::{Body, EdgeState, HttpRequest, url_query};
+use crate::request::{Body, EdgeState, HttpRequest, json_body, url_query};
 use bytes::Bytes;
-use cdapi_proto::v1::{AssetRequest, UploadChunk, UploadStart, asset_chunk, upload_chunk};
+use cdapi_proto::v1::{AssetRequest, ImportFileRequest, UploadChunk, UploadStart, asset_chunk, upload_chunk};
 use cdapi_proto::{ApiError, ErrorCode};
 use http::{HeaderValue, Method, header};
 use serde_json::{Map, Value};
@@ -108,6 +110,22 @@ pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id
         return Ok(reply::no_content());
     }
     Ok(reply::data(data.to_string().as_bytes(), b""))
+}
+
+/// `POST /files/import` `{url, data?}` (Directus's body; `data` the item's fields). Errors:
+/// INVALID_PAYLOAD (no `url` string, `data` not an object), the core's.
+pub async fn import(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
+    let (query, token) = url_query(req)?;
+    let body = json_body(req, body, state.max_payload_size).await?;
+    let url = body.get("url").and_then(Value::as_str).ok_or_else(|| ApiError::invalid_payload("\"url\" is required"))?.to_owned();
+    let item = match body.get("data") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(o)) => o.clone(),
+        Some(_) => return Err(ApiError::invalid_payload("\"data\" must be an object")),
+    };
+    let call = req.grpc(request_id, token, ImportFileRequest { url, item: Bytes::from(Value::Object(item).to_string()), query: Some(query) })?;
+    let res = state.files.clone().import_file(call).await?;
+    Ok(reply::written(&res.get_ref().data))
 }
 
 /// The query parameters of image transformations, passed to the core.

@@ -32,7 +32,11 @@ use std::sync::Arc;
 /// Serves the REST API on `listener` until `shutdown` resolves (in-flight requests finish).
 /// Errors: an invalid CORE_GRPC_URL.
 pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-    let state = Arc::new(request::EdgeState::new(settings.edge.channel(&settings.edge.core_url, true)?, settings.edge.channel(&settings.edge.auth_url, true)?, &settings)?);
+    let core = settings.edge.channel(&settings.edge.core_url, true)?;
+    // Files move for as long as they take (an upload at the client's pace, an import within the
+    // core's FILES_IMPORT_TIMEOUT_MS): their calls have no CORE_TIMEOUT_MS deadline.
+    let core_files = settings.edge.channel(&settings.edge.core_url, false)?;
+    let state = Arc::new(request::EdgeState::new(core, core_files, settings.edge.channel(&settings.edge.auth_url, true)?, &settings)?);
     let readiness = state.readiness.clone();
     tracing::info!(addr = %listener.local_addr()?, core = %settings.edge.core_url, auth = %settings.edge.auth_url, "edge-rest listening (HTTP)");
     edge_http::serve::run(listener, shutdown, readiness, move |i: edge_http::serve::Incoming| {

@@ -241,6 +241,13 @@ fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, V
         "default": error_ref(),
     });
     paths.insert("/assets/{id}".into(), json!({"get": asset}));
+    // A file fetched by the server, for callers who see files.
+    if schemas.contains_key("Files") {
+        let mut import = op("importFile", "Import a file from a URL (fetched by the server, never from a private address)", "Files", &[], false, Some(one("Files")));
+        let body = json!({"type": "object", "required": ["url"], "properties": {"url": {"type": "string"}, "data": {"type": "object"}}});
+        import["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": body}}});
+        paths.insert("/files/import".into(), json!({"post": import}));
+    }
     // What the caller has (Directus 11's access model).
     let access = json!({"type": "object", "additionalProperties": {"type": "object"}});
     paths.insert("/permissions/me".into(), json!({"get": op("readUserPermissions", "What the caller may do per collection and action", "Permissions", &[], false, Some(access))}));

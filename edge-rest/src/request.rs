@@ -25,7 +25,8 @@ pub struct EdgeState {
     pub auth: AuthServiceClient<Channel>,
     /// The caller's view of the schema (`/server/specs/oas`).
     pub schema: SchemaServiceClient<Channel>,
-    /// Files client (`POST /files`, `/assets`).
+    /// Files client (`POST /files`, `POST /files/import`, `/assets`), on a channel without the
+    /// CORE_TIMEOUT_MS deadline.
     pub files: cdapi_proto::v1::files_service_client::FilesServiceClient<Channel>,
     /// Requests per window of the rate limiter, as configured (`/server/info`).
     pub rate_limit: Option<(u32, u64)>,
@@ -49,13 +50,14 @@ pub struct EdgeState {
 }
 
 impl EdgeState {
-    /// State over (lazily connecting) channels to the core and to auth-service.
-    pub fn new(core: Channel, auth: Channel, settings: &crate::config::Settings) -> anyhow::Result<Self> {
+    /// State over (lazily connecting) channels to the core (`core_files` for FilesService) and
+    /// to auth-service.
+    pub fn new(core: Channel, core_files: Channel, auth: Channel, settings: &crate::config::Settings) -> anyhow::Result<Self> {
         Ok(Self {
             items: ItemsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
             versions: VersionsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
             schema: SchemaServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
-            files: cdapi_proto::v1::files_service_client::FilesServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
+            files: cdapi_proto::v1::files_service_client::FilesServiceClient::new(core_files).max_decoding_message_size(usize::MAX),
             rate_limit: settings.rate_limit,
             auth: AuthServiceClient::new(auth),
             health: tonic_health::pb::health_client::HealthClient::new(core),

@@ -64,6 +64,10 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
         ["permissions", "me"] => crate::model::caller_access(state, req, request_id, false).await,
         ["policies", "me", "globals"] => crate::model::caller_access(state, req, request_id, true).await,
         ["files"] if req.method == Method::POST && crate::files::is_multipart(req) => crate::files::upload(state, req, body, request_id).await,
+        ["files", "import"] => match req.method {
+            Method::POST => crate::files::import(state, req, body, request_id).await,
+            _ => Ok(reply::method_not_allowed(&req.method, "POST")),
+        },
         ["assets", id] if !id.is_empty() => crate::files::asset(state, req, request_id, decode(id)).await,
         [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders")] => collection_route(state, req, body, request_id, format!("directus_{system}")).await,
         [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders"), key] if !key.is_empty() => {

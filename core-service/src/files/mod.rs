@@ -3,6 +3,8 @@
 //!
 //! - [`upload`]: a client-streamed upload goes to storage chunk by chunk (flat memory), then
 //!   the item is created in one transaction; a failure at any point leaves neither.
+//! - [`import`]: a file fetched from a URL (never from a private address) and stored as an
+//!   upload is.
 //! - [`assets`]: a file's bytes streamed back, with `Range` and a strong `ETag`; images
 //!   transformed on the way ([`transform`]).
 //! - Deleting file items (however: the API, SQL) queues their blobs in
@@ -14,6 +16,7 @@
 //! ([`PART_SIZE`]).
 
 pub mod assets;
+pub mod import;
 pub mod transform;
 pub mod upload;
 
@@ -38,6 +41,8 @@ pub struct StorageSettings {
     pub max_upload_size: u64,
     /// Image transformations (ASSETS_* settings).
     pub transform: transform::TransformSettings,
+    /// Imports from URLs (FILES_IMPORT_* settings).
+    pub import: import::ImportSettings,
 }
 
 impl StorageSettings {
@@ -50,6 +55,7 @@ impl StorageSettings {
             local_root: service_runtime::env_or("STORAGE_LOCAL_ROOT", "./uploads".to_string())?.into(),
             max_upload_size: service_runtime::env_or("FILES_MAX_UPLOAD_SIZE", 2u64 << 30)?,
             transform: transform::TransformSettings::from_env()?,
+            import: import::ImportSettings::from_env()?,
         })
     }
 }
@@ -66,6 +72,8 @@ pub struct Storage {
     pub root: std::path::PathBuf,
     /// Image transformations of assets.
     pub transformer: transform::Transformer,
+    /// The HTTP client of imports.
+    pub importer: import::Importer,
 }
 
 impl Storage {
@@ -79,6 +87,7 @@ impl Storage {
             max_upload_size: settings.max_upload_size,
             root: settings.local_root.clone(),
             transformer: transform::Transformer::new(settings.transform.clone()),
+            importer: import::Importer::new(&settings.import)?,
         })
     }
 

@@ -59,6 +59,10 @@ impl Drop for Incoming {
     }
 }
 
+/// A file's bytes as they arrive: chunks, or the error that cut them short (the stream ends
+/// after an error).
+pub type Chunks<'a> = std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<Bytes, ApiError>> + Send + 'a>>;
+
 /// Uploads one file for `caller` (see the module docs); returns the item as the caller reads
 /// it back (empty when they may not read it). Errors: FORBIDDEN (no create grant on
 /// `directus_files`), INVALID_PAYLOAD (no `start` first, a broken stream), CONTENT_TOO_LARGE,
@@ -70,11 +74,28 @@ pub async fn upload(state: &crate::AppState, caller: &Caller, mut stream: tonic:
         Ok(_) => return Err(ApiError::invalid_payload("An upload starts with the file's description")),
         Err(s) => return Err(ApiError::invalid_payload(format!("The upload was cut short: {}", s.message()))),
     };
+    let chunks = futures_util::stream::unfold(Some(stream), |stream| async move {
+        let mut stream = stream?;
+        let next = match stream.message().await {
+            Ok(None) => return None,
+            Ok(Some(UploadChunk { part: Some(Part::Data(data)) })) => return Some((Ok(data), Some(stream))),
+            Ok(Some(_)) => ApiError::invalid_payload("Only data may follow the file's description"),
+            Err(s) => ApiError::invalid_payload(format!("The upload was cut short: {}", s.message())),
+        };
+        Some((Err(next), None))
+    });
+    store(state, caller, &start, Box::pin(chunks)).await
+}
+
+/// Stores `chunks` as the file `start` describes and creates its item (the caller's create
+/// grant is checked by the caller of this function, before any byte is fetched or received).
+/// Errors: as [`upload`].
+pub(super) async fn store(state: &crate::AppState, caller: &Caller, start: &UploadStart, mut chunks: Chunks<'_>) -> Result<Bytes, ApiError> {
     let storage = &state.files;
     let name = temporary_name();
     let _cleanup = Incoming { dir: storage.root.join(INCOMING), name: name.clone() };
     let temp = Path::from(format!("{INCOMING}/{name}"));
-    let size = match receive(storage, &temp, &mut stream).await {
+    let size = match receive(storage, &temp, &mut chunks).await {
         Ok(size) => size,
         Err(e) => {
             let _ = storage.store.delete(&temp).await;
@@ -83,7 +104,7 @@ pub async fn upload(state: &crate::AppState, caller: &Caller, mut stream: tonic:
     };
     let dimensions = if start.content_type.starts_with("image/") { image_size(storage, &temp, size).await } else { None };
     let final_name = std::sync::Mutex::new(None::<Path>);
-    let out = create_item(state, caller, &start, &temp, Stored { size, dimensions }, &final_name).await;
+    let out = create_item(state, caller, start, &temp, Stored { size, dimensions }, &final_name).await;
     if out.is_err() {
         let _ = storage.store.delete(&temp).await;
         if let Some(name) = final_name.lock().ok().and_then(|mut n| n.take()) {
@@ -112,19 +133,17 @@ struct Stored {
     dimensions: Option<(u32, u32)>,
 }
 
-/// Writes the stream's data to `temp`; returns its size. Errors: INVALID_PAYLOAD (a broken
-/// stream, a second `start`), CONTENT_TOO_LARGE, SERVICE_UNAVAILABLE (storage).
-async fn receive(storage: &Storage, temp: &Path, stream: &mut tonic::Streaming<UploadChunk>) -> Result<u64, ApiError> {
+/// Writes the chunks to `temp`; returns its size. Errors: the stream's own, CONTENT_TOO_LARGE,
+/// SERVICE_UNAVAILABLE (storage).
+async fn receive(storage: &Storage, temp: &Path, chunks: &mut Chunks<'_>) -> Result<u64, ApiError> {
+    use futures_util::StreamExt as _;
     let upload = storage.store.put_multipart(temp).await.map_err(storage_error)?;
     let mut writer = WriteMultipart::new_with_chunk_size(upload, super::PART_SIZE);
     let mut size = 0u64;
     let received: Result<(), ApiError> = async {
         loop {
-            let msg = stream.message().await.map_err(|s| ApiError::invalid_payload(format!("The upload was cut short: {}", s.message())))?;
-            let Some(msg) = msg else { return Ok(()) };
-            let Some(Part::Data(data)) = msg.part else {
-                return Err(ApiError::invalid_payload("Only data may follow the file's description"));
-            };
+            let Some(data) = chunks.next().await else { return Ok(()) };
+            let data = data?;
             size += data.len() as u64;
             if size > storage.max_upload_size {
                 return Err(ApiError::new(

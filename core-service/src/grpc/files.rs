@@ -1,11 +1,11 @@
-//! FilesService (`files.proto`): uploads and assets, over [`crate::files`]. Deleting file items
+//! FilesService (`files.proto`): uploads, imports and assets, over [`crate::files`]. Deleting file items
 //! is ItemsService's; it sweeps the blobs of deleted rows after each delete.
 
 use super::request_span;
 use crate::AppState;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::files_service_server::FilesService;
-use cdapi_proto::v1::{AssetChunk, AssetRequest, ItemResponse, UploadChunk, asset_chunk};
+use cdapi_proto::v1::{AssetChunk, AssetRequest, ImportFileRequest, ItemResponse, UploadChunk, asset_chunk};
 use std::sync::Arc;
 use tonic::{Request, Response, Status, Streaming};
 use tracing::Instrument;
@@ -29,6 +29,18 @@ impl FilesService for FilesApi {
         async move {
             let caller = self.state.caller(req.metadata()).await?;
             let data = crate::files::upload::upload(&self.state, &caller, req.into_inner()).await?;
+            Ok(Response::new(ItemResponse { data }))
+        }
+        .instrument(span)
+        .await
+        .map_err(|e: ApiError| e.into())
+    }
+
+    async fn import_file(&self, req: Request<ImportFileRequest>) -> Result<Response<ItemResponse>, Status> {
+        let span = request_span("ImportFile", &req);
+        async move {
+            let caller = self.state.caller(req.metadata()).await?;
+            let data = crate::files::import::import(&self.state, &caller, req.get_ref()).await?;
             Ok(Response::new(ItemResponse { data }))
         }
         .instrument(span)
