@@ -48,8 +48,7 @@ impl ImportSettings {
         let list = service_runtime::env_or("FILES_IMPORT_ALLOW_NETWORKS", String::new())?;
         let mut allow_networks = Vec::new();
         for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            let net = entry.parse::<IpNet>().ok().or_else(|| entry.parse::<IpAddr>().ok().map(IpNet::from));
-            allow_networks.push(net.ok_or_else(|| anyhow::anyhow!("FILES_IMPORT_ALLOW_NETWORKS: {entry:?} is not an address or CIDR range"))?);
+            allow_networks.push(access_token::ip::parse(entry).ok_or_else(|| anyhow::anyhow!("FILES_IMPORT_ALLOW_NETWORKS: {entry:?} is not an address or CIDR range"))?);
         }
         Ok(Self { allow_networks, timeout: Duration::from_millis(service_runtime::env_or("FILES_IMPORT_TIMEOUT_MS", 300_000u64)?) })
     }
