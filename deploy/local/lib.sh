@@ -340,14 +340,14 @@ stop_private_redis() {
 ensure_test_python() {
   if [[ -n "${CDAPI_PYTHON:-}" ]]; then export CDAPI_PYTHON; return 0; fi
   command -v python3 >/dev/null 2>&1 || _apt_install python3 python3-venv
-  local need='import aiosmtpd, schemathesis'
+  local need='import aiosmtpd, schemathesis, moto.server'
   if python3 -c "$need" 2>/dev/null; then export CDAPI_PYTHON=python3; return 0; fi
   local venv="$HOME/.cache/cdapi/venv"
   if ! "$venv/bin/python" -c "$need" 2>/dev/null; then
-    cdapi_log "installing aiosmtpd (the tests' SMTP server) and schemathesis (the OpenAPI fuzzer) into $venv"
+    cdapi_log "installing aiosmtpd (the tests' SMTP server), schemathesis (the OpenAPI fuzzer) and moto (the tests' S3 server) into $venv"
     [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv" 2>/dev/null || { _apt_install python3-venv; python3 -m venv "$venv"; }
-    "$venv/bin/pip" install -q --disable-pip-version-check 'aiosmtpd==1.4.6' 'schemathesis==4.32.5' 'hypothesis==6.170.15' >&2 \
-      || cdapi_die "pip install aiosmtpd schemathesis failed"
+    "$venv/bin/pip" install -q --disable-pip-version-check 'aiosmtpd==1.4.6' 'schemathesis==4.32.5' 'hypothesis==6.170.15' 'moto[s3,server]==5.2.5' >&2 \
+      || cdapi_die "pip install aiosmtpd schemathesis moto failed"
   fi
   export CDAPI_PYTHON="$venv/bin/python"
 }

@@ -17,7 +17,7 @@
 use crate::reply;
 use crate::request::{Body, EdgeState, HttpRequest, json_body, url_query};
 use bytes::Bytes;
-use cdapi_proto::v1::{AssetRequest, ImportFileRequest, UploadChunk, UploadStart, asset_chunk, upload_chunk};
+use cdapi_proto::v1::{AssetRequest, ImportFileRequest, UploadChunk, UploadEnd, UploadStart, asset_chunk, upload_chunk};
 use cdapi_proto::{ApiError, ErrorCode};
 use http::{HeaderValue, Method, header};
 use serde_json::{Map, Value};
@@ -75,8 +75,9 @@ pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id
         let (tx, rx) = tokio::sync::mpsc::channel::<UploadChunk>(4);
         let call = caller.request(tokio_stream::wrappers::ReceiverStream::new(rx))?;
         let mut client = state.files.clone();
-        // The call and the pump run in this request's future: if the client goes away, both are
-        // dropped and the call is cancelled (never ended as if the file were whole).
+        // The call and the pump run in this request's future. The file is whole only with the
+        // `end` message, sent once the body ended whole: a client gone mid-way ends the stream
+        // without it (HTTP/2 may end it gracefully even then) and the core keeps nothing.
         let rpc = client.upload_file(call);
         tokio::pin!(rpc);
         let pump = async move {
@@ -85,7 +86,7 @@ pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id
             while let Some(chunk) = part.chunk().await.map_err(broken)? {
                 tx.send(UploadChunk { part: Some(upload_chunk::Part::Data(chunk)) }).await.map_err(|_| lost())?;
             }
-            // `tx` is dropped here: the stream ends, the file is whole.
+            tx.send(UploadChunk { part: Some(upload_chunk::Part::End(UploadEnd {})) }).await.map_err(|_| lost())?;
             Ok::<(), ApiError>(())
         };
         tokio::pin!(pump);

@@ -5,7 +5,7 @@ pub mod differential;
 pub mod directus_peer;
 pub mod fixture;
 
-pub use test_harness::{ADMIN_TOKEN, Dataset, Spec, TestApp, app, free_port, repo_root, start};
+pub use test_harness::{ADMIN_TOKEN, Dataset, S3_BUCKET, Spec, TestApp, app, free_port, repo_root, start};
 
 use serde_json::Value;
 

@@ -367,3 +367,42 @@ async fn images_are_transformed_within_bounds() {
     let (status, _, got) = get_raw(app, &format!("/assets/{huge_id}"), Some(ADMIN_TOKEN), &[]).await;
     assert!(status == 200 && got == huge);
 }
+
+/// The gRPC `UploadFile` stream of `messages`, as the admin: the call's outcome.
+async fn grpc_upload(app: &TestApp, messages: Vec<cdapi_proto::v1::UploadChunk>) -> Result<cdapi_proto::v1::ItemResponse, tonic::Status> {
+    let mut client = cdapi_proto::v1::files_service_client::FilesServiceClient::connect(app.grpc_url.clone()).await.expect("connect");
+    let mut req = tonic::Request::new(futures_util::stream::iter(messages));
+    req.metadata_mut().insert("authorization", format!("Bearer {ADMIN_TOKEN}").parse().expect("header"));
+    client.upload_file(req).await.map(tonic::Response::into_inner)
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_before_the_end_message_stores_nothing() {
+    use cdapi_proto::v1::{UploadChunk, UploadEnd, UploadStart, upload_chunk::Part};
+    let app = env();
+    // HTTP/2 may end a request stream gracefully when its sender goes away (a client gone
+    // mid-way): only the `end` message says the file is whole.
+    let start = |name: &str| UploadChunk { part: Some(Part::Start(UploadStart { filename: name.into(), ..Default::default() })) };
+    let data = |seed| UploadChunk { part: Some(Part::Data(bytes(70_000, seed).into())) };
+    let end = UploadChunk { part: Some(Part::End(UploadEnd {})) };
+    let cut = grpc_upload(app, vec![start("truncated.bin"), data(21), data(22)]).await;
+    let status = cut.expect_err("a stream without `end` is refused");
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    let after_end = grpc_upload(app, vec![start("after-end.bin"), data(23), end.clone(), data(24)]).await;
+    assert!(after_end.is_err(), "nothing may follow `end`");
+    let rows = "SELECT count(*)::text FROM cdapi.files WHERE filename_download IN ('truncated.bin', 'after-end.bin')";
+    assert_eq!(sql_json(app, rows).await, json!(0));
+    eventually("no blob of either is left", || async {
+        let head = |seed| bytes(64, seed);
+        let root = app.storage_dir();
+        !blobs(app).iter().any(|b| {
+            let start = std::fs::read(root.join(b)).map(|all| all.into_iter().take(64).collect::<Vec<u8>>()).unwrap_or_default();
+            start == head(21) || start == head(23)
+        })
+    })
+    .await;
+    // With `end`, the same stream stores the file.
+    let whole = grpc_upload(app, vec![start("whole.bin"), data(25), end]).await.expect("a whole upload");
+    let item: Value = serde_json::from_slice(&whole.data).expect("item");
+    assert_eq!(item["filesize"].to_string().trim_matches('"'), "70000", "{item}");
+}

@@ -68,14 +68,18 @@ pub async fn asset(
             .await
             .map_err(crate::db::map_error)?
             .ok_or_else(ApiError::forbidden)?;
-    let disk = disk.filter(|_| storage == state.files.location).ok_or_else(ApiError::forbidden)?;
+    // A file of a location this process does not have is as good as missing.
+    let location = state.files.location(&storage).ok_or_else(ApiError::forbidden)?;
+    let disk = disk.ok_or_else(ApiError::forbidden)?;
     let path = Path::from(disk.as_str());
-    let meta = match state.files.store.head(&path).await {
+    let meta = match location.store.head(&path).await {
         Ok(m) => m,
         Err(object_store::Error::NotFound { .. }) => return Err(ApiError::forbidden()),
         Err(e) => return Err(storage_error(e)),
     };
-    let etag = format!("\"{}\"", meta.e_tag.clone().unwrap_or_else(|| format!("{:x}-{:x}", meta.size, meta.last_modified.timestamp_micros())));
+    // S3 gives its ETag quoted; the local store gives a bare one.
+    let tag = meta.e_tag.as_deref().map(|t| t.trim_start_matches("W/").trim_matches('"').to_owned());
+    let etag = format!("\"{}\"", tag.unwrap_or_else(|| format!("{:x}-{:x}", meta.size, meta.last_modified.timestamp_micros())));
     let mut head = AssetHead {
         status: 200,
         content_type: content_type.unwrap_or_else(|| "application/octet-stream".into()),
@@ -95,7 +99,7 @@ pub async fn asset(
             head.content_length = 0;
             return Ok((head, None));
         }
-        let store = state.files.store.clone();
+        let store = location.store.clone();
         let load = || async move {
             let got = store.get(&path).await.map_err(storage_error)?;
             got.bytes().await.map_err(storage_error)
@@ -119,7 +123,7 @@ pub async fn asset(
         head.content_length = end + 1 - start;
         head.content_range = format!("bytes {start}-{end}/{}", meta.size);
     }
-    let got = state.files.store.get_opts(&path, opts).await.map_err(storage_error)?;
+    let got = location.store.get_opts(&path, opts).await.map_err(storage_error)?;
     use futures_util::StreamExt;
     Ok((head, Some(got.into_stream().map(|c| c.map_err(storage_error)).boxed())))
 }

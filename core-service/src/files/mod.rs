@@ -1,5 +1,6 @@
-//! Files (issue 18; Directus `directus_files`, `/files`, `/assets`): blobs in a storage
-//! location behind the `object_store` crate, each described by a `directus_files` item.
+//! Files (issue 18; Directus `directus_files`, `/files`, `/assets`): blobs in storage
+//! locations behind the `object_store` crate (local disk, S3-compatible: [`locations`]), each
+//! described by a `directus_files` item.
 //!
 //! - [`upload`]: a client-streamed upload goes to storage chunk by chunk (flat memory), then
 //!   the item is created in one transaction; a failure at any point leaves neither.
@@ -17,26 +18,23 @@
 
 pub mod assets;
 pub mod import;
+pub mod locations;
 pub mod transform;
 pub mod upload;
 
 use cdapi_proto::{ApiError, ErrorCode};
-use object_store::{ObjectStore, ObjectStoreExt as _};
+use object_store::ObjectStoreExt as _;
 use object_store::path::Path;
-use std::sync::Arc;
 
 /// Bytes buffered per upload before a part is handed to the store (5 MiB).
 pub const PART_SIZE: usize = 5 << 20;
 
-/// Storage settings (Directus's names): STORAGE_LOCATIONS (default `local`; only `local` is
-/// supported yet), STORAGE_LOCAL_ROOT (default `./uploads`), FILES_MAX_UPLOAD_SIZE (bytes,
-/// default 2147483648).
+/// Storage settings (Directus's names): the locations ([`locations`]: STORAGE_LOCATIONS,
+/// STORAGE_<NAME>_*), FILES_MAX_UPLOAD_SIZE (bytes, default 2147483648).
 #[derive(Debug, Clone)]
 pub struct StorageSettings {
-    /// The one storage location's name (`local`).
-    pub location: String,
-    /// The directory of the `local` location (created when missing).
-    pub local_root: std::path::PathBuf,
+    /// The locations; uploads go to the first.
+    pub locations: Vec<locations::LocationSettings>,
     /// The largest upload, in bytes.
     pub max_upload_size: u64,
     /// Image transformations (ASSETS_* settings).
@@ -46,30 +44,33 @@ pub struct StorageSettings {
 }
 
 impl StorageSettings {
-    /// Reads the settings. Errors: a value that does not parse, a location other than `local`.
+    /// Reads the settings. Errors: a value that does not parse, a location's settings
+    /// ([`locations::from_env`]), FILES_MAX_UPLOAD_SIZE above what S3 copies with an S3 location.
     pub fn from_env() -> anyhow::Result<Self> {
-        let location = service_runtime::env_or("STORAGE_LOCATIONS", "local".to_string())?;
-        anyhow::ensure!(location == "local", "STORAGE_LOCATIONS={location:?}: only \"local\" is supported");
+        let locations = locations::from_env()?;
+        let max_upload_size = service_runtime::env_or("FILES_MAX_UPLOAD_SIZE", 2u64 << 30)?;
+        if locations.iter().any(|l| matches!(l.driver, locations::Driver::S3(_))) {
+            anyhow::ensure!(
+                max_upload_size <= locations::S3_MAX_COPY,
+                "FILES_MAX_UPLOAD_SIZE={max_upload_size}: an S3 location stores files of at most {} bytes",
+                locations::S3_MAX_COPY
+            );
+        }
         Ok(Self {
-            location,
-            local_root: service_runtime::env_or("STORAGE_LOCAL_ROOT", "./uploads".to_string())?.into(),
-            max_upload_size: service_runtime::env_or("FILES_MAX_UPLOAD_SIZE", 2u64 << 30)?,
+            locations,
+            max_upload_size,
             transform: transform::TransformSettings::from_env()?,
             import: import::ImportSettings::from_env()?,
         })
     }
 }
 
-/// The storage location files go to.
+/// The storage locations files go to.
 pub struct Storage {
-    /// The store (local disk).
-    pub store: Arc<dyn ObjectStore>,
-    /// Its name, written in `directus_files.storage`.
-    pub location: String,
+    /// The locations (at least one); uploads go to the first.
+    pub locations: Vec<locations::Location>,
     /// FILES_MAX_UPLOAD_SIZE.
     pub max_upload_size: u64,
-    /// The local location's directory (temporary blobs are cleaned up there directly).
-    pub root: std::path::PathBuf,
     /// Image transformations of assets.
     pub transformer: transform::Transformer,
     /// The HTTP client of imports.
@@ -77,22 +78,31 @@ pub struct Storage {
 }
 
 impl Storage {
-    /// Opens the location (creating its directory). Errors: the directory cannot be made.
+    /// Opens the locations. Errors: as [`locations::Location::open`]; no location.
     pub fn open(settings: &StorageSettings) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&settings.local_root)?;
-        let store = object_store::local::LocalFileSystem::new_with_prefix(&settings.local_root)?;
+        let locations = settings.locations.iter().map(locations::Location::open).collect::<anyhow::Result<Vec<_>>>()?;
+        anyhow::ensure!(!locations.is_empty(), "STORAGE_LOCATIONS names no location");
         Ok(Self {
-            store: Arc::new(store),
-            location: settings.location.clone(),
+            locations,
             max_upload_size: settings.max_upload_size,
-            root: settings.local_root.clone(),
             transformer: transform::Transformer::new(settings.transform.clone()),
             importer: import::Importer::new(&settings.import)?,
         })
     }
 
+    /// Where uploads go: the first location.
+    pub fn upload_location(&self) -> Result<&locations::Location, ApiError> {
+        self.locations.first().ok_or_else(ApiError::internal)
+    }
+
+    /// The location called `name`, if configured.
+    pub fn location(&self, name: &str) -> Option<&locations::Location> {
+        self.locations.iter().find(|l| l.name == name)
+    }
+
     /// Removes the blobs of deleted file rows (`cdapi.file_blobs_deleted`), at most 1,000 per
-    /// call; a blob already gone counts as removed. Logged, never failing the caller.
+    /// call; a blob already gone counts as removed; rows of locations not configured here stay
+    /// queued. Logged, never failing the caller.
     pub async fn sweep(&self, pool: &sqlx::PgPool) {
         let rows: Vec<(i64, String, String)> =
             match sqlx::query_as("SELECT id, storage, filename_disk FROM cdapi.file_blobs_deleted ORDER BY id LIMIT 1000").fetch_all(pool).await {
@@ -104,10 +114,8 @@ impl Storage {
             };
         let mut done = Vec::new();
         for (id, storage, name) in rows {
-            if storage != self.location {
-                continue;
-            }
-            match self.store.delete(&Path::from(name.as_str())).await {
+            let Some(location) = self.location(&storage) else { continue };
+            match location.store.delete(&Path::from(name.as_str())).await {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => done.push(id),
                 Err(e) => tracing::warn!(error = %e, file = %name, "removing a deleted file's blob failed"),
             }

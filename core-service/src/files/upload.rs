@@ -6,14 +6,15 @@
 //! takes its final name; any failure removes the blob
 //! and rolls the item back.
 
-use super::{Storage, storage_error};
+use super::locations::Location;
+use super::storage_error;
 use crate::auth::Caller;
 use crate::permissions::Action;
 use bytes::Bytes;
 use cdapi_proto::v1::{UploadChunk, UploadStart, upload_chunk::Part};
 use cdapi_proto::{ApiError, ErrorCode};
 use object_store::path::Path;
-use object_store::{ObjectStoreExt as _, WriteMultipart};
+use object_store::{ObjectStore, ObjectStoreExt as _, WriteMultipart};
 use serde_json::{Map, Value};
 
 /// Fields of a file item only the server sets; sent by a client, they are dropped.
@@ -42,19 +43,55 @@ fn temporary_name() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Removes what is left of a temporary blob (and the store's part files of it) when the upload
-/// ends in any way, the call being dropped mid-way (a client gone) included.
+/// Removes what is left of a temporary blob when the upload ends in any way, the call being
+/// dropped mid-way (a client gone) included: on a local location the blob and the store's part
+/// files of it at once; on another location the blob is deleted by a task (a multipart upload
+/// still open is aborted by [`Parts`]). Nothing is done once the blob has its final name.
 struct Incoming {
-    dir: std::path::PathBuf,
-    name: String,
+    store: std::sync::Arc<dyn ObjectStore>,
+    temp: Path,
+    /// A local location's directory of temporary blobs, and this blob's name.
+    local: Option<(std::path::PathBuf, String)>,
+    /// The blob was moved to its final name.
+    done: bool,
 }
 
 impl Drop for Incoming {
     fn drop(&mut self) {
-        for entry in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
-            if entry.file_name().to_string_lossy().starts_with(&self.name) {
-                let _ = std::fs::remove_file(entry.path());
+        if self.done {
+            return;
+        }
+        if let Some((dir, name)) = &self.local {
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if entry.file_name().to_string_lossy().starts_with(name.as_str()) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
             }
+            return;
+        }
+        let (store, temp) = (self.store.clone(), self.temp.clone());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = store.delete(&temp).await;
+            });
+        }
+    }
+}
+
+/// A multipart upload in progress, aborted (by a task) when dropped unfinished, so a cut upload
+/// leaves no parts behind in an S3 bucket.
+struct Parts(Option<WriteMultipart>);
+
+impl Drop for Parts {
+    fn drop(&mut self) {
+        if let Some(w) = self.0.take()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            rt.spawn(async move {
+                if let Err(e) = w.abort().await {
+                    tracing::warn!(error = %e, "aborting a cut upload's multipart upload failed");
+                }
+            });
         }
     }
 }
@@ -74,11 +111,16 @@ pub async fn upload(state: &crate::AppState, caller: &Caller, mut stream: tonic:
         Ok(_) => return Err(ApiError::invalid_payload("An upload starts with the file's description")),
         Err(s) => return Err(ApiError::invalid_payload(format!("The upload was cut short: {}", s.message()))),
     };
+    // Data until `end`; a stream that ends without it was cut short (see `files.proto`).
     let chunks = futures_util::stream::unfold(Some(stream), |stream| async move {
         let mut stream = stream?;
         let next = match stream.message().await {
-            Ok(None) => return None,
             Ok(Some(UploadChunk { part: Some(Part::Data(data)) })) => return Some((Ok(data), Some(stream))),
+            Ok(Some(UploadChunk { part: Some(Part::End(_)) })) => match stream.message().await {
+                Ok(None) => return None,
+                _ => ApiError::invalid_payload("Nothing may follow the end of a file"),
+            },
+            Ok(None) => ApiError::invalid_payload("The upload was cut short: it ended before the file did"),
             Ok(Some(_)) => ApiError::invalid_payload("Only data may follow the file's description"),
             Err(s) => ApiError::invalid_payload(format!("The upload was cut short: {}", s.message())),
         };
@@ -91,25 +133,32 @@ pub async fn upload(state: &crate::AppState, caller: &Caller, mut stream: tonic:
 /// grant is checked by the caller of this function, before any byte is fetched or received).
 /// Errors: as [`upload`].
 pub(super) async fn store(state: &crate::AppState, caller: &Caller, start: &UploadStart, mut chunks: Chunks<'_>) -> Result<Bytes, ApiError> {
-    let storage = &state.files;
+    let location = state.files.upload_location()?;
     let name = temporary_name();
-    let _cleanup = Incoming { dir: storage.root.join(INCOMING), name: name.clone() };
     let temp = Path::from(format!("{INCOMING}/{name}"));
-    let size = match receive(storage, &temp, &mut chunks).await {
+    let mut cleanup = Incoming {
+        store: location.store.clone(),
+        temp: temp.clone(),
+        local: location.local_root.as_ref().map(|root| (root.join(INCOMING), name.clone())),
+        done: false,
+    };
+    let size = match receive(location, state.files.max_upload_size, &temp, &mut chunks).await {
         Ok(size) => size,
         Err(e) => {
-            let _ = storage.store.delete(&temp).await;
+            let _ = location.store.delete(&temp).await;
             return Err(e);
         }
     };
-    let dimensions = if start.content_type.starts_with("image/") { image_size(storage, &temp, size).await } else { None };
+    let dimensions = if start.content_type.starts_with("image/") { image_size(location, &temp, size).await } else { None };
     let final_name = std::sync::Mutex::new(None::<Path>);
-    let out = create_item(state, caller, start, &temp, Stored { size, dimensions }, &final_name).await;
+    let out = create_item(state, caller, start, location, &temp, Stored { size, dimensions }, &final_name).await;
     if out.is_err() {
-        let _ = storage.store.delete(&temp).await;
+        let _ = location.store.delete(&temp).await;
         if let Some(name) = final_name.lock().ok().and_then(|mut n| n.take()) {
-            let _ = storage.store.delete(&name).await;
+            let _ = location.store.delete(&name).await;
         }
+    } else {
+        cleanup.done = true;
     }
     out
 }
@@ -119,8 +168,8 @@ const HEADER_BYTES: u64 = 1 << 20;
 
 /// An uploaded image's width and height, from its header (the first [`HEADER_BYTES`]); `None`
 /// when they cannot be read there.
-async fn image_size(storage: &Storage, blob: &Path, size: u64) -> Option<(u32, u32)> {
-    let head = storage.store.get_range(blob, 0..size.min(HEADER_BYTES)).await.ok()?;
+async fn image_size(location: &Location, blob: &Path, size: u64) -> Option<(u32, u32)> {
+    let head = location.store.get_range(blob, 0..size.min(HEADER_BYTES)).await.ok()?;
     tokio::task::spawn_blocking(move || image::ImageReader::new(std::io::Cursor::new(head)).with_guessed_format().ok()?.into_dimensions().ok())
         .await
         .ok()
@@ -135,28 +184,30 @@ struct Stored {
 
 /// Writes the chunks to `temp`; returns its size. Errors: the stream's own, CONTENT_TOO_LARGE,
 /// SERVICE_UNAVAILABLE (storage).
-async fn receive(storage: &Storage, temp: &Path, chunks: &mut Chunks<'_>) -> Result<u64, ApiError> {
+async fn receive(location: &Location, max_upload_size: u64, temp: &Path, chunks: &mut Chunks<'_>) -> Result<u64, ApiError> {
     use futures_util::StreamExt as _;
-    let upload = storage.store.put_multipart(temp).await.map_err(storage_error)?;
-    let mut writer = WriteMultipart::new_with_chunk_size(upload, super::PART_SIZE);
+    let upload = location.store.put_multipart(temp).await.map_err(storage_error)?;
+    let mut parts = Parts(Some(WriteMultipart::new_with_chunk_size(upload, super::PART_SIZE)));
     let mut size = 0u64;
     let received: Result<(), ApiError> = async {
         loop {
             let Some(data) = chunks.next().await else { return Ok(()) };
             let data = data?;
             size += data.len() as u64;
-            if size > storage.max_upload_size {
+            if size > max_upload_size {
                 return Err(ApiError::new(
                     ErrorCode::ContentTooLarge,
-                    format!("The file is larger than {} bytes (FILES_MAX_UPLOAD_SIZE).", storage.max_upload_size),
+                    format!("The file is larger than {max_upload_size} bytes (FILES_MAX_UPLOAD_SIZE)."),
                 ));
             }
+            let writer = parts.0.as_mut().ok_or_else(ApiError::internal)?;
             // At most two parts in flight: memory stays flat whatever the file's size.
             writer.wait_for_capacity(2).await.map_err(storage_error)?;
             writer.write(&data);
         }
     }
     .await;
+    let writer = parts.0.take().ok_or_else(ApiError::internal)?;
     match received {
         Ok(()) => {
             writer.finish().await.map_err(storage_error)?;
@@ -175,6 +226,7 @@ async fn create_item(
     state: &crate::AppState,
     caller: &Caller,
     start: &UploadStart,
+    location: &Location,
     temp: &Path,
     stored: Stored,
     moved: &std::sync::Mutex<Option<Path>>,
@@ -207,7 +259,7 @@ async fn create_item(
              uploaded_by = $7::uuid, width = $8, height = $9, uploaded_on = now(), modified_on = now() WHERE id = $1::uuid",
         )
         .bind(&id)
-        .bind(&state.files.location)
+        .bind(&location.name)
         .bind(&disk)
         .bind(&filename)
         .bind(&content_type)
@@ -219,7 +271,7 @@ async fn create_item(
         .await
         .map_err(crate::db::map_error)?;
         let target = Path::from(disk.as_str());
-        state.files.store.rename(temp, &target).await.map_err(storage_error)?;
+        location.store.rename(temp, &target).await.map_err(storage_error)?;
         if let Ok(mut m) = moved.lock() {
             *m = Some(target);
         }

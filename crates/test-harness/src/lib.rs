@@ -49,6 +49,9 @@ pub struct TestApp {
     /// `/metrics` URLs by process (`core`, `auth`, `edge`, `graphql`), in replica order, with
     /// [`Spec::metrics`].
     pub metrics: Vec<(&'static str, String)>,
+    /// `http://127.0.0.1:<port>` of the S3 server, with [`Spec::s3`] (it takes unsigned
+    /// requests: tests read the bucket directly).
+    pub s3_url: Option<String>,
     logs: PathBuf,
     auth_env: Vec<(String, String)>,
     children: Vec<(&'static str, Child)>,
@@ -81,7 +84,13 @@ pub struct Spec {
     pub metrics: bool,
     /// SQL files run on the database after the dataset, before the services start.
     pub sql: Vec<PathBuf>,
+    /// Store files in an S3-compatible server of this environment's own (moto's server, from
+    /// CDAPI_PYTHON; bucket [`S3_BUCKET`]) as location `s3`, instead of the local directory.
+    pub s3: bool,
 }
+
+/// The bucket of an environment with [`Spec::s3`].
+pub const S3_BUCKET: &str = "cdapi-test";
 
 impl Drop for TestApp {
     /// Stops the processes (shared environments are never dropped; they stop with the binary).
@@ -388,6 +397,29 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         // Every replica of this environment shares one storage location, beside its logs.
         ("STORAGE_LOCAL_ROOT".into(), logs.join("uploads").to_string_lossy().into_owned()),
     ];
+    let mut core_env = core_env;
+    let s3_url = if spec.s3 {
+        let port = free_port()?;
+        let server = spawn_s3(port, &logs.join("s3.log"))?;
+        children.push(("s3", server));
+        let url = format!("http://127.0.0.1:{port}");
+        core_env.extend(
+            [
+                ("STORAGE_LOCATIONS", "s3"),
+                ("STORAGE_S3_DRIVER", "s3"),
+                ("STORAGE_S3_BUCKET", S3_BUCKET),
+                ("STORAGE_S3_REGION", "us-east-1"),
+                ("STORAGE_S3_KEY", "test-key"),
+                ("STORAGE_S3_SECRET", "test-secret"),
+                ("STORAGE_S3_FORCE_PATH_STYLE", "true"),
+                ("STORAGE_S3_ENDPOINT", url.as_str()),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned())),
+        );
+        Some(url)
+    } else {
+        None
+    };
     let mut core_urls = Vec::new();
     for i in 0..replicas {
         let core_port = free_port()?;
@@ -439,6 +471,7 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         core_urls,
         auth_urls,
         metrics,
+        s3_url,
         database_url: db,
         redis,
         core_log,
@@ -555,6 +588,30 @@ fn spawn_smtp_sink(root: &Path, dir: &Path, port: u16, log: &Path) -> Result<Chi
         .spawn()
         .with_context(|| format!("starting {python} -m aiosmtpd (deploy/local/test installs it)"))?;
     wait_tcp(port, &mut child, log)?;
+    Ok(child)
+}
+
+/// Starts moto's S3 server on `port` and creates [`S3_BUCKET`] in it.
+fn spawn_s3(port: u16, log: &Path) -> Result<Child> {
+    use std::io::{Read, Write};
+    let python = std::env::var("CDAPI_PYTHON").unwrap_or_else(|_| "python3".into());
+    let file = std::fs::File::create(log)?;
+    let mut child = Command::new(&python)
+        .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdin(Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file)
+        .spawn()
+        .with_context(|| format!("starting {python} -m moto.server (deploy/local/test installs it)"))?;
+    wait_tcp(port, &mut child, log)?;
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    conn.set_read_timeout(Some(Duration::from_secs(30)))?;
+    write!(conn, "PUT /{S3_BUCKET} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer)?;
+    if !answer.starts_with("HTTP/1.1 200") {
+        bail!("creating the bucket failed: {answer}");
+    }
     Ok(child)
 }
 
