@@ -10,6 +10,7 @@
 //! - [`fast`] — the fast path answering item reads in one pass over the core's reply.
 //! - [`root`] — `/graphql`'s root fields and their resolvers (one core call per root field).
 //! - [`system`] — `/graphql/system`'s own root fields (the `auth_*` mutations).
+//! - [`schema_management`] — `/graphql/system`'s collections, fields and relations (reads and changes).
 //! - [`selection`] — a selection tree → the typed query's `fields`, `alias` and `deep`.
 //! - [`filters`] — a `filter` argument → the typed filter (the GraphQL key spelling).
 //! - [`values`] — JSON ↔ GraphQL values, errors.
@@ -28,6 +29,7 @@ pub mod filters;
 pub mod http;
 pub mod model;
 pub mod root;
+pub mod schema_management;
 pub mod schemas;
 pub mod selection;
 pub mod system;

@@ -286,8 +286,12 @@ impl Model {
     pub fn from_snapshot(snapshot: &SchemaSnapshot) -> Self {
         // Type names are shared by both endpoints; root fields are per endpoint, and user
         // collections keep one set for both (as they always had).
-        let mut taken: HashSet<String> = BUILT_IN_TYPES.iter().chain(SYSTEM_ROOT_FIELDS).map(|s| (*s).to_owned()).collect();
-        let mut system_roots: HashSet<String> = SYSTEM_ROOT_FIELDS.iter().map(|s| (*s).to_owned()).collect();
+        // Schema management's root fields are on `/graphql/system` only: user collections may
+        // still be called `fields` or `relations`.
+        let builtin = BUILT_IN_TYPES.iter().chain(crate::schema_management::TYPE_NAMES);
+        let mut taken: HashSet<String> = builtin.chain(SYSTEM_ROOT_FIELDS).map(|s| (*s).to_owned()).collect();
+        let mut system_roots: HashSet<String> =
+            SYSTEM_ROOT_FIELDS.iter().chain(crate::schema_management::ROOT_FIELDS).map(|s| (*s).to_owned()).collect();
         let mut skipped = Vec::new();
         let mut exposed = HashSet::new();
         let mut sorted: Vec<_> = snapshot.collections.iter().collect();

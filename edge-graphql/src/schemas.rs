@@ -5,7 +5,7 @@
 
 use crate::model::Model;
 use crate::types::Types;
-use crate::{Backend, root, system};
+use crate::{Backend, root, schema_management, system};
 use async_graphql::dynamic::{Object, Schema, SchemaError};
 use std::sync::Arc;
 
@@ -68,9 +68,10 @@ pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, end
             (query, any.then_some(mutation))
         }
         Endpoint::System => {
-            let query = root::query_fields(model, true, system::query_fields(Object::new("Query")));
-            // The auth_* mutations are always there.
-            let (mutation, _) = root::mutation_fields(model, true, system::mutation_fields(Object::new("Mutation")));
+            let query = root::query_fields(model, true, schema_management::query_fields(system::query_fields(Object::new("Query"))));
+            // The auth_* mutations and the schema changes are always there.
+            let mutation = schema_management::mutation_fields(system::mutation_fields(Object::new("Mutation")));
+            let (mutation, _) = root::mutation_fields(model, true, mutation);
             (query, Some(mutation))
         }
     };
@@ -80,6 +81,11 @@ pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, end
     }
     for t in types.all {
         builder = builder.register(t);
+    }
+    if endpoint == Endpoint::System {
+        for t in schema_management::types() {
+            builder = builder.register(t);
+        }
     }
     builder = builder.data(model.clone()).data(backend.clone()).limit_depth(limits.depth).limit_complexity(limits.complexity);
     if !limits.introspection {
