@@ -36,10 +36,19 @@ pub fn plan(field: &Value) -> Result<FieldPlan, ApiError> {
     };
     let empty = Map::new();
     let schema = optional_object(obj, "schema")?.unwrap_or(&empty);
-    let meta = match obj.get("meta") {
+    let mut meta = match obj.get("meta") {
         None | Some(Value::Null) => None,
         m => Some(meta::settable(m, &meta::field_keys())?),
     };
+    if ty == "hash" {
+        // What makes the column a hash field (Directus keeps it in `special` too).
+        let m = meta.get_or_insert_with(Map::new);
+        let mut special: Vec<Value> = m.get("special").and_then(Value::as_array).cloned().unwrap_or_default();
+        if !special.iter().any(|s| s == "hash") {
+            special.push(Value::from("hash"));
+        }
+        m.insert("special".into(), Value::Array(special));
+    }
     let Some(sql_type) = types::column_type(ty, schema)? else {
         return Ok(FieldPlan { name: name.to_owned(), column: None, indexed: false, primary_key: false, meta: Some(meta.unwrap_or_default()) });
     };
@@ -142,6 +151,10 @@ pub async fn update(state: &AppState, collection: &str, field: &str, data: &Map<
             None | Some(Value::Null) | Some(Value::String(_)) => None,
             Some(_) => return Err(ApiError::invalid_payload("\"type\" must be a string")),
         };
+        if new_type.is_some_and(|t| (t == "hash") != (f.field_type == crate::schema::FieldType::Hash)) {
+            // Existing values are not hashes (or are hashes that would become plain text).
+            return Err(ApiError::invalid_payload("A field is a hash field from its creation on: its type cannot change to or from \"hash\""));
+        }
         let mut type_sql = f.db_type.clone();
         if let Some(t) = new_type {
             let mut sizes = changes.clone();

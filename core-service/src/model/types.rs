@@ -69,7 +69,8 @@ pub fn column_type(ty: &str, schema: &serde_json::Map<String, Value>) -> Result<
         "csv" => "text[]".into(),
         "binary" => "bytea".into(),
         "alias" => return Ok(None),
-        "hash" => return Err(ApiError::invalid_payload("Field type \"hash\" is not supported yet")),
+        // Directus's hash fields: text holding an argon2 PHC string (about 100 characters).
+        "hash" => "varchar(255)".into(),
         other => return Err(ApiError::invalid_payload(format!("Unknown field type \"{other}\""))),
     }))
 }
@@ -123,7 +124,8 @@ mod tests {
         assert_eq!(column_type("timestamp", &none).ok().flatten().as_deref(), Some("timestamptz"));
         assert_eq!(column_type("csv", &none).ok().flatten().as_deref(), Some("text[]"));
         assert!(matches!(column_type("alias", &none), Ok(None)));
-        for bad in ["hash", "varchar", "string; DROP TABLE x"] {
+        assert_eq!(column_type("hash", &none).ok().flatten().as_deref(), Some("varchar(255)"));
+        for bad in ["varchar", "string; DROP TABLE x"] {
             assert!(column_type(bad, &none).is_err(), "{bad}");
         }
         assert!(column_type("string", &schema(json!({"max_length": 0}))).is_err());

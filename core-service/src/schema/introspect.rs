@@ -114,11 +114,18 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
         .map(|r| ((r.many_collection.clone(), r.many_field.clone()), r))
         .collect();
 
+    // Text columns whose metadata marks them `hash` are hash fields (written as argon2 hashes).
+    let hashed: HashSet<(String, String)> = system_tables::metadata::hash_fields(pool).await?.into_iter().collect();
+
     let mut fields: HashMap<String, Vec<Field>> = HashMap::new();
     for (table, name, db_type, base, category, typtype, nullable, has_default, max_length, enum_values) in columns {
         let primary_key = pks.get(&table).is_some_and(|k| k.contains(&name));
+        let mut field_type = classify(&base, &category, &typtype);
+        if field_type.is_textual() && !primary_key && hashed.contains(&(table.clone(), name.clone())) {
+            field_type = FieldType::Hash;
+        }
         fields.entry(table).or_default().push(Field {
-            field_type: classify(&base, &category, &typtype),
+            field_type,
             // An array type's name is its element's with a leading `_` (`_int4`).
             item_type: match base.strip_prefix('_') {
                 Some(element) if category == "A" => classify(element, "", ""),

@@ -178,8 +178,11 @@ impl<'w> Writer<'w> {
         }
         let conds: Vec<Option<Arc<Filter>>> = checked.iter().map(|(_, c)| c.clone()).collect();
         let items: Vec<Map<String, Value>> = checked.into_iter().map(|(o, _)| o).collect();
-        let rows: Vec<Vec<ColumnValue<'_>>> =
+        let mut rows: Vec<Vec<ColumnValue<'_>>> =
             items.iter().map(|o| payload::columns(collection, o, Mode::Create)).collect::<Result<_, _>>()?;
+        for row in &mut rows {
+            self.hash_values(row).await?;
+        }
         // One column list for all rows; a row without a column writes DEFAULT.
         let mut cols: Vec<&str> = Vec::new();
         for row in &rows {
@@ -271,6 +274,20 @@ impl<'w> Writer<'w> {
         Ok(())
     }
 
+    /// Hash fields' values as they are stored: argon2 hashes of what was sent (Directus's `hash`
+    /// fields; null stays null), through the bounded hasher shared with passwords
+    /// (PASSWORD_HASH_CONCURRENCY; SERVICE_UNAVAILABLE with `retry_after` when it is busy).
+    async fn hash_values(&self, cols: &mut [ColumnValue<'_>]) -> Result<(), ApiError> {
+        for (field, value) in cols.iter_mut() {
+            if field.field_type == crate::schema::FieldType::Hash
+                && let Some(text) = value.take()
+            {
+                *value = Some(self.accounts.hasher.hash(text).await?);
+            }
+        }
+        Ok(())
+    }
+
     /// Applies `data` to the items matched by `selector` (a condition on `t0`) and returns their
     /// keys. Errors: FAILED_VALIDATION, INVALID_PAYLOAD (empty data).
     async fn update_where(&mut self, collection: &Collection, data: &Value, mut planner: Planner<'_>, selector: String, extra: &[&str]) -> Result<Vec<String>, ApiError> {
@@ -279,7 +296,8 @@ impl<'w> Writer<'w> {
         let (obj, cond) = self.permitted(collection, Action::Update, obj, extra).await?;
         let selector = self.scoped(&mut planner, collection, cond.as_ref(), selector)?;
         let mut sql = planner.sql;
-        let cols = payload::columns(collection, &obj, Mode::Update)?;
+        let mut cols = payload::columns(collection, &obj, Mode::Update)?;
+        self.hash_values(&mut cols).await?;
         if cols.is_empty() {
             // Nothing left to set (only the key, or keys that are no field): nothing changes,
             // the items are still checked and answered, as Directus does.

@@ -84,6 +84,14 @@ pub async fn field_settings(pool: &PgPool) -> Result<Vec<FieldSetting>, sqlx::Er
     sqlx::query_as("SELECT id, collection, field, meta::text FROM cdapi.fields ORDER BY id").fetch_all(pool).await
 }
 
+/// The fields whose `meta.special` holds `hash` (Directus's hash fields: values are stored as
+/// argon2 hashes), as (collection, field). Errors: database errors.
+pub async fn hash_fields(pool: &PgPool) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as("SELECT collection, field FROM cdapi.fields WHERE meta->'special' @> '\"hash\"'::jsonb OR meta->>'special' = 'hash'")
+        .fetch_all(pool)
+        .await
+}
+
 /// Writes a collection's `meta` (merged into the stored one), keeping the `singleton`,
 /// `hidden` and `note` columns equal to its keys. Errors: database errors.
 pub async fn put_collection(conn: &mut PgConnection, collection: &str, meta: &Value) -> Result<(), sqlx::Error> {
