@@ -25,6 +25,7 @@ use async_graphql::dynamic::{Field, FieldFuture, FieldValue, InputObject, InputV
 use bytes::Bytes;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{SchemaChange, SchemaTarget};
+use edge_http::schema_calls::{self, Change, Resource};
 use serde_json::Value as Json;
 
 /// The typed keys of a collection's `meta` (Directus 11's `directus_collections` columns).
@@ -73,17 +74,20 @@ const RELATION_SCHEMA: &[(&str, Scalar)] = &[
     ("on_delete", Scalar::String),
 ];
 
-/// The three resources, with the type names Directus gives them.
-#[derive(Clone, Copy, PartialEq)]
-enum Resource {
-    Collections,
-    Fields,
-    Relations,
+/// The three resources.
+const ALL: [Resource; 3] = [Resource::Collections, Resource::Fields, Resource::Relations];
+
+/// The GraphQL names and shapes of a resource.
+trait Shapes: Copy {
+    fn plural(self) -> &'static str;
+    fn keys(self) -> &'static [&'static str];
+    fn meta(self) -> &'static [(&'static str, Scalar)];
+    fn schema(self) -> &'static [(&'static str, Scalar)];
+    fn type_name(self, write: bool) -> String;
+    fn deleted_type(self) -> &'static str;
 }
 
-impl Resource {
-    const ALL: [Resource; 3] = [Resource::Collections, Resource::Fields, Resource::Relations];
-
+impl Shapes for Resource {
     /// `collections`, `fields`, `relations`.
     fn plural(self) -> &'static str {
         match self {
@@ -163,7 +167,7 @@ fn object_field(key: &'static str, ty: String) -> Field {
 /// Every type of this module.
 pub fn types() -> Vec<Type> {
     let mut all: Vec<Type> = Vec::new();
-    for r in Resource::ALL {
+    for r in ALL {
         for write in [false, true] {
             let name = r.type_name(write);
             let mut object = Object::new(&name);
@@ -246,25 +250,12 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, op: Op) -> Result<Option<FieldVa
     };
     let target = || SchemaTarget { collection: collection(), field: text(ctx, "field") };
     let reply = match op {
-        Op::List(r) | Op::One(r) => {
-            let t = call.request(target())?;
-            match r {
-                Resource::Collections => client.read_collections(t).await?,
-                Resource::Fields => client.read_fields(t).await?,
-                Resource::Relations => client.read_relations(t).await?,
-            }
-        }
+        Op::List(r) | Op::One(r) => schema_calls::read(&mut client, r, call.request(target())?).await?,
         Op::Create(r) | Op::Update(r) => {
             let t = target();
             let change = call.request(SchemaChange { collection: t.collection, field: t.field, data: data(ctx)? })?;
-            match (matches!(op, Op::Create(_)), r) {
-                (true, Resource::Collections) => client.create_collection(change).await?,
-                (true, Resource::Fields) => client.create_field(change).await?,
-                (true, Resource::Relations) => client.create_relation(change).await?,
-                (false, Resource::Collections) => client.update_collection(change).await?,
-                (false, Resource::Fields) => client.update_field(change).await?,
-                (false, Resource::Relations) => client.update_relation(change).await?,
-            }
+            let kind = if matches!(op, Op::Create(_)) { Change::Create } else { Change::Update };
+            schema_calls::change(&mut client, r, kind, change).await?
         }
         Op::Delete(r) => {
             let t = target();
@@ -273,16 +264,11 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, op: Op) -> Result<Option<FieldVa
             } else {
                 serde_json::json!({"collection": t.collection, "field": t.field})
             };
-            let t = call.request(t)?;
-            match r {
-                Resource::Collections => client.delete_collection(t).await?,
-                Resource::Fields => client.delete_field(t).await?,
-                Resource::Relations => client.delete_relation(t).await?,
-            };
+            schema_calls::delete(&mut client, r, call.request(t)?).await?;
             return Ok(Some(FieldValue::owned_any(answer)));
         }
     };
-    Ok(items_value(json(&reply.get_ref().data)?))
+    Ok(items_value(json(&reply)?))
 }
 
 /// A root field doing `op`, with its arguments.
@@ -300,7 +286,7 @@ fn root(name: &str, ty: TypeRef, op: Op, args: &[(&str, TypeRef)]) -> Field {
 /// Adds the reads to the system Query.
 pub fn query_fields(mut query: Object) -> Object {
     let s = || TypeRef::named_nn(TypeRef::STRING);
-    for r in Resource::ALL {
+    for r in ALL {
         let (p, ty) = (r.plural(), r.type_name(false));
         query = query.field(root(p, TypeRef::named_nn_list_nn(&ty), Op::List(r), &[]));
         query = match r {
@@ -313,13 +299,16 @@ pub fn query_fields(mut query: Object) -> Object {
     query
 }
 
+/// An argument's name and type.
+type Argument = (&'static str, TypeRef);
+
 /// Adds the changes to the system Mutation.
 pub fn mutation_fields(mut mutation: Object) -> Object {
     let s = || TypeRef::named_nn(TypeRef::STRING);
-    for r in Resource::ALL {
+    for r in ALL {
         let (p, ty) = (r.plural(), r.type_name(true));
         let input = || TypeRef::named_nn(format!("{ty}_input"));
-        let (create_args, keys): (Vec<(&str, TypeRef)>, Vec<(&str, TypeRef)>) = match r {
+        let (create_args, keys): (Vec<Argument>, Vec<Argument>) = match r {
             Resource::Collections => (vec![("data", input())], vec![("collection", s())]),
             Resource::Fields => (vec![("collection", s()), ("data", input())], vec![("collection", s()), ("field", s())]),
             Resource::Relations => (vec![("data", input())], vec![("collection", s()), ("field", s())]),

@@ -14,16 +14,8 @@ use cdapi_proto::v1::{CallerAccessRequest, SchemaChange, SchemaTarget, SnapshotD
 use http::Method;
 use warp::reply::Response;
 
-/// Which resource a path names.
-#[derive(Clone, Copy, PartialEq)]
-pub enum Resource {
-    /// `/collections`.
-    Collections,
-    /// `/fields`.
-    Fields,
-    /// `/relations`.
-    Relations,
-}
+pub use edge_http::schema_calls::Resource;
+use edge_http::schema_calls::{self, Change};
 
 /// What the caller may do: `GET /permissions/me` (`globals` false) and
 /// `GET /policies/me/globals` (`globals` true), from SchemaService's `ReadCallerPermissions` /
@@ -110,35 +102,19 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
     };
     match req.method.clone() {
         Method::GET if read_depth.contains(&depth) => {
-            let t = caller.request(target(&names))?;
-            let res = match resource {
-                Resource::Collections => client.read_collections(t).await?,
-                Resource::Fields => client.read_fields(t).await?,
-                Resource::Relations => client.read_relations(t).await?,
-            };
-            Ok(reply::data(&res.get_ref().data, b""))
+            let data = schema_calls::read(&mut client, resource, caller.request(target(&names))?).await?;
+            Ok(reply::data(&data, b""))
         }
         ref m @ (Method::POST | Method::PATCH) if (*m == Method::POST && depth == create_depth) || (*m == Method::PATCH && depth == item_depth) => {
             let data = json_body(req, body, state.max_payload_size).await?;
             let t = target(&names);
             let change = caller.request(SchemaChange { collection: t.collection, field: t.field, data: Bytes::from(data.to_string()) })?;
-            let res = match (*m == Method::POST, resource) {
-                (true, Resource::Collections) => client.create_collection(change).await?,
-                (true, Resource::Fields) => client.create_field(change).await?,
-                (true, Resource::Relations) => client.create_relation(change).await?,
-                (false, Resource::Collections) => client.update_collection(change).await?,
-                (false, Resource::Fields) => client.update_field(change).await?,
-                (false, Resource::Relations) => client.update_relation(change).await?,
-            };
-            Ok(reply::data(&res.get_ref().data, b""))
+            let kind = if *m == Method::POST { Change::Create } else { Change::Update };
+            let data = schema_calls::change(&mut client, resource, kind, change).await?;
+            Ok(reply::data(&data, b""))
         }
         Method::DELETE if depth == item_depth => {
-            let t = caller.request(target(&names))?;
-            match resource {
-                Resource::Collections => client.delete_collection(t).await?,
-                Resource::Fields => client.delete_field(t).await?,
-                Resource::Relations => client.delete_relation(t).await?,
-            };
+            schema_calls::delete(&mut client, resource, caller.request(target(&names))?).await?;
             Ok(reply::no_content())
         }
         _ if read_depth.contains(&depth) => Ok(reply::method_not_allowed(&req.method, allowed)),

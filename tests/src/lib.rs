@@ -203,3 +203,21 @@ pub fn paths(texts: &[&str]) -> Vec<cdapi_proto::v1::FieldPath> {
 pub fn sort_keys(texts: &[&str]) -> Vec<cdapi_proto::v1::SortKey> {
     texts.iter().map(|t| cdapi_proto::paths::parse_sort(t).unwrap_or_else(|e| panic!("{t}: {}", e.message))).collect()
 }
+
+/// `len` bytes that compress badly and differ per `seed` (file contents for upload tests).
+pub fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// A response header's value as text (empty when absent or not text).
+pub fn header_text<'a>(headers: &'a reqwest::header::HeaderMap, name: &str) -> &'a str {
+    headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
+}

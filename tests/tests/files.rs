@@ -7,6 +7,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
+use e2e_tests::{header_text as header, noise as bytes};
 use e2e_tests::fixture::{admin, call, eventually, role};
 use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, exec, gql_data, graphql, repo_root, send, sql_json};
 use reqwest::Method;
@@ -27,19 +28,6 @@ fn env() -> &'static TestApp {
         })
         .unwrap_or_else(|e| panic!("environment: {e:#}"))
     })
-}
-
-/// Bytes that compress badly and differ per `seed`.
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
 }
 
 /// `POST /files` with text `fields` then one file part.
@@ -96,10 +84,6 @@ async fn get_raw(app: &TestApp, path: &str, token: Option<&str>, headers: &[(&st
     let res = req.send().await.expect("get");
     let (status, headers) = (res.status().as_u16(), res.headers().clone());
     (status, headers, res.bytes().await.expect("body").to_vec())
-}
-
-fn header<'a>(h: &'a reqwest::header::HeaderMap, name: &str) -> &'a str {
-    h.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
 }
 
 #[tokio::test]
@@ -350,7 +334,13 @@ async fn images_are_transformed_within_bounds() {
     assert_eq!(dims(&got), (100, 67));
     let (_, _, got) = get_raw(app, &format!("/assets/{id}?width=1000&withoutEnlargement=true"), Some(ADMIN_TOKEN), &[]).await;
     assert_eq!(dims(&got), (300, 200));
-    for (query, code) in [("width=0", "INVALID_QUERY"), ("width=100000", "INVALID_QUERY"), ("fit=stretch", "INVALID_QUERY"), ("format=avif", "INVALID_QUERY"), ("quality=0", "INVALID_QUERY"), ("key=nope", "INVALID_QUERY"), ("transforms=[[\"blur\",10]]", "INVALID_QUERY")] {
+    // AVIF (the `image` crate encodes it, it cannot decode it: the container is checked) and TIFF.
+    let (status, h, got) = get_raw(app, &format!("/assets/{id}?width=120&format=avif&quality=50"), Some(ADMIN_TOKEN), &[]).await;
+    assert_eq!((status, header(&h, "content-type")), (200, "image/avif"));
+    assert!(got.len() > 12 && &got[4..12] == b"ftypavif", "an AVIF file: {:?}", &got[..got.len().min(16)]);
+    let (_, h, got) = get_raw(app, &format!("/assets/{id}?width=60&format=tiff"), Some(ADMIN_TOKEN), &[]).await;
+    assert_eq!((header(&h, "content-type"), dims(&got)), ("image/tiff", (60, 40)));
+    for (query, code) in [("width=0", "INVALID_QUERY"), ("width=100000", "INVALID_QUERY"), ("fit=stretch", "INVALID_QUERY"), ("format=heic", "INVALID_QUERY"), ("quality=0", "INVALID_QUERY"), ("key=nope", "INVALID_QUERY"), ("transforms=[[\"blur\",10]]", "INVALID_QUERY")] {
         let r = call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{id}?{query}"), None).await;
         assert_error(&r, 400, code, query);
     }

@@ -7,6 +7,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
+use e2e_tests::{header_text as header, noise as bytes};
 use e2e_tests::fixture::{admin, call, eventually};
 use e2e_tests::{ADMIN_TOKEN, Dataset, S3_BUCKET, Spec, TestApp, assert_error, sql_json};
 use reqwest::Method;
@@ -28,19 +29,6 @@ fn env() -> &'static TestApp {
         })
         .unwrap_or_else(|e| panic!("environment: {e:#}"))
     })
-}
-
-/// Bytes that differ per `seed`.
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
 }
 
 /// A request to the bucket as the environment's key (the test server checks that a request
@@ -81,10 +69,6 @@ async fn asset(app: &TestApp, id: &str, headers: &[(&str, &str)]) -> (u16, reqwe
     let res = req.send().await.expect("asset");
     let (status, h) = (res.status().as_u16(), res.headers().clone());
     (status, h, res.bytes().await.expect("body").to_vec())
-}
-
-fn header<'a>(h: &'a reqwest::header::HeaderMap, name: &str) -> &'a str {
-    h.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
 }
 
 #[tokio::test]

@@ -272,7 +272,6 @@ async fn a_failed_change_leaves_nothing_behind() {
         (json!({"collection": "bad name", "schema": {}}), "a name that is no identifier"),
         (json!({"collection": "a".repeat(64), "schema": {}}), "a name Postgres would truncate"),
         (json!({"collection": "broken", "schema": {}, "fields": [pk, {"field": "n", "type": "integer", "schema": {"default_value": "many"}}]}), "a default that is no integer"),
-        (json!({"collection": "broken", "schema": {}, "fields": [pk, {"field": "h", "type": "hash"}]}), "hash fields are refused until writes hash them"),
         (json!({"collection": "broken", "schema": {}, "fields": [pk, {"field": "x", "type": "varchar(10)); DROP TABLE articles; --"}]}), "an unknown type"),
         (json!({"collection": "broken", "schema": {}, "fields": [{"field": "x", "type": "string"}]}), "no primary key"),
         (json!({"collection": "broken", "schema": {}, "fields": [pk, pk]}), "a field twice"),

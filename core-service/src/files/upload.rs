@@ -84,14 +84,26 @@ struct Parts(Option<WriteMultipart>);
 
 impl Drop for Parts {
     fn drop(&mut self) {
-        if let Some(w) = self.0.take()
-            && let Ok(rt) = tokio::runtime::Handle::try_current()
-        {
-            rt.spawn(async move {
-                if let Err(e) = w.abort().await {
-                    tracing::warn!(error = %e, "aborting a cut upload's multipart upload failed");
-                }
-            });
+        if let Some(w) = self.0.take() {
+            drop(abort(w));
+        }
+    }
+}
+
+/// Aborts a multipart upload in a task of its own, so that the call being dropped meanwhile (a
+/// client cancelling after its cut upload) cannot stop it half-way; the returned future waits
+/// for it (dropping that future leaves the task running).
+fn abort(w: WriteMultipart) -> impl Future<Output = ()> {
+    let task = tokio::runtime::Handle::try_current().ok().map(|rt| {
+        rt.spawn(async move {
+            if let Err(e) = w.abort().await {
+                tracing::warn!(error = %e, "aborting a cut upload's multipart upload failed");
+            }
+        })
+    });
+    async move {
+        if let Some(t) = task {
+            let _ = t.await;
         }
     }
 }
@@ -214,7 +226,7 @@ async fn receive(location: &Location, max_upload_size: u64, temp: &Path, chunks:
             Ok(size)
         }
         Err(e) => {
-            let _ = writer.abort().await;
+            abort(writer).await;
             Err(e)
         }
     }

@@ -8,6 +8,7 @@
 //! - [`client_ip`] — the end client's address behind trusted proxies.
 //! - [`caller`] — the caller's token, address and request id as gRPC metadata.
 //! - [`reply`] — bodies and the Directus error body.
+//! - [`schema_calls`] — which SchemaService call serves which schema-management request.
 //! - [`settings`] — the settings both edges read, and their gRPC channels.
 //! - [`observe`] — route templates for metrics.
 //! - [`serve`] — the server loop (hyper through a warp filter, graceful shutdown).
@@ -20,6 +21,7 @@ pub mod client_ip;
 pub mod cookies;
 pub mod reply;
 pub mod request_target;
+pub mod schema_calls;
 pub mod serve;
 pub mod observe;
 pub mod settings;
