@@ -24,6 +24,8 @@ pub struct Caller {
     /// What user writes need: sessions to end (and the caller's own login, kept on a
     /// self-change), the password policy and hasher.
     pub accounts: crate::users::Accounts,
+    /// When the caller's token expires (Unix seconds; `None`: a static token or the public).
+    pub expires_at: Option<u64>,
 }
 
 impl Caller {

@@ -47,6 +47,8 @@ pub struct Settings {
     /// STORAGE_LOCATIONS, STORAGE_LOCAL_ROOT, FILES_MAX_UPLOAD_SIZE: see
     /// [`crate::files::StorageSettings`].
     pub files: crate::files::StorageSettings,
+    /// [`crate::realtime::RealtimeSettings`].
+    pub realtime: crate::realtime::RealtimeSettings,
 }
 
 impl Settings {
@@ -81,6 +83,7 @@ impl Settings {
             redis_url: service_url("REDIS_URL", "redis://127.0.0.1:6379"),
             redis_prefix: env_or("REDIS_KEY_PREFIX", "cdapi:".to_string())?,
             files: crate::files::StorageSettings::from_env()?,
+            realtime: crate::realtime::RealtimeSettings::from_env()?,
         })
     }
 }
@@ -103,6 +106,7 @@ impl std::fmt::Debug for Settings {
             .field("token_cache_ttl_secs", &self.token_cache_ttl_secs)
             .field("auth_url", &self.auth_url)
             .field("files", &self.files)
+            .field("realtime", &self.realtime)
             .field("redis_url", &self.redis_url.as_deref().map(mask_url))
             .field("redis_prefix", &self.redis_prefix)
             .finish()

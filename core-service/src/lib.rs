@@ -23,6 +23,7 @@ pub mod grpc;
 pub mod model;
 pub mod permissions;
 pub mod query;
+pub mod realtime;
 pub mod schema;
 pub mod users;
 pub mod versions;
@@ -58,6 +59,8 @@ pub struct AppState {
     pub accounts: users::Accounts,
     /// Where files' blobs are kept.
     pub files: files::Storage,
+    /// This replica's realtime subscriptions.
+    pub realtime: Arc<realtime::hub::Hub>,
     /// The version of the newest snapshot, announced to `WatchSchema` streams.
     pub schema_changed: tokio::sync::watch::Sender<u64>,
     /// Turns true when the server starts shutting down, so open streams end and the drain can
@@ -83,7 +86,7 @@ impl AppState {
         let read = self.views.read_view(&schema, &access);
         let accounts = users::Accounts { own: who.user.clone().zip(who.family.clone()), ..self.accounts.clone() };
         let vars = query::Variables { user: who.user, role: who.role, roles, policies };
-        Ok(auth::Caller { schema, read, access, vars, accounts })
+        Ok(auth::Caller { schema, read, access, vars, accounts, expires_at: who.expires_at })
     }
 
     /// A snapshot introspected now, not swapped in (schema changes validate against it, so a
@@ -102,6 +105,9 @@ impl AppState {
             .map_err(db::map_error)?;
         let snapshot = Arc::new(snapshot);
         self.schema.store(snapshot.clone());
+        if self.realtime.settings().enabled {
+            realtime::triggers::install(&self.pool, &snapshot).await;
+        }
         self.schema_changed.send_replace(version);
         tracing::info!(version, collections = snapshot.collections.len(), "schema snapshot loaded");
         Ok(snapshot)
@@ -206,11 +212,16 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         stopping: tokio::sync::watch::Sender::new(false),
         db_schema: settings.database_schema.clone(),
         files: files::Storage::open(&settings.files)?,
+        realtime: Arc::new(realtime::hub::Hub::new(settings.realtime)),
         version: AtomicU64::new(0),
     });
     state.files.sweep(&state.pool).await;
     state.reload_schema().await.map_err(|e| anyhow::anyhow!("loading the schema failed: {e}"))?;
     tokio::spawn(watch_schema(state.clone()));
+    if settings.realtime.enabled {
+        tokio::spawn(state.realtime.clone().run(state.clone()));
+        tokio::spawn(realtime::listen(state.clone()));
+    }
 
     let (health, health_service) = service_runtime::grpc::Health::new().await;
     health.reporter.set_serving::<ItemsServiceServer<grpc::items::Items>>().await;

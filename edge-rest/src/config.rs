@@ -17,6 +17,8 @@ pub struct Settings {
     /// GRAPHQL_URL (default none): edge-graphql's base URL (`http://host:port`); when set,
     /// `/graphql` and `/graphql/system` are forwarded there, so one origin serves both APIs.
     pub graphql_url: Option<String>,
+    /// `/websocket` (WEBSOCKETS_* settings; [`crate::realtime`]).
+    pub websockets: crate::realtime::WebsocketSettings,
 }
 
 impl Settings {
@@ -33,6 +35,7 @@ impl Settings {
             edge: edge_http::settings::EdgeSettings::from_env()?,
             rate_limit,
             graphql_url: env_opt("GRAPHQL_URL"),
+            websockets: crate::realtime::WebsocketSettings::from_env()?,
         })
     }
 }

@@ -19,6 +19,7 @@ pub mod identifiers;
 pub mod model;
 pub mod query_string;
 pub mod rate_limit;
+pub mod realtime;
 pub mod reply;
 pub mod request;
 pub mod routes;
@@ -44,7 +45,14 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
         let client_ip = state.client_ip.resolve(i.peer, &i.headers);
         let session_cookie = edge_http::cookies::get(&i.headers, state.cookies.name(edge_http::cookies::Kind::Session));
         let req = request::HttpRequest { method: i.method, path: i.path, query: i.query, headers: i.headers, client_ip, session_cookie };
-        routes::handle(state, req, i.body)
+        let websocket = i.websocket.filter(|_| state.websocket_settings.enabled && req.path == state.websocket_settings.path);
+        let body = i.body;
+        async move {
+            match websocket {
+                Some(ws) => routes::websocket(state, req, ws).await,
+                None => routes::handle(state, req, body).await,
+            }
+        }
     })
     .await?;
     tracing::info!("edge-rest stopped");

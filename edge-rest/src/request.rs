@@ -47,6 +47,13 @@ pub struct EdgeState {
     request_ids: edge_http::caller::RequestIds,
     /// Off once shutdown began (`/server/health` answers 503).
     pub readiness: service_runtime::shutdown::Readiness,
+    /// Items client for `Subscribe` (`/websocket`), on a channel without the CORE_TIMEOUT_MS
+    /// deadline (a subscription lasts as long as its connection).
+    pub subscriptions: ItemsServiceClient<Channel>,
+    /// `/websocket` settings.
+    pub websocket_settings: crate::realtime::WebsocketSettings,
+    /// Open WebSocket connections.
+    pub websockets: crate::realtime::Connections,
 }
 
 impl EdgeState {
@@ -57,7 +64,10 @@ impl EdgeState {
             items: ItemsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
             versions: VersionsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
             schema: SchemaServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
-            files: cdapi_proto::v1::files_service_client::FilesServiceClient::new(core_files).max_decoding_message_size(usize::MAX),
+            files: cdapi_proto::v1::files_service_client::FilesServiceClient::new(core_files.clone()).max_decoding_message_size(usize::MAX),
+            subscriptions: ItemsServiceClient::new(core_files).max_decoding_message_size(usize::MAX),
+            websocket_settings: settings.websockets.clone(),
+            websockets: crate::realtime::Connections::default(),
             rate_limit: settings.rate_limit,
             auth: AuthServiceClient::new(auth),
             health: tonic_health::pb::health_client::HealthClient::new(core),

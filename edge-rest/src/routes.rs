@@ -34,6 +34,19 @@ pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Resp
     edge_http::observe::answer(&req.method, &req.path, &req.headers, &request_id, work).await
 }
 
+/// A WebSocket handshake on WEBSOCKETS_REST_PATH ([`crate::realtime`]), answered as any request
+/// when it is refused.
+pub async fn websocket(state: Arc<EdgeState>, req: HttpRequest, ws: warp::ws::Ws) -> Response {
+    let request_id = state.request_id(&req.headers);
+    let work = async {
+        if let (Some(limiter), Some(ip)) = (&state.limiter, req.client_ip) {
+            limiter.check(ip).inspect_err(|_| service_runtime::metrics::global().rate_limited("edge-rest"))?;
+        }
+        crate::realtime::upgrade(state.clone(), &req, ws, &request_id).await
+    };
+    edge_http::observe::answer(&req.method, &req.path, &req.headers, &request_id, work).await
+}
+
 async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
     let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     match segments.as_slice() {

@@ -163,6 +163,15 @@ impl ItemsService for Items {
         .map_err(|e: ApiError| e.into())
     }
 
+    type SubscribeStream = crate::realtime::stream::Events;
+
+    /// See `items.proto` and [`crate::realtime`].
+    async fn subscribe(&self, req: Request<SubscribeRequest>) -> Result<Response<Self::SubscribeStream>, Status> {
+        let span = request_span("Subscribe", &req);
+        let events = crate::realtime::stream::subscribe(&self.state, req.metadata(), req.get_ref()).instrument(span).await?;
+        Ok(Response::new(events))
+    }
+
     type ExportItemsStream = tokio_stream::wrappers::ReceiverStream<Result<ExportChunk, Status>>;
 
     /// Streams the items of a list query as NDJSON (one JSON object per line) in chunks of about

@@ -48,14 +48,20 @@ pub struct Accountability {
     /// ([`crate::sessions::Redis::end_user_sessions`]); `None` for static tokens, the public
     /// role and tokens signed before the claim existed.
     pub family: Option<String>,
+    /// When the token stops being valid (a JWT's `exp`, Unix seconds); `None` for static tokens
+    /// and the public role. For calls that outlive a request (realtime subscriptions).
+    pub expires_at: Option<u64>,
 }
 
 impl Accountability {
     /// The public role (no token).
     pub fn public() -> Self {
-        Self { user: None, role: None, admin: false, family: None }
+        Self { user: None, role: None, admin: false, family: None, expires_at: None }
     }
 }
+
+/// A signed-in caller: who, their login family, their token's expiry.
+type Identified = (Identity, Option<String>, Option<u64>);
 
 /// Checks tokens. Identity lookups are cached for a short time (hits and misses alike).
 pub struct Authenticator {
@@ -114,7 +120,9 @@ impl Authenticator {
     /// unknown signing key) or Redis (for a session token) cannot be asked.
     pub async fn authenticate(&self, md: &MetadataMap) -> Result<Accountability, ApiError> {
         Ok(match self.identify_with_family(md).await? {
-            Some((identity, family)) => Accountability { user: Some(identity.id), role: identity.role, admin: identity.admin_access, family },
+            Some((identity, family, expires_at)) => {
+                Accountability { user: Some(identity.id), role: identity.role, admin: identity.admin_access, family, expires_at }
+            }
             None => Accountability::public(),
         })
     }
@@ -122,11 +130,11 @@ impl Authenticator {
     /// The signed-in user behind the request's token, `None` without a token. Errors as
     /// [`Self::authenticate`].
     pub async fn identify(&self, md: &MetadataMap) -> Result<Option<Identity>, ApiError> {
-        Ok(self.identify_with_family(md).await?.map(|(identity, _)| identity))
+        Ok(self.identify_with_family(md).await?.map(|(identity, _, _)| identity))
     }
 
     /// [`Self::identify`], with the token's session family (JWTs only).
-    async fn identify_with_family(&self, md: &MetadataMap) -> Result<Option<(Identity, Option<String>)>, ApiError> {
+    async fn identify_with_family(&self, md: &MetadataMap) -> Result<Option<Identified>, ApiError> {
         let Some(header) = md.get("authorization") else { return Ok(None) };
         let header = header.to_str().map_err(|_| ApiError::invalid_credentials())?;
         // Other schemes (Basic ...) carry no token of ours: the public role, as Directus does.
@@ -135,16 +143,17 @@ impl Authenticator {
             return Ok(None);
         }
         let token = Some(token.trim()).filter(|t| !t.is_empty()).ok_or_else(ApiError::invalid_credentials)?;
-        let (identity, family) = if looks_like_jwt(token) { self.jwt_identity(token).await? } else { (self.static_identity(token).await?, None) };
+        let (identity, family, expires_at) =
+            if looks_like_jwt(token) { self.jwt_identity(token).await? } else { (self.static_identity(token).await?, None, None) };
         let identity = identity.filter(Identity::is_active).ok_or_else(ApiError::invalid_credentials)?;
         if crate::ip::client_ip(md).is_some_and(|ip| !crate::ip::admits(&identity, ip)) {
             return Err(ApiError::invalid_ip());
         }
-        Ok(Some((identity, family)))
+        Ok(Some((identity, family, expires_at)))
     }
 
     /// The user of a JWT, and its session family.
-    async fn jwt_identity(&self, token: &str) -> Result<(Option<Identity>, Option<String>), ApiError> {
+    async fn jwt_identity(&self, token: &str) -> Result<(Option<Identity>, Option<String>, Option<u64>), ApiError> {
         let claims = match &self.keys {
             KeySource::Remote(keys) => keys.verify_access(token).await?,
             KeySource::Local(keys) => keys.verify(token, ACCESS_ISSUER).map_err(VerifyError::to_api_error)?,
@@ -159,11 +168,11 @@ impl Authenticator {
             }
         }
         if let Some(hit) = self.by_user.get(&claims.id) {
-            return Ok((hit, claims.family));
+            return Ok((hit, claims.family, Some(claims.exp)));
         }
         let found = users::by_id(&self.pool, &claims.id).await.map_err(db_error)?;
         self.by_user.put(claims.id, found.clone());
-        Ok((found, claims.family))
+        Ok((found, claims.family, Some(claims.exp)))
     }
 
     async fn static_identity(&self, token: &str) -> Result<Option<Identity>, ApiError> {

@@ -41,6 +41,9 @@ pub struct Incoming {
     pub peer: Option<SocketAddr>,
     /// The body, unread (see [`crate::body`]).
     pub body: crate::body::Body,
+    /// A WebSocket handshake (`Upgrade: websocket`), to accept with `on_upgrade`; `None` for
+    /// other requests.
+    pub websocket: Option<warp::ws::Ws>,
 }
 
 /// The catch-all filter of both edges: every request, whatever its path and method, as an
@@ -51,14 +54,16 @@ pub fn incoming() -> impl Filter<Extract = (Incoming,), Error = warp::Rejection>
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
         .and(warp::header::headers_cloned())
         .and(peer())
+        .and(warp::ws().map(Some).or(warp::any().map(|| None)).unify())
         .and(warp::body::stream())
-        .map(|method, path: warp::path::FullPath, query, headers, peer, body| Incoming {
+        .map(|method, path: warp::path::FullPath, query, headers, peer, websocket, body| Incoming {
             method,
             path: path.as_str().to_owned(),
             query,
             headers,
             peer,
             body: crate::body::boxed(body),
+            websocket,
         })
 }
 

@@ -1,0 +1,557 @@
+//! `/websocket`: Directus's realtime protocol (issue 19) over `ItemsService.Subscribe` and the
+//! item calls. One task per connection reads the client's messages; each subscription is a task
+//! forwarding its gRPC stream; one writer task sends what they queue.
+//!
+//! Messages (JSON text frames; `uid` is echoed when given):
+//! - `{type: "auth", access_token}` (or `email` + `password`, or `refresh_token`) →
+//!   `{type: "auth", status: "ok"}` (`refresh_token` too after a login or a refresh); a bad one
+//!   → `{type: "auth", status: "error", error: {code, message}}`.
+//! - `{type: "subscribe", collection, query?, event?, uid?}` → `{type: "subscription", event:
+//!   "init", data: [...], uid}`, then `event: "create" | "update"` with the items as the query
+//!   reads them (`data: [...]`) and `event: "delete"` with the keys (`data: ["1", ...]`).
+//!   `{type: "unsubscribe", uid}` ends one (`uid` absent: all).
+//! - `{type: "items", collection, action: "create" | "read" | "update" | "delete", data?, id?,
+//!   ids?, query?, uid?}` → `{type: "items", data, uid}`.
+//! - `{type: "ping"}` → `{type: "pong"}`; the server sends `{type: "ping"}` every
+//!   WEBSOCKETS_HEARTBEAT_PERIOD seconds and closes a connection that sent nothing since the
+//!   last one.
+//! - Errors: `{type: <the message's type>, status: "error", error: {code, message}, uid?}`.
+//!
+//! Authentication (WEBSOCKETS_REST_AUTH): `public` (the public role until an `auth` message),
+//! `handshake` (the default: the first message must be `auth` within
+//! WEBSOCKETS_REST_AUTH_TIMEOUT seconds, unless the upgrade request carried a token), `strict`
+//! (the upgrade request must carry a valid token: `?access_token=`, `Authorization` or the
+//! session cookie). When the token expires the client gets `{type: "auth", status: "error",
+//! error: {code: "TOKEN_EXPIRED"}}` and its subscriptions end; it may authenticate again.
+//!
+//! Budgets: WEBSOCKETS_MAX_SUBSCRIPTIONS per connection (default 100), WEBSOCKETS_REST_CONN_LIMIT
+//! connections per edge process (default 10,000) and WEBSOCKETS_CONN_LIMIT_PER_USER per user and
+//! process (default 100), WEBSOCKETS_QUEUE messages waiting for a slow client (default 1,024; past
+//! it the connection is closed with code 4008), MAX_PAYLOAD_SIZE per message.
+
+use crate::request::{EdgeState, HttpRequest, url_query};
+use bytes::Bytes;
+use cdapi_proto::v1::*;
+use cdapi_proto::{ApiError, ErrorCode};
+use futures_util::{SinkExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use warp::ws::{Message, WebSocket};
+
+/// Close code for a client that does not read fast enough (a private-use code).
+pub const CLOSE_TOO_SLOW: u16 = 4008;
+
+/// How connections authenticate (WEBSOCKETS_REST_AUTH).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    /// The public role until an `auth` message.
+    Public,
+    /// The first message must be `auth` (unless the upgrade carried a token).
+    Handshake,
+    /// The upgrade request must carry a valid token.
+    Strict,
+}
+
+/// WebSocket settings (Directus's names where it has them; see the module docs).
+#[derive(Debug, Clone)]
+pub struct WebsocketSettings {
+    /// WEBSOCKETS_ENABLED and WEBSOCKETS_REST_ENABLED (both default true).
+    pub enabled: bool,
+    /// WEBSOCKETS_REST_PATH (default `/websocket`).
+    pub path: String,
+    /// WEBSOCKETS_REST_AUTH (default `handshake`).
+    pub auth: AuthMode,
+    /// WEBSOCKETS_REST_AUTH_TIMEOUT (seconds, default 10).
+    pub auth_timeout: Duration,
+    /// WEBSOCKETS_HEARTBEAT_ENABLED (default true) and WEBSOCKETS_HEARTBEAT_PERIOD (seconds,
+    /// default 30).
+    pub heartbeat: Option<Duration>,
+    /// WEBSOCKETS_REST_CONN_LIMIT (default 10,000).
+    pub max_connections: usize,
+    /// WEBSOCKETS_CONN_LIMIT_PER_USER (default 100).
+    pub max_connections_per_user: usize,
+    /// WEBSOCKETS_MAX_SUBSCRIPTIONS (default 100).
+    pub max_subscriptions: usize,
+    /// WEBSOCKETS_QUEUE (default 1,024).
+    pub queue: usize,
+}
+
+impl WebsocketSettings {
+    /// Reads the settings. Errors: a value that does not parse, an unknown auth mode.
+    pub fn from_env() -> anyhow::Result<Self> {
+        use service_runtime::env_or;
+        let auth = match env_or("WEBSOCKETS_REST_AUTH", "handshake".to_string())?.to_ascii_lowercase().as_str() {
+            "public" => AuthMode::Public,
+            "handshake" => AuthMode::Handshake,
+            "strict" => AuthMode::Strict,
+            other => anyhow::bail!("WEBSOCKETS_REST_AUTH={other:?}: public, handshake or strict"),
+        };
+        let path = env_or("WEBSOCKETS_REST_PATH", "/websocket".to_string())?;
+        Ok(Self {
+            enabled: env_or("WEBSOCKETS_ENABLED", true)? && env_or("WEBSOCKETS_REST_ENABLED", true)?,
+            path: format!("/{}", path.trim_matches('/')),
+            auth,
+            auth_timeout: Duration::from_secs(env_or("WEBSOCKETS_REST_AUTH_TIMEOUT", 10u64)?.max(1)),
+            heartbeat: if env_or("WEBSOCKETS_HEARTBEAT_ENABLED", true)? {
+                Some(Duration::from_secs(env_or("WEBSOCKETS_HEARTBEAT_PERIOD", 30u64)?.max(1)))
+            } else {
+                None
+            },
+            max_connections: env_or("WEBSOCKETS_REST_CONN_LIMIT", 10_000usize)?,
+            max_connections_per_user: env_or("WEBSOCKETS_CONN_LIMIT_PER_USER", 100usize)?,
+            max_subscriptions: env_or("WEBSOCKETS_MAX_SUBSCRIPTIONS", 100usize)?,
+            queue: env_or("WEBSOCKETS_QUEUE", 1024usize)?.max(8),
+        })
+    }
+}
+
+/// Open connections of this process, in all and per user.
+#[derive(Default)]
+pub struct Connections {
+    total: AtomicUsize,
+    per_user: std::sync::Mutex<HashMap<String, usize>>,
+}
+
+/// Holds one connection's place in [`Connections`] until dropped.
+struct Place {
+    state: Arc<EdgeState>,
+    user: Option<String>,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.state.websockets.total.fetch_sub(1, Ordering::SeqCst);
+        if let Some(u) = &self.user
+            && let Ok(mut m) = self.state.websockets.per_user.lock()
+            && let Some(n) = m.get_mut(u)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(u);
+            }
+        }
+    }
+}
+
+/// Takes a place for `user`. Errors: REQUESTS_EXCEEDED past a limit.
+fn take_place(state: &Arc<EdgeState>, user: Option<&str>) -> Result<Place, ApiError> {
+    let s = &state.websocket_settings;
+    let full = || ApiError::new(ErrorCode::RequestsExceeded, "Too many WebSocket connections.");
+    if state.websockets.total.fetch_add(1, Ordering::SeqCst) >= s.max_connections {
+        state.websockets.total.fetch_sub(1, Ordering::SeqCst);
+        return Err(full());
+    }
+    let mut place = Place { state: state.clone(), user: None };
+    if let Some(u) = user {
+        let mut m = state.websockets.per_user.lock().map_err(|_| ApiError::internal())?;
+        let n = m.entry(u.to_owned()).or_default();
+        if *n >= s.max_connections_per_user {
+            return Err(full());
+        }
+        *n += 1;
+        place.user = Some(u.to_owned());
+    }
+    Ok(place)
+}
+
+/// Who a token belongs to (`None`: the public). Errors: the auth service's (a bad token).
+async fn whoami(state: &EdgeState, caller: &edge_http::caller::Caller) -> Result<Option<String>, ApiError> {
+    if caller.bearer.is_none() {
+        return Ok(None);
+    }
+    let user = state.auth.clone().get_current_user(caller.request(GetCurrentUserRequest {})?).await?.into_inner();
+    Ok(Some(user.id).filter(|id| !id.is_empty()))
+}
+
+/// The WebSocket handshake on WEBSOCKETS_REST_PATH. Errors: INVALID_CREDENTIALS (a bad token,
+/// or none in mode `strict`), REQUESTS_EXCEEDED (connection limits).
+pub async fn upgrade(state: Arc<EdgeState>, req: &HttpRequest, ws: warp::ws::Ws, request_id: &str) -> Result<warp::reply::Response, ApiError> {
+    let (_, token) = url_query(req)?;
+    let caller = req.caller(request_id, token)?;
+    if caller.bearer.is_none() && state.websocket_settings.auth == AuthMode::Strict {
+        return Err(ApiError::invalid_credentials());
+    }
+    let user = whoami(&state, &caller).await?;
+    let place = take_place(&state, user.as_deref())?;
+    let max = usize::try_from(state.max_payload_size).unwrap_or(usize::MAX);
+    let ws = ws.max_message_size(max).max_frame_size(max);
+    Ok(warp::Reply::into_response(ws.on_upgrade(move |socket| async move {
+        let _place = place;
+        Connection::new(state, caller, user.is_some()).run(socket).await;
+    })))
+}
+
+/// Text of a server message.
+fn text(v: &Value) -> Message {
+    Message::text(v.to_string())
+}
+
+/// An error message for a client message of type `kind`.
+fn error_message(kind: &str, e: &ApiError, uid: Option<&Value>) -> Message {
+    coded_error(kind, e.code.as_str(), &e.message, uid)
+}
+
+/// An error message with a code of the WebSocket protocol's own (`AUTH_FAILED`,
+/// `AUTH_TIMEOUT`, as the Directus SDK reads them) or of the API.
+fn coded_error(kind: &str, code: &str, message: &str, uid: Option<&Value>) -> Message {
+    let mut m = json!({"type": kind, "status": "error", "error": {"code": code, "message": message}});
+    if let Some(u) = uid {
+        m["uid"] = u.clone();
+    }
+    text(&m)
+}
+
+/// Sends to the client through the writer's bounded queue; a full queue closes the connection
+/// (the client does not read fast enough).
+#[derive(Clone)]
+struct Outbox {
+    tx: mpsc::Sender<Message>,
+    close: Arc<std::sync::Mutex<Option<oneshot::Sender<(u16, &'static str)>>>>,
+}
+
+impl Outbox {
+    fn send(&self, m: Message) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(m) {
+            self.close(CLOSE_TOO_SLOW, "too slow: messages were not read in time");
+        }
+    }
+
+    /// Closes at once, whatever is queued (a client too slow to read it).
+    fn close(&self, code: u16, reason: &'static str) {
+        if let Some(c) = self.close.lock().ok().and_then(|mut c| c.take()) {
+            let _ = c.send((code, reason));
+        }
+    }
+
+    /// Closes after what is queued (the reason message of a protocol close goes first).
+    fn close_after(&self, code: u16, reason: &'static str) {
+        if self.tx.try_send(Message::close_with(code, reason)).is_err() {
+            self.close(code, reason);
+        }
+    }
+}
+
+/// One connection's state.
+struct Connection {
+    state: Arc<EdgeState>,
+    caller: edge_http::caller::Caller,
+    authenticated: bool,
+    /// TOKEN_EXPIRED was sent for the current token (once per token, whatever the number of
+    /// subscriptions it ends).
+    expired: Arc<std::sync::atomic::AtomicBool>,
+    subscriptions: HashMap<String, tokio::task::JoinHandle<()>>,
+    next_uid: u64,
+}
+
+impl Connection {
+    fn new(state: Arc<EdgeState>, caller: edge_http::caller::Caller, authenticated: bool) -> Self {
+        Self { state, caller, authenticated, expired: Arc::default(), subscriptions: HashMap::new(), next_uid: 0 }
+    }
+
+    async fn run(mut self, socket: WebSocket) {
+        let settings = self.state.websocket_settings.clone();
+        let (mut sink, mut incoming) = socket.split();
+        let (tx, mut rx) = mpsc::channel::<Message>(settings.queue);
+        let (close_tx, close_rx) = oneshot::channel::<(u16, &'static str)>();
+        let out = Outbox { tx, close: Arc::new(std::sync::Mutex::new(Some(close_tx))) };
+        let writer = tokio::spawn(async move {
+            let mut close_rx = Some(close_rx);
+            loop {
+                let close = async {
+                    match close_rx.as_mut() {
+                        Some(c) => c.await.ok(),
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    biased;
+                    close = close => match close {
+                        Some((code, reason)) => {
+                            let _ = sink.send(Message::close_with(code, reason)).await;
+                            break;
+                        }
+                        // Every sender is gone (the connection ended): drain what is queued.
+                        None => close_rx = None,
+                    },
+                    m = rx.recv() => match m {
+                        Some(m) => {
+                            let last = m.is_close();
+                            if sink.send(m).await.is_err() || last {
+                                break;
+                            }
+                        }
+                        None => break,
+                    },
+                }
+            }
+            let _ = sink.close().await;
+        });
+        let auth_deadline = tokio::time::sleep(settings.auth_timeout);
+        tokio::pin!(auth_deadline);
+        let needs_auth = settings.auth == AuthMode::Handshake && !self.authenticated;
+        let mut heartbeat = tokio::time::interval(settings.heartbeat.unwrap_or(Duration::from_secs(3600)));
+        heartbeat.tick().await;
+        let mut heard = true;
+        let mut stopping = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                message = incoming.next() => match message {
+                    Some(Ok(m)) if m.is_text() => {
+                        heard = true;
+                        let body = m.to_str().unwrap_or_default().to_owned();
+                        if needs_auth && !self.authenticated && !is_auth(&body) {
+                            out.send(coded_error("auth", "AUTH_FAILED", "Authentication required: the first message must be \"auth\".", None));
+                            out.close_after(1008, "authentication required");
+                            break;
+                        }
+                        self.handle(&body, &out).await;
+                    }
+                    Some(Ok(m)) if m.is_close() => break,
+                    Some(Ok(_)) => heard = true,
+                    Some(Err(_)) | None => break,
+                },
+                () = &mut auth_deadline, if needs_auth && !self.authenticated => {
+                    out.send(coded_error("auth", "AUTH_TIMEOUT", "Authentication timed out.", None));
+                    out.close_after(1008, "authentication timed out");
+                    break;
+                }
+                _ = heartbeat.tick(), if settings.heartbeat.is_some() => {
+                    if !heard {
+                        out.close_after(1001, "no answer to ping");
+                        break;
+                    }
+                    heard = false;
+                    out.send(text(&json!({"type": "ping"})));
+                }
+                _ = stopping.tick() => if self.state.readiness.is_stopping() {
+                    out.close_after(1001, "server shutting down");
+                    break;
+                },
+            }
+        }
+        for (_, task) in self.subscriptions.drain() {
+            task.abort();
+        }
+        drop(out);
+        let _ = writer.await;
+    }
+
+    /// One client message.
+    async fn handle(&mut self, body: &str, out: &Outbox) {
+        let msg: Value = match serde_json::from_str(body) {
+            Ok(v @ Value::Object(_)) => v,
+            _ => return out.send(error_message("error", &ApiError::invalid_payload("A message is a JSON object"), None)),
+        };
+        let kind = msg.get("type").and_then(Value::as_str).unwrap_or_default().to_ascii_lowercase();
+        let uid = msg.get("uid").filter(|u| u.is_string() || u.is_number()).cloned();
+        let result = match kind.as_str() {
+            "ping" => Ok(Some(json!({"type": "pong"}))),
+            "pong" => Ok(None),
+            "auth" => match self.authenticate(&msg).await {
+                Ok(reply) => Ok(Some(reply)),
+                // The Directus SDK reads AUTH_FAILED (a handshake connection it then closes).
+                Err(e) => return out.send(coded_error("auth", "AUTH_FAILED", &e.message, uid.as_ref())),
+            },
+            "subscribe" => self.subscribe(&msg, uid.clone(), out).await.map(|()| None),
+            "unsubscribe" => {
+                self.unsubscribe(uid.as_ref());
+                Ok(None)
+            }
+            "items" => self.items(&msg).await.map(|data| Some(json!({"type": "items", "data": data}))),
+            _ => Err(ApiError::invalid_payload(format!("Unknown message type \"{kind}\""))),
+        };
+        match result {
+            Ok(Some(mut reply)) => {
+                if let Some(u) = &uid {
+                    reply["uid"] = u.clone();
+                }
+                out.send(text(&reply));
+            }
+            Ok(None) => {}
+            Err(e) => out.send(error_message(&kind, &e, uid.as_ref())),
+        }
+    }
+
+    /// A call's metadata as the connection's caller.
+    fn request<T>(&self, msg: T) -> Result<tonic::Request<T>, ApiError> {
+        self.caller.request(msg)
+    }
+
+    /// `auth`: a token, a login or a refresh token. Errors: the auth service's.
+    async fn authenticate(&mut self, msg: &Value) -> Result<Value, ApiError> {
+        let field = |k: &str| msg.get(k).and_then(Value::as_str).map(str::to_owned);
+        let mut auth = self.state.auth.clone();
+        let (token, refresh) = if let Some(t) = field("access_token") {
+            (t, None)
+        } else if let (Some(email), Some(password)) = (field("email"), field("password")) {
+            let t = auth.login(self.request(LoginRequest { email, password, otp: field("otp"), mode: SessionMode::Json as i32 })?).await?.into_inner();
+            (t.access_token, Some(t.refresh_token))
+        } else if let Some(r) = field("refresh_token") {
+            let t = auth.refresh(self.request(RefreshRequest { refresh_token: r, mode: SessionMode::Json as i32, ..Default::default() })?).await?.into_inner();
+            (t.access_token, Some(t.refresh_token))
+        } else {
+            return Err(ApiError::invalid_payload("\"auth\" needs access_token, email and password, or refresh_token"));
+        };
+        let mut caller = self.caller.clone();
+        caller.bearer = Some(format!("Bearer {token}"));
+        whoami(&self.state, &caller).await?;
+        self.caller = caller;
+        self.authenticated = true;
+        self.expired.store(false, Ordering::SeqCst);
+        let mut reply = json!({"type": "auth", "status": "ok"});
+        if let Some(r) = refresh {
+            reply["refresh_token"] = json!(r);
+        }
+        Ok(reply)
+    }
+
+    /// `subscribe`: a gRPC Subscribe stream forwarded by a task of its own.
+    async fn subscribe(&mut self, msg: &Value, uid: Option<Value>, out: &Outbox) -> Result<(), ApiError> {
+        let collection = msg.get("collection").and_then(Value::as_str).ok_or_else(|| ApiError::invalid_payload("\"collection\" is required"))?;
+        collection_name_ok(collection)?;
+        let query = match msg.get("query") {
+            None | Some(Value::Null) => Query::default(),
+            Some(Value::Object(q)) => cdapi_proto::query_json::query_from_json(q)?,
+            Some(_) => return Err(ApiError::invalid_query("\"query\" must be an object")),
+        };
+        crate::identifiers::check(&query)?;
+        let event = match msg.get("event").and_then(Value::as_str) {
+            None => ItemEventKind::Unspecified,
+            Some("create") => ItemEventKind::Create,
+            Some("update") => ItemEventKind::Update,
+            Some("delete") => ItemEventKind::Delete,
+            Some(other) => return Err(ApiError::invalid_payload(format!("Unknown event \"{other}\""))),
+        };
+        let key = match &uid {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => {
+                self.next_uid += 1;
+                format!("\u{0}{}", self.next_uid)
+            }
+        };
+        self.subscriptions.retain(|_, t| !t.is_finished());
+        if !self.subscriptions.contains_key(&key) && self.subscriptions.len() >= self.state.websocket_settings.max_subscriptions {
+            return Err(ApiError::new(ErrorCode::RequestsExceeded, "Too many subscriptions on this connection (WEBSOCKETS_MAX_SUBSCRIPTIONS)."));
+        }
+        let call = self.request(SubscribeRequest { collection: collection.to_owned(), query: Some(query), event: event as i32 })?;
+        let mut stream = self.state.subscriptions.clone().subscribe(call).await?.into_inner();
+        let out = out.clone();
+        let expired = self.expired.clone();
+        let task = tokio::spawn(async move {
+            let uid_text = uid.as_ref().map(|u| format!(",\"uid\":{u}")).unwrap_or_default();
+            loop {
+                match stream.message().await {
+                    Ok(Some(e)) => {
+                        let name = match e.kind() {
+                            ItemEventKind::Init => "init",
+                            ItemEventKind::Create => "create",
+                            ItemEventKind::Update => "update",
+                            ItemEventKind::Delete => "delete",
+                            ItemEventKind::Unspecified => continue,
+                        };
+                        let data = String::from_utf8_lossy(&e.data);
+                        out.send(Message::text(format!("{{\"type\":\"subscription\",\"event\":\"{name}\",\"data\":{data}{uid_text}}}")));
+                    }
+                    Ok(None) => break,
+                    Err(status) => {
+                        let e = ApiError::from(status);
+                        if e.code != ErrorCode::TokenExpired {
+                            out.send(error_message("subscribe", &e, uid.as_ref()));
+                        } else if !expired.swap(true, Ordering::SeqCst) {
+                            // Once per token: the client may authenticate again and subscribe anew.
+                            out.send(error_message("auth", &e, None));
+                        }
+                        break;
+                    }
+                }
+            }
+        });
+        if let Some(old) = self.subscriptions.insert(key, task) {
+            old.abort();
+        }
+        Ok(())
+    }
+
+    /// `unsubscribe`: one subscription (`uid`), or all.
+    fn unsubscribe(&mut self, uid: Option<&Value>) {
+        match uid {
+            Some(Value::String(s)) => self.subscriptions.remove(s).into_iter().for_each(|t| t.abort()),
+            Some(other) => self.subscriptions.remove(&other.to_string()).into_iter().for_each(|t| t.abort()),
+            None => self.subscriptions.drain().for_each(|(_, t)| t.abort()),
+        }
+    }
+
+    /// `items`: the same calls as REST's `/items`. Errors: the core's; INVALID_PAYLOAD.
+    async fn items(&self, msg: &Value) -> Result<Value, ApiError> {
+        let collection = msg.get("collection").and_then(Value::as_str).ok_or_else(|| ApiError::invalid_payload("\"collection\" is required"))?.to_owned();
+        collection_name_ok(&collection)?;
+        if collection.starts_with("directus_") {
+            return Err(ApiError::forbidden());
+        }
+        let query = match msg.get("query") {
+            Some(Value::Object(q)) => cdapi_proto::query_json::query_from_json(q)?,
+            _ => Query::default(),
+        };
+        crate::identifiers::check(&query)?;
+        let key = |v: &Value| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        };
+        let id = msg.get("id").and_then(key);
+        let ids: Option<Vec<String>> = msg.get("ids").and_then(Value::as_array).map(|a| a.iter().filter_map(key).collect());
+        let data = msg.get("data").cloned().unwrap_or(Value::Null);
+        let bytes = || Bytes::from(data.to_string());
+        let mut items = self.state.items.clone();
+        let reply: Bytes = match msg.get("action").and_then(Value::as_str).unwrap_or_default() {
+            "create" if data.is_array() => items.create_items(self.request(CreateItemsRequest { collection, data: bytes(), query: Some(query) })?).await?.into_inner().data,
+            "create" => items.create_item(self.request(CreateItemRequest { collection, data: bytes(), query: Some(query) })?).await?.into_inner().data,
+            "read" => items.read(self.request(ReadRequest { collection, key: id, query: Some(query) })?).await?.into_inner().data,
+            "update" => match (id, ids) {
+                (Some(key), _) => items.update_item(self.request(UpdateItemRequest { collection, key, data: bytes(), query: Some(query) })?).await?.into_inner().data,
+                (None, Some(keys)) => {
+                    let selector = Some(update_items_request::Selector::Keys(KeyList { keys }));
+                    items.update_items(self.request(UpdateItemsRequest { collection, selector, data: bytes(), query: Some(query) })?).await?.into_inner().data
+                }
+                (None, None) => return Err(ApiError::invalid_payload("\"update\" needs \"id\" or \"ids\"")),
+            },
+            "delete" => {
+                match (id, ids) {
+                    (Some(key), _) => {
+                        items.delete_item(self.request(DeleteItemRequest { collection, key: key.clone() })?).await?;
+                        return Ok(json!(key));
+                    }
+                    (None, Some(keys)) => {
+                        let selector = Some(delete_items_request::Selector::Keys(KeyList { keys: keys.clone() }));
+                        items.delete_items(self.request(DeleteItemsRequest { collection, selector })?).await?;
+                        return Ok(json!(keys));
+                    }
+                    (None, None) => return Err(ApiError::invalid_payload("\"delete\" needs \"id\" or \"ids\"")),
+                }
+            }
+            other => return Err(ApiError::invalid_payload(format!("Unknown action \"{other}\""))),
+        };
+        if reply.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&reply).map_err(|_| ApiError::internal())
+    }
+}
+
+/// A collection name within the identifier budget. Errors: INVALID_PAYLOAD.
+fn collection_name_ok(name: &str) -> Result<(), ApiError> {
+    if name.is_empty() || name.chars().count() > crate::identifiers::MAX_IDENTIFIER_LENGTH {
+        return Err(ApiError::invalid_payload("\"collection\" must be a collection's name"));
+    }
+    Ok(())
+}
+
+/// Whether a message is an `auth` message (checked before parsing it in full).
+fn is_auth(body: &str) -> bool {
+    serde_json::from_str::<Value>(body).ok().and_then(|v| v.get("type").and_then(Value::as_str).map(|t| t.eq_ignore_ascii_case("auth"))).unwrap_or(false)
+}

@@ -1,0 +1,253 @@
+//! Realtime (issue 19): Directus's WebSocket protocol on `/websocket`, fed by the database's
+//! item events, with two core replicas (a write through one reaches subscribers of the other).
+//! A real WebSocket client (tungstenite) and the Directus SDK's `realtime()` (`tests/js`).
+//! From the attacker's side: a restricted role never receives an item or a field it may not
+//! read, nor events of a collection it may not read; a handshake connection that does not
+//! authenticate is closed; a bad token is refused.
+
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
+use e2e_tests::fixture::{admin, role};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, exec, repo_root};
+use futures_util::{SinkExt as _, StreamExt as _};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::sync::OnceLock;
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::Message;
+
+fn env() -> &'static TestApp {
+    static APP: OnceLock<TestApp> = OnceLock::new();
+    APP.get_or_init(|| {
+        e2e_tests::start(Spec {
+            dataset: Dataset::DemoWrites,
+            name: Some("realtime".into()),
+            replicas: 2,
+            edge_env: vec![("WEBSOCKETS_REST_AUTH_TIMEOUT".into(), "1".into()), ("WEBSOCKETS_HEARTBEAT_PERIOD".into(), "2".into())],
+            ..Spec::default()
+        })
+        .unwrap_or_else(|e| panic!("environment: {e:#}"))
+    })
+}
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A connection to `/websocket` (`query`: `?access_token=...` or empty).
+async fn connect(app: &TestApp, query: &str) -> Socket {
+    let url = format!("{}/websocket{query}", app.rest_url.replacen("http://", "ws://", 1));
+    tokio_tungstenite::connect_async(url).await.expect("websocket handshake").0
+}
+
+async fn send(ws: &mut Socket, v: Value) {
+    ws.send(Message::text(v.to_string())).await.expect("send");
+}
+
+/// The next JSON message (server pings answered and skipped); `None` when the connection
+/// closed or nothing came within `secs`.
+async fn next(ws: &mut Socket, secs: u64) -> Option<Value> {
+    loop {
+        let m = tokio::time::timeout(Duration::from_secs(secs), ws.next()).await.ok()??.ok()?;
+        match m {
+            Message::Text(t) => {
+                let v: Value = serde_json::from_str(t.as_str()).expect("JSON");
+                if v["type"] == "ping" {
+                    send(ws, json!({"type": "pong"})).await;
+                    continue;
+                }
+                return Some(v);
+            }
+            Message::Close(_) => return None,
+            _ => {}
+        }
+    }
+}
+
+/// Authenticates (handshake) and asserts the answer.
+async fn authed(app: &TestApp, token: &str) -> Socket {
+    let mut ws = connect(app, "").await;
+    send(&mut ws, json!({"type": "auth", "access_token": token})).await;
+    assert_eq!(next(&mut ws, 10).await, Some(json!({"type": "auth", "status": "ok"})));
+    ws
+}
+
+/// Whether `m` is a delete event: it carries keys only, so every subscriber of the collection
+/// gets it, also for other tests' items.
+fn is_delete(m: &Value) -> bool {
+    m["event"] == "delete"
+}
+
+/// The next message for `uid` (deletes skipped: see [`deleted`]), or an error.
+async fn event(ws: &mut Socket, uid: &str) -> Value {
+    loop {
+        let m = next(ws, 10).await.unwrap_or_else(|| panic!("no event for {uid}"));
+        if (m["uid"] == uid && !is_delete(&m)) || m["status"] == "error" {
+            return m;
+        }
+    }
+}
+
+/// Waits for the delete event of `uid` naming `key`.
+async fn deleted(ws: &mut Socket, uid: &str, key: &str) -> Value {
+    loop {
+        let m = next(ws, 10).await.unwrap_or_else(|| panic!("no delete of {key} for {uid}"));
+        if m["uid"] == uid && is_delete(&m) && m["data"].as_array().is_some_and(|k| k.contains(&json!(key))) {
+            return m;
+        }
+    }
+}
+
+/// No item for `uid` within `ms` (deletes of others' items and other messages are skipped).
+async fn silent(ws: &mut Socket, uid: &str, ms: u64) {
+    let until = tokio::time::Instant::now() + Duration::from_millis(ms);
+    while let Ok(Some(m)) = tokio::time::timeout_at(until, next(ws, 10)).await {
+        assert!(m["uid"] != uid || is_delete(&m), "unexpected: {m}");
+    }
+}
+
+#[tokio::test]
+async fn subscribers_receive_every_write_as_directus_sends_it() {
+    let app = env();
+    let mut ws = authed(app, ADMIN_TOKEN).await;
+    // (Other tests write articles meanwhile: this one's titles start with "Live".)
+    let filter = json!({"_and": [{"status": {"_neq": "archived"}}, {"title": {"_starts_with": "Live"}}]});
+    send(&mut ws, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["id", "title"], "filter": filter}, "uid": "a"})).await;
+    let init = event(&mut ws, "a").await;
+    assert_eq!(init, json!({"type": "subscription", "event": "init", "data": [], "uid": "a"}));
+
+    // Through REST (either core replica), then by plain SQL: every committed write is an event.
+    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Live", "author": 1})).await;
+    let id = r.body["data"]["id"].clone();
+    assert_eq!(event(&mut ws, "a").await, json!({"type": "subscription", "event": "create", "data": [{"id": id, "title": "Live"}], "uid": "a"}));
+    admin(app, Method::PATCH, &format!("/items/articles/{id}"), json!({"title": "Livelier"})).await;
+    assert_eq!(event(&mut ws, "a").await, json!({"type": "subscription", "event": "update", "data": [{"id": id, "title": "Livelier"}], "uid": "a"}));
+    exec(app, &format!("UPDATE articles SET title = 'Live by SQL' WHERE id = {id}")).await;
+    assert_eq!(event(&mut ws, "a").await, json!({"type": "subscription", "event": "update", "data": [{"id": id, "title": "Live by SQL"}], "uid": "a"}));
+    // A write the subscription's filter leaves out is not sent; a rolled-back one never happened.
+    exec(app, &format!("UPDATE articles SET status = 'archived' WHERE id = {id}")).await;
+    exec(app, &format!("BEGIN; UPDATE articles SET status = 'draft' WHERE id = {id}; ROLLBACK")).await;
+    silent(&mut ws, "a", 600).await;
+    admin(app, Method::DELETE, &format!("/items/articles/{id}"), json!(null)).await;
+    assert_eq!(deleted(&mut ws, "a", &id.to_string()).await, json!({"type": "subscription", "event": "delete", "data": [id.to_string()], "uid": "a"}));
+
+    // Only the events asked for; ping/pong; unsubscribe.
+    send(&mut ws, json!({"type": "subscribe", "collection": "tags", "event": "delete", "uid": "t"})).await;
+    assert_eq!(event(&mut ws, "t").await["event"], "init");
+    let r = admin(app, Method::POST, "/items/tags", json!({"name": "realtime-tag"})).await;
+    silent(&mut ws, "t", 600).await;
+    let tag = r.body["data"]["id"].to_string();
+    admin(app, Method::DELETE, &format!("/items/tags/{tag}"), json!(null)).await;
+    deleted(&mut ws, "t", &tag).await;
+    send(&mut ws, json!({"type": "ping", "uid": "p"})).await;
+    assert_eq!(event(&mut ws, "p").await, json!({"type": "pong", "uid": "p"}));
+    send(&mut ws, json!({"type": "unsubscribe", "uid": "a"})).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    admin(app, Method::POST, "/items/articles", json!({"title": "Live but unheard", "author": 1})).await;
+    silent(&mut ws, "a", 600).await;
+
+    // CRUD over the socket.
+    send(&mut ws, json!({"type": "items", "collection": "tags", "action": "create", "data": {"name": "socket-tag"}, "query": {"fields": ["name"]}, "uid": "c"})).await;
+    assert_eq!(event(&mut ws, "c").await, json!({"type": "items", "data": {"name": "socket-tag"}, "uid": "c"}));
+    send(&mut ws, json!({"type": "items", "collection": "tags", "action": "read", "query": {"filter": {"name": {"_eq": "socket-tag"}}, "fields": ["name"]}, "uid": "r"})).await;
+    assert_eq!(event(&mut ws, "r").await, json!({"type": "items", "data": [{"name": "socket-tag"}], "uid": "r"}));
+    send(&mut ws, json!({"type": "items", "collection": "nowhere", "action": "read", "uid": "x"})).await;
+    let err = event(&mut ws, "x").await;
+    assert_eq!((err["type"].clone(), err["status"].clone(), err["error"]["code"].clone()), (json!("items"), json!("error"), json!("FORBIDDEN")), "{err}");
+}
+
+#[tokio::test]
+async fn a_restricted_role_receives_only_what_it_may_read() {
+    let app = env();
+    let (token, _, _) = role(app, "LiveReaders", json!([{"collection": "articles", "action": "read", "fields": ["id", "title", "status"], "permissions": {"status": {"_eq": "published"}}}])).await;
+    let mut ws = authed(app, &token).await;
+    // Everything it may see of articles, nothing of a collection it may not read.
+    send(&mut ws, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["*"]}, "uid": "all"})).await;
+    let init = event(&mut ws, "all").await;
+    let items = init["data"].as_array().expect("init data");
+    assert!(!items.is_empty() && items.iter().all(|i| i["status"] == "published" && i.get("body").is_none()), "{init}");
+    send(&mut ws, json!({"type": "unsubscribe", "uid": "all"})).await;
+    // (Other tests write articles meanwhile: this one's titles start with "Role".)
+    send(&mut ws, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["*"], "filter": {"title": {"_starts_with": "Role"}}}, "uid": "r"})).await;
+    assert_eq!(event(&mut ws, "r").await["data"], json!([]));
+    send(&mut ws, json!({"type": "subscribe", "collection": "authors", "uid": "x"})).await;
+    let refused = event(&mut ws, "x").await;
+    assert_eq!((refused["type"].clone(), refused["error"]["code"].clone()), (json!("subscribe"), json!("FORBIDDEN")), "{refused}");
+    send(&mut ws, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["body"]}, "uid": "f"})).await;
+    assert_eq!(event(&mut ws, "f").await["error"]["code"], "FORBIDDEN", "a field it may not read");
+
+    // A draft is never announced to it; a published item is, without the fields it may not read.
+    admin(app, Method::POST, "/items/articles", json!({"title": "Role hidden draft", "body": "secret", "author": 1, "status": "draft"})).await;
+    admin(app, Method::POST, "/items/authors", json!({"name": "Hidden author"})).await;
+    silent(&mut ws, "r", 700).await;
+    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Role news", "body": "secret", "author": 1, "status": "published"})).await;
+    let id = r.body["data"]["id"].clone();
+    assert_eq!(event(&mut ws, "r").await, json!({"type": "subscription", "event": "create", "data": [{"id": id, "title": "Role news", "status": "published"}], "uid": "r"}));
+    // Unpublished: the update leaves its view, so there is nothing to send of it.
+    admin(app, Method::PATCH, &format!("/items/articles/{id}"), json!({"status": "draft", "title": "Role secret title"})).await;
+    silent(&mut ws, "r", 700).await;
+
+    // Its grant taken away: the next event ends the subscription with FORBIDDEN, no item sent.
+    exec(app, "DELETE FROM cdapi.permissions WHERE policy IN (SELECT id FROM cdapi.policies WHERE name = 'LiveReaders')").await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    admin(app, Method::POST, "/items/articles", json!({"title": "Role after revocation", "author": 1, "status": "published"})).await;
+    let ended = event(&mut ws, "r").await;
+    assert_eq!((ended["type"].clone(), ended["status"].clone(), ended["error"]["code"].clone()), (json!("subscribe"), json!("error"), json!("FORBIDDEN")), "{ended}");
+    admin(app, Method::POST, "/items/articles", json!({"title": "Role after the end", "author": 1, "status": "published"})).await;
+    silent(&mut ws, "r", 800).await;
+}
+
+#[tokio::test]
+async fn connections_must_authenticate_as_configured() {
+    let app = env();
+    // Handshake mode: nothing sent within WEBSOCKETS_REST_AUTH_TIMEOUT (1 s here) → closed.
+    let mut ws = connect(app, "").await;
+    let m = next(&mut ws, 5).await.expect("an auth error");
+    assert_eq!((m["type"].clone(), m["status"].clone(), m["error"]["code"].clone()), (json!("auth"), json!("error"), json!("AUTH_TIMEOUT")));
+    assert!(next(&mut ws, 5).await.is_none(), "then closed");
+    // A first message that is not `auth` → closed.
+    let mut ws = connect(app, "").await;
+    send(&mut ws, json!({"type": "subscribe", "collection": "articles"})).await;
+    assert_eq!(next(&mut ws, 5).await.expect("an auth error")["error"]["code"], "AUTH_FAILED");
+    assert!(next(&mut ws, 5).await.is_none());
+    // A bad token.
+    let mut ws = connect(app, "").await;
+    send(&mut ws, json!({"type": "auth", "access_token": "not-a-token"})).await;
+    assert_eq!(next(&mut ws, 5).await.expect("an auth error")["error"]["code"], "AUTH_FAILED");
+    // The token in the handshake request: authenticated at once; a bad one is refused (401).
+    let mut ws = connect(app, &format!("?access_token={ADMIN_TOKEN}")).await;
+    send(&mut ws, json!({"type": "subscribe", "collection": "tags", "uid": "h"})).await;
+    assert_eq!(event(&mut ws, "h").await["event"], "init");
+    let url = format!("{}/websocket?access_token=nope", app.rest_url.replacen("http://", "ws://", 1));
+    match tokio_tungstenite::connect_async(url).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => assert_eq!(res.status().as_u16(), 401),
+        other => panic!("a bad token is refused at the handshake: {:?}", other.map(|_| ())),
+    }
+    // Login by email and password over the socket answers a refresh token.
+    let mut ws = connect(app, "").await;
+    send(&mut ws, json!({"type": "auth", "email": "admin@example.com", "password": "test-password"})).await;
+    let m = next(&mut ws, 10).await.expect("auth answer");
+    assert!(m["status"] == "ok" && m["refresh_token"].is_string(), "{m}");
+    // The server pings every WEBSOCKETS_HEARTBEAT_PERIOD (2 s here).
+    let mut ws = connect(app, &format!("?access_token={ADMIN_TOKEN}")).await;
+    let ping = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("a ping in time").expect("open").expect("frame");
+    assert_eq!(ping.to_text().ok().map(|t| serde_json::from_str::<Value>(t).ok()), Some(Some(json!({"type": "ping"}))));
+}
+
+#[tokio::test]
+async fn the_directus_sdk_realtime_client_works_unchanged() {
+    let app = env();
+    let js = repo_root().join("tests/js");
+    assert!(js.join("node_modules/ws").exists(), "run `npm ci` in tests/js (deploy/local/test does)");
+    let out = std::process::Command::new("node").arg("sdk-realtime.mjs").arg(&app.rest_url).arg(ADMIN_TOKEN).arg("articles").current_dir(&js).output().expect("node");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "node failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert!(report.get("error").is_none(), "{report}");
+    let id = report["created_id"].clone();
+    assert_eq!(report["init"], json!({"event": "init", "isArray": true}));
+    assert_eq!(report["create"], json!({"event": "create", "data": [{"id": id, "title": "Realtime one"}]}));
+    assert_eq!(report["update"], json!({"event": "update", "data": [{"id": id, "title": "Realtime two"}]}));
+    assert_eq!(report["delete"], json!({"event": "delete", "data": [id.to_string()]}));
+    assert_eq!(report["items"], json!({"title": "Realtime socket", "hasUid": true}));
+    assert_eq!(report["socket_create"], json!(["Realtime socket"]));
+    assert_eq!(report["unsubscribed"], true);
+}
