@@ -1,7 +1,8 @@
 //! `/server/info` and `/server/specs/oas` (Directus's paths; issue 16).
 //!
 //! `/server/info` answers Directus's shape: `project` for everyone; for a signed-in caller also
-//! `rateLimit`, `rateLimitGlobal`, `extensions`, `queryLimit` and `websocket`; for an admin also
+//! `rateLimit`, `rateLimitGlobal`, `extensions`, `queryLimit` and `websocket` (Directus's shape:
+//! `{rest: {authentication, path}, graphql: false, heartbeat}`, or `false` when off); for an admin also
 //! `version`. `queryLimit` reports QUERY_LIMIT_DEFAULT / QUERY_LIMIT_MAX as this process reads
 //! them (the core's settings of the same names: give both processes the same values).
 
@@ -34,7 +35,18 @@ pub async fn info(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Res
         data["rateLimitGlobal"] = json!(false);
         data["extensions"] = json!({"limit": null});
         data["queryLimit"] = json!({"default": limit("QUERY_LIMIT_DEFAULT", 100), "max": limit("QUERY_LIMIT_MAX", 10_000)});
-        data["websocket"] = json!(false);
+        let ws = &state.websocket_settings;
+        data["websocket"] = if ws.enabled {
+            let auth = match ws.auth {
+                crate::realtime::AuthMode::Public => "public",
+                crate::realtime::AuthMode::Handshake => "handshake",
+                crate::realtime::AuthMode::Strict => "strict",
+            };
+            let heartbeat = ws.heartbeat.map_or(json!(false), |d| json!(d.as_secs()));
+            json!({"rest": {"authentication": auth, "path": ws.path}, "graphql": false, "heartbeat": heartbeat})
+        } else {
+            json!(false)
+        };
         if user.role.is_some_and(|r| r.admin_access) {
             data["version"] = json!(env!("CARGO_PKG_VERSION"));
         }

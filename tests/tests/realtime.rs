@@ -23,7 +23,13 @@ fn env() -> &'static TestApp {
             dataset: Dataset::DemoWrites,
             name: Some("realtime".into()),
             replicas: 2,
-            edge_env: vec![("WEBSOCKETS_REST_AUTH_TIMEOUT".into(), "1".into()), ("WEBSOCKETS_HEARTBEAT_PERIOD".into(), "2".into())],
+            edge_env: vec![
+                ("WEBSOCKETS_REST_AUTH_TIMEOUT".into(), "1".into()),
+                ("WEBSOCKETS_HEARTBEAT_PERIOD".into(), "2".into()),
+                ("WEBSOCKETS_QUEUE".into(), "8".into()),
+            ],
+            // Short-lived JWTs, to see subscriptions end when they expire.
+            auth_env: vec![("ACCESS_TOKEN_TTL".into(), "3s".into())],
             ..Spec::default()
         })
         .unwrap_or_else(|e| panic!("environment: {e:#}"))
@@ -226,6 +232,9 @@ async fn connections_must_authenticate_as_configured() {
     send(&mut ws, json!({"type": "auth", "email": "admin@example.com", "password": "test-password"})).await;
     let m = next(&mut ws, 10).await.expect("auth answer");
     assert!(m["status"] == "ok" && m["refresh_token"].is_string(), "{m}");
+    // /server/info tells apps where and how (Directus's shape).
+    let info = e2e_tests::get(app, "/server/info").await;
+    assert_eq!(info.body["data"]["websocket"], json!({"rest": {"authentication": "handshake", "path": "/websocket"}, "graphql": false, "heartbeat": 2}));
     // The server pings every WEBSOCKETS_HEARTBEAT_PERIOD (2 s here).
     let mut ws = connect(app, &format!("?access_token={ADMIN_TOKEN}")).await;
     let ping = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("a ping in time").expect("open").expect("frame");
@@ -250,4 +259,70 @@ async fn the_directus_sdk_realtime_client_works_unchanged() {
     assert_eq!(report["items"], json!({"title": "Realtime socket", "hasUid": true}));
     assert_eq!(report["socket_create"], json!(["Realtime socket"]));
     assert_eq!(report["unsubscribed"], true);
+}
+
+#[tokio::test]
+async fn an_expired_token_ends_its_subscriptions() {
+    let app = env();
+    let login = e2e_tests::post_json(app, "/auth/login", json!({"email": "admin@example.com", "password": "test-password"}), &[]).await;
+    let jwt = login.body["data"]["access_token"].as_str().expect("access token").to_owned();
+    let mut ws = authed(app, &jwt).await;
+    send(&mut ws, json!({"type": "subscribe", "collection": "tags", "uid": "e1"})).await;
+    send(&mut ws, json!({"type": "subscribe", "collection": "authors", "uid": "e2"})).await;
+    assert_eq!(event(&mut ws, "e1").await["event"], "init");
+    // At the token's expiry (3 s): one TOKEN_EXPIRED message, however many subscriptions end.
+    let expired = loop {
+        let m = next(&mut ws, 8).await.expect("the expiry message");
+        if m["type"] == "auth" {
+            break m;
+        }
+    };
+    assert_eq!(expired, json!({"type": "auth", "status": "error", "error": {"code": "TOKEN_EXPIRED", "message": "Token expired."}}));
+    let r = admin(app, Method::POST, "/items/tags", json!({"name": "after-expiry"})).await;
+    assert_eq!(r.status, 200);
+    let mut seen = Vec::new();
+    while let Some(m) = next(&mut ws, 1).await {
+        seen.push(m);
+    }
+    assert!(seen.iter().all(|m| m["type"] != "auth" && m["event"] != "create"), "nothing more for the expired token: {seen:?}");
+    // Authenticated again, the same connection subscribes anew.
+    send(&mut ws, json!({"type": "auth", "access_token": ADMIN_TOKEN})).await;
+    assert_eq!(next(&mut ws, 5).await, Some(json!({"type": "auth", "status": "ok"})));
+    send(&mut ws, json!({"type": "subscribe", "collection": "tags", "uid": "e3"})).await;
+    assert_eq!(event(&mut ws, "e3").await["event"], "init");
+}
+
+#[tokio::test]
+async fn a_client_too_slow_to_read_is_closed_without_holding_others_back() {
+    let app = env();
+    // Rows of about 20 KB, so each update of them is an event of about 1 MB.
+    exec(app, "INSERT INTO articles (title, author, status) SELECT 'Slow ' || g, 1, 'draft' FROM generate_series(1, 50) g").await;
+    let mut slow = authed(app, ADMIN_TOKEN).await;
+    send(&mut slow, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["id", "body"], "filter": {"title": {"_starts_with": "Slow "}}}, "uid": "s"})).await;
+    assert_eq!(event(&mut slow, "s").await["event"], "init");
+    let mut other = authed(app, ADMIN_TOKEN).await;
+    send(&mut other, json!({"type": "subscribe", "collection": "tags", "query": {"fields": ["name"], "filter": {"name": {"_starts_with": "slow-test"}}}, "uid": "o"})).await;
+    assert_eq!(event(&mut other, "o").await["event"], "init");
+    // `slow` reads nothing while 30 MB of events are written for it.
+    for i in 0..30 {
+        exec(app, &format!("UPDATE articles SET body = repeat('{}', 20000) WHERE title LIKE 'Slow %'", i % 10)).await;
+    }
+    // The other client is served meanwhile.
+    admin(app, Method::POST, "/items/tags", json!({"name": "slow-test-tag"})).await;
+    assert_eq!(event(&mut other, "o").await["data"], json!([{"name": "slow-test-tag"}]));
+    // `slow` finds, after what was already on its way, the close for being too slow (4008).
+    let closed = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(m) = slow.next().await {
+            match m {
+                Ok(Message::Close(frame)) => return frame.map(|f| u16::from(f.code)),
+                Ok(_) => continue,
+                Err(_) => return None,
+            }
+        }
+        None
+    })
+    .await
+    .expect("closed in time");
+    assert_eq!(closed, Some(4008));
+    exec(app, "DELETE FROM articles WHERE title LIKE 'Slow %'").await;
 }
