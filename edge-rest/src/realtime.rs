@@ -210,8 +210,11 @@ fn coded_error(kind: &str, code: &str, message: &str, uid: Option<&Value>) -> Me
 #[derive(Clone)]
 struct Outbox {
     tx: mpsc::Sender<Message>,
-    close: Arc<std::sync::Mutex<Option<oneshot::Sender<(u16, &'static str)>>>>,
+    close: Arc<std::sync::Mutex<Option<Closer>>>,
 }
+
+/// Closes the connection once, with a close code and reason.
+type Closer = oneshot::Sender<(u16, &'static str)>;
 
 impl Outbox {
     fn send(&self, m: Message) {

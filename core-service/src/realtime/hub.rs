@@ -246,7 +246,9 @@ async fn deliver_deletes(state: &AppState, subscriptions: &[Arc<Subscription>], 
 /// Creates and updates: one read per group of subscriptions reading alike, the changed keys
 /// added to the query's filter; each group's items to its subscribers (none: nothing sent).
 async fn deliver_items(state: &AppState, subscriptions: &[Arc<Subscription>], kind: ItemEventKind, a: &Announcement) -> Vec<Arc<Subscription>> {
-    let mut groups: HashMap<String, (Arc<Caller>, Query, Vec<Arc<Subscription>>)> = HashMap::new();
+    /// Subscriptions that read alike: one caller and query for all of them.
+    type Group = (Arc<Caller>, Query, Vec<Arc<Subscription>>);
+    let mut groups: HashMap<String, Group> = HashMap::new();
     for (s, caller) in callers(state, subscriptions).await {
         let key = format!("{:p}|{:?}|{:?}|{}", Arc::as_ptr(&caller.read), caller.vars.user, caller.vars.role, hex(&s.query.encode_to_vec()));
         groups.entry(key).or_insert_with(|| (caller.clone(), s.query.clone(), Vec::new())).2.push(s);
