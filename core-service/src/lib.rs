@@ -92,17 +92,26 @@ impl AppState {
     /// A snapshot introspected now, not swapped in (schema changes validate against it, so a
     /// change made through another replica a moment ago is seen). Errors: database errors.
     pub async fn fresh_schema(&self) -> Result<Arc<schema::Schema>, ApiError> {
+        let mut conn = self.pool.acquire().await.map_err(db::map_error)?;
+        self.schema_seen_by(&mut conn).await
+    }
+
+    /// A snapshot introspected now on `conn` (inside a transaction: with its uncommitted
+    /// changes), not swapped in. Errors: database errors.
+    pub async fn schema_seen_by(&self, conn: &mut sqlx::PgConnection) -> Result<Arc<schema::Schema>, ApiError> {
         let version = self.version.load(Ordering::SeqCst);
-        let snapshot = schema::introspect::introspect(&self.pool, &self.db_schema, version).await.map_err(db::map_error)?;
+        let snapshot = schema::introspect::introspect(conn, &self.db_schema, version).await.map_err(db::map_error)?;
         Ok(Arc::new(snapshot))
     }
 
     /// Re-introspects the database and swaps the snapshot in. Errors: database errors.
     pub async fn reload_schema(&self) -> Result<Arc<schema::Schema>, ApiError> {
         let version = self.version.fetch_add(1, Ordering::SeqCst) + 1;
-        let snapshot = schema::introspect::introspect(&self.pool, &self.db_schema, version)
-            .await
-            .map_err(db::map_error)?;
+        let snapshot = {
+            // Given back before the triggers below take a connection of their own.
+            let mut conn = self.pool.acquire().await.map_err(db::map_error)?;
+            schema::introspect::introspect(&mut conn, &self.db_schema, version).await.map_err(db::map_error)?
+        };
         let snapshot = Arc::new(snapshot);
         self.schema.store(snapshot.clone());
         if self.realtime.settings().enabled {
@@ -166,7 +175,7 @@ async fn watch_schema(state: Arc<AppState>) {
 /// query, a content version (read in a transaction, not one statement).
 pub async fn plan_sql(settings: &config::Settings, collection: &str, query_json: &str, key: Option<&str>) -> anyhow::Result<String> {
     let pool = db::connect(&settings.database_url, 1, 0).await?;
-    let schema = schema::introspect::introspect(&pool, &settings.database_schema, 1).await?;
+    let schema = schema::introspect::introspect(&mut *pool.acquire().await?, &settings.database_schema, 1).await?;
     let c = schema.collection(collection).ok_or_else(|| anyhow::anyhow!("no collection {collection:?}"))?;
     let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(query_json)?;
     let q = cdapi_proto::query_json::query_from_json(&obj).map_err(|e| anyhow::anyhow!("{}", e.message))?;

@@ -32,7 +32,8 @@ pub async fn caller_access(state: &EdgeState, req: &HttpRequest, request_id: &st
 }
 
 /// `GET /schema/snapshot` (`?export=yaml` answers YAML as a download), `POST /schema/diff`
-/// (`?force=true`; 204 when there is nothing to change), `POST /schema/apply` (204), over
+/// (`?force=true`; 204 when there is nothing to change), `POST /schema/apply` (204), both taking
+/// JSON or an uploaded JSON/YAML file ([`schema_upload`]), over
 /// SchemaService's `ReadSnapshot`, `DiffSnapshot`, `ApplyDiff`. Errors: the core's; 404 for
 /// other paths, 405 for other methods.
 pub async fn schema_transfer(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, what: &str) -> Result<Response, ApiError> {
@@ -54,7 +55,7 @@ pub async fn schema_transfer(state: &EdgeState, req: &HttpRequest, body: Body, r
             Ok(reply::data(&res.get_ref().data, b""))
         }
         ("diff", Method::POST) => {
-            let snapshot = json_body(req, body, state.max_payload_size).await?;
+            let snapshot = schema_upload(req, body, state.max_payload_size).await?;
             let force = param("force").is_some_and(|v| v == "true" || v == "1");
             let call = caller.request(SnapshotDiffRequest { snapshot: Bytes::from(snapshot.to_string()), force })?;
             let res = client.diff_snapshot(call).await?;
@@ -64,7 +65,7 @@ pub async fn schema_transfer(state: &EdgeState, req: &HttpRequest, body: Body, r
             Ok(reply::data(&res.get_ref().data, b""))
         }
         ("apply", Method::POST) => {
-            let data = json_body(req, body, state.max_payload_size).await?;
+            let data = schema_upload(req, body, state.max_payload_size).await?;
             client.apply_diff(caller.request(SchemaChange { collection: String::new(), field: String::new(), data: Bytes::from(data.to_string()) })?).await?;
             Ok(reply::no_content())
         }
@@ -72,6 +73,43 @@ pub async fn schema_transfer(state: &EdgeState, req: &HttpRequest, body: Body, r
         ("diff" | "apply", _) => Ok(reply::method_not_allowed(&req.method, "POST")),
         _ => Err(ApiError::route_not_found(&req.path)),
     }
+}
+
+/// The body of `POST /schema/diff` and `/schema/apply`, as Directus takes it: a JSON body, or a
+/// `multipart/form-data` body with one file part, JSON when its type is `application/json`,
+/// else YAML (what `GET /schema/snapshot?export=yaml` gives). At most `max` bytes either way
+/// (MAX_PAYLOAD_SIZE). Errors: INVALID_PAYLOAD (no file, two files, JSON or YAML that does not
+/// parse), CONTENT_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE for other body types.
+async fn schema_upload(req: &HttpRequest, body: Body, max: u64) -> Result<serde_json::Value, ApiError> {
+    if !crate::files::is_multipart(req) {
+        return json_body(req, body, max).await;
+    }
+    let content_type = req.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let boundary = multer::parse_boundary(content_type).map_err(|e| ApiError::invalid_payload(format!("The multipart body has no boundary: {e}")))?;
+    let limits = multer::Constraints::new().size_limit(multer::SizeLimit::new().whole_stream(max));
+    let mut parts = multer::Multipart::with_constraints(body, boundary, limits);
+    let broken = |e: multer::Error| match e {
+        multer::Error::StreamSizeExceeded { .. } => ApiError::new(cdapi_proto::ErrorCode::ContentTooLarge, format!("The body is larger than {max} bytes")),
+        e => ApiError::invalid_payload(format!("The multipart body could not be read: {e}")),
+    };
+    let mut upload = None;
+    while let Some(part) = parts.next_field().await.map_err(broken)? {
+        if part.file_name().is_none() {
+            continue;
+        }
+        if upload.is_some() {
+            return Err(ApiError::invalid_payload("More than one file was included in the body"));
+        }
+        let json = part.content_type().is_some_and(|m| m.essence_str() == "application/json");
+        let text = part.bytes().await.map_err(broken)?;
+        let value: serde_json::Value = if json {
+            serde_json::from_slice(&text).map_err(|_| ApiError::invalid_payload("The provided JSON is invalid"))?
+        } else {
+            serde_norway::from_slice(&text).map_err(|_| ApiError::invalid_payload("The provided YAML is invalid"))?
+        };
+        upload = Some(value);
+    }
+    upload.filter(|v| !v.is_null()).ok_or_else(|| ApiError::invalid_payload("No file was included in the body"))
 }
 
 /// Routes `/<resource>/...` (`rest`: the path segments after the resource name).

@@ -39,6 +39,24 @@ async fn model(app: &TestApp) {
     ok(app, Method::PATCH, "/fields/articles/title", json!({"meta": {"note": "The headline"}})).await;
 }
 
+/// `POST path` as admin with one file part (`file`, of type `mime`), as Directus's schema
+/// endpoints take an uploaded snapshot or diff.
+async fn upload(app: &TestApp, path: &str, data: Vec<u8>, mime: &str) -> e2e_tests::Reply {
+    let part = reqwest::multipart::Part::bytes(data).file_name("schema").mime_str(mime).expect("mime");
+    let r = e2e_tests::http_client()
+        .build()
+        .expect("client")
+        .post(format!("{}{path}", app.rest_url))
+        .bearer_auth(e2e_tests::ADMIN_TOKEN)
+        .multipart(reqwest::multipart::Form::new().part("file", part))
+        .send()
+        .await
+        .expect("request");
+    let (status, headers) = (r.status().as_u16(), r.headers().clone());
+    let body = r.json().await.unwrap_or(Value::Null);
+    e2e_tests::Reply { status, body, headers }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_schema_moves_from_one_environment_to_another() {
     let (a, b) = tokio::task::spawn_blocking(|| (start("transfer_a"), start("transfer_b"))).await.expect("join");
@@ -64,6 +82,25 @@ async fn a_schema_moves_from_one_environment_to_another() {
     assert!(sections("relations").iter().any(|r| r["collection"] == "projects" && r["field"] == "lead" && r["related_collection"] == "authors"));
     assert!(sections("fields").iter().any(|f| f["collection"] == "articles" && f["field"] == "title" && f["diff"][0]["kind"] == "E"));
 
+    // The YAML export, uploaded as a file (as the Directus CLI and app send it), diffs the same.
+    let yaml_text = e2e_tests::http_client()
+        .build()
+        .expect("client")
+        .get(format!("{}/schema/snapshot?export=yaml", a.rest_url))
+        .bearer_auth(e2e_tests::ADMIN_TOKEN)
+        .send()
+        .await
+        .expect("request")
+        .text()
+        .await
+        .expect("YAML");
+    let from_yaml = upload(&b, "/schema/diff", yaml_text.into_bytes(), "text/yaml").await;
+    assert_eq!(from_yaml.status, 200, "{}", from_yaml.body);
+    assert_eq!(from_yaml.body["data"], d, "a YAML upload diffs as the JSON body");
+    let from_json = upload(&b, "/schema/diff", snapshot.to_string().into_bytes(), "application/json").await;
+    assert_eq!(from_json.body["data"], d, "a JSON upload too");
+    assert_error(&upload(&b, "/schema/diff", b"collections: [unclosed".to_vec(), "text/yaml").await, 400, "INVALID_PAYLOAD", "broken YAML");
+    assert_error(&upload(&b, "/schema/diff", b"{".to_vec(), "application/json").await, 400, "INVALID_PAYLOAD", "broken JSON");
     // A diff made against another state of the schema is refused and changes nothing.
     let r = admin(&b, Method::POST, "/schema/apply", json!({"hash": "0".repeat(64), "diff": d["diff"]})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "a stale hash");
@@ -116,4 +153,26 @@ async fn bad_snapshots_and_diffs_are_refused() {
         assert_error(&call(&app, who, Method::POST, "/schema/diff", Some(snapshot.clone())).await, 403, "FORBIDDEN", "diff");
         assert_error(&call(&app, who, Method::POST, "/schema/apply", Some(json!({"hash": "x", "diff": {}}))).await, 403, "FORBIDDEN", "apply");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_apply_whose_later_step_fails_changes_nothing() {
+    let app = tokio::task::spawn_blocking(|| start("transfer_atomic")).await.expect("join");
+    let snapshot = ok(&app, Method::GET, "/schema/snapshot", json!(null)).await;
+    // A new collection (applied first), then a type change the stored titles cannot take.
+    let mut target = snapshot.clone();
+    target["collections"].as_array_mut().expect("collections").push(json!({"collection": "staged", "meta": {"note": "x"}, "schema": {"name": "staged"}}));
+    target["fields"].as_array_mut().expect("fields").push(json!({"collection": "staged", "field": "id", "type": "integer",
+        "schema": {"is_primary_key": true, "has_auto_increment": true}, "meta": null}));
+    let title = target["fields"].as_array_mut().expect("fields").iter_mut().find(|f| f["collection"] == "articles" && f["field"] == "title").expect("articles.title");
+    title["type"] = json!("integer");
+    let d = ok(&app, Method::POST, "/schema/diff", target).await;
+    assert!(d["diff"]["collections"].as_array().is_some_and(|c| c.iter().any(|e| e["collection"] == "staged")), "{d}");
+    let r = admin(&app, Method::POST, "/schema/apply", d).await;
+    assert_error(&r, 400, "INVALID_PAYLOAD", "titles are not integers");
+    // Nothing of the apply stays: no table, no metadata, the same snapshot.
+    assert_eq!(sql_json(&app, "SELECT to_json(to_regclass('public.staged') IS NULL)::text").await, json!(true));
+    assert_eq!(sql_json(&app, "SELECT to_json((SELECT count(*) FROM cdapi.collections WHERE collection = 'staged') + (SELECT count(*) FROM cdapi.fields WHERE collection = 'staged'))::text").await, json!(0));
+    assert_eq!(ok(&app, Method::GET, "/schema/snapshot", json!(null)).await, snapshot);
+    assert_error(&admin(&app, Method::GET, "/items/staged", json!(null)).await, 403, "FORBIDDEN", "no such collection");
 }

@@ -4,7 +4,7 @@
 //! from the rebuilt snapshot.
 
 use crate::AppState;
-use crate::model::{self, catalog};
+use crate::model::{self, Change, catalog};
 use crate::permissions::Access;
 use crate::schema::Schema;
 use bytes::Bytes;
@@ -39,10 +39,11 @@ async fn read_in(state: &AppState, view: &Schema, admin: bool, kind: Kind, targe
     {
         return Err(ApiError::forbidden());
     }
+    let mut conn = state.pool.acquire().await.map_err(crate::db::map_error)?;
     let found = match kind {
-        Kind::Collections => catalog::collections(&state.pool, view, admin, collection).await,
-        Kind::Fields => catalog::fields(&state.pool, view, collection, field).await,
-        Kind::Relations => catalog::relations(&state.pool, view, collection, field).await,
+        Kind::Collections => catalog::collections(&mut conn, view, admin, collection).await,
+        Kind::Fields => catalog::fields(&mut conn, view, collection, field).await,
+        Kind::Relations => catalog::relations(&mut conn, view, collection, field).await,
     }
     .map_err(crate::db::map_error)?;
     let one = match kind {
@@ -103,42 +104,50 @@ async fn read_back(state: &AppState, schema: &Arc<Schema>, kind: Kind, collectio
 pub async fn create(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, change: &SchemaChange) -> Result<SchemaReply, ApiError> {
     admin(state, md).await?;
     let data = model::object(&change.data)?;
-    match kind {
+    let mut tx = Change::begin(state).await?;
+    let (collection, field) = match kind {
         Kind::Collections => {
-            let schema = model::collections::create(state, &data).await?;
-            read_back(state, &schema, kind, model::required_str(&data, "collection")?, "").await
+            model::collections::create(&mut tx, &data).await?;
+            (model::required_str(&data, "collection")?, "")
         }
         Kind::Fields => {
-            let schema = model::fields::create(state, &change.collection, &data).await?;
-            read_back(state, &schema, kind, &change.collection, model::required_str(&data, "field")?).await
+            model::fields::create(&mut tx, &change.collection, &data).await?;
+            (change.collection.as_str(), model::required_str(&data, "field")?)
         }
         Kind::Relations => {
-            let schema = model::relations::create(state, &data).await?;
-            read_back(state, &schema, kind, model::required_str(&data, "collection")?, model::required_str(&data, "field")?).await
+            model::relations::create(&mut tx, &data).await?;
+            (model::required_str(&data, "collection")?, model::required_str(&data, "field")?)
         }
-    }
+    };
+    let schema = tx.commit(state).await?;
+    read_back(state, &schema, kind, collection, field).await
 }
 
 /// `Update*`: admin only; the changed object.
 pub async fn update(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, change: &SchemaChange) -> Result<SchemaReply, ApiError> {
     admin(state, md).await?;
     let data = model::object(&change.data)?;
-    let schema = match kind {
-        Kind::Collections => model::collections::update(state, &change.collection, &data).await?,
-        Kind::Fields => model::fields::update(state, &change.collection, &change.field, &data).await?,
-        Kind::Relations => model::relations::update(state, &change.collection, &change.field, &data).await?,
-    };
+    let mut tx = Change::begin(state).await?;
+    match kind {
+        Kind::Collections => model::collections::update(&mut tx, &change.collection, &data).await?,
+        Kind::Fields => model::fields::update(&mut tx, &change.collection, &change.field, &data).await?,
+        Kind::Relations => model::relations::update(&mut tx, &change.collection, &change.field, &data).await?,
+    }
+    let schema = tx.commit(state).await?;
     read_back(state, &schema, kind, &change.collection, &change.field).await
 }
 
 /// `Delete*`: admin only.
 pub async fn delete(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, target: &SchemaTarget) -> Result<(), ApiError> {
     admin(state, md).await?;
+    let mut tx = Change::begin(state).await?;
     match kind {
-        Kind::Collections => model::collections::delete(state, &target.collection).await,
-        Kind::Fields => model::fields::delete(state, &target.collection, &target.field).await,
-        Kind::Relations => model::relations::delete(state, &target.collection, &target.field).await,
+        Kind::Collections => model::collections::delete(&mut tx, &target.collection).await?,
+        Kind::Fields => model::fields::delete(&mut tx, &target.collection, &target.field).await?,
+        Kind::Relations => model::relations::delete(&mut tx, &target.collection, &target.field).await?,
     }
+    tx.commit(state).await?;
+    Ok(())
 }
 
 /// `ReadSnapshot` (`GET /schema/snapshot`): admin only. Errors: FORBIDDEN, database errors.

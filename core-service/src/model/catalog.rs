@@ -7,7 +7,7 @@
 use super::meta;
 use crate::schema::{Collection, Field, FieldRelation, Schema};
 use serde_json::{Value, json};
-use sqlx::PgPool;
+use sqlx::PgConnection;
 use std::collections::HashMap;
 use system_tables::metadata::{CollectionSetting, FieldSetting, RelationSetting};
 
@@ -96,9 +96,9 @@ fn tables<'a>(collections: impl Iterator<Item = &'a Collection>) -> (Vec<String>
 
 /// The collections `view` shows, in name order, with their metadata; folders (metadata rows
 /// without a table) only for `admin`. `only`: one collection by name. Errors: database errors.
-pub async fn collections(pool: &PgPool, view: &Schema, admin: bool, only: Option<&str>) -> Result<Vec<Value>, sqlx::Error> {
+pub async fn collections(conn: &mut PgConnection, view: &Schema, admin: bool, only: Option<&str>) -> Result<Vec<Value>, sqlx::Error> {
     let settings: HashMap<String, CollectionSetting> =
-        system_tables::metadata::collection_settings(pool).await?.into_iter().map(|s| (s.collection.clone(), s)).collect();
+        system_tables::metadata::collection_settings(&mut *conn).await?.into_iter().map(|s| (s.collection.clone(), s)).collect();
     let shown: Vec<&Collection> = view.collections.values().filter(|c| only.is_none_or(|o| o == c.name)).map(|c| c.as_ref()).collect();
     let (names, tbls) = tables(shown.iter().copied());
     let comments: HashMap<String, Option<String>> = sqlx::query_as::<_, (String, Option<String>)>(
@@ -106,7 +106,7 @@ pub async fn collections(pool: &PgPool, view: &Schema, admin: bool, only: Option
     )
     .bind(&names)
     .bind(&tbls)
-    .fetch_all(pool)
+    .fetch_all(&mut *conn)
     .await?
     .into_iter()
     .collect();
@@ -132,12 +132,12 @@ pub async fn collections(pool: &PgPool, view: &Schema, admin: bool, only: Option
 
 /// The fields of the collections `view` shows (or of `collection`, or one `field` of it), in
 /// table order, then alias fields. Errors: database errors.
-pub async fn fields(pool: &PgPool, view: &Schema, collection: Option<&str>, field: Option<&str>) -> Result<Vec<Value>, sqlx::Error> {
+pub async fn fields(conn: &mut PgConnection, view: &Schema, collection: Option<&str>, field: Option<&str>) -> Result<Vec<Value>, sqlx::Error> {
     let shown: Vec<&Collection> = view.collections.values().filter(|c| collection.is_none_or(|o| o == c.name)).map(|c| c.as_ref()).collect();
     let (names, tbls) = tables(shown.iter().copied());
-    let facts: Vec<ColumnFacts> = sqlx::query_as(COLUMNS_SQL).bind(&names).bind(&tbls).fetch_all(pool).await?;
+    let facts: Vec<ColumnFacts> = sqlx::query_as(COLUMNS_SQL).bind(&names).bind(&tbls).fetch_all(&mut *conn).await?;
     let facts: HashMap<(&str, &str), &ColumnFacts> = facts.iter().map(|f| ((f.collection.as_str(), f.name.as_str()), f)).collect();
-    let settings = system_tables::metadata::field_settings(pool).await?;
+    let settings = system_tables::metadata::field_settings(&mut *conn).await?;
     let metas: HashMap<(&str, &str), &FieldSetting> = settings.iter().map(|s| ((s.collection.as_str(), s.field.as_str()), s)).collect();
     let mut out = Vec::new();
     for c in shown {
@@ -200,11 +200,11 @@ fn column_schema(c: &Collection, f: &Field, facts: &ColumnFacts) -> Value {
 /// one `field`): foreign
 /// keys between served tables and the relation rows of the system tables (Many-to-Any, or
 /// relations without a constraint). Errors: database errors.
-pub async fn relations(pool: &PgPool, view: &Schema, collection: Option<&str>, field: Option<&str>) -> Result<Vec<Value>, sqlx::Error> {
+pub async fn relations(conn: &mut PgConnection, view: &Schema, collection: Option<&str>, field: Option<&str>) -> Result<Vec<Value>, sqlx::Error> {
     let base = view.base();
     let (names, tbls) = tables(base.collections.values().map(|c| c.as_ref()));
-    let fks: Vec<ForeignKeyFacts> = sqlx::query_as(FOREIGN_KEYS_SQL).bind(&names).bind(&tbls).fetch_all(pool).await?;
-    let rows = system_tables::metadata::relation_settings(pool).await?;
+    let fks: Vec<ForeignKeyFacts> = sqlx::query_as(FOREIGN_KEYS_SQL).bind(&names).bind(&tbls).fetch_all(&mut *conn).await?;
+    let rows = system_tables::metadata::relation_settings(&mut *conn).await?;
     // A relation shows when the caller may read its field and the collection it points at.
     let visible = |c: &str, f: &str, one: Option<&str>| {
         collection.is_none_or(|o| o == c)

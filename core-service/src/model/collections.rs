@@ -1,13 +1,10 @@
 //! Collection changes (`POST /collections`, `PATCH` and `DELETE /collections/:collection`):
 //! tables created and dropped with their metadata in one transaction.
 
-use super::{begin, check_name, commit, execute, fields, meta, optional_object, required_str};
-use crate::AppState;
+use super::{Change, check_name, execute, fields, meta, optional_object, required_str};
 use crate::query::sql::table;
-use crate::schema::Schema;
 use cdapi_proto::ApiError;
 use serde_json::{Map, Value, json};
-use std::sync::Arc;
 
 /// The primary key Directus adds to a new table sent without `fields`.
 fn default_primary_key() -> Value {
@@ -36,14 +33,13 @@ fn checked_meta(meta: Option<&Value>) -> Result<Map<String, Value>, ApiError> {
 
 /// `POST /collections` `{collection, meta?, schema?, fields?}`: with a `schema` object, a
 /// table with `fields` (default: an auto-increment integer `id`; exactly one must be the
-/// primary key) and their metadata; without one, a folder (metadata only). Returns the new
-/// snapshot. Errors: INVALID_PAYLOAD (a bad or reserved name, an existing collection, a bad
+/// primary key) and their metadata; without one, a folder (metadata only), in `change`. Errors: INVALID_PAYLOAD (a bad or reserved name, an existing collection, a bad
 /// field, not exactly one primary key).
-pub async fn create(state: &AppState, data: &Map<String, Value>) -> Result<Arc<Schema>, ApiError> {
+pub async fn create(change: &mut Change, data: &Map<String, Value>) -> Result<(), ApiError> {
     let name = required_str(data, "collection")?;
     check_name("Collection", name)?;
-    let schema = state.fresh_schema().await?;
-    let rows = system_tables::metadata::collection_settings(&state.pool).await.map_err(crate::db::map_error)?;
+    let schema = change.schema.clone();
+    let rows = system_tables::metadata::collection_settings(&mut *change.tx).await.map_err(crate::db::map_error)?;
     if schema.collection(name).is_some() || rows.iter().any(|r| r.collection == name) {
         return Err(ApiError::invalid_payload(format!("Collection \"{name}\" already exists")));
     }
@@ -51,7 +47,7 @@ pub async fn create(state: &AppState, data: &Map<String, Value>) -> Result<Arc<S
         None | Some(Value::Null) => None,
         m => Some(checked_meta(m)?),
     };
-    let mut tx = begin(state).await?;
+    let tx = &mut change.tx;
     if optional_object(data, "schema")?.is_some() {
         let given = match data.get("fields") {
             None | Some(Value::Null) => vec![default_primary_key()],
@@ -68,60 +64,57 @@ pub async fn create(state: &AppState, data: &Map<String, Value>) -> Result<Arc<S
         }
         let tbl = table(&schema.db_schema, name);
         let columns: Vec<&str> = plans.iter().filter_map(|p| p.column.as_deref()).collect();
-        execute(&mut tx, &format!("CREATE TABLE {tbl} ({})", columns.join(", "))).await?;
+        execute(tx, &format!("CREATE TABLE {tbl} ({})", columns.join(", "))).await?;
         for (i, plan) in plans.iter().enumerate() {
-            fields::index(&mut tx, &tbl, plan).await?;
+            fields::index(tx, &tbl, plan).await?;
             if let Some(m) = &plan.meta {
                 let mut m = m.clone();
                 m.entry("sort").or_insert_with(|| Value::from(i + 1));
-                system_tables::metadata::put_field(&mut tx, name, &plan.name, &Value::Object(m)).await.map_err(super::ddl_error)?;
+                system_tables::metadata::put_field(tx, name, &plan.name, &Value::Object(m)).await.map_err(super::ddl_error)?;
             }
         }
     } else if meta.is_none() {
         return Err(ApiError::invalid_payload("A collection needs a \"schema\" (a table) or a \"meta\" (a folder)"));
     }
     if let Some(m) = meta {
-        system_tables::metadata::put_collection(&mut tx, name, &Value::Object(m)).await.map_err(super::ddl_error)?;
+        system_tables::metadata::put_collection(tx, name, &Value::Object(m)).await.map_err(super::ddl_error)?;
     }
-    commit(state, tx).await
+    Ok(())
 }
 
 /// `PATCH /collections/:collection` `{meta}`: merges `meta` into the stored one (creating the
-/// row for a table that had none). Errors: FORBIDDEN (no such collection), INVALID_PAYLOAD (a
-/// bad `meta`, a system collection).
-pub async fn update(state: &AppState, name: &str, data: &Map<String, Value>) -> Result<Arc<Schema>, ApiError> {
-    let schema = state.fresh_schema().await?;
-    let rows = system_tables::metadata::collection_settings(&state.pool).await.map_err(crate::db::map_error)?;
-    match schema.collection(name) {
+/// row for a table that had none), in `change`. Errors: FORBIDDEN (no such collection),
+/// INVALID_PAYLOAD (a bad `meta`, a system collection).
+pub async fn update(change: &mut Change, name: &str, data: &Map<String, Value>) -> Result<(), ApiError> {
+    let rows = system_tables::metadata::collection_settings(&mut *change.tx).await.map_err(crate::db::map_error)?;
+    match change.schema.collection(name) {
         Some(c) if c.system => return Err(ApiError::invalid_payload(format!("The system collection \"{name}\" cannot be changed here"))),
         Some(_) => {}
         None if rows.iter().any(|r| r.collection == name) => {}
         None => return Err(ApiError::forbidden()),
     }
     let meta = checked_meta(data.get("meta"))?;
-    if meta.is_empty() {
-        return Ok(schema);
+    if !meta.is_empty() {
+        system_tables::metadata::put_collection(&mut change.tx, name, &Value::Object(meta)).await.map_err(super::ddl_error)?;
     }
-    let mut tx = begin(state).await?;
-    system_tables::metadata::put_collection(&mut tx, name, &Value::Object(meta)).await.map_err(super::ddl_error)?;
-    commit(state, tx).await
+    Ok(())
 }
 
 /// `DELETE /collections/:collection`: drops the table (or the folder) with its metadata,
-/// relations, permissions and content versions (and its name from Many-to-Any allowed lists).
-/// Refused while other collections' relations point at it, so no other table loses a column or a constraint as a side effect. Errors:
+/// relations, permissions and content versions (and its name from Many-to-Any allowed lists),
+/// in `change`. Refused while other collections' relations point at it, so no other table loses a column or a constraint as a side effect. Errors:
 /// FORBIDDEN (no such collection), INVALID_PAYLOAD (a system collection, relations pointing at
 /// it, a view depending on it).
-pub async fn delete(state: &AppState, name: &str) -> Result<(), ApiError> {
-    let schema = state.fresh_schema().await?;
-    let rows = system_tables::metadata::collection_settings(&state.pool).await.map_err(crate::db::map_error)?;
+pub async fn delete(change: &mut Change, name: &str) -> Result<(), ApiError> {
+    let schema = change.schema.clone();
+    let rows = system_tables::metadata::collection_settings(&mut *change.tx).await.map_err(crate::db::map_error)?;
     let collection = match schema.collection(name) {
         Some(c) if c.system => return Err(ApiError::invalid_payload(format!("The system collection \"{name}\" cannot be deleted"))),
         Some(c) => Some(c.clone()),
         None if rows.iter().any(|r| r.collection == name) => None,
         None => return Err(ApiError::forbidden()),
     };
-    let relations = super::catalog::relations(&state.pool, &schema, None, None).await.map_err(crate::db::map_error)?;
+    let relations = super::catalog::relations(&mut change.tx, &schema, None, None).await.map_err(crate::db::map_error)?;
     let pointing: Vec<String> = relations
         .iter()
         .filter(|r| r["collection"] != name && r["related_collection"] == name)
@@ -133,11 +126,9 @@ pub async fn delete(state: &AppState, name: &str) -> Result<(), ApiError> {
             pointing.join(", ")
         )));
     }
-    let mut tx = begin(state).await?;
     if let Some(c) = collection {
-        execute(&mut tx, &format!("DROP TABLE {}", c.table)).await?;
+        execute(&mut change.tx, &format!("DROP TABLE {}", c.table)).await?;
     }
-    system_tables::metadata::forget_collection(&mut tx, name).await.map_err(super::ddl_error)?;
-    commit(state, tx).await?;
+    system_tables::metadata::forget_collection(&mut change.tx, name).await.map_err(super::ddl_error)?;
     Ok(())
 }

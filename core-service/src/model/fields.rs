@@ -1,10 +1,9 @@
 //! Field changes (`POST /fields/:collection`, `PATCH` and `DELETE /fields/:collection/:field`):
 //! columns added, altered and dropped with their metadata in one transaction.
 
-use super::{alterable, begin, check_name, commit, execute, meta, optional_object, required_str, types};
-use crate::AppState;
+use super::{Change, alterable, check_name, execute, meta, optional_object, required_str, types};
 use crate::query::sql::ident;
-use crate::schema::{Collection, FieldRelation, Schema};
+use crate::schema::{Collection, FieldRelation};
 use cdapi_proto::ApiError;
 use serde_json::{Map, Value};
 use sqlx::{Postgres, Transaction};
@@ -88,60 +87,60 @@ pub async fn index(tx: &mut Transaction<'static, Postgres>, table: &str, plan: &
 }
 
 /// Whether `collection` has a field named `name`, a column or a metadata-only alias.
-async fn exists(state: &AppState, c: &Collection, name: &str) -> Result<bool, ApiError> {
+async fn exists(change: &mut Change, c: &Collection, name: &str) -> Result<bool, ApiError> {
     if c.field(name).is_some() {
         return Ok(true);
     }
-    let rows = system_tables::metadata::field_settings(&state.pool).await.map_err(crate::db::map_error)?;
+    let rows = system_tables::metadata::field_settings(&mut *change.tx).await.map_err(crate::db::map_error)?;
     Ok(rows.iter().any(|r| r.collection == c.name && r.field == name))
 }
 
-/// `POST /fields/:collection` (with a `meta` without `sort`: the next sort of the collection).
-/// Returns the new snapshot. Errors: FORBIDDEN (no such
+/// `POST /fields/:collection` (with a `meta` without `sort`: the next sort of the collection),
+/// in `change`. Errors: FORBIDDEN (no such
 /// collection), INVALID_PAYLOAD (a bad field, an existing name, a NOT NULL column without a
 /// default on a table with rows, a second primary key).
-pub async fn create(state: &AppState, collection: &str, data: &Map<String, Value>) -> Result<std::sync::Arc<Schema>, ApiError> {
-    let schema = state.fresh_schema().await?;
+pub async fn create(change: &mut Change, collection: &str, data: &Map<String, Value>) -> Result<(), ApiError> {
+    let schema = change.schema.clone();
     let c = alterable(&schema, collection)?;
     let plan = plan(&Value::Object(data.clone()))?;
-    if exists(state, c, &plan.name).await? {
+    if exists(change, c, &plan.name).await? {
         return Err(ApiError::invalid_payload(format!("Field \"{}\" already exists in collection \"{collection}\"", plan.name)));
     }
-    let mut tx = begin(state).await?;
+    let tx = &mut change.tx;
     if let Some(column) = &plan.column {
-        execute(&mut tx, &format!("ALTER TABLE {} ADD COLUMN {column}", c.table)).await?;
-        index(&mut tx, &c.table, &plan).await?;
+        execute(tx, &format!("ALTER TABLE {} ADD COLUMN {column}", c.table)).await?;
+        index(tx, &c.table, &plan).await?;
     }
     if let Some(m) = &plan.meta {
         let mut m = m.clone();
         if !m.contains_key("sort") {
             // Directus numbers a new field after the collection's others (an explicit `null`,
             // as a snapshot carries it, stays).
-            let sort = system_tables::metadata::next_field_sort(&mut tx, collection).await.map_err(super::ddl_error)?;
+            let sort = system_tables::metadata::next_field_sort(tx, collection).await.map_err(super::ddl_error)?;
             m.insert("sort".into(), Value::from(sort));
         }
-        system_tables::metadata::put_field(&mut tx, collection, &plan.name, &Value::Object(m)).await.map_err(super::ddl_error)?;
+        system_tables::metadata::put_field(tx, collection, &plan.name, &Value::Object(m)).await.map_err(super::ddl_error)?;
     }
-    commit(state, tx).await
+    Ok(())
 }
 
 /// `PATCH /fields/:collection/:field`: `type` (and `schema.max_length`, `numeric_precision`,
 /// `numeric_scale`) change the column type, converting the values (`USING field::type`);
 /// `schema.default_value`, `is_nullable`, `is_unique`, `is_indexed` set or drop the default, NOT
-/// NULL, a unique constraint, an index; `meta` is merged into the stored one. Errors:
+/// NULL, a unique constraint, an index; `meta` is merged into the stored one; in `change`. Errors:
 /// FORBIDDEN (no such field), INVALID_PAYLOAD (a bad type, values that do not convert, rows
 /// that break a new constraint, an alias turned into a column or back).
-pub async fn update(state: &AppState, collection: &str, field: &str, data: &Map<String, Value>) -> Result<std::sync::Arc<Schema>, ApiError> {
-    let schema = state.fresh_schema().await?;
+pub async fn update(change: &mut Change, collection: &str, field: &str, data: &Map<String, Value>) -> Result<(), ApiError> {
+    let schema = change.schema.clone();
     let c = alterable(&schema, collection)?;
-    if !exists(state, c, field).await? {
+    if !exists(change, c, field).await? {
         return Err(ApiError::forbidden());
     }
     let column = c.field(field).filter(|f| !f.is_alias());
     let empty = Map::new();
     let changes = optional_object(data, "schema")?.unwrap_or(&empty);
     let meta = meta::settable(data.get("meta"), &meta::field_keys())?;
-    let mut tx = begin(state).await?;
+    let tx = &mut change.tx;
     if let Some(f) = column {
         let target = format!("ALTER TABLE {} ALTER COLUMN {}", c.table, ident(field));
         let sized = ["max_length", "numeric_precision", "numeric_scale"].iter().any(|k| changes.contains_key(*k));
@@ -160,31 +159,31 @@ pub async fn update(state: &AppState, collection: &str, field: &str, data: &Map<
             let mut sizes = changes.clone();
             sizes.remove("has_auto_increment");
             type_sql = types::column_type(t, &sizes)?.ok_or_else(|| ApiError::invalid_payload("A column cannot become an alias field"))?;
-            execute(&mut tx, &format!("{target} TYPE {type_sql} USING {}::{type_sql}", ident(field))).await?;
+            execute(tx, &format!("{target} TYPE {type_sql} USING {}::{type_sql}", ident(field))).await?;
         }
         match changes.get("default_value") {
             None => {}
-            Some(Value::Null) => execute(&mut tx, &format!("{target} DROP DEFAULT")).await?,
-            Some(d) => execute(&mut tx, &format!("{target} SET DEFAULT {}", types::default_literal(d, &type_sql)?)).await?,
+            Some(Value::Null) => execute(tx, &format!("{target} DROP DEFAULT")).await?,
+            Some(d) => execute(tx, &format!("{target} SET DEFAULT {}", types::default_literal(d, &type_sql)?)).await?,
         }
         match changes.get("is_nullable").and_then(Value::as_bool) {
-            Some(true) if !f.primary_key => execute(&mut tx, &format!("{target} DROP NOT NULL")).await?,
-            Some(false) => execute(&mut tx, &format!("{target} SET NOT NULL")).await?,
+            Some(true) if !f.primary_key => execute(tx, &format!("{target} DROP NOT NULL")).await?,
+            Some(false) => execute(tx, &format!("{target} SET NOT NULL")).await?,
             _ => {}
         }
         if let Some(unique) = changes.get("is_unique").and_then(Value::as_bool) {
-            set_index(&mut tx, &c.table, field, true, unique).await?;
+            set_index(tx, &c.table, field, true, unique).await?;
         }
         if let Some(indexed) = changes.get("is_indexed").and_then(Value::as_bool) {
-            set_index(&mut tx, &c.table, field, false, indexed).await?;
+            set_index(tx, &c.table, field, false, indexed).await?;
         }
     } else if matches!(data.get("type"), Some(Value::String(t)) if t != "alias") {
         return Err(ApiError::invalid_payload("An alias field cannot become a column"));
     }
     if !meta.is_empty() || matches!(data.get("meta"), Some(Value::Object(_))) {
-        system_tables::metadata::put_field(&mut tx, collection, field, &Value::Object(meta)).await.map_err(super::ddl_error)?;
+        system_tables::metadata::put_field(tx, collection, field, &Value::Object(meta)).await.map_err(super::ddl_error)?;
     }
-    commit(state, tx).await
+    Ok(())
 }
 
 /// Makes a single-column index (unique or not) on `field` exist or not. Unique constraints are
@@ -221,20 +220,20 @@ async fn set_index(tx: &mut Transaction<'static, Postgres>, table: &str, field: 
 }
 
 /// `DELETE /fields/:collection/:field`: drops the column (and the relation it is the many side
-/// of, as Directus does) or the alias. Errors: FORBIDDEN (no such field), INVALID_PAYLOAD for
+/// of, as Directus does) or the alias, in `change`. Errors: FORBIDDEN (no such field), INVALID_PAYLOAD for
 /// the primary key, a field other relations use (as their junction field, M2A collection
 /// field or sort field), or a column other tables' foreign keys or views depend on.
-pub async fn delete(state: &AppState, collection: &str, field: &str) -> Result<(), ApiError> {
-    let schema = state.fresh_schema().await?;
+pub async fn delete(change: &mut Change, collection: &str, field: &str) -> Result<(), ApiError> {
+    let schema = change.schema.clone();
     let c = alterable(&schema, collection)?;
-    if !exists(state, c, field).await? {
+    if !exists(change, c, field).await? {
         return Err(ApiError::forbidden());
     }
     let f = c.field(field);
     if f.is_some_and(|f| f.primary_key) {
         return Err(ApiError::invalid_payload(format!("\"{field}\" is the primary key of \"{collection}\": delete the collection instead")));
     }
-    let rows = system_tables::metadata::relation_settings(&state.pool).await.map_err(crate::db::map_error)?;
+    let rows = system_tables::metadata::relation_settings(&mut *change.tx).await.map_err(crate::db::map_error)?;
     let used = rows.iter().find(|r| {
         r.many_collection == collection
             && r.many_field != field
@@ -246,7 +245,7 @@ pub async fn delete(state: &AppState, collection: &str, field: &str) -> Result<(
             r.many_collection, r.many_field
         )));
     }
-    let mut tx = begin(state).await?;
+    let tx = &mut change.tx;
     match f {
         Some(f) if f.is_alias() => {
             // An alias derived from a foreign key without a relation row: keep it gone with one.
@@ -260,13 +259,12 @@ pub async fn delete(state: &AppState, collection: &str, field: &str) -> Result<(
                     junction_field: junction_field.clone(),
                     ..Default::default()
                 };
-                system_tables::metadata::put_relation(&mut tx, &row).await.map_err(super::ddl_error)?;
+                system_tables::metadata::put_relation(tx, &row).await.map_err(super::ddl_error)?;
             }
         }
-        Some(_) => execute(&mut tx, &format!("ALTER TABLE {} DROP COLUMN {}", c.table, ident(field))).await?,
+        Some(_) => execute(tx, &format!("ALTER TABLE {} DROP COLUMN {}", c.table, ident(field))).await?,
         None => {}
     }
-    system_tables::metadata::forget_field(&mut tx, collection, field).await.map_err(super::ddl_error)?;
-    commit(state, tx).await?;
+    system_tables::metadata::forget_field(tx, collection, field).await.map_err(super::ddl_error)?;
     Ok(())
 }

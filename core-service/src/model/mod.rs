@@ -85,19 +85,46 @@ pub fn alterable<'a>(schema: &'a Schema, name: &str) -> Result<&'a Arc<crate::sc
     Ok(c)
 }
 
-/// Begins a schema change: a transaction that waits at most 5 s for locks.
-/// Errors: database errors.
-pub async fn begin(state: &AppState) -> Result<Transaction<'static, Postgres>, ApiError> {
-    let mut tx = state.pool.begin().await.map_err(crate::db::map_error)?;
-    sqlx::query("SET LOCAL lock_timeout = '5s'").execute(&mut *tx).await.map_err(crate::db::map_error)?;
-    Ok(tx)
+/// The advisory lock every schema change holds until it ends, so changes (on any replica)
+/// run one after another: a diff's hash is checked and applied with no other change between.
+const SCHEMA_CHANGE_LOCK: i64 = 0x6364_6170_6973_6368; // "cdapisch"
+
+/// One schema change in progress: its transaction and the schema as that transaction sees it
+/// (its own DDL included, after [`Change::refresh`]). Dropped without [`Change::commit`], the
+/// transaction rolls back: a failed change leaves nothing (issue 18). `POST /schema/apply`
+/// runs all its steps in one `Change`.
+pub struct Change {
+    /// The transaction (waits at most 5 s for any lock, the schema-change lock included).
+    pub tx: Transaction<'static, Postgres>,
+    /// The schema as the transaction sees it.
+    pub schema: Arc<Schema>,
 }
 
-/// Commits a schema change and rebuilds this replica's snapshot; returns the new snapshot.
-/// Errors: as [`ddl_error`], and the reload's.
-pub async fn commit(state: &AppState, tx: Transaction<'static, Postgres>) -> Result<Arc<Schema>, ApiError> {
-    tx.commit().await.map_err(ddl_error)?;
-    state.reload_schema().await
+impl Change {
+    /// Begins a change: takes the schema-change lock and reads the schema inside the
+    /// transaction. Errors: database errors; SERVICE_UNAVAILABLE when another change holds the
+    /// lock for more than 5 s.
+    pub async fn begin(state: &AppState) -> Result<Self, ApiError> {
+        let mut tx = state.pool.begin().await.map_err(crate::db::map_error)?;
+        sqlx::query("SET LOCAL lock_timeout = '5s'").execute(&mut *tx).await.map_err(crate::db::map_error)?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(SCHEMA_CHANGE_LOCK).execute(&mut *tx).await.map_err(ddl_error)?;
+        let schema = state.schema_seen_by(&mut tx).await?;
+        Ok(Self { tx, schema })
+    }
+
+    /// Reads the schema again inside the transaction, so the next step sees this change's DDL
+    /// and metadata so far. Errors: database errors.
+    pub async fn refresh(&mut self, state: &AppState) -> Result<(), ApiError> {
+        self.schema = state.schema_seen_by(&mut self.tx).await?;
+        Ok(())
+    }
+
+    /// Commits the change and rebuilds this replica's snapshot; returns the new snapshot.
+    /// Errors: as [`ddl_error`], and the reload's.
+    pub async fn commit(self, state: &AppState) -> Result<Arc<Schema>, ApiError> {
+        self.tx.commit().await.map_err(ddl_error)?;
+        state.reload_schema().await
+    }
 }
 
 /// Runs one DDL statement in the change's transaction. Errors: as [`ddl_error`].

@@ -4,8 +4,7 @@
 //! makes one whatever `schema` says); Many-to-Any relations (no `related_collection`) are a row
 //! only.
 
-use super::{alterable, begin, commit, execute, optional_object, required_str};
-use crate::AppState;
+use super::{Change, alterable, execute, optional_object, required_str};
 use crate::query::sql::ident;
 use crate::schema::{Collection, Schema};
 use cdapi_proto::ApiError;
@@ -147,45 +146,44 @@ fn row(schema: &Schema, collection: &str, field: &str, one: Option<&Collection>,
 }
 
 /// Whether `collection.field` already has a relation (a foreign key or a relation row).
-async fn existing(state: &AppState, schema: &Schema, collection: &str, field: &str) -> Result<Option<Value>, ApiError> {
-    let found = super::catalog::relations(&state.pool, schema, Some(collection), Some(field)).await.map_err(crate::db::map_error)?;
+async fn existing(change: &mut Change, collection: &str, field: &str) -> Result<Option<Value>, ApiError> {
+    let found = super::catalog::relations(&mut change.tx, &change.schema, Some(collection), Some(field)).await.map_err(crate::db::map_error)?;
     Ok(found.into_iter().next())
 }
 
-/// `POST /relations` `{collection, field, related_collection?, schema?, meta?}`. Returns the
-/// new snapshot. Errors: INVALID_PAYLOAD (Directus's reasons: no such collection or field, a
+/// `POST /relations` `{collection, field, related_collection?, schema?, meta?}`, in `change`.
+/// Errors: INVALID_PAYLOAD (Directus's reasons: no such collection or field, a
 /// primary key, an existing relationship; values of another type than the related key's).
-pub async fn create(state: &AppState, data: &Map<String, Value>) -> Result<Arc<Schema>, ApiError> {
+pub async fn create(change: &mut Change, data: &Map<String, Value>) -> Result<(), ApiError> {
     let collection = required_str(data, "collection")?;
     let field = required_str(data, "field")?;
-    let schema = state.fresh_schema().await?;
+    let schema = change.schema.clone();
     let many = many_side(&schema, collection, field)?;
     let one = match data.get("related_collection") {
         None | Some(Value::Null) => None,
         Some(Value::String(r)) => Some(schema.collection(r).ok_or_else(|| ApiError::invalid_payload(format!("Collection \"{r}\" doesn't exist")))?),
         Some(_) => return Err(ApiError::invalid_payload("\"related_collection\" must be a string")),
     };
-    if existing(state, &schema, collection, field).await?.is_some() {
+    if existing(change, collection, field).await?.is_some() {
         return Err(ApiError::invalid_payload(format!("Field \"{field}\" in collection \"{collection}\" already has an associated relationship")));
     }
     let fk_schema = optional_object(data, "schema")?;
     let meta = optional_object(data, "meta")?;
     let setting = row(&schema, collection, field, one.map(|o| o.as_ref()), meta)?;
-    let mut tx = begin(state).await?;
     if let Some(one) = one {
-        add_foreign_key(&mut tx, many, field, one, &actions(fk_schema)?).await?;
+        add_foreign_key(&mut change.tx, many, field, one, &actions(fk_schema)?).await?;
     }
-    system_tables::metadata::put_relation(&mut tx, &setting).await.map_err(super::ddl_error)?;
-    commit(state, tx).await
+    system_tables::metadata::put_relation(&mut change.tx, &setting).await.map_err(super::ddl_error)?;
+    Ok(())
 }
 
 /// `PATCH /relations/:collection/:field` `{schema?: {on_delete, on_update}, meta?}`: a new
-/// `schema` replaces the foreign key's actions; `meta` is merged into the relation row.
-/// Errors: INVALID_PAYLOAD (no such relation: Directus's reason; bad values).
-pub async fn update(state: &AppState, collection: &str, field: &str, data: &Map<String, Value>) -> Result<Arc<Schema>, ApiError> {
-    let schema = state.fresh_schema().await?;
+/// `schema` replaces the foreign key's actions; `meta` is merged into the relation row; in
+/// `change`. Errors: INVALID_PAYLOAD (no such relation: Directus's reason; bad values).
+pub async fn update(change: &mut Change, collection: &str, field: &str, data: &Map<String, Value>) -> Result<(), ApiError> {
+    let schema = change.schema.clone();
     let many = many_side(&schema, collection, field)?;
-    let Some(current) = existing(state, &schema, collection, field).await? else {
+    let Some(current) = existing(change, collection, field).await? else {
         return Err(ApiError::invalid_payload(format!("Field \"{field}\" in collection \"{collection}\" doesn't have a relationship.")));
     };
     let one = current["related_collection"].as_str().and_then(|r| schema.collection(r));
@@ -194,26 +192,23 @@ pub async fn update(state: &AppState, collection: &str, field: &str, data: &Map<
         merged.extend(m.clone());
     }
     let setting = row(&schema, collection, field, one.map(|o| o.as_ref()), Some(&merged))?;
-    let mut tx = begin(state).await?;
     if let (Some(fk_schema), Some(one)) = (optional_object(data, "schema")?, one) {
-        drop_foreign_keys(&mut tx, many, field).await?;
-        add_foreign_key(&mut tx, many, field, one, &actions(Some(fk_schema))?).await?;
+        drop_foreign_keys(&mut change.tx, many, field).await?;
+        add_foreign_key(&mut change.tx, many, field, one, &actions(Some(fk_schema))?).await?;
     }
-    system_tables::metadata::put_relation(&mut tx, &setting).await.map_err(super::ddl_error)?;
-    commit(state, tx).await
+    system_tables::metadata::put_relation(&mut change.tx, &setting).await.map_err(super::ddl_error)?;
+    Ok(())
 }
 
 /// `DELETE /relations/:collection/:field`: drops the foreign key and the relation row; the
-/// column stays. Errors: INVALID_PAYLOAD (no such relation: Directus's reason).
-pub async fn delete(state: &AppState, collection: &str, field: &str) -> Result<(), ApiError> {
-    let schema = state.fresh_schema().await?;
+/// column stays; in `change`. Errors: INVALID_PAYLOAD (no such relation: Directus's reason).
+pub async fn delete(change: &mut Change, collection: &str, field: &str) -> Result<(), ApiError> {
+    let schema = change.schema.clone();
     let many = many_side(&schema, collection, field)?;
-    if existing(state, &schema, collection, field).await?.is_none() {
+    if existing(change, collection, field).await?.is_none() {
         return Err(ApiError::invalid_payload(format!("Field \"{field}\" in collection \"{collection}\" doesn't have a relationship.")));
     }
-    let mut tx = begin(state).await?;
-    drop_foreign_keys(&mut tx, many, field).await?;
-    system_tables::metadata::forget_relation(&mut tx, collection, field).await.map_err(super::ddl_error)?;
-    commit(state, tx).await?;
+    drop_foreign_keys(&mut change.tx, many, field).await?;
+    system_tables::metadata::forget_relation(&mut change.tx, collection, field).await.map_err(super::ddl_error)?;
     Ok(())
 }

@@ -13,13 +13,14 @@
 //!   runs the changes through the same code as `/collections`, `/fields` and `/relations`, in
 //!   dependency order: new collections (with their new fields), edited collections, new and
 //!   edited fields, new and edited relations, then deleted relations, fields and collections.
-//!   Each step is its own transaction: a step Postgres refuses stops the apply with its error,
-//!   and the steps before it stay (Directus runs the whole apply in one transaction; see
-//!   docs/directus-compatibility.md). The hash check makes that rare: a diff applies to the
-//!   schema it was computed on.
+//!   All steps run in one transaction (one [`Change`], holding the schema-change lock from the
+//!   hash check on, so no other change slips in between), each seeing the ones before it: a
+//!   step Postgres or the model refuses rolls the whole apply back with its error, as Directus
+//!   does.
 
-use super::{catalog, collections, fields, relations};
+use super::{Change, catalog, collections, fields, relations};
 use crate::AppState;
+use crate::schema::Schema;
 use cdapi_proto::ApiError;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -33,17 +34,24 @@ pub const MAX_CHANGES: usize = 10_000;
 
 /// This instance's snapshot, from a fresh introspection. Errors: database errors.
 pub async fn snapshot(state: &AppState) -> Result<Value, ApiError> {
-    let schema = state.fresh_schema().await?;
+    let mut conn = state.pool.acquire().await.map_err(crate::db::map_error)?;
+    let schema = state.schema_seen_by(&mut conn).await?;
+    snapshot_of(&mut conn, &schema).await
+}
+
+/// The snapshot of `schema` as `conn` sees the metadata (in a change: with its own writes).
+/// Errors: database errors.
+async fn snapshot_of(conn: &mut sqlx::PgConnection, schema: &Schema) -> Result<Value, ApiError> {
     let db = crate::db::map_error;
-    let collections = user_entries(catalog::collections(&state.pool, &schema, true, None).await.map_err(db)?, |mut c| {
+    let collections = user_entries(catalog::collections(conn, schema, true, None).await.map_err(db)?, |mut c| {
         // Where the table lives is this environment's business: the name is what moves.
         if let Some(name) = c["schema"].get("name").cloned() {
             c["schema"] = json!({"name": name});
         }
         c
     });
-    let fields = user_entries(catalog::fields(&state.pool, &schema, None, None).await.map_err(db)?, without_meta_id);
-    let relations = user_entries(catalog::relations(&state.pool, &schema, None, None).await.map_err(db)?, without_meta_id);
+    let fields = user_entries(catalog::fields(conn, schema, None, None).await.map_err(db)?, without_meta_id);
+    let relations = user_entries(catalog::relations(conn, schema, None, None).await.map_err(db)?, without_meta_id);
     Ok(json!({
         "version": 1,
         "directus": DIRECTUS_VERSION,
@@ -293,13 +301,16 @@ fn object(v: Value) -> Result<Map<String, Value>, ApiError> {
     }
 }
 
-/// `POST /schema/apply` `{hash, diff}` (see the module docs). Errors: INVALID_PAYLOAD (no or
-/// another hash, a malformed diff, a step Postgres or the model refuses), FORBIDDEN (a change
-/// to a collection, field or relation that does not exist), SERVICE_UNAVAILABLE (a lock).
+/// `POST /schema/apply` `{hash, diff}` (see the module docs): all or nothing. Errors:
+/// INVALID_PAYLOAD (no or another hash, a malformed diff, a step Postgres or the model
+/// refuses), FORBIDDEN (a change to a collection, field or relation that does not exist),
+/// SERVICE_UNAVAILABLE (a lock).
 pub async fn apply(state: &AppState, body: &Map<String, Value>) -> Result<(), ApiError> {
     let given = body.get("hash").and_then(Value::as_str).ok_or_else(|| ApiError::invalid_payload("\"hash\" is required"))?;
     let diff = body.get("diff").filter(|d| d.is_object()).ok_or_else(|| ApiError::invalid_payload("\"diff\" must be an object"))?;
-    let current = snapshot(state).await?;
+    let mut change = Change::begin(state).await?;
+    let schema = change.schema.clone();
+    let current = snapshot_of(&mut change.tx, &schema).await?;
     if given != hash(&current) {
         return Err(ApiError::invalid_payload(
             "Provided hash does not match the current instance's schema hash, indicating the schema has changed after this diff was generated. Please generate a new diff.",
@@ -320,19 +331,23 @@ pub async fn apply(state: &AppState, body: &Map<String, Value>) -> Result<(), Ap
             let own: Vec<Value> = flds.iter().filter(|f| f.collection == e.collection).filter_map(|f| whole(f, "N")).collect();
             data.insert("fields".into(), Value::Array(own));
         }
-        collections::create(state, &data).await?;
+        collections::create(&mut change, &data).await?;
     }
+    // Each phase reads the schema as the phases before it left it (inside the transaction);
+    // the steps of one phase do not depend on each other.
+    change.refresh(state).await?;
     let is_new = |c: &str| new_collections.iter().any(|e| e.collection == c);
     for e in cols.iter().filter(|e| whole(e, "N").is_none() && whole(e, "D").is_none()) {
         let mut now = find("collections", &e.collection, "").ok_or_else(ApiError::forbidden)?;
         apply_changes(&mut now, &e.changes)?;
-        collections::update(state, &e.collection, &object(json!({"meta": now["meta"]}))?).await?;
+        collections::update(&mut change, &e.collection, &object(json!({"meta": now["meta"]}))?).await?;
     }
+    change.refresh(state).await?;
     for e in flds.iter().filter(|e| whole(e, "D").is_none()) {
         match whole(e, "N") {
             Some(_) if is_new(&e.collection) => {}
             Some(new) => {
-                fields::create(state, &e.collection, &object(new)?).await?;
+                fields::create(&mut change, &e.collection, &object(new)?).await?;
             }
             None => {
                 let mut now = find("fields", &e.collection, &e.field).ok_or_else(ApiError::forbidden)?;
@@ -344,33 +359,38 @@ pub async fn apply(state: &AppState, body: &Map<String, Value>) -> Result<(), Ap
                         data.insert(part.to_owned(), now[part].clone());
                     }
                 }
-                fields::update(state, &e.collection, &e.field, &data).await?;
+                fields::update(&mut change, &e.collection, &e.field, &data).await?;
             }
         }
     }
+    change.refresh(state).await?;
     for e in rels.iter().filter(|e| whole(e, "D").is_none()) {
         match whole(e, "N") {
             Some(new) => {
-                relations::create(state, &object(new)?).await?;
+                relations::create(&mut change, &object(new)?).await?;
             }
             None => {
                 let mut now = find("relations", &e.collection, &e.field).ok_or_else(ApiError::forbidden)?;
                 apply_changes(&mut now, &e.changes)?;
                 let data = json!({"schema": now["schema"], "meta": now["meta"]});
-                relations::update(state, &e.collection, &e.field, &object(data)?).await?;
+                relations::update(&mut change, &e.collection, &e.field, &object(data)?).await?;
             }
         }
     }
+    change.refresh(state).await?;
     for e in rels.iter().filter(|e| whole(e, "D").is_some()) {
-        relations::delete(state, &e.collection, &e.field).await?;
+        relations::delete(&mut change, &e.collection, &e.field).await?;
     }
+    change.refresh(state).await?;
     let deleted_collection = |c: &str| cols.iter().any(|e| e.collection == c && whole(e, "D").is_some());
     for e in flds.iter().filter(|e| whole(e, "D").is_some() && !deleted_collection(&e.collection)) {
-        fields::delete(state, &e.collection, &e.field).await?;
+        fields::delete(&mut change, &e.collection, &e.field).await?;
     }
+    change.refresh(state).await?;
     for e in cols.iter().filter(|e| whole(e, "D").is_some()) {
-        collections::delete(state, &e.collection).await?;
+        collections::delete(&mut change, &e.collection).await?;
     }
+    change.commit(state).await?;
     Ok(())
 }
 

@@ -298,11 +298,11 @@ fn minimal() -> Vec<(&'static str, Action, Permission)> {
 impl Rules {
     /// Reads `cdapi.permissions`, `cdapi.policies`, `cdapi.access` and the roles' parents. Rows
     /// with an unknown action are skipped. Errors: database.
-    pub async fn load(pool: &sqlx::PgPool) -> Result<Self, sqlx::Error> {
-        let rows = system_tables::permissions::all(pool).await?;
-        let policies = system_tables::permissions::policies(pool).await?;
-        let access = system_tables::permissions::access(pool).await?;
-        let parents = system_tables::permissions::role_parents(pool).await?;
+    pub async fn load(conn: &mut sqlx::PgConnection) -> Result<Self, sqlx::Error> {
+        let rows = system_tables::permissions::all(&mut *conn).await?;
+        let policies = system_tables::permissions::policies(&mut *conn).await?;
+        let access = system_tables::permissions::access(&mut *conn).await?;
+        let parents = system_tables::permissions::role_parents(&mut *conn).await?;
         let mut by_policy: HashMap<String, HashMap<(String, Action), Vec<Permission>>> = HashMap::new();
         for row in rows {
             let Some(action) = Action::parse(&row.action) else { continue };

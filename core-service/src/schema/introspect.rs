@@ -13,7 +13,7 @@
 use super::naming::{ForeignKey, default_aliases};
 use super::{Collection, Deselect, Field, FieldRelation, FieldType, Schema};
 use crate::query::sql::table;
-use sqlx::PgPool;
+use sqlx::PgConnection;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use system_tables::metadata::RelationSetting;
@@ -99,23 +99,23 @@ ORDER BY 1, 2, 3, 4"
 
 /// Reads the database structure of `db_schema` and the system tables into a new snapshot.
 /// Errors: database errors only (an unknown type becomes [`FieldType::Unknown`], never an error).
-pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<Schema, sqlx::Error> {
-    let tables: Vec<(String, String, String, String)> = sqlx::query_as(COLLECTIONS_SQL).bind(db_schema).fetch_all(pool).await?;
+pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) -> Result<Schema, sqlx::Error> {
+    let tables: Vec<(String, String, String, String)> = sqlx::query_as(COLLECTIONS_SQL).bind(db_schema).fetch_all(&mut *conn).await?;
     type ColumnRow = (String, String, String, String, String, String, bool, bool, Option<i32>, Option<Vec<String>>);
-    let columns: Vec<ColumnRow> = sqlx::query_as(COLUMNS_SQL).bind(db_schema).fetch_all(pool).await?;
+    let columns: Vec<ColumnRow> = sqlx::query_as(COLUMNS_SQL).bind(db_schema).fetch_all(&mut *conn).await?;
     let pks: HashMap<String, Vec<String>> =
-        sqlx::query_as::<_, (String, Vec<String>)>(PRIMARY_KEYS_SQL).bind(db_schema).fetch_all(pool).await?.into_iter().collect();
+        sqlx::query_as::<_, (String, Vec<String>)>(PRIMARY_KEYS_SQL).bind(db_schema).fetch_all(&mut *conn).await?.into_iter().collect();
     let fk_rows: Vec<(String, String, String, String)> =
-        sqlx::query_as(FOREIGN_KEYS_SQL).bind(db_schema).fetch_all(pool).await?;
-    let singletons: HashSet<String> = system_tables::metadata::singletons(pool).await?.into_iter().collect();
-    let settings: HashMap<(String, String), RelationSetting> = system_tables::metadata::relation_settings(pool)
+        sqlx::query_as(FOREIGN_KEYS_SQL).bind(db_schema).fetch_all(&mut *conn).await?;
+    let singletons: HashSet<String> = system_tables::metadata::singletons(&mut *conn).await?.into_iter().collect();
+    let settings: HashMap<(String, String), RelationSetting> = system_tables::metadata::relation_settings(&mut *conn)
         .await?
         .into_iter()
         .map(|r| ((r.many_collection.clone(), r.many_field.clone()), r))
         .collect();
 
     // Text columns whose metadata marks them `hash` are hash fields (written as argon2 hashes).
-    let hashed: HashSet<(String, String)> = system_tables::metadata::hash_fields(pool).await?.into_iter().collect();
+    let hashed: HashSet<(String, String)> = system_tables::metadata::hash_fields(&mut *conn).await?.into_iter().collect();
 
     let mut fields: HashMap<String, Vec<Field>> = HashMap::new();
     for (table, name, db_type, base, category, typtype, nullable, has_default, max_length, enum_values) in columns {
@@ -250,7 +250,7 @@ pub async fn introspect(pool: &PgPool, db_schema: &str, version: u64) -> Result<
         let singleton = singletons.contains(&name);
         collections.insert(name.clone(), Arc::new(Collection::new(name, table(&namespace, &relname), primary_key, singleton, read_only, fs)));
     }
-    let permissions = Arc::new(crate::permissions::Rules::load(pool).await?);
+    let permissions = Arc::new(crate::permissions::Rules::load(conn).await?);
     Ok(Schema { version, db_schema: db_schema.to_owned(), collections, base: None, permissions })
 }
 

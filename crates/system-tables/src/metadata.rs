@@ -5,7 +5,7 @@
 //! which writes them (on the connection of its DDL transaction) with the functions below.
 
 use serde_json::Value;
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgConnection;
 
 /// One row of `cdapi.relations` (Directus's relation row): the "many" side holds the key.
 #[derive(Debug, Clone, Default, sqlx::FromRow)]
@@ -61,34 +61,34 @@ pub struct FieldSetting {
 }
 
 /// The names of the collections configured as singletons. Errors: database errors.
-pub async fn singletons(pool: &PgPool) -> Result<Vec<String>, sqlx::Error> {
-    sqlx::query_scalar("SELECT collection FROM cdapi.collections WHERE singleton").fetch_all(pool).await
+pub async fn singletons<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT collection FROM cdapi.collections WHERE singleton").fetch_all(db).await
 }
 
 /// Every relation setting row, in creation order. Errors: database errors.
-pub async fn relation_settings(pool: &PgPool) -> Result<Vec<RelationSetting>, sqlx::Error> {
+pub async fn relation_settings<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<RelationSetting>, sqlx::Error> {
     sqlx::query_as(
         "SELECT id, many_collection, many_field, one_collection, one_field, junction_field, one_collection_field, one_allowed_collections, one_deselect_action, sort_field FROM cdapi.relations ORDER BY id",
     )
-    .fetch_all(pool)
+    .fetch_all(db)
     .await
 }
 
 /// Every collection row. Errors: database errors.
-pub async fn collection_settings(pool: &PgPool) -> Result<Vec<CollectionSetting>, sqlx::Error> {
-    sqlx::query_as("SELECT collection, singleton, hidden, note, meta::text FROM cdapi.collections ORDER BY collection").fetch_all(pool).await
+pub async fn collection_settings<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<CollectionSetting>, sqlx::Error> {
+    sqlx::query_as("SELECT collection, singleton, hidden, note, meta::text FROM cdapi.collections ORDER BY collection").fetch_all(db).await
 }
 
 /// Every field metadata row, in creation order. Errors: database errors.
-pub async fn field_settings(pool: &PgPool) -> Result<Vec<FieldSetting>, sqlx::Error> {
-    sqlx::query_as("SELECT id, collection, field, meta::text FROM cdapi.fields ORDER BY id").fetch_all(pool).await
+pub async fn field_settings<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<FieldSetting>, sqlx::Error> {
+    sqlx::query_as("SELECT id, collection, field, meta::text FROM cdapi.fields ORDER BY id").fetch_all(db).await
 }
 
 /// The fields whose `meta.special` holds `hash` (Directus's hash fields: values are stored as
 /// argon2 hashes), as (collection, field). Errors: database errors.
-pub async fn hash_fields(pool: &PgPool) -> Result<Vec<(String, String)>, sqlx::Error> {
+pub async fn hash_fields<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<(String, String)>, sqlx::Error> {
     sqlx::query_as("SELECT collection, field FROM cdapi.fields WHERE meta->'special' @> '\"hash\"'::jsonb OR meta->>'special' = 'hash'")
-        .fetch_all(pool)
+        .fetch_all(db)
         .await
 }
 

@@ -4,7 +4,6 @@
 //! their identity instead ([`crate::users`]).
 
 use serde_json::Value;
-use sqlx::PgPool;
 
 /// One row of `cdapi.permissions` (Directus's permission columns).
 #[derive(Debug, sqlx::FromRow)]
@@ -28,9 +27,9 @@ pub struct PermissionRow {
 }
 
 /// Every permission row, by id. Errors: database errors.
-pub async fn all(pool: &PgPool) -> sqlx::Result<Vec<PermissionRow>> {
+pub async fn all<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Vec<PermissionRow>> {
     sqlx::query_as("SELECT id, policy::text AS policy, collection, action, permissions, validation, presets, fields FROM cdapi.permissions ORDER BY id")
-        .fetch_all(pool)
+        .fetch_all(db)
         .await
 }
 
@@ -50,9 +49,9 @@ pub struct PolicyRow {
 }
 
 /// Every policy. Errors: database errors.
-pub async fn policies(pool: &PgPool) -> sqlx::Result<Vec<PolicyRow>> {
+pub async fn policies<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Vec<PolicyRow>> {
     sqlx::query_as("SELECT id::text AS id, admin_access, app_access, enforce_tfa, coalesce(ip_access, '{}') AS ip_access FROM cdapi.policies ORDER BY id")
-        .fetch_all(pool)
+        .fetch_all(db)
         .await
 }
 
@@ -68,13 +67,13 @@ pub struct AccessRow {
 }
 
 /// Every access row, by `sort` then id. Errors: database errors.
-pub async fn access(pool: &PgPool) -> sqlx::Result<Vec<AccessRow>> {
+pub async fn access<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Vec<AccessRow>> {
     sqlx::query_as("SELECT role::text AS role, \"user\"::text AS \"user\", policy::text AS policy FROM cdapi.access ORDER BY sort NULLS LAST, id")
-        .fetch_all(pool)
+        .fetch_all(db)
         .await
 }
 
 /// Every role's parent: (role id, parent id). Errors: database errors.
-pub async fn role_parents(pool: &PgPool) -> sqlx::Result<Vec<(String, Option<String>)>> {
-    sqlx::query_as("SELECT id::text, parent::text FROM cdapi.roles").fetch_all(pool).await
+pub async fn role_parents<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Vec<(String, Option<String>)>> {
+    sqlx::query_as("SELECT id::text, parent::text FROM cdapi.roles").fetch_all(db).await
 }
