@@ -32,6 +32,11 @@ impl SchemaCache {
         self.views.for_caller(caller, &base, &self.backend, self.limits).await
     }
 
+    /// The services behind the edge.
+    pub fn backend(&self) -> &Arc<Backend> {
+        &self.backend
+    }
+
     /// The schemas in use, if any.
     pub fn current(&self) -> Option<Arc<Built>> {
         self.current.load_full()

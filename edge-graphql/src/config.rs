@@ -26,6 +26,8 @@ pub struct Settings {
     /// GRAPHQL_MAX_DOCUMENT_SIZE, GRAPHQL_MAX_ROOT_FIELDS, GRAPHQL_MAX_ALIASES,
     /// GRAPHQL_MAX_FIELDS, GRAPHQL_MAX_AUTH_MUTATIONS: see [`crate::budget::DocumentLimits`].
     pub document: crate::budget::DocumentLimits,
+    /// GraphQL over WebSocket (WEBSOCKETS_GRAPHQL_*): see [`crate::ws::WsSettings`].
+    pub websocket: crate::ws::WsSettings,
 }
 
 impl Settings {
@@ -49,6 +51,7 @@ impl Settings {
                     max_auth_mutations: env_or("GRAPHQL_MAX_AUTH_MUTATIONS", d.max_auth_mutations)?,
                 }
             },
+            websocket: crate::ws::WsSettings::from_env()?,
         })
     }
 }

@@ -32,13 +32,20 @@ pub fn handler(
     readiness: service_runtime::shutdown::Readiness,
 ) -> impl Fn(edge_http::serve::Incoming) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>> + Clone + Send + Sync + 'static {
     let ids = Arc::new(RequestIds::default());
-    move |i: edge_http::serve::Incoming| {
-        let (cache, settings, ids, readiness) = (cache.clone(), settings.clone(), ids.clone(), readiness.clone());
+    let connections = edge_http::websocket::Connections::new(settings.websocket.max_connections, settings.websocket.max_connections_per_user);
+    move |mut i: edge_http::serve::Incoming| {
+        let (cache, settings, ids, readiness, connections) = (cache.clone(), settings.clone(), ids.clone(), readiness.clone(), connections.clone());
         Box::pin(async move {
             let request_id = ids.next(&i.headers);
             let work = async {
                 if readiness.is_stopping() && i.path.trim_end_matches('/') == "/server/health" {
                     return Ok(with_body(StatusCode::SERVICE_UNAVAILABLE, "application/health+json", r#"{"status":"error"}"#));
+                }
+                if let Some(ws) = i.websocket.take().filter(|_| settings.websocket.enabled && i.path.trim_end_matches('/') == "/graphql") {
+                    let token = form_urlencoded::parse(i.query.as_bytes()).find(|(k, _)| k == "access_token").map(|(_, v)| v.into_owned());
+                    let session_cookie = cookie(&i.headers, settings.edge.cookies.name(Kind::Session));
+                    let caller = Caller::new(&i.headers, token, session_cookie, settings.edge.client_ip.resolve(i.peer, &i.headers), request_id.clone())?;
+                    return crate::ws::upgrade(cache.clone(), settings.clone(), connections, ws, &i.headers, caller, readiness.clone()).await;
                 }
                 route(&cache, &settings, &i.method, &i.path, &i.query, &i.headers, i.peer, i.body, &request_id).await
             };
@@ -225,7 +232,7 @@ fn validation_body(errors: &[async_graphql::ServerError]) -> Result<String, serd
 
 /// One GraphQL error with its keys in the order Directus's formatting leaves them: `message`,
 /// `extensions` (when `with_extensions`), `locations`, `path` (each only when present).
-fn error_json(e: &async_graphql::ServerError, with_extensions: bool) -> Result<String, serde_json::Error> {
+pub(crate) fn error_json(e: &async_graphql::ServerError, with_extensions: bool) -> Result<String, serde_json::Error> {
     let mut o = format!(r#"{{"message":{}"#, serde_json::to_string(&e.message)?);
     if let Some(x) = e.extensions.as_ref().filter(|_| with_extensions) {
         o.push_str(&format!(r#","extensions":{}"#, serde_json::to_string(x)?));
@@ -242,7 +249,7 @@ fn error_json(e: &async_graphql::ServerError, with_extensions: bool) -> Result<S
 
 /// The response's JSON as Directus writes it: `data`, then `errors` ([`error_json`]), then
 /// `extensions` when there are any.
-fn response_body(r: &async_graphql::Response) -> Result<String, serde_json::Error> {
+pub(crate) fn response_body(r: &async_graphql::Response) -> Result<String, serde_json::Error> {
     let mut out = format!(r#"{{"data":{}"#, serde_json::to_string(&r.data)?);
     if !r.errors.is_empty() {
         let errors = r.errors.iter().map(|e| error_json(e, true)).collect::<Result<Vec<_>, _>>()?;
@@ -255,10 +262,10 @@ fn response_body(r: &async_graphql::Response) -> Result<String, serde_json::Erro
     Ok(out)
 }
 
-/// The GraphQL response as HTTP: every error gets a `code` (GRAPHQL_VALIDATION for parse and
-/// validation errors, INTERNAL_SERVER_ERROR for unexpected ones); 400 when nothing ran. The
-/// response is serialised once, straight to bytes.
-fn render(mut response: async_graphql::Response) -> Response {
+/// Gives every error of `response` a `code` (GRAPHQL_VALIDATION for parse and validation
+/// errors, INTERNAL_SERVER_ERROR for unexpected ones); returns whether nothing ran (no data,
+/// errors without a path).
+pub(crate) fn with_codes(response: &mut async_graphql::Response) -> bool {
     let not_executed = response.data == async_graphql::Value::Null && !response.errors.is_empty() && response.errors.iter().all(|e| e.path.is_empty());
     let fallback = if not_executed { "GRAPHQL_VALIDATION" } else { ErrorCode::InternalServerError.as_str() };
     for e in &mut response.errors {
@@ -267,6 +274,14 @@ fn render(mut response: async_graphql::Response) -> Response {
             ext.set("code", fallback);
         }
     }
+    not_executed
+}
+
+/// The GraphQL response as HTTP: every error gets a `code` (GRAPHQL_VALIDATION for parse and
+/// validation errors, INTERNAL_SERVER_ERROR for unexpected ones); 400 when nothing ran. The
+/// response is serialised once, straight to bytes.
+fn render(mut response: async_graphql::Response) -> Response {
+    let not_executed = with_codes(&mut response);
     let validation = not_executed
         && response.errors.iter().all(|e| e.extensions.as_ref().and_then(|x| x.get("code")) == Some(&async_graphql::Value::from("GRAPHQL_VALIDATION")));
     let status = if not_executed { StatusCode::BAD_REQUEST } else { StatusCode::OK };

@@ -32,10 +32,12 @@ pub mod root;
 pub mod schema_management;
 pub mod schemas;
 pub mod selection;
+pub mod subscriptions;
 pub mod system;
 pub mod types;
 pub mod values;
 pub mod views;
+pub mod ws;
 
 use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::v1::files_service_client::FilesServiceClient;
@@ -56,6 +58,9 @@ pub struct Backend {
     /// Files (`import_file`), on a channel without the CORE_TIMEOUT_MS deadline (an import
     /// is bounded by the core's FILES_IMPORT_TIMEOUT_MS).
     pub files: FilesServiceClient<Channel>,
+    /// Item subscriptions (`<collection>_mutated`), on a channel without a deadline: a
+    /// subscription lasts as long as its client.
+    pub subscriptions: ItemsServiceClient<Channel>,
     /// Auth cookie names and attributes.
     pub cookies: edge_http::cookies::CookieSettings,
 }
@@ -89,7 +94,8 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
         auth: AuthServiceClient::new(edge.channel(&edge.auth_url, true)?),
         // The watch stream lives as long as the core: no deadline on its channel.
         schema: SchemaServiceClient::new(unbounded.clone()).max_decoding_message_size(usize::MAX),
-        files: FilesServiceClient::new(unbounded),
+        files: FilesServiceClient::new(unbounded.clone()),
+        subscriptions: ItemsServiceClient::new(unbounded).max_decoding_message_size(usize::MAX),
         cookies: edge.cookies.clone(),
     });
     let cache = Arc::new(cache::SchemaCache::new(backend.clone(), schemas::Limits::from(&settings)));

@@ -75,9 +75,17 @@ pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, end
             (query, Some(mutation))
         }
     };
-    let mut builder = Schema::build("Query", mutation.as_ref().map(|_| "Mutation"), None).register(query);
+    // Subscriptions on the user endpoint, as Directus (its system scope has none).
+    let subscription = if endpoint == Endpoint::User { crate::subscriptions::subscription_type(model) } else { None };
+    let mut builder = Schema::build("Query", mutation.as_ref().map(|_| "Mutation"), subscription.as_ref().map(|(s, _)| s.type_name().to_owned()).as_deref()).register(query);
     if let Some(m) = mutation {
         builder = builder.register(m);
+    }
+    if let Some((root, types)) = subscription {
+        builder = builder.register(root);
+        for t in types {
+            builder = builder.register(t);
+        }
     }
     for t in types.all {
         builder = builder.register(t);
@@ -172,6 +180,7 @@ mod tests {
             auth: cdapi_proto::v1::auth_service_client::AuthServiceClient::new(nowhere.clone()),
             schema: cdapi_proto::v1::schema_service_client::SchemaServiceClient::new(nowhere.clone()),
             files: cdapi_proto::v1::files_service_client::FilesServiceClient::new(nowhere.clone()),
+            subscriptions: cdapi_proto::v1::items_service_client::ItemsServiceClient::new(nowhere.clone()),
             cookies: edge_http::cookies::CookieSettings::from_env().expect("cookie settings"),
         });
         let limits = Limits { depth: 20, complexity: 1000, introspection: true, fast_path: true };

@@ -33,28 +33,18 @@ use crate::request::{EdgeState, HttpRequest, url_query};
 use bytes::Bytes;
 use cdapi_proto::v1::*;
 use cdapi_proto::{ApiError, ErrorCode};
-use futures_util::{SinkExt as _, StreamExt as _};
+use edge_http::websocket::Outbox;
+use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
 use warp::ws::{Message, WebSocket};
 
-/// Close code for a client that does not read fast enough (a private-use code).
-pub const CLOSE_TOO_SLOW: u16 = 4008;
+pub use edge_http::websocket::CLOSE_TOO_SLOW;
 
-/// How connections authenticate (WEBSOCKETS_REST_AUTH).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuthMode {
-    /// The public role until an `auth` message.
-    Public,
-    /// The first message must be `auth` (unless the upgrade carried a token).
-    Handshake,
-    /// The upgrade request must carry a valid token.
-    Strict,
-}
+pub use edge_http::websocket::AuthMode;
 
 /// WebSocket settings (Directus's names where it has them; see the module docs).
 #[derive(Debug, Clone)]
@@ -84,12 +74,7 @@ impl WebsocketSettings {
     /// Reads the settings. Errors: a value that does not parse, an unknown auth mode.
     pub fn from_env() -> anyhow::Result<Self> {
         use service_runtime::env_or;
-        let auth = match env_or("WEBSOCKETS_REST_AUTH", "handshake".to_string())?.to_ascii_lowercase().as_str() {
-            "public" => AuthMode::Public,
-            "handshake" => AuthMode::Handshake,
-            "strict" => AuthMode::Strict,
-            other => anyhow::bail!("WEBSOCKETS_REST_AUTH={other:?}: public, handshake or strict"),
-        };
+        let auth = AuthMode::from_env("WEBSOCKETS_REST_AUTH")?;
         let path = env_or("WEBSOCKETS_REST_PATH", "/websocket".to_string())?;
         Ok(Self {
             enabled: env_or("WEBSOCKETS_ENABLED", true)? && env_or("WEBSOCKETS_REST_ENABLED", true)?,
@@ -109,64 +94,6 @@ impl WebsocketSettings {
     }
 }
 
-/// Open connections of this process, in all and per user.
-#[derive(Default)]
-pub struct Connections {
-    total: AtomicUsize,
-    per_user: std::sync::Mutex<HashMap<String, usize>>,
-}
-
-/// Holds one connection's place in [`Connections`] until dropped.
-struct Place {
-    state: Arc<EdgeState>,
-    user: Option<String>,
-}
-
-impl Drop for Place {
-    fn drop(&mut self) {
-        self.state.websockets.total.fetch_sub(1, Ordering::SeqCst);
-        if let Some(u) = &self.user
-            && let Ok(mut m) = self.state.websockets.per_user.lock()
-            && let Some(n) = m.get_mut(u)
-        {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                m.remove(u);
-            }
-        }
-    }
-}
-
-/// Takes a place for `user`. Errors: REQUESTS_EXCEEDED past a limit.
-fn take_place(state: &Arc<EdgeState>, user: Option<&str>) -> Result<Place, ApiError> {
-    let s = &state.websocket_settings;
-    let full = || ApiError::new(ErrorCode::RequestsExceeded, "Too many WebSocket connections.");
-    if state.websockets.total.fetch_add(1, Ordering::SeqCst) >= s.max_connections {
-        state.websockets.total.fetch_sub(1, Ordering::SeqCst);
-        return Err(full());
-    }
-    let mut place = Place { state: state.clone(), user: None };
-    if let Some(u) = user {
-        let mut m = state.websockets.per_user.lock().map_err(|_| ApiError::internal())?;
-        let n = m.entry(u.to_owned()).or_default();
-        if *n >= s.max_connections_per_user {
-            return Err(full());
-        }
-        *n += 1;
-        place.user = Some(u.to_owned());
-    }
-    Ok(place)
-}
-
-/// Who a token belongs to (`None`: the public). Errors: the auth service's (a bad token).
-async fn whoami(state: &EdgeState, caller: &edge_http::caller::Caller) -> Result<Option<String>, ApiError> {
-    if caller.bearer.is_none() {
-        return Ok(None);
-    }
-    let user = state.auth.clone().get_current_user(caller.request(GetCurrentUserRequest {})?).await?.into_inner();
-    Ok(Some(user.id).filter(|id| !id.is_empty()))
-}
-
 /// The WebSocket handshake on WEBSOCKETS_REST_PATH. Errors: INVALID_CREDENTIALS (a bad token,
 /// or none in mode `strict`), REQUESTS_EXCEEDED (connection limits).
 pub async fn upgrade(state: Arc<EdgeState>, req: &HttpRequest, ws: warp::ws::Ws, request_id: &str) -> Result<warp::reply::Response, ApiError> {
@@ -175,8 +102,8 @@ pub async fn upgrade(state: Arc<EdgeState>, req: &HttpRequest, ws: warp::ws::Ws,
     if caller.bearer.is_none() && state.websocket_settings.auth == AuthMode::Strict {
         return Err(ApiError::invalid_credentials());
     }
-    let user = whoami(&state, &caller).await?;
-    let place = take_place(&state, user.as_deref())?;
+    let user = edge_http::websocket::whoami(&state.auth, &caller).await?;
+    let place = state.websockets.take(user.as_deref())?;
     let max = usize::try_from(state.max_payload_size).unwrap_or(usize::MAX);
     let ws = ws.max_message_size(max).max_frame_size(max);
     Ok(warp::Reply::into_response(ws.on_upgrade(move |socket| async move {
@@ -205,39 +132,6 @@ fn coded_error(kind: &str, code: &str, message: &str, uid: Option<&Value>) -> Me
     text(&m)
 }
 
-/// Sends to the client through the writer's bounded queue; a full queue closes the connection
-/// (the client does not read fast enough).
-#[derive(Clone)]
-struct Outbox {
-    tx: mpsc::Sender<Message>,
-    close: Arc<std::sync::Mutex<Option<Closer>>>,
-}
-
-/// Closes the connection once, with a close code and reason.
-type Closer = oneshot::Sender<(u16, &'static str)>;
-
-impl Outbox {
-    fn send(&self, m: Message) {
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(m) {
-            self.close(CLOSE_TOO_SLOW, "too slow: messages were not read in time");
-        }
-    }
-
-    /// Closes at once, whatever is queued (a client too slow to read it).
-    fn close(&self, code: u16, reason: &'static str) {
-        if let Some(c) = self.close.lock().ok().and_then(|mut c| c.take()) {
-            let _ = c.send((code, reason));
-        }
-    }
-
-    /// Closes after what is queued (the reason message of a protocol close goes first).
-    fn close_after(&self, code: u16, reason: &'static str) {
-        if self.tx.try_send(Message::close_with(code, reason)).is_err() {
-            self.close(code, reason);
-        }
-    }
-}
-
 /// One connection's state.
 struct Connection {
     state: Arc<EdgeState>,
@@ -257,42 +151,8 @@ impl Connection {
 
     async fn run(mut self, socket: WebSocket) {
         let settings = self.state.websocket_settings.clone();
-        let (mut sink, mut incoming) = socket.split();
-        let (tx, mut rx) = mpsc::channel::<Message>(settings.queue);
-        let (close_tx, close_rx) = oneshot::channel::<(u16, &'static str)>();
-        let out = Outbox { tx, close: Arc::new(std::sync::Mutex::new(Some(close_tx))) };
-        let writer = tokio::spawn(async move {
-            let mut close_rx = Some(close_rx);
-            loop {
-                let close = async {
-                    match close_rx.as_mut() {
-                        Some(c) => c.await.ok(),
-                        None => std::future::pending().await,
-                    }
-                };
-                tokio::select! {
-                    biased;
-                    close = close => match close {
-                        Some((code, reason)) => {
-                            let _ = sink.send(Message::close_with(code, reason)).await;
-                            break;
-                        }
-                        // Every sender is gone (the connection ended): drain what is queued.
-                        None => close_rx = None,
-                    },
-                    m = rx.recv() => match m {
-                        Some(m) => {
-                            let last = m.is_close();
-                            if sink.send(m).await.is_err() || last {
-                                break;
-                            }
-                        }
-                        None => break,
-                    },
-                }
-            }
-            let _ = sink.close().await;
-        });
+        let (sink, mut incoming) = socket.split();
+        let (out, writer) = edge_http::websocket::writer(sink, settings.queue);
         let auth_deadline = tokio::time::sleep(settings.auth_timeout);
         tokio::pin!(auth_deadline);
         let needs_auth = settings.auth == AuthMode::Handshake && !self.authenticated;
@@ -401,7 +261,7 @@ impl Connection {
         };
         let mut caller = self.caller.clone();
         caller.bearer = Some(format!("Bearer {token}"));
-        whoami(&self.state, &caller).await?;
+        edge_http::websocket::whoami(&self.state.auth, &caller).await?;
         self.caller = caller;
         self.authenticated = true;
         self.expired.store(false, Ordering::SeqCst);

@@ -53,7 +53,7 @@ pub struct EdgeState {
     /// `/websocket` settings.
     pub websocket_settings: crate::realtime::WebsocketSettings,
     /// Open WebSocket connections.
-    pub websockets: crate::realtime::Connections,
+    pub websockets: std::sync::Arc<edge_http::websocket::Connections>,
 }
 
 impl EdgeState {
@@ -67,7 +67,7 @@ impl EdgeState {
             files: cdapi_proto::v1::files_service_client::FilesServiceClient::new(core_files.clone()).max_decoding_message_size(usize::MAX),
             subscriptions: ItemsServiceClient::new(core_files).max_decoding_message_size(usize::MAX),
             websocket_settings: settings.websockets.clone(),
-            websockets: crate::realtime::Connections::default(),
+            websockets: edge_http::websocket::Connections::new(settings.websockets.max_connections, settings.websockets.max_connections_per_user),
             rate_limit: settings.rate_limit,
             auth: AuthServiceClient::new(auth),
             health: tonic_health::pb::health_client::HealthClient::new(core),

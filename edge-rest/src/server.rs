@@ -2,7 +2,8 @@
 //!
 //! `/server/info` answers Directus's shape: `project` for everyone; for a signed-in caller also
 //! `rateLimit`, `rateLimitGlobal`, `extensions`, `queryLimit` and `websocket` (Directus's shape:
-//! `{rest: {authentication, path}, graphql: false, heartbeat}`, or `false` when off); for an admin also
+//! `{rest: {authentication, path}, graphql: {authentication, path}, heartbeat}`, or `false` when
+//! off; `graphql` from WEBSOCKETS_GRAPHQL_* as this process reads them); for an admin also
 //! `version`. `queryLimit` reports QUERY_LIMIT_DEFAULT / QUERY_LIMIT_MAX as this process reads
 //! them (the core's settings of the same names: give both processes the same values).
 
@@ -37,13 +38,9 @@ pub async fn info(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Res
         data["queryLimit"] = json!({"default": limit("QUERY_LIMIT_DEFAULT", 100), "max": limit("QUERY_LIMIT_MAX", 10_000)});
         let ws = &state.websocket_settings;
         data["websocket"] = if ws.enabled {
-            let auth = match ws.auth {
-                crate::realtime::AuthMode::Public => "public",
-                crate::realtime::AuthMode::Handshake => "handshake",
-                crate::realtime::AuthMode::Strict => "strict",
-            };
+            let auth = ws.auth.as_str();
             let heartbeat = ws.heartbeat.map_or(json!(false), |d| json!(d.as_secs()));
-            json!({"rest": {"authentication": auth, "path": ws.path}, "graphql": false, "heartbeat": heartbeat})
+            json!({"rest": {"authentication": auth, "path": ws.path}, "graphql": graphql_websocket(state), "heartbeat": heartbeat})
         } else {
             json!(false)
         };
@@ -62,4 +59,16 @@ pub async fn openapi(state: &EdgeState, req: &HttpRequest, request_id: &str) -> 
     let snapshot = state.schema.clone().get_schema(call).await?.into_inner();
     let doc = crate::openapi::document(&snapshot, None);
     Ok(crate::reply::with_body(http::StatusCode::OK, "application/json; charset=utf-8", doc.to_string()))
+}
+
+/// `websocket.graphql` of `/server/info`: edge-graphql's WebSocket as WEBSOCKETS_ENABLED,
+/// WEBSOCKETS_GRAPHQL_ENABLED and WEBSOCKETS_GRAPHQL_AUTH say (give both edges the same values),
+/// `false` when off or when no GraphQL service is configured.
+fn graphql_websocket(state: &EdgeState) -> serde_json::Value {
+    let on = |name: &str| std::env::var(name).map_or(true, |v| !matches!(v.trim().to_ascii_lowercase().as_str(), "false" | "0"));
+    if state.graphql.is_none() || !on("WEBSOCKETS_ENABLED") || !on("WEBSOCKETS_GRAPHQL_ENABLED") {
+        return json!(false);
+    }
+    let auth = edge_http::websocket::AuthMode::from_env("WEBSOCKETS_GRAPHQL_AUTH").map_or("handshake", |m| m.as_str());
+    json!({"authentication": auth, "path": "/graphql"})
 }

@@ -1,5 +1,6 @@
 //! Realtime (issue 19): Directus's WebSocket protocol on `/websocket`, fed by the database's
-//! item events, with two core replicas (a write through one reaches subscribers of the other).
+//! item events, with two core replicas and two edge-rest processes (a write through one reaches
+//! subscribers of the other).
 //! A real WebSocket client (tungstenite) and the Directus SDK's `realtime()` (`tests/js`).
 //! From the attacker's side: a restricted role never receives an item or a field it may not
 //! read, nor events of a collection it may not read; a handshake connection that does not
@@ -23,6 +24,7 @@ fn env() -> &'static TestApp {
             dataset: Dataset::DemoWrites,
             name: Some("realtime".into()),
             replicas: 2,
+            edges: 2,
             edge_env: vec![
                 ("WEBSOCKETS_REST_AUTH_TIMEOUT".into(), "1".into()),
                 ("WEBSOCKETS_HEARTBEAT_PERIOD".into(), "2".into()),
@@ -38,9 +40,14 @@ fn env() -> &'static TestApp {
 
 type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-/// A connection to `/websocket` (`query`: `?access_token=...` or empty).
+/// A connection to the first edge's `/websocket` (`query`: `?access_token=...` or empty).
 async fn connect(app: &TestApp, query: &str) -> Socket {
-    let url = format!("{}/websocket{query}", app.rest_url.replacen("http://", "ws://", 1));
+    connect_at(&app.rest_url, query).await
+}
+
+/// A connection to `/websocket` of the edge at `base`.
+async fn connect_at(base: &str, query: &str) -> Socket {
+    let url = format!("{}/websocket{query}", base.replacen("http://", "ws://", 1));
     tokio_tungstenite::connect_async(url).await.expect("websocket handshake").0
 }
 
@@ -234,7 +241,7 @@ async fn connections_must_authenticate_as_configured() {
     assert!(m["status"] == "ok" && m["refresh_token"].is_string(), "{m}");
     // /server/info tells apps where and how (Directus's shape).
     let info = e2e_tests::get(app, "/server/info").await;
-    assert_eq!(info.body["data"]["websocket"], json!({"rest": {"authentication": "handshake", "path": "/websocket"}, "graphql": false, "heartbeat": 2}));
+    assert_eq!(info.body["data"]["websocket"], json!({"rest": {"authentication": "handshake", "path": "/websocket"}, "graphql": {"authentication": "handshake", "path": "/graphql"}, "heartbeat": 2}));
     // The server pings every WEBSOCKETS_HEARTBEAT_PERIOD (2 s here).
     let mut ws = connect(app, &format!("?access_token={ADMIN_TOKEN}")).await;
     let ping = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("a ping in time").expect("open").expect("frame");
@@ -325,4 +332,15 @@ async fn a_client_too_slow_to_read_is_closed_without_holding_others_back() {
     .expect("closed in time");
     assert_eq!(closed, Some(4008));
     exec(app, "DELETE FROM articles WHERE title LIKE 'Slow %'").await;
+}
+
+#[tokio::test]
+async fn a_subscriber_on_one_edge_receives_writes_made_through_another() {
+    let app = env();
+    let mut ws = connect_at(&app.rest_urls[1], &format!("?access_token={ADMIN_TOKEN}")).await;
+    send(&mut ws, json!({"type": "subscribe", "collection": "tags", "query": {"fields": ["name"], "filter": {"name": {"_starts_with": "edge2-"}}}, "uid": "e"})).await;
+    assert_eq!(event(&mut ws, "e").await["event"], "init");
+    let r = admin(app, Method::POST, "/items/tags", json!({"name": "edge2-tag"})).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(event(&mut ws, "e").await, json!({"type": "subscription", "event": "create", "data": [{"name": "edge2-tag"}], "uid": "e"}));
 }

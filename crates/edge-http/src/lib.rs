@@ -25,3 +25,4 @@ pub mod schema_calls;
 pub mod serve;
 pub mod observe;
 pub mod settings;
+pub mod websocket;

@@ -28,6 +28,8 @@ pub const ADMIN_TOKEN: &str = "test-admin-token";
 pub struct TestApp {
     /// `http://127.0.0.1:<port>` of edge-rest (which also forwards `/graphql*`).
     pub rest_url: String,
+    /// Every edge-rest's URL ([`Spec::edges`]); `rest_url` is the first.
+    pub rest_urls: Vec<String>,
     /// `http://127.0.0.1:<port>` of edge-graphql.
     pub graphql_url: String,
     /// `http://127.0.0.1:<port>` of core-service's gRPC server.
@@ -87,6 +89,8 @@ pub struct Spec {
     /// Store files in an S3-compatible server of this environment's own (moto's server, from
     /// CDAPI_PYTHON; bucket [`S3_BUCKET`]) as location `s3`, instead of the local directory.
     pub s3: bool,
+    /// edge-rest processes (0 = 1), each over every core replica; `rest_urls` lists them.
+    pub edges: usize,
 }
 
 /// The bucket of an environment with [`Spec::s3`].
@@ -461,10 +465,29 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     edge_env.extend(spec.edge_env.iter().cloned());
     metrics_env("edge", &mut edge_env)?;
     let mut rest = spawn(&bins.join("edge-rest"), &edge_env, &rest_log)?;
-    let ready = wait_healthy(&rest_url, &mut rest, &rest_log);
+    let mut ready = wait_healthy(&rest_url, &mut rest, &rest_log);
     children.push(("edge", rest));
+    let mut rest_urls = vec![rest_url.clone()];
+    for i in 1..spec.edges.max(1) {
+        if ready.is_err() {
+            break;
+        }
+        let port = free_port()?;
+        let url = format!("http://127.0.0.1:{port}");
+        let log = logs.join(format!("edge-rest.{i}.log"));
+        let mut env = edge_env.clone();
+        env.push(("REST_PORT".into(), port.to_string()));
+        if let Some((_, metrics)) = env.iter_mut().find(|(k, _)| k == "METRICS_ADDR") {
+            *metrics = format!("127.0.0.1:{}", free_port()?);
+        }
+        let mut edge = spawn(&bins.join("edge-rest"), &env, &log)?;
+        ready = wait_healthy(&url, &mut edge, &log);
+        children.push(("edge", edge));
+        rest_urls.push(url);
+    }
     let app = TestApp {
         rest_url,
+        rest_urls,
         graphql_url,
         grpc_url: core_urls[0].clone(),
         auth_url,

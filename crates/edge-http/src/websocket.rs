@@ -1,0 +1,213 @@
+//! What both edges' WebSockets share (issue 19: edge-rest's `/websocket`, edge-graphql's
+//! `graphql-transport-ws` on `/graphql`): the writer task with its bounded queue ([`Outbox`]:
+//! a client too slow to read is closed with [`CLOSE_TOO_SLOW`], never slowing the others), and
+//! the per-process connection limits ([`Connections`], [`Place`]).
+
+use crate::balance::Balanced;
+use cdapi_proto::v1::GetCurrentUserRequest;
+use cdapi_proto::v1::auth_service_client::AuthServiceClient;
+use cdapi_proto::{ApiError, ErrorCode};
+use futures_util::{SinkExt as _, stream::SplitSink};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::{mpsc, oneshot};
+use warp::ws::{Message, WebSocket};
+
+/// Close code for a client that does not read fast enough (a private-use code).
+pub const CLOSE_TOO_SLOW: u16 = 4008;
+
+/// How a WebSocket endpoint's connections authenticate (Directus's WEBSOCKETS_REST_AUTH and
+/// WEBSOCKETS_GRAPHQL_AUTH).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    /// The public role until a token comes.
+    Public,
+    /// The first message authenticates (edge-rest: `auth`; GraphQL: `connection_init`'s
+    /// `access_token`), unless the upgrade request carried a token.
+    Handshake,
+    /// The upgrade request must carry a valid token.
+    Strict,
+}
+
+impl AuthMode {
+    /// The mode the environment variable `name` names (default `handshake`). Errors: another
+    /// value.
+    pub fn from_env(name: &str) -> anyhow::Result<Self> {
+        match service_runtime::env_or(name, "handshake".to_string())?.to_ascii_lowercase().as_str() {
+            "public" => Ok(Self::Public),
+            "handshake" => Ok(Self::Handshake),
+            "strict" => Ok(Self::Strict),
+            other => anyhow::bail!("{name}={other:?}: public, handshake or strict"),
+        }
+    }
+
+    /// Directus's name of the mode (`/server/info`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Public => "public",
+            Self::Handshake => "handshake",
+            Self::Strict => "strict",
+        }
+    }
+}
+
+/// Closes the connection once, with a close code and reason.
+type Closer = oneshot::Sender<(u16, &'static str)>;
+
+/// Sends to the client through the writer's bounded queue; a full queue closes the connection
+/// (the client does not read fast enough).
+#[derive(Clone)]
+pub struct Outbox {
+    tx: mpsc::Sender<Message>,
+    close: Arc<Mutex<Option<Closer>>>,
+}
+
+impl Outbox {
+    /// Queues `m`; a full queue closes the connection with [`CLOSE_TOO_SLOW`].
+    pub fn send(&self, m: Message) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(m) {
+            self.close(CLOSE_TOO_SLOW, "too slow: messages were not read in time");
+        }
+    }
+
+    /// Closes at once, whatever is queued (a client too slow to read it).
+    pub fn close(&self, code: u16, reason: &'static str) {
+        if let Some(c) = self.close.lock().ok().and_then(|mut c| c.take()) {
+            let _ = c.send((code, reason));
+        }
+    }
+
+    /// Closes after what is queued (the reason message of a protocol close goes first).
+    pub fn close_after(&self, code: u16, reason: &'static str) {
+        if self.tx.try_send(Message::close_with(code, reason)).is_err() {
+            self.close(code, reason);
+        }
+    }
+}
+
+/// Starts the writer of a connection: it sends what the [`Outbox`] queues (at most `queue`
+/// messages wait) until a close, an error, or every outbox is dropped (then what is queued is
+/// sent first). Await the handle to let it finish.
+pub fn writer(mut sink: SplitSink<WebSocket, Message>, queue: usize) -> (Outbox, tokio::task::JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::channel::<Message>(queue.max(1));
+    let (close_tx, close_rx) = oneshot::channel::<(u16, &'static str)>();
+    let out = Outbox { tx, close: Arc::new(Mutex::new(Some(close_tx))) };
+    let task = tokio::spawn(async move {
+        let mut close_rx = Some(close_rx);
+        loop {
+            let close = async {
+                match close_rx.as_mut() {
+                    Some(c) => c.await.ok(),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                close = close => match close {
+                    Some((code, reason)) => {
+                        let _ = sink.send(Message::close_with(code, reason)).await;
+                        break;
+                    }
+                    // Every sender is gone (the connection ended): drain what is queued.
+                    None => close_rx = None,
+                },
+                m = rx.recv() => match m {
+                    Some(m) => {
+                        let last = m.is_close();
+                        if sink.send(m).await.is_err() || last {
+                            break;
+                        }
+                    }
+                    None => break,
+                },
+            }
+        }
+        let _ = sink.close().await;
+    });
+    (out, task)
+}
+
+/// Who a connection's token belongs to (`None`: the public), for the per-user limit. Errors:
+/// the auth service's (a bad or expired token).
+pub async fn whoami(auth: &AuthServiceClient<Balanced>, caller: &crate::caller::Caller) -> Result<Option<String>, ApiError> {
+    if caller.bearer.is_none() {
+        return Ok(None);
+    }
+    let user = auth.clone().get_current_user(caller.request(GetCurrentUserRequest {})?).await?.into_inner();
+    Ok(Some(user.id).filter(|id| !id.is_empty()))
+}
+
+/// Open connections of one process, in all and per user, with their limits.
+pub struct Connections {
+    total: AtomicUsize,
+    per_user: Mutex<HashMap<String, usize>>,
+    max: usize,
+    max_per_user: usize,
+}
+
+impl Connections {
+    /// At most `max` connections, `max_per_user` of them per user.
+    pub fn new(max: usize, max_per_user: usize) -> Arc<Self> {
+        Arc::new(Self { total: AtomicUsize::new(0), per_user: Mutex::default(), max, max_per_user })
+    }
+
+    /// Takes a place for `user` (`None`: the public, counted in all only). Errors:
+    /// REQUESTS_EXCEEDED past a limit.
+    pub fn take(self: &Arc<Self>, user: Option<&str>) -> Result<Place, ApiError> {
+        let full = || ApiError::new(ErrorCode::RequestsExceeded, "Too many WebSocket connections.");
+        if self.total.fetch_add(1, Ordering::SeqCst) >= self.max {
+            self.total.fetch_sub(1, Ordering::SeqCst);
+            return Err(full());
+        }
+        let mut place = Place { of: self.clone(), user: None };
+        if let Some(u) = user {
+            let mut m = self.per_user.lock().map_err(|_| ApiError::internal())?;
+            let n = m.entry(u.to_owned()).or_default();
+            if *n >= self.max_per_user {
+                return Err(full());
+            }
+            *n += 1;
+            place.user = Some(u.to_owned());
+        }
+        Ok(place)
+    }
+}
+
+/// Holds one connection's place in [`Connections`] until dropped.
+pub struct Place {
+    of: Arc<Connections>,
+    user: Option<String>,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.of.total.fetch_sub(1, Ordering::SeqCst);
+        if let Some(u) = &self.user
+            && let Ok(mut m) = self.of.per_user.lock()
+            && let Some(n) = m.get_mut(u)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(u);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_are_bounded_in_all_and_per_user_and_given_back() {
+        let c = Connections::new(3, 2);
+        let a = c.take(Some("u")).expect("first");
+        let _b = c.take(Some("u")).expect("second");
+        assert!(c.take(Some("u")).is_err(), "a third for the same user");
+        let _p = c.take(None).expect("the public");
+        assert!(c.take(Some("v")).is_err(), "past the total");
+        drop(a);
+        assert!(c.take(Some("u")).is_ok(), "a place given back is free again");
+    }
+}
