@@ -16,6 +16,15 @@
 //!   expensive work again;
 //! - a replica that failed is skipped for [`DOWN_FOR`] unless every replica is down.
 //!
+//! Hedging (issue 21: a replica that hangs must not fail the calls already sent to it): a read
+//! ([`is_idempotent`], buffered) that has no whole reply after GRPC_HEDGE_AFTER_MS is also sent
+//! to the next replica; the first good reply wins, the other call is cancelled, and a replica
+//! that lost to its hedge is skipped for [`DOWN_FOR`] (so a frozen replica stops getting new
+//! calls at once and is probed again after). Hedging instead of waiting for a per-attempt
+//! deadline: a hung replica costs a read GRPC_HEDGE_AFTER_MS, not a deadline, and a merely slow
+//! reply still counts if it comes first. Cost: at most one extra send per slow read; writes are
+//! never hedged (they are not known to be safe twice).
+//!
 //! Budget: attempts are bounded by the number of replicas plus one, at most [`MAX_ATTEMPTS`]
 //! (so one client call costs at most 4 sends, 3 of them only after a transport failure).
 //! Unary requests and read replies are buffered for this; streams are not: replies of
@@ -80,6 +89,8 @@ struct Replica {
 #[derive(Debug)]
 struct Shared {
     replicas: ArcSwap<Vec<Arc<Replica>>>,
+    /// GRPC_HEDGE_AFTER_MS: when a read is also sent to the next replica (`None`: never).
+    hedge_after: Option<Duration>,
     /// Sent as `x-internal-token` with every call.
     internal_token: InternalToken,
     next: AtomicUsize,
@@ -144,13 +155,19 @@ impl Balanced {
     /// this must run inside a Tokio runtime); until the first resolution, each URL is one
     /// replica. Errors: an invalid URL.
     pub fn new(urls: &str, deadline: Option<Duration>, refresh: Duration, internal_token: InternalToken) -> anyhow::Result<Self> {
+        Self::with_hedging(urls, deadline, refresh, internal_token, None)
+    }
+
+    /// [`Balanced::new`], with reads hedged after `hedge_after` (see the module docs).
+    /// Errors: an invalid URL.
+    pub fn with_hedging(urls: &str, deadline: Option<Duration>, refresh: Duration, internal_token: InternalToken, hedge_after: Option<Duration>) -> anyhow::Result<Self> {
         let targets = parse_targets(urls)?;
         let template = Template { deadline };
         let mut initial = Vec::new();
         for t in &targets {
             initial.push(template.replica(&format!("{}://{}:{}", t.scheme, t.host, t.port))?);
         }
-        let shared = Arc::new(Shared { replicas: ArcSwap::from_pointee(initial), internal_token, next: AtomicUsize::new(0), epoch: Instant::now() });
+        let shared = Arc::new(Shared { replicas: ArcSwap::from_pointee(initial), hedge_after, internal_token, next: AtomicUsize::new(0), epoch: Instant::now() });
         if targets.iter().any(|t| t.host.parse::<std::net::IpAddr>().is_err()) {
             tokio::spawn(refresh_loop(Arc::downgrade(&shared), targets, template, refresh));
         }
@@ -248,6 +265,63 @@ async fn buffered(res: http::Response<tonic::body::Body>) -> Result<http::Respon
     Ok(http::Response::from_parts(parts, tonic::body::Body::new(body)))
 }
 
+/// Sends a unary call (`parts` and the buffered `body`) to `replica`; with `buffer`, reads the
+/// reply whole (see [`buffered`]). Errors: the transport's.
+async fn send_once(replica: &Replica, parts: &http::request::Parts, body: &Bytes, buffer: bool) -> Result<http::Response<tonic::body::Body>, BoxError> {
+    let mut builder = http::Request::builder().method(parts.method.clone()).uri(parts.uri.clone()).version(parts.version);
+    if let Some(h) = builder.headers_mut() {
+        *h = parts.headers.clone();
+    }
+    let request = builder.body(tonic::body::Body::new(http_body_util::Full::new(body.clone())))?;
+    let mut channel = replica.channel.clone();
+    std::future::poll_fn(|cx| tower_service::Service::poll_ready(&mut channel, cx)).await?;
+    let res = tower_service::Service::call(&mut channel, request).await?;
+    if buffer { buffered(res).await } else { Ok(res) }
+}
+
+/// A reply to keep: a whole reply that is not a transport UNAVAILABLE.
+fn good(outcome: &Result<http::Response<tonic::body::Body>, BoxError>) -> bool {
+    outcome.as_ref().is_ok_and(|res| !unavailable(res))
+}
+
+/// A read sent to `first`, and also to `second` if `first` has no whole reply after `after`
+/// (see the module docs). `Ok`: the winning reply; `Err`: how many of the two replicas were
+/// tried and failed (their calls ended without a good reply), for the retry loop to go on.
+async fn hedged(shared: &Shared, rpc: &str, first: &Replica, second: &Replica, parts: &http::request::Parts, body: &Bytes, after: Duration) -> Result<http::Response<tonic::body::Body>, usize> {
+    let a = send_once(first, parts, body, true);
+    tokio::pin!(a);
+    match tokio::time::timeout(after, &mut a).await {
+        Ok(outcome) if good(&outcome) => return outcome.map_err(|_| 1),
+        Ok(_) => {
+            shared.mark_down(first);
+            return Err(1);
+        }
+        Err(_) => {}
+    }
+    service_runtime::metrics::global().grpc_client_hedges.get_or_create(&vec![("rpc", rpc.to_owned())]).inc();
+    let b = send_once(second, parts, body, true);
+    tokio::pin!(b);
+    let (winner, loser, outcome, first_won) = tokio::select! {
+        o = &mut a => (first, second, o, true),
+        o = &mut b => (second, first, o, false),
+    };
+    if good(&outcome) {
+        if !first_won {
+            // Slower than its hedge: skipped for a while (a hung replica stops getting calls).
+            tracing::warn!(rpc, replica = %first.key, "a read was answered by its hedge; the slow replica is skipped for a while");
+            shared.mark_down(first);
+        }
+        return outcome.map_err(|_| 1);
+    }
+    shared.mark_down(winner);
+    let other = if first_won { b.await } else { a.await };
+    if good(&other) {
+        return other.map_err(|_| 2);
+    }
+    shared.mark_down(loser);
+    Err(2)
+}
+
 impl tower_service::Service<http::Request<tonic::body::Body>> for Balanced {
     type Response = http::Response<tonic::body::Body>;
     type Error = BoxError;
@@ -281,7 +355,14 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Balanced {
             let order = shared.order();
             let attempts = (order.len() + 1).min(MAX_ATTEMPTS);
             let mut last_err: Option<BoxError> = None;
-            for attempt in 0..attempts {
+            let mut start = 0;
+            if let (Some(after), true, [first, second, ..]) = (shared.hedge_after, idempotent && !streaming(&rpc), order.as_slice()) {
+                match hedged(&shared, &rpc, first, second, &parts, &body, after).await {
+                    Ok(res) => return Ok(res),
+                    Err(tried) => start = tried,
+                }
+            }
+            for attempt in start..attempts {
                 let Some(replica) = order.get(attempt % order.len().max(1)) else {
                     return Err("no replica of the service is known".into());
                 };
@@ -291,24 +372,9 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Balanced {
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                 }
-                let mut builder = http::Request::builder().method(parts.method.clone()).uri(parts.uri.clone()).version(parts.version);
-                if let Some(h) = builder.headers_mut() {
-                    *h = parts.headers.clone();
-                }
-                let request = builder.body(tonic::body::Body::new(http_body_util::Full::new(body.clone())))?;
-                let mut channel = replica.channel.clone();
-                let outcome: Result<_, BoxError> = async {
-                    std::future::poll_fn(|cx| tower_service::Service::poll_ready(&mut channel, cx)).await?;
-                    tower_service::Service::call(&mut channel, request).await
-                }
-                .await
-                .map_err(Into::into);
-                // A read's reply is buffered here, so that a connection lost in the middle of it
-                // is retried like one lost before it (streams are passed through).
-                let outcome = match outcome {
-                    Ok(res) if idempotent && !streaming(&rpc) => buffered(res).await,
-                    other => other,
-                };
+                // A read's reply is buffered, so that a connection lost in the middle of it is
+                // retried like one lost before it (streams are passed through).
+                let outcome = send_once(replica, &parts, &body, idempotent && !streaming(&rpc)).await;
                 match outcome {
                     Ok(res) if idempotent && unavailable(&res) && attempt + 1 < attempts => {
                         shared.mark_down(replica);

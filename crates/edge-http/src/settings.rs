@@ -24,6 +24,9 @@ pub struct EdgeSettings {
     /// GRPC_DNS_REFRESH_SECS (seconds, default 5): how often service host names are resolved
     /// again to find their replicas (see [`crate::balance`]).
     pub dns_refresh_secs: u64,
+    /// GRPC_HEDGE_AFTER_MS (milliseconds, default 1000; 0 = off): a read with no whole reply
+    /// after this long is also sent to another replica (see [`crate::balance`]).
+    pub hedge_after_ms: u64,
     /// INTERNAL_TOKEN or INTERNAL_TOKEN_FILE (default none): the credential sent to the services
     /// with every call, so they believe the client address the edge sends
     /// (`access_token::ip::EdgeTrust`; README "Security").
@@ -47,6 +50,7 @@ impl EdgeSettings {
                 &env_or("IP_CUSTOM_HEADER", "x-forwarded-for".to_string())?,
             )?,
             dns_refresh_secs: env_or("GRPC_DNS_REFRESH_SECS", 5u64)?.max(1),
+            hedge_after_ms: env_or("GRPC_HEDGE_AFTER_MS", 1000u64)?,
             internal_token: InternalToken::new(service_runtime::secret_env("INTERNAL_TOKEN")?.as_deref())?,
             max_query_string_size: env_or("MAX_QUERY_STRING_SIZE", 16_384usize)?,
         })
@@ -58,11 +62,12 @@ impl EdgeSettings {
     /// is cut off after CORE_TIMEOUT_MS; without, for streams that live as long as the
     /// service. Must be called inside a Tokio runtime. Errors: an invalid URL.
     pub fn channel(&self, url: &str, deadline: bool) -> anyhow::Result<crate::balance::Balanced> {
-        crate::balance::Balanced::new(
+        crate::balance::Balanced::with_hedging(
             url,
             deadline.then(|| Duration::from_millis(self.core_timeout_ms)),
             Duration::from_secs(self.dns_refresh_secs),
             self.internal_token.clone(),
+            (self.hedge_after_ms > 0).then(|| Duration::from_millis(self.hedge_after_ms)),
         )
     }
 }

@@ -6,6 +6,8 @@
 //! - `cdapi_grpc_requests_total{rpc,code}`, `cdapi_grpc_request_duration_seconds{rpc}` — the
 //!   services, per RPC (`/cdapi.v1.ItemsService/Read`) and gRPC status code;
 //! - `cdapi_grpc_client_retries_total{rpc}` — calls an edge sent again to another replica;
+//! - `cdapi_grpc_client_hedges_total{rpc}` — reads an edge also sent to another replica because
+//!   the first had not answered within GRPC_HEDGE_AFTER_MS;
 //! - `cdapi_db_pool_connections{state="idle"|"in_use"}`, `cdapi_db_pool_max` — the services' pools;
 //! - `cdapi_redis_errors_total{op}` — failed Redis commands;
 //! - `cdapi_rate_limited_total{limiter}` — requests refused by a rate limiter (429).
@@ -38,6 +40,8 @@ pub struct Metrics {
     pub grpc_duration: HistogramFamily,
     /// gRPC calls an edge retried on another replica: label rpc.
     pub grpc_client_retries: Family<Labels, Counter>,
+    /// Reads an edge hedged on another replica: label rpc.
+    pub grpc_client_hedges: Family<Labels, Counter>,
     /// Pool connections by state (`idle`, `in_use`), refreshed at each scrape.
     pub db_pool_connections: Family<Labels, Gauge>,
     /// The pool's size limit.
@@ -63,6 +67,7 @@ impl Metrics {
             grpc_requests: Family::default(),
             grpc_duration: Family::new_with_constructor(latency_histogram),
             grpc_client_retries: Family::default(),
+            grpc_client_hedges: Family::default(),
             db_pool_connections: Family::default(),
             db_pool_max: Gauge::default(),
             redis_errors: Family::default(),
@@ -74,6 +79,7 @@ impl Metrics {
         r.register("grpc_requests", "gRPC calls answered, by RPC and status code", m.grpc_requests.clone());
         r.register("grpc_request_duration_seconds", "gRPC call latency in seconds", m.grpc_duration.clone());
         r.register("grpc_client_retries", "gRPC calls sent again to another replica", m.grpc_client_retries.clone());
+        r.register("grpc_client_hedges", "Reads also sent to another replica after GRPC_HEDGE_AFTER_MS", m.grpc_client_hedges.clone());
         r.register("db_pool_connections", "Database pool connections by state", m.db_pool_connections.clone());
         r.register("db_pool_max", "Database pool size limit", m.db_pool_max.clone());
         r.register("redis_errors", "Failed Redis commands", m.redis_errors.clone());
