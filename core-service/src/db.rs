@@ -146,6 +146,9 @@ fn check_field<'a>(table: &str, constraint: &'a str) -> Option<&'a str> {
 
 /// Maps a database error to the API error a client sees; internal causes are logged here.
 pub fn map_error(e: sqlx::Error) -> ApiError {
+    if let Some(away) = access_token::authenticate::database_unavailable(&e) {
+        return away;
+    }
     if let sqlx::Error::Database(db) = &e {
         let code = db.code().unwrap_or_default();
         if code.starts_with("22") {
@@ -164,16 +167,8 @@ pub fn map_error(e: sqlx::Error) -> ApiError {
             return err;
         }
     }
-    match e {
-        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
-            tracing::error!(error = %e, "database unavailable");
-            ApiError::new(ErrorCode::ServiceUnavailable, "The database is unavailable.")
-        }
-        other => {
-            tracing::error!(error = %other, "database error");
-            ApiError::internal()
-        }
-    }
+    tracing::error!(error = %e, "database error");
+    ApiError::internal()
 }
 
 #[cfg(test)]

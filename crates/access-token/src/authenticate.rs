@@ -186,14 +186,31 @@ impl Authenticator {
     }
 }
 
-/// A database error as clients see it: SERVICE_UNAVAILABLE when the database cannot be reached,
-/// INTERNAL_SERVER_ERROR otherwise; the cause is logged, never sent.
+/// A database error as clients see it: SERVICE_UNAVAILABLE when the database is away
+/// ([`database_unavailable`]), INTERNAL_SERVER_ERROR otherwise; the cause is logged, never sent.
 pub fn db_error(e: sqlx::Error) -> ApiError {
-    tracing::error!(error = %e, "database error");
-    match e {
-        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
-            ApiError::new(ErrorCode::ServiceUnavailable, "The database is unavailable.")
-        }
-        _ => ApiError::internal(),
+    database_unavailable(&e).unwrap_or_else(|| {
+        tracing::error!(error = %e, "database error");
+        ApiError::internal()
+    })
+}
+
+/// `Some` when `e` says the database is away — unreachable, restarting or its connection cut
+/// (SQLSTATE class 08, 57P01 admin shutdown as a restart or a terminated backend sends it, 57P02
+/// crash, 57P03 starting up), or the pool exhausted: SERVICE_UNAVAILABLE with `retry_after` 1 s,
+/// which the edges send as `Retry-After` (issue 21). The pools check a connection before handing
+/// it out, so the next request reconnects. The one rule of core-service and auth-service.
+pub fn database_unavailable(e: &sqlx::Error) -> Option<ApiError> {
+    let away = match e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| c.starts_with("08") || c.starts_with("57P")),
+        _ => false,
+    };
+    if !away {
+        return None;
     }
+    tracing::error!(error = %e, "database unavailable");
+    let mut err = ApiError::new(ErrorCode::ServiceUnavailable, "The database is unavailable.");
+    err.extensions.insert("retry_after".into(), 1.into());
+    Some(err)
 }
