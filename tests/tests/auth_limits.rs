@@ -141,6 +141,23 @@ async fn without_redis_auth_answers_503_and_reads_go_on() {
 }
 
 #[tokio::test]
+async fn without_auth_service_token_reads_go_on_and_logins_answer_503() {
+    let mut app = env("noauth", &[], &[], false, false);
+    let r = login(&app, "json", "10.6.1.1").await;
+    let access = data_str(&r, "access_token");
+    // The edge knows the signing keys from a first verification.
+    assert_eq!(read_with(&app, &[("authorization", &format!("Bearer {access}"))]).await.status, 200);
+    app.stop_auth().expect("stop auth-service");
+    let r = read_with(&app, &[("authorization", &format!("Bearer {access}"))]).await;
+    assert_eq!(r.status, 200, "a JWT is verified with the keys already known: {}", r.body);
+    assert_eq!(read_with(&app, &[("authorization", &format!("Bearer {ADMIN_TOKEN}"))]).await.status, 200, "a static token needs no auth-service");
+    let started = std::time::Instant::now();
+    let r = login(&app, "json", "10.6.1.1").await;
+    assert_error(&r, 503, "SERVICE_UNAVAILABLE", "login without auth-service");
+    assert!(started.elapsed() < Duration::from_secs(5), "refused quickly, not hung: {:?}", started.elapsed());
+}
+
+#[tokio::test]
 async fn signing_keys_rotate_without_downtime() {
     let mut app = env("rotation", &[], &[], false, false);
     let keys = app.keys_file();

@@ -529,6 +529,19 @@ impl TestApp {
         Ok(())
     }
 
+    /// Stops every auth-service replica (as if the service went away). Errors: none runs.
+    pub fn stop_auth(&mut self) -> Result<()> {
+        let before = self.children.len();
+        let (auth, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.children).into_iter().partition(|(n, _)| *n == "auth");
+        self.children = rest;
+        anyhow::ensure!(self.children.len() < before, "no auth-service runs");
+        for (_, mut child) in auth {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        Ok(())
+    }
+
     /// Stops this environment's own Redis ([`Spec::own_redis`]). Errors: there is none.
     pub fn stop_redis(&mut self) -> Result<()> {
         let i = self.children.iter().position(|(n, _)| *n == "redis").context("this environment has no Redis of its own")?;
