@@ -21,7 +21,7 @@ try {
   const { subscription, unsubscribe } = await client.subscribe(collection, { query });
   const events = subscription[Symbol.asyncIterator]();
   // The SDK hears a message only while the subscription is awaited: wait first, then write.
-  const next = (what) => Promise.race([events.next(), timeout(10000, what)]).then((r) => r.value);
+  const next = (what) => Promise.race([events.next(), timeout(30000, what)]).then((r) => r.value);
 
   const init = await next('init');
   report.init = { event: init.event, isArray: Array.isArray(init.data) };
@@ -50,10 +50,11 @@ try {
   const reply = () => seen.find((m) => m.type === 'items');
   const socketEvent = () => seen.find((m) => m.type === 'subscription' && m.event === 'create');
   const start = Date.now();
-  while (!(reply() && socketEvent()) && Date.now() - start < 10000) await new Promise((r) => setTimeout(r, 50));
+  while (!(reply() && socketEvent()) && Date.now() - start < 30000) await new Promise((r) => setTimeout(r, 50));
   off();
   report.items = reply() ? { title: reply().data.title, hasUid: 'uid' in reply() } : null;
   report.socket_create = socketEvent() ? socketEvent().data.map((i) => i.title) : null;
+  if (!socketEvent()) report.seen = seen.map((m) => `${m.type}:${m.event ?? m.status ?? ''}`);
 
   unsubscribe();
   report.unsubscribed = true;
