@@ -221,3 +221,37 @@ pub fn noise(len: usize, seed: u64) -> Vec<u8> {
 pub fn header_text<'a>(headers: &'a reqwest::header::HeaderMap, name: &str) -> &'a str {
     headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
 }
+
+/// The blobs (finished or `.incoming`) whose first bytes begin `head`, the start of a file's
+/// content: other tests upload meanwhile, so a file's blobs are told apart by content, not by
+/// name; a blob cut short still counts.
+pub fn blobs_holding(app: &TestApp, head: &[u8]) -> Vec<String> {
+    let root = app.storage_dir();
+    blobs(app)
+        .into_iter()
+        .filter(|b| {
+            let mut start = Vec::new();
+            let read = std::fs::File::open(root.join(b)).and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, head.len() as u64), &mut start));
+            read.is_ok() && !start.is_empty() && head.starts_with(&start)
+        })
+        .collect()
+}
+
+/// The blobs in the environment's storage, as relative paths, sorted.
+pub fn blobs(app: &TestApp) -> Vec<String> {
+    fn walk(dir: &std::path::Path, root: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, root, out);
+            } else {
+                out.push(path.strip_prefix(root).unwrap_or(&path).to_string_lossy().into_owned());
+            }
+        }
+    }
+    let root = app.storage_dir();
+    let mut out = Vec::new();
+    walk(&root, &root, &mut out);
+    out.sort();
+    out
+}

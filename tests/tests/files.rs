@@ -7,7 +7,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::{header_text as header, noise as bytes};
+use e2e_tests::{blobs, blobs_holding, header_text as header, noise as bytes};
 use e2e_tests::fixture::{admin, call, eventually, role};
 use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, exec, gql_data, graphql, repo_root, send, sql_json};
 use reqwest::Method;
@@ -53,24 +53,6 @@ async fn upload_typed(app: &TestApp, token: Option<&str>, fields: &[(&str, &str)
     (status, res.json().await.unwrap_or(Value::Null))
 }
 
-/// The blobs in the environment's storage, as relative paths, sorted.
-fn blobs(app: &TestApp) -> Vec<String> {
-    fn walk(dir: &std::path::Path, root: &std::path::Path, out: &mut Vec<String>) {
-        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, root, out);
-            } else {
-                out.push(path.strip_prefix(root).unwrap_or(&path).to_string_lossy().into_owned());
-            }
-        }
-    }
-    let root = app.storage_dir();
-    let mut out = Vec::new();
-    walk(&root, &root, &mut out);
-    out.sort();
-    out
-}
 
 async fn get_raw(app: &TestApp, path: &str, token: Option<&str>, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
     let client = e2e_tests::http_client().build().expect("client");
@@ -170,17 +152,7 @@ async fn failed_uploads_leave_no_row_and_no_blob() {
     // tests upload meanwhile, so blobs are told apart by content, not by name.
     let traces = |name: &'static str, seed: u64| async move {
         let rows = sql_json(app, &format!("SELECT count(*)::text FROM cdapi.files WHERE filename_download = '{name}'")).await;
-        let head = bytes(64, seed);
-        let root = app.storage_dir();
-        let holding: Vec<String> = blobs(app)
-            .into_iter()
-            .filter(|b| {
-                let mut start = Vec::new();
-                let read = std::fs::File::open(root.join(b)).and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, 64), &mut start));
-                read.is_ok() && !start.is_empty() && head.starts_with(&start)
-            })
-            .collect();
-        (rows, holding)
+        (rows, blobs_holding(app, &bytes(64, seed)))
     };
     eventually("the cut upload leaves nothing", || async { traces("cut.bin", 2).await == (json!(0), vec![]) }).await;
     eventually("the dropped upload leaves nothing", || async { traces("dropped.bin", 9).await == (json!(0), vec![]) }).await;
@@ -206,14 +178,9 @@ async fn uploads_and_downloads_from_the_attackers_side() {
     assert_eq!(status, 403);
     let refused = sql_json(app, "SELECT count(*)::text FROM cdapi.files WHERE filename_download IN ('anon.bin', 'reader.bin')").await;
     assert_eq!(refused, json!(0), "no row for refused uploads");
-    // Other tests upload meanwhile: this test's blobs are told apart by their content.
-    let root = app.storage_dir();
-    let ours = |b: &String| {
-        let mut start = Vec::new();
-        let read = std::fs::File::open(root.join(b)).and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, 64), &mut start));
-        read.is_ok() && (start == bytes(64, 4) || start == bytes(64, 5))
-    };
-    assert!(!blobs(app).iter().any(ours), "no blob for refused uploads: {:?}", blobs(app));
+    for seed in [4, 5] {
+        assert_eq!(blobs_holding(app, &bytes(64, seed)), Vec::<String>::new(), "no blob for refused uploads");
+    }
 
     // A role that uploads and reads its own files only.
     let own = json!({"uploaded_by": {"_eq": "$CURRENT_USER"}});
@@ -390,12 +357,7 @@ async fn a_stream_that_ends_before_the_end_message_stores_nothing() {
     let rows = "SELECT count(*)::text FROM cdapi.files WHERE filename_download IN ('truncated.bin', 'after-end.bin')";
     assert_eq!(sql_json(app, rows).await, json!(0));
     eventually("no blob of either is left", || async {
-        let head = |seed| bytes(64, seed);
-        let root = app.storage_dir();
-        !blobs(app).iter().any(|b| {
-            let start = std::fs::read(root.join(b)).map(|all| all.into_iter().take(64).collect::<Vec<u8>>()).unwrap_or_default();
-            start == head(21) || start == head(23)
-        })
+        blobs_holding(app, &bytes(64, 21)).is_empty() && blobs_holding(app, &bytes(64, 23)).is_empty()
     })
     .await;
     // With `end`, the same stream stores the file.

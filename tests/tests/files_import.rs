@@ -100,19 +100,7 @@ async fn import(app: &TestApp, token: Option<&str>, body: Value) -> e2e_tests::R
 /// Rows of files named `name` and blobs (finished or incoming) whose bytes start as `head`.
 async fn traces(app: &TestApp, name: &str, head: &[u8]) -> (Value, usize) {
     let rows = sql_json(app, &format!("SELECT count(*)::text FROM cdapi.files WHERE filename_download = '{name}'")).await;
-    let mut blobs = 0;
-    let mut dirs = vec![app.storage_dir()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if std::fs::read(&path).is_ok_and(|b| !b.is_empty() && b.starts_with(&head[..head.len().min(b.len())])) {
-                blobs += 1;
-            }
-        }
-    }
-    (rows, blobs)
+    (rows, e2e_tests::blobs_holding(app, head).len())
 }
 
 #[tokio::test]
