@@ -17,6 +17,9 @@ pub struct Settings {
     /// GRAPHQL_URL (default none): edge-graphql's base URL (`http://host:port`); when set,
     /// `/graphql` and `/graphql/system` are forwarded there, so one origin serves both APIs.
     pub graphql_url: Option<String>,
+    /// REST_STREAM_LIMIT (default 1000; 0 = never): lists asked with a larger `limit`, or
+    /// `limit=-1`, are streamed from the core as they are read ([`crate::list_stream`]).
+    pub stream_limit: i64,
     /// `/websocket` (WEBSOCKETS_* settings; [`crate::realtime`]).
     pub websockets: crate::realtime::WebsocketSettings,
 }
@@ -35,6 +38,7 @@ impl Settings {
             edge: edge_http::settings::EdgeSettings::from_env()?,
             rate_limit,
             graphql_url: env_opt("GRAPHQL_URL"),
+            stream_limit: env_or("REST_STREAM_LIMIT", 1000i64)?.max(0),
             websockets: crate::realtime::WebsocketSettings::from_env()?,
         })
     }

@@ -16,6 +16,7 @@ pub mod export;
 pub mod files;
 pub mod graphql_proxy;
 pub mod identifiers;
+pub mod list_stream;
 pub mod model;
 pub mod query_string;
 pub mod rate_limit;

@@ -36,6 +36,9 @@ pub struct EdgeState {
     pub max_payload_size: u64,
     /// Longest accepted query string (bytes, MAX_QUERY_STRING_SIZE).
     pub max_query_string_size: usize,
+    /// Lists asked with a `limit` over this (or `-1`) are streamed (REST_STREAM_LIMIT; see
+    /// [`crate::list_stream`]).
+    pub stream_limit: i64,
     /// Auth cookie names and attributes.
     pub cookies: edge_http::cookies::CookieSettings,
     /// Who the client is behind proxies.
@@ -73,6 +76,7 @@ impl EdgeState {
             health: tonic_health::pb::health_client::HealthClient::new(core),
             max_payload_size: settings.edge.max_payload_size,
             max_query_string_size: settings.edge.max_query_string_size,
+            stream_limit: settings.stream_limit,
             cookies: settings.edge.cookies.clone(),
             client_ip: settings.edge.client_ip.clone(),
             graphql: settings.graphql_url.as_deref().map(crate::graphql_proxy::GraphqlProxy::new),

@@ -46,16 +46,7 @@ impl Items {
         })?;
         let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
         self.state.limits.check_bytes(data.as_ref().map_or(0, String::len))?;
-        let mut meta = Vec::new();
-        if st.total_count {
-            let n: Option<i64> = row.try_get("total_count").map_err(crate::db::map_error)?;
-            meta.push(format!("\"total_count\":{}", n.unwrap_or(0)));
-        }
-        if st.filter_count {
-            let n: Option<i64> = row.try_get("filter_count").map_err(crate::db::map_error)?;
-            meta.push(format!("\"filter_count\":{}", n.unwrap_or(0)));
-        }
-        let meta = if meta.is_empty() { Bytes::new() } else { Bytes::from(format!("{{{}}}", meta.join(","))) };
+        let meta = meta_of(&row, st.total_count, st.filter_count)?;
         Ok((data, meta))
     }
 
@@ -86,6 +77,32 @@ impl Items {
         };
         tx.rollback().await.map_err(crate::db::map_error)?;
         Ok(Bytes::from(data))
+    }
+
+    /// Every read but the export (see `items.proto`: Read): one item, an aggregate, a singleton,
+    /// a version or a list, as one reply. Errors: FORBIDDEN, INVALID_QUERY, the database's.
+    async fn read_reply(&self, md: &tonic::metadata::MetadataMap, r: &ReadRequest) -> Result<ReadResponse, ApiError> {
+        let caller = self.state.caller(md).await?;
+        // `me` without a signed-in user is INVALID_CREDENTIALS before any permission check.
+        let key = r.key.as_deref().map(|k| crate::users::resolve_me(&r.collection, k, caller.vars.user.as_deref())).transpose()?;
+        let collection = readable_in(&caller, &r.collection)?;
+        let default = Query::default();
+        let q = r.query.as_ref().unwrap_or(&default);
+        let shape = ReadShape::of(&collection, key.as_deref(), q);
+        let planner = Planner::new(&caller.read, self.state.limits, &caller.vars);
+        let (data, meta) = match shape {
+            ReadShape::Version { key, version } => (self.read_in_version(&caller, &collection, key, version, q).await?, Bytes::new()),
+            ReadShape::Singleton => (self.singleton(planner.read(&collection, shape, q)?, &collection, q).await?, Bytes::new()),
+            ReadShape::One(_) => {
+                let (data, _) = self.run(planner.read(&collection, shape, q)?, true).await?;
+                (Bytes::from(data.ok_or_else(ApiError::forbidden)?), Bytes::new())
+            }
+            ReadShape::Many | ReadShape::Aggregate => {
+                let (data, meta) = self.run(planner.read(&collection, shape, q)?, false).await?;
+                (Bytes::from(data.unwrap_or_else(|| "[]".into())), meta)
+            }
+        };
+        Ok(ReadResponse { data, meta })
     }
 
     /// After items of `collection` were deleted: the blobs of deleted files go (see
@@ -134,33 +151,42 @@ pub(crate) fn first(array_json: &str) -> Result<Bytes, ApiError> {
 impl ItemsService for Items {
     async fn read(&self, req: Request<ReadRequest>) -> Result<Response<ReadResponse>, Status> {
         let span = request_span("Read", &req);
-        async move {
+        let reply = self.read_reply(req.metadata(), req.get_ref()).instrument(span).await?;
+        Ok(Response::new(reply))
+    }
+
+    type ReadStreamStream = tokio_stream::wrappers::ReceiverStream<Result<ReadChunk, Status>>;
+
+    /// See `items.proto`: a list streamed from the cursor (see [`super::chunks`]), any other read
+    /// as one whole chunk. Planning errors are returned before the stream starts.
+    async fn read_stream(&self, req: Request<ReadRequest>) -> Result<Response<Self::ReadStreamStream>, Status> {
+        let span = request_span("ReadStream", &req);
+        let r = req.get_ref();
+        let list = async {
             let caller = self.state.caller(req.metadata()).await?;
-            let r = req.get_ref();
-            // `me` without a signed-in user is INVALID_CREDENTIALS before any permission check.
-            let key = r.key.as_deref().map(|k| crate::users::resolve_me(&r.collection, k, caller.vars.user.as_deref())).transpose()?;
             let collection = readable_in(&caller, &r.collection)?;
-            let default = Query::default();
-            let q = r.query.as_ref().unwrap_or(&default);
-            let shape = ReadShape::of(&collection, key.as_deref(), q);
-            let planner = Planner::new(&caller.read, self.state.limits, &caller.vars);
-            let (data, meta) = match shape {
-                ReadShape::Version { key, version } => (self.read_in_version(&caller, &collection, key, version, q).await?, Bytes::new()),
-                ReadShape::Singleton => (self.singleton(planner.read(&collection, shape, q)?, &collection, q).await?, Bytes::new()),
-                ReadShape::One(_) => {
-                    let (data, _) = self.run(planner.read(&collection, shape, q)?, true).await?;
-                    (Bytes::from(data.ok_or_else(ApiError::forbidden)?), Bytes::new())
-                }
-                ReadShape::Many | ReadShape::Aggregate => {
-                    let (data, meta) = self.run(planner.read(&collection, shape, q)?, false).await?;
-                    (Bytes::from(data.unwrap_or_else(|| "[]".into())), meta)
-                }
-            };
-            Ok(Response::new(ReadResponse { data, meta }))
+            let q = r.query.clone().unwrap_or_default();
+            if r.key.is_some() || !matches!(ReadShape::of(&collection, None, &q), ReadShape::Many) {
+                return Ok(None);
+            }
+            let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_many_rows(&collection, &q)?;
+            Ok::<_, ApiError>(Some(st))
         }
-        .instrument(span)
-        .await
-        .map_err(|e: ApiError| e.into())
+        .instrument(span.clone())
+        .await?;
+        let rx = match list {
+            Some(st) => {
+                let rows = ListRows { total_count: st.total_count, filter_count: st.filter_count, meta: None, first: true, bytes: 0, max_bytes: self.state.limits.max_bytes };
+                super::chunks::pump(self.state.pool.clone(), st.sql, rows, span)
+            }
+            None => {
+                let reply = self.read_reply(req.metadata(), r).instrument(span).await?;
+                let (tx, rx) = tokio::sync::mpsc::channel(1);
+                let _ = tx.try_send(Ok(ReadChunk { data: reply.data, meta: reply.meta, whole: true }));
+                rx
+            }
+        };
+        Ok(Response::new(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }
 
     type SubscribeStream = crate::realtime::stream::Events;
@@ -174,9 +200,8 @@ impl ItemsService for Items {
 
     type ExportItemsStream = tokio_stream::wrappers::ReceiverStream<Result<ExportChunk, Status>>;
 
-    /// Streams the items of a list query as NDJSON (one JSON object per line) in chunks of about
-    /// 64 KiB; the edge renders the requested file format. Rows flow from the database cursor
-    /// through a small channel, so memory stays flat whatever the size. Planning errors are
+    /// Streams the items of a list query as NDJSON (one JSON object per line) in chunks (see
+    /// [`super::chunks`]); the edge renders the requested file format. Planning errors are
     /// returned before the stream starts; a database error ends the stream with that error.
     async fn export_items(&self, req: Request<ExportItemsRequest>) -> Result<Response<Self::ExportItemsStream>, Status> {
         let span = request_span("ExportItems", &req);
@@ -186,40 +211,7 @@ impl ItemsService for Items {
         // Exports stream with flat memory: QUERY_LIMIT_MAX and the response budgets do not apply.
         let limits = crate::query::Limits { max: None, max_rows: None, max_bytes: None, ..self.state.limits };
         let sql = Planner::new(&caller.read, limits, &caller.vars).export_rows(&collection, &q)?;
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
-        let pool = self.state.pool.clone();
-        tokio::spawn(
-            async move {
-                use futures_util::StreamExt;
-                const CHUNK: usize = 64 * 1024;
-                let mut rows = sql.query().fetch(&pool);
-                let mut buf = Vec::with_capacity(CHUNK + 4096);
-                while let Some(row) = rows.next().await {
-                    let item = row.and_then(|row| row.try_get::<String, _>("item"));
-                    match item {
-                        Ok(item) => {
-                            buf.extend_from_slice(item.as_bytes());
-                            buf.push(b'\n');
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Err(crate::db::map_error(e).into())).await;
-                            return;
-                        }
-                    }
-                    if buf.len() >= CHUNK {
-                        let chunk = ExportChunk { data: Bytes::from(std::mem::take(&mut buf)) };
-                        if tx.send(Ok(chunk)).await.is_err() {
-                            return; // the client went away
-                        }
-                        buf.reserve(CHUNK + 4096);
-                    }
-                }
-                if !buf.is_empty() {
-                    let _ = tx.send(Ok(ExportChunk { data: Bytes::from(buf) })).await;
-                }
-            }
-            .instrument(span),
-        );
+        let rx = super::chunks::pump(self.state.pool.clone(), sql, NdjsonRows, span);
         Ok(Response::new(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }
 
@@ -379,4 +371,79 @@ fn collection_in(caller: &Caller, schema: &crate::schema::Schema, name: &str) ->
         crate::permissions::Access::Admin => ApiError::forbidden(),
         crate::permissions::Access::Subject(_) => crate::query::forbidden_collection(name),
     })
+}
+
+/// ExportItems' rows: each row's `item`, one per line.
+struct NdjsonRows;
+
+impl super::chunks::Rows for NdjsonRows {
+    type Chunk = ExportChunk;
+    const ALWAYS_ONE: bool = false;
+
+    fn row(&mut self, row: &sqlx::postgres::PgRow, buf: &mut Vec<u8>) -> Result<(), ApiError> {
+        let item: String = row.try_get("item").map_err(crate::db::map_error)?;
+        buf.extend_from_slice(item.as_bytes());
+        buf.push(b'\n');
+        Ok(())
+    }
+
+    fn chunk(&mut self, data: Bytes) -> ExportChunk {
+        ExportChunk { data }
+    }
+}
+
+/// ReadStream's rows ([`Planner::read_many_rows`]): items joined by commas; the counts, read
+/// from the first row, go with the first chunk; RESPONSE_MAX_BYTES counts every item's bytes
+/// (spec budgets: the same cap as a buffered read, checked as the items flow).
+struct ListRows {
+    total_count: bool,
+    filter_count: bool,
+    meta: Option<Bytes>,
+    first: bool,
+    bytes: usize,
+    max_bytes: Option<usize>,
+}
+
+impl super::chunks::Rows for ListRows {
+    type Chunk = ReadChunk;
+    const ALWAYS_ONE: bool = true;
+
+    fn row(&mut self, row: &sqlx::postgres::PgRow, buf: &mut Vec<u8>) -> Result<(), ApiError> {
+        if self.meta.is_none() {
+            self.meta = Some(meta_of(row, self.total_count, self.filter_count)?);
+        }
+        let Some(item) = row.try_get::<Option<String>, _>("item").map_err(crate::db::map_error)? else { return Ok(()) };
+        // The array's brackets and commas count too, as in a buffered read.
+        self.bytes += item.len() + 1;
+        if self.max_bytes.is_some_and(|max| self.bytes + 1 > max) {
+            return Err(ApiError::invalid_query(format!(
+                "The response would hold more than {} bytes (RESPONSE_MAX_BYTES); ask for fewer items or fields",
+                self.max_bytes.unwrap_or_default()
+            )));
+        }
+        if !buf.is_empty() {
+            buf.push(b',');
+        }
+        buf.extend_from_slice(item.as_bytes());
+        Ok(())
+    }
+
+    fn chunk(&mut self, data: Bytes) -> ReadChunk {
+        let meta = if std::mem::take(&mut self.first) { self.meta.clone().unwrap_or_default() } else { Bytes::new() };
+        ReadChunk { data, meta, whole: false }
+    }
+}
+
+/// `{"total_count":N,"filter_count":M}` as asked, from a read's row; empty when neither was.
+fn meta_of(row: &sqlx::postgres::PgRow, total_count: bool, filter_count: bool) -> Result<Bytes, ApiError> {
+    let mut meta = Vec::new();
+    if total_count {
+        let n: Option<i64> = row.try_get("total_count").map_err(crate::db::map_error)?;
+        meta.push(format!("\"total_count\":{}", n.unwrap_or(0)));
+    }
+    if filter_count {
+        let n: Option<i64> = row.try_get("filter_count").map_err(crate::db::map_error)?;
+        meta.push(format!("\"filter_count\":{}", n.unwrap_or(0)));
+    }
+    Ok(if meta.is_empty() { Bytes::new() } else { Bytes::from(format!("{{{}}}", meta.join(","))) })
 }

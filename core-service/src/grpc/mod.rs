@@ -1,6 +1,7 @@
 //! gRPC service implementations: thin translations from requests to the query engine.
 //! Layout: [`items`] (ItemsService), [`schema`] (SchemaService; its schema-management RPCs in [`model`]), [`versions`] (VersionsService).
 
+pub mod chunks;
 pub mod files;
 pub mod items;
 pub mod model;

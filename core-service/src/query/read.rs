@@ -118,6 +118,9 @@ pub fn pagination(q: &Query, limits: &Limits, default: i64) -> Result<(Option<i6
     Ok((limit, offset))
 }
 
+/// A count that was not asked for.
+const NO_COUNT: &str = "NULL::int8";
+
 impl Planner<'_> {
     /// Plans a read of the given `shape` (not a version: those run in a transaction, see
     /// [`crate::versions`]; INTERNAL here). Errors: those of each shape.
@@ -134,25 +137,44 @@ impl Planner<'_> {
     /// Plans `GET /items/:collection` (spec: List items). Errors: FORBIDDEN (unknown field),
     /// INVALID_QUERY (bad parameters).
     pub fn read_many(mut self, collection: &Collection, q: &Query) -> Result<ReadStatement, ApiError> {
+        let (list, total, filtered) = self.many_parts(collection, q)?;
+        self.sql.text = format!(
+            "SELECT (SELECT coalesce(array_to_json(array_agg(j0)), '[]'::json) FROM ({}) j0)::text AS data, {total} AS total_count, {filtered} AS filter_count",
+            list.select
+        );
+        Ok(ReadStatement { sql: self.sql, total_count: total != NO_COUNT, filter_count: filtered != NO_COUNT })
+    }
+
+    /// Plans the same list as [`Self::read_many`] as one row per item, so it can be streamed
+    /// (ItemsService.ReadStream): columns `item` (JSON text), `total_count`, `filter_count`
+    /// (the counts on every row). No item: one row whose `item` is NULL, for the counts. Errors:
+    /// as [`Self::read_many`].
+    pub fn read_many_rows(mut self, collection: &Collection, q: &Query) -> Result<ReadStatement, ApiError> {
+        let (list, total, filtered) = self.many_parts(collection, q)?;
+        // The counts are uncorrelated subqueries: Postgres runs each once (an InitPlan).
+        self.sql.text = format!(
+            "SELECT j.item, m.total_count, m.filter_count FROM (SELECT {total} AS total_count, {filtered} AS filter_count) m \
+             LEFT JOIN LATERAL (SELECT row_to_json(j0)::text AS item FROM ({}) j0) j ON true",
+            list.select
+        );
+        Ok(ReadStatement { sql: self.sql, total_count: total != NO_COUNT, filter_count: filtered != NO_COUNT })
+    }
+
+    /// A list's SELECT and its count expressions (`NO_COUNT` when not asked for).
+    fn many_parts(&mut self, collection: &Collection, q: &Query) -> Result<(ListSql, String, String), ApiError> {
         refuse_unsupported(q, false)?;
         if q.export.is_some() {
             return Err(ApiError::invalid_query("\"export\" is answered by the ExportItems call"));
         }
         let list = self.list_sql(collection, q)?;
         let from = self.source(collection)?;
-        let total_count = q.meta.contains(&(MetaCount::TotalCount as i32));
-        let filter_count = q.meta.contains(&(MetaCount::FilterCount as i32));
-        let total = if total_count { format!("(SELECT count(*) FROM {from} t0)") } else { "NULL::int8".into() };
-        let filtered = if filter_count {
+        let total = if q.meta.contains(&(MetaCount::TotalCount as i32)) { format!("(SELECT count(*) FROM {from} t0)") } else { NO_COUNT.into() };
+        let filtered = if q.meta.contains(&(MetaCount::FilterCount as i32)) {
             format!("(SELECT count(*) FROM {from} t0{})", list.where_sql)
         } else {
-            "NULL::int8".into()
+            NO_COUNT.into()
         };
-        self.sql.text = format!(
-            "SELECT (SELECT coalesce(array_to_json(array_agg(j0)), '[]'::json) FROM ({}) j0)::text AS data, {total} AS total_count, {filtered} AS filter_count",
-            list.select
-        );
-        Ok(ReadStatement { sql: self.sql, total_count, filter_count })
+        Ok((list, total, filtered))
     }
 
     /// Plans an export (spec `export`): the same rows as [`Self::read_many`], as a statement

@@ -236,7 +236,7 @@ fn unavailable(res: &http::Response<tonic::body::Body>) -> bool {
 
 /// RPCs whose replies are streams (not buffered).
 fn streaming(path: &str) -> bool {
-    path.ends_with("/ExportItems") || path.ends_with("/WatchSchema") || path.ends_with("/ReadAsset") || path.ends_with("/Subscribe")
+    path.ends_with("/ExportItems") || path.ends_with("/ReadStream") || path.ends_with("/WatchSchema") || path.ends_with("/ReadAsset") || path.ends_with("/Subscribe")
 }
 
 /// RPCs whose requests are streams (file uploads): never buffered, so never sent twice.

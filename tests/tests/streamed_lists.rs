@@ -1,0 +1,154 @@
+//! Long lists streamed (issue 21, "flat memory at any `limit`"): a list whose `limit` is over
+//! REST_STREAM_LIMIT (1000) or `-1` flows from the core's cursor through edge-rest in chunks
+//! (`ItemsService.ReadStream`). Shown here: the same items and counts as the buffered pages,
+//! ordinary errors before the first byte, a cut-off body when the byte budget is passed after
+//! it, and neither process's peak memory growing with the size of the list.
+//!
+//! The tests run one at a time (`serial`): the memory test reads each process's peak RSS.
+
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
+use e2e_tests::fixture::eventually;
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, exec, get};
+use serde_json::{Value, json};
+use std::sync::OnceLock;
+
+/// Rows in the table; each item's `body` is 1,500 bytes, so all of them are about 30 MB.
+const ROWS: usize = 20_000;
+
+/// RESPONSE_MAX_BYTES here: 20 MB.
+const MAX_BYTES: usize = 20_000_000;
+
+fn env() -> &'static TestApp {
+    static APP: OnceLock<TestApp> = OnceLock::new();
+    APP.get_or_init(|| {
+        e2e_tests::start(Spec {
+            dataset: Dataset::DemoWrites,
+            name: Some("streamed_lists".into()),
+            core_env: vec![("RESPONSE_MAX_BYTES".into(), MAX_BYTES.to_string()), ("QUERY_LIMIT_MAX".into(), "-1".into())],
+            ..Spec::default()
+        })
+        .unwrap_or_else(|e| panic!("environment: {e:#}"))
+    })
+}
+
+/// The environment with its table `long_list` served, and this test's turn.
+async fn serial() -> (&'static TestApp, tokio::sync::MutexGuard<'static, ()>) {
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    static TABLE: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    let turn = TURN.lock().await;
+    let app = tokio::task::spawn_blocking(env).await.expect("environment");
+    TABLE
+        .get_or_init(|| async {
+            exec(app, &format!(
+                "CREATE TABLE long_list (id serial PRIMARY KEY, label text NOT NULL, body text NOT NULL); \
+                 INSERT INTO long_list (label, body) SELECT 'row ' || g, repeat(chr(97 + g % 26), 1500) FROM generate_series(1, {ROWS}) g;"
+            ))
+            .await;
+            eventually("long_list is served", || async { get(app, "/items/long_list?limit=1").await.status == 200 }).await;
+        })
+        .await;
+    (app, turn)
+}
+
+/// A GET as the admin, its body as text: (status, headers, body, or the error reading it).
+async fn raw(app: &TestApp, path: &str) -> (u16, reqwest::header::HeaderMap, Result<String, String>) {
+    let client = e2e_tests::http_client().build().expect("client");
+    let res = client.get(format!("{}{path}", app.rest_url)).bearer_auth(ADMIN_TOKEN).send().await.expect("response headers");
+    let (status, headers) = (res.status().as_u16(), res.headers().clone());
+    (status, headers, res.text().await.map_err(|e| format!("{e:?}")))
+}
+
+#[tokio::test]
+async fn a_long_list_streams_the_same_items_and_counts_as_its_pages() {
+    let (app, _turn) = serial().await;
+    let (status, headers, body) = raw(app, "/items/long_list?limit=-1&fields=id,label&sort=-id&meta=*").await;
+    assert_eq!(status, 200);
+    // Streamed: no length known in advance.
+    assert!(headers.get("content-length").is_none(), "a streamed list has no Content-Length: {headers:?}");
+    assert!(e2e_tests::header_text(&headers, "content-type").starts_with("application/json"));
+    let streamed: Value = serde_json::from_str(&body.expect("body")).expect("the streamed body is JSON");
+    assert_eq!(streamed["meta"], json!({"total_count": ROWS, "filter_count": ROWS}));
+    // The same items, in the same order, as the buffered pages of 1,000.
+    let mut paged = Vec::new();
+    for page in 1..=ROWS / 1000 {
+        let r = get(app, &format!("/items/long_list?limit=1000&page={page}&fields=id,label&sort=-id")).await;
+        assert_eq!(r.status, 200);
+        assert!(r.headers.get("content-length").is_some(), "a short list is answered whole");
+        paged.extend(r.body["data"].as_array().expect("items").iter().cloned());
+    }
+    assert_eq!(streamed["data"].as_array().map(Vec::len), Some(ROWS));
+    assert_eq!(streamed["data"], Value::Array(paged));
+    // A filtered long list counts what the filter lets through.
+    let r = get(app, "/items/long_list?limit=5000&filter[id][_lte]=3000&fields=id&meta=filter_count").await;
+    assert_eq!(r.body["meta"], json!({"filter_count": 3000}));
+    assert_eq!(r.body["data"].as_array().map(Vec::len), Some(3000));
+}
+
+#[tokio::test]
+async fn an_empty_long_list_is_an_empty_array_with_its_counts() {
+    let (app, _turn) = serial().await;
+    let r = get(app, "/items/long_list?limit=-1&filter[id][_lt]=0&meta=filter_count").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, json!({"meta": {"filter_count": 0}, "data": []}));
+    let r = get(app, "/items/long_list?limit=-1&filter[id][_lt]=0").await;
+    assert_eq!(r.body, json!({"data": []}));
+}
+
+#[tokio::test]
+async fn errors_before_the_first_byte_are_ordinary_error_replies() {
+    let (app, _turn) = serial().await;
+    e2e_tests::assert_error(&get(app, "/items/long_list?limit=-1&fields=no_such_field").await, 403, "FORBIDDEN", "an unknown field");
+    e2e_tests::assert_error(&get(app, "/items/long_list?limit=-1&filter[label][_nope]=1").await, 400, "INVALID_QUERY", "an unknown operator");
+    // The public role may not read the table: no item leaks through the streamed path.
+    let r = e2e_tests::send(app, reqwest::Method::GET, "/items/long_list?limit=-1", None, &[], None).await;
+    e2e_tests::assert_error(&r, 403, "FORBIDDEN", "the public role");
+    // A long request for one item, a singleton or an aggregate is answered whole, as always.
+    let r = get(app, "/items/long_list?limit=-1&aggregate[count]=*").await;
+    assert_eq!(r.body["data"], json!([{"count": ROWS.to_string()}]));
+}
+
+#[tokio::test]
+async fn a_list_passing_the_byte_budget_after_its_first_byte_is_cut_off() {
+    let (app, _turn) = serial().await;
+    // All rows with their bodies are about 30 MB: over RESPONSE_MAX_BYTES (20 MB), found only
+    // once the first bytes were sent, so the body is cut off: never a complete JSON body.
+    let (status, _, body) = raw(app, "/items/long_list?limit=-1").await;
+    assert_eq!(status, 200, "the status was sent with the first byte");
+    assert!(body.is_err(), "the body must end in a broken transfer, not parse: {:?}", body.map(|b| b.len()));
+    // The edge and the core are fine afterwards.
+    assert_eq!(get(app, "/items/long_list?limit=2&fields=id&sort=id").await.body, json!({"data": [{"id": 1}, {"id": 2}]}));
+}
+
+/// Resets a process's peak resident memory (VmHWM) to its current size (Linux: `5` written to
+/// `/proc/<pid>/clear_refs`), so what earlier tests read does not hide this test's peak.
+fn reset_peak(pid: u32) {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").expect("reset the peak RSS");
+}
+
+/// A process's peak resident memory since it started or was reset (VmHWM), in KiB.
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).expect("VmHWM")
+}
+
+#[tokio::test]
+async fn a_long_list_does_not_grow_either_process() {
+    let (app, _turn) = serial().await;
+    let (core, edge) = (app.pids("core")[0], app.pids("edge")[0]);
+    // Warm up (the first streamed read allocates the pools and buffers it keeps).
+    let (_, _, body) = raw(app, "/items/long_list?limit=2000&fields=id,body").await;
+    assert!(body.is_ok());
+    reset_peak(core);
+    reset_peak(edge);
+    let before = (peak_kib(core), peak_kib(edge));
+    // 12,000 items of 1.5 KB: an 18 MB reply. Held whole, it would raise each process's peak
+    // by at least its size.
+    let (status, _, body) = raw(app, "/items/long_list?limit=12000&fields=id,body").await;
+    assert_eq!(status, 200);
+    let len = body.expect("body").len();
+    assert!(len > 18_000_000, "{len} bytes");
+    let after = (peak_kib(core), peak_kib(edge));
+    let grown = ((after.0 - before.0) / 1024, (after.1 - before.1) / 1024);
+    assert!(grown.0 < 8 && grown.1 < 8, "peak RSS grew by {} MiB (core) and {} MiB (edge) for an {} MiB reply", grown.0, grown.1, len >> 20);
+}
