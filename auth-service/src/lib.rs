@@ -75,6 +75,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     system_tables::migrate_or_wait(&settings.database_url).await?;
     let keys = keys::Keys::load(settings.keys_file.as_deref(), settings.signing_kid.as_deref())?;
     let redis = access_token::sessions::Redis::new(&settings.redis_url, &settings.redis_prefix)?;
+    let redis_probe = redis.conn();
     let max_ttl = settings.refresh_ttl.max(settings.session_ttl);
     let auth = Arc::new(Auth {
         mailer: settings.mail.as_ref().map(|m| mail::Mailer::new(m, &settings.project_name)).transpose()?,
@@ -96,6 +97,15 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
 
     let (health, health_service) = service_runtime::grpc::Health::new().await;
     health.reporter.set_serving::<AuthServiceServer<grpc::AuthApi>>().await;
+    // Readiness follows this replica's database connection; Redis is reported but not required:
+    // every replica shares it, and token checks go on without it (README "What failures look
+    // like").
+    let every = service_runtime::grpc::check_interval_from_env()?;
+    health.watch("postgres", true, every, system_tables::readiness::postgres((*auth.pool.connect_options()).clone()));
+    health.watch("redis", false, every, move || {
+        let mut conn = redis_probe.clone();
+        async move { redis::cmd("PING").query_async::<String>(&mut conn).await.map(|_| ()).map_err(|e| e.to_string()) }
+    });
     let shutdown = health.shutdown(shutdown)?;
     let pool = auth.pool.clone();
     service_runtime::metrics::global().observe_pool(auth.settings.pool_max, move || (pool.size(), pool.num_idle()));

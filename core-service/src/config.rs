@@ -15,6 +15,9 @@ pub struct Settings {
     pub pool_max: u32,
     /// DB_STATEMENT_TIMEOUT_MS (milliseconds, default 25000; 0 = none): longest SQL statement.
     pub statement_timeout_ms: u64,
+    /// DB_ACQUIRE_TIMEOUT_MS (milliseconds, default 5000): longest wait for a pool connection
+    /// (the pool busy, or reconnecting to a database that went away); then 503.
+    pub acquire_timeout_ms: u64,
     /// CORE_GRPC_ADDR (default `127.0.0.1:50051`): gRPC listen address; port 0 = any free port.
     pub grpc_addr: SocketAddr,
     /// ADMIN_EMAIL (default `admin@example.com`): the bootstrap admin created on first start.
@@ -64,6 +67,7 @@ impl Settings {
             database_schema: env_or("DATABASE_SCHEMA", "public".to_string())?,
             pool_max: env_or("DB_POOL_MAX", 16u32)?,
             statement_timeout_ms: env_or("DB_STATEMENT_TIMEOUT_MS", 25_000u64)?,
+            acquire_timeout_ms: env_or("DB_ACQUIRE_TIMEOUT_MS", 5_000u64)?.max(1),
             grpc_addr: env_or("CORE_GRPC_ADDR", SocketAddr::from(([127, 0, 0, 1], 50051)))?,
             admin_email: env_or("ADMIN_EMAIL", "admin@example.com".to_string())?,
             admin_password: env_opt("ADMIN_PASSWORD"),
@@ -96,6 +100,7 @@ impl std::fmt::Debug for Settings {
             .field("database_schema", &self.database_schema)
             .field("pool_max", &self.pool_max)
             .field("statement_timeout_ms", &self.statement_timeout_ms)
+            .field("acquire_timeout_ms", &self.acquire_timeout_ms)
             .field("grpc_addr", &self.grpc_addr)
             .field("admin_email", &self.admin_email)
             .field("admin_password", &self.admin_password.as_ref().map(|_| "***"))

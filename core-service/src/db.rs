@@ -7,15 +7,15 @@ use sqlx::PgPool;
 use std::str::FromStr;
 use std::time::Duration;
 
-/// Opens the pool (`max` connections, 5 s acquire timeout); every statement is cancelled after
-/// `statement_timeout_ms` milliseconds (0 = never).
-pub async fn connect(url: &str, max: u32, statement_timeout_ms: u64) -> Result<PgPool, sqlx::Error> {
+/// Opens the pool (`max` connections, waits for one at most `acquire_timeout_ms`); every
+/// statement is cancelled after `statement_timeout_ms` milliseconds (0 = never).
+pub async fn connect(url: &str, max: u32, statement_timeout_ms: u64, acquire_timeout_ms: u64) -> Result<PgPool, sqlx::Error> {
     let options = PgConnectOptions::from_str(url)?
         .application_name("cdapi-core")
         .options([("statement_timeout", format!("{statement_timeout_ms}ms"))]);
     PgPoolOptions::new()
         .max_connections(max)
-        .acquire_timeout(Duration::from_secs(5))
+        .acquire_timeout(Duration::from_millis(acquire_timeout_ms))
         .test_before_acquire(false)
         .connect_with(options)
         .await

@@ -66,6 +66,9 @@ pub struct AppState {
     /// Turns true when the server starts shutting down, so open streams end and the drain can
     /// finish.
     pub stopping: tokio::sync::watch::Sender<bool>,
+    /// True while the readiness check finds the database away: calls then fail at once with
+    /// 503 instead of each waiting DB_ACQUIRE_TIMEOUT_MS for a connection (issue 21).
+    pub database_away: Arc<std::sync::atomic::AtomicBool>,
     db_schema: String,
     version: AtomicU64,
 }
@@ -75,6 +78,9 @@ impl AppState {
     /// caller's view of it, their access and dynamic variables. Errors: as
     /// [`auth::Authenticator::authenticate`].
     pub async fn caller(&self, md: &tonic::metadata::MetadataMap) -> Result<auth::Caller, ApiError> {
+        if self.database_away.load(Ordering::Relaxed) {
+            return Err(access_token::authenticate::database_away());
+        }
         let who = self.auth.authenticate(md).await?;
         let schema = self.schema.load_full();
         // Admin access and grants come from the policies of this snapshot that admit the
@@ -174,7 +180,7 @@ async fn watch_schema(state: Arc<AppState>) {
 /// ([`query::read::ReadShape`]). Errors: database unreachable, unknown collection, invalid
 /// query, a content version (read in a transaction, not one statement).
 pub async fn plan_sql(settings: &config::Settings, collection: &str, query_json: &str, key: Option<&str>) -> anyhow::Result<String> {
-    let pool = db::connect(&settings.database_url, 1, 0).await?;
+    let pool = db::connect(&settings.database_url, 1, 0, settings.acquire_timeout_ms).await?;
     let schema = schema::introspect::introspect(&mut *pool.acquire().await?, &settings.database_schema, 1).await?;
     let c = schema.collection(collection).ok_or_else(|| anyhow::anyhow!("no collection {collection:?}"))?;
     let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(query_json)?;
@@ -193,7 +199,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     // Read INTERNAL_TOKEN now, so its state is logged at start (issue 15: which callers'
     // `x-client-ip` is believed).
     let _ = access_token::ip::edge_trust();
-    let pool = db::connect(&settings.database_url, settings.pool_max, settings.statement_timeout_ms).await?;
+    let pool = db::connect(&settings.database_url, settings.pool_max, settings.statement_timeout_ms, settings.acquire_timeout_ms).await?;
     system_tables::migrate_or_wait(&settings.database_url).await?;
     auth::bootstrap_admin(&pool, &settings.admin_email, settings.admin_password.as_deref(), settings.admin_token.as_deref()).await?;
     let keys = match &settings.auth_url {
@@ -219,6 +225,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         limits: settings.limits,
         schema_changed: tokio::sync::watch::Sender::new(0),
         stopping: tokio::sync::watch::Sender::new(false),
+        database_away: Arc::default(),
         db_schema: settings.database_schema.clone(),
         files: files::Storage::open(&settings.files)?,
         realtime: Arc::new(realtime::hub::Hub::new(settings.realtime)),
@@ -237,6 +244,18 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     health.reporter.set_serving::<SchemaServiceServer<grpc::schema::SchemaApi>>().await;
     health.reporter.set_serving::<VersionsServiceServer<grpc::versions::VersionsApi>>().await;
     health.reporter.set_serving::<FilesServiceServer<grpc::files::FilesApi>>().await;
+    // Readiness follows this replica's database connection (README "What failures look like").
+    let check = system_tables::readiness::postgres((*state.pool.connect_options()).clone());
+    let away = state.database_away.clone();
+    health.watch("postgres", true, service_runtime::grpc::check_interval_from_env()?, move || {
+        let outcome = check();
+        let away = away.clone();
+        async move {
+            let outcome = outcome.await;
+            away.store(outcome.is_err(), Ordering::Relaxed);
+            outcome
+        }
+    });
     let shutdown = health.shutdown(shutdown)?;
     let pool = state.pool.clone();
     service_runtime::metrics::global().observe_pool(settings.pool_max, move || (pool.size(), pool.num_idle()));

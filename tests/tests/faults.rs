@@ -1,20 +1,30 @@
-//! Faults (issue 21), under a steady read load through edge-rest:
+//! Faults (issue 21), under a steady load through edge-rest ([`Load`]):
 //! - a core replica that hangs: one of two is frozen (SIGSTOP) for 4 s and thawed; no read fails
 //!   and none takes 2 s or more, because the edge hedges a read that has no reply after
 //!   GRPC_HEDGE_AFTER_MS on the other replica and then skips the frozen one;
 //! - the database connections cut under the services (as a database restart cuts them): every
 //!   answer is 200 or 503 with `Retry-After`, never a 500 or a hang, and full service follows
-//!   within 2 s.
+//!   within 2 s;
+//! - the environment's own PostgreSQL stopped for 4 s and started again, under reads and writes:
+//!   200 or 503 with `Retry-After` throughout, readiness (the core's gRPC health, the edge's
+//!   `/server/health`) off while it is away and back after, full service within 2 s of its
+//!   return, and every write answered 200 is in the table exactly once (none answered 503 is);
+//! - a rolling restart (SIGTERM, drain, start again; [`TestApp::roll`]) of both core and both
+//!   auth replicas, one at a time, under reads, writes and logins: no request fails, and every
+//!   write is stored once.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
 use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp};
+use reqwest::Method;
+use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use tonic_health::pb::health_check_response::ServingStatus;
 
-fn start() -> TestApp {
-    e2e_tests::start(Spec { dataset: Dataset::Demo, name: Some("faults_hang".into()), replicas: 2, ..Spec::default() }).unwrap_or_else(|e| panic!("environment: {e:#}"))
+fn start(spec: Spec) -> TestApp {
+    e2e_tests::start(spec).unwrap_or_else(|e| panic!("environment: {e:#}"))
 }
 
 fn signal(pid: u32, sig: &str) {
@@ -31,37 +41,110 @@ impl Drop for Thaw {
     }
 }
 
+/// One request of a [`Load`]: method, path, JSON body.
+type Call = (Method, String, Option<serde_json::Value>);
+
+/// One answer of a [`Load`].
+#[derive(Debug)]
+struct Answer {
+    /// When the request was sent, from the start of the load.
+    at: Duration,
+    took: Duration,
+    call: String,
+    /// The status, or why there was none (transport error, no answer in 10 s).
+    outcome: Result<u16, String>,
+    retry_after: bool,
+    /// The write's `name`, for a POST.
+    wrote: Option<String>,
+}
+
+impl Answer {
+    fn is_ok(&self) -> bool {
+        self.outcome == Ok(200)
+    }
+
+    /// 200, or 503 with Retry-After: what a dependency's absence may look like.
+    fn is_ok_or_unavailable(&self) -> bool {
+        self.is_ok() || (self.outcome == Ok(503) && self.retry_after)
+    }
+}
+
+/// A steady load: `workers` connections, each sending `call(worker, n)` for its n-th request as
+/// soon as the previous one is answered, until [`Load::finish`].
+struct Load {
+    started: Instant,
+    stop: Arc<AtomicBool>,
+    workers: Vec<tokio::task::JoinHandle<Vec<Answer>>>,
+}
+
+impl Load {
+    fn start(app: &TestApp, workers: usize, call: fn(usize, u32) -> Call) -> Self {
+        let client = e2e_tests::http_client().build().expect("client");
+        let (started, stop) = (Instant::now(), Arc::new(AtomicBool::new(false)));
+        let workers = (0..workers)
+            .map(|w| {
+                let (client, stop, base) = (client.clone(), stop.clone(), app.rest_url.clone());
+                tokio::spawn(async move {
+                    let mut answers = Vec::new();
+                    let mut n = 0u32;
+                    while !stop.load(Ordering::Relaxed) {
+                        let (method, path, body) = call(w, n);
+                        let wrote = body.as_ref().and_then(|b| b["name"].as_str().map(str::to_owned));
+                        let mut req = client.request(method.clone(), format!("{base}{path}")).bearer_auth(ADMIN_TOKEN);
+                        if let Some(b) = body {
+                            req = req.json(&b);
+                        }
+                        let at = started.elapsed();
+                        let res = tokio::time::timeout(Duration::from_secs(10), req.send()).await;
+                        let took = started.elapsed() - at;
+                        let (outcome, retry_after) = match res {
+                            Ok(Ok(r)) => (Ok(r.status().as_u16()), r.headers().contains_key("retry-after")),
+                            Ok(Err(e)) => (Err(e.to_string()), false),
+                            Err(_) => (Err("no answer in 10 s".to_owned()), false),
+                        };
+                        answers.push(Answer { at, took, call: format!("{method} {path}"), outcome, retry_after, wrote });
+                        n += 1;
+                    }
+                    answers
+                })
+            })
+            .collect();
+        Self { started, stop, workers }
+    }
+
+    /// Time since the load started.
+    fn now(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Stops the load; every answer.
+    async fn finish(self) -> Vec<Answer> {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut all = Vec::new();
+        for w in self.workers {
+            all.extend(w.await.expect("worker"));
+        }
+        all
+    }
+}
+
+/// Fails listing the first few `answers` that do not pass `ok`.
+fn assert_all<'a>(answers: impl IntoIterator<Item = &'a Answer>, what: &str, ok: impl Fn(&Answer) -> bool) {
+    let all: Vec<&Answer> = answers.into_iter().collect();
+    let bad: Vec<&&Answer> = all.iter().filter(|a| !ok(a)).collect();
+    assert!(bad.is_empty(), "{} of {} answers are not {what}: {:?}", bad.len(), all.len(), &bad[..bad.len().min(5)]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hung_core_replica_fails_no_read() {
-    let app = tokio::task::spawn_blocking(start).await.expect("join");
+    let app = tokio::task::spawn_blocking(|| start(Spec { dataset: Dataset::Demo, name: Some("faults_hang".into()), replicas: 2, ..Spec::default() })).await.expect("join");
     let core = app.pids("core");
     assert_eq!(core.len(), 2, "two core replicas");
-    let client = e2e_tests::http_client().build().expect("client");
-    let stop = Arc::new(AtomicBool::new(false));
     // 8 connections reading items by key and small lists, as fast as they are answered.
-    let workers: Vec<_> = (0..8)
-        .map(|w| {
-            let (client, stop, base) = (client.clone(), stop.clone(), app.rest_url.clone());
-            tokio::spawn(async move {
-                let (mut n, mut failed, mut slowest) = (0u32, Vec::new(), Duration::ZERO);
-                while !stop.load(Ordering::Relaxed) {
-                    let path = if n % 2 == 0 { format!("/items/articles/{}", 1 + (w + n) % 20) } else { "/items/authors?limit=5&fields=id,name".to_owned() };
-                    let started = Instant::now();
-                    let res = tokio::time::timeout(Duration::from_secs(10), client.get(format!("{base}{path}")).bearer_auth(ADMIN_TOKEN).send()).await;
-                    let took = started.elapsed();
-                    slowest = slowest.max(took);
-                    match res {
-                        Ok(Ok(r)) if r.status() == 200 => {}
-                        Ok(Ok(r)) => failed.push(format!("{path}: {}", r.status())),
-                        Ok(Err(e)) => failed.push(format!("{path}: {e}")),
-                        Err(_) => failed.push(format!("{path}: no answer in 10 s")),
-                    }
-                    n += 1;
-                }
-                (n, failed, slowest)
-            })
-        })
-        .collect();
+    let load = Load::start(&app, 8, |w, n| {
+        let path = if n % 2 == 0 { format!("/items/articles/{}", 1 + (w as u32 + n) % 20) } else { "/items/authors?limit=5&fields=id,name".to_owned() };
+        (Method::GET, path, None)
+    });
     tokio::time::sleep(Duration::from_secs(1)).await;
     let frozen = Thaw(core[0]);
     signal(frozen.0, "STOP");
@@ -69,51 +152,36 @@ async fn a_hung_core_replica_fails_no_read() {
     signal(frozen.0, "CONT");
     drop(frozen);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    stop.store(true, Ordering::Relaxed);
-    let (mut total, mut failed, mut slowest) = (0, Vec::new(), Duration::ZERO);
-    for w in workers {
-        let (n, f, s) = w.await.expect("worker");
-        total += n;
-        failed.extend(f);
-        slowest = slowest.max(s);
+    let answers = load.finish().await;
+    assert!(answers.len() > 100, "the load ran: {} reads", answers.len());
+    assert_all(&answers, "200", Answer::is_ok);
+    let slowest = answers.iter().map(|a| a.took).max().unwrap_or_default();
+    assert!(slowest < Duration::from_secs(2), "the slowest of {} reads took {slowest:?}", answers.len());
+}
+
+/// Waits (at most 2 s) until edge-rest answers `/items/authors?limit=1` with 200; the time it took.
+async fn full_service(app: &TestApp) -> Duration {
+    let client = e2e_tests::http_client().build().expect("client");
+    let started = Instant::now();
+    loop {
+        let r = client.get(format!("{}/items/authors?limit=1", app.rest_url)).bearer_auth(ADMIN_TOKEN).send().await.expect("request");
+        if r.status() == 200 {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < Duration::from_secs(2), "still {} after 2 s", r.status());
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(total > 100, "the load ran: {total} reads");
-    assert!(failed.is_empty(), "{} of {total} reads failed: {:?}", failed.len(), &failed[..failed.len().min(5)]);
-    assert!(slowest < Duration::from_secs(2), "the slowest of {total} reads took {slowest:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_lost_database_connection_is_a_503_with_retry_after_never_a_500() {
-    let app = tokio::task::spawn_blocking(|| {
-        e2e_tests::start(Spec { dataset: Dataset::Demo, name: Some("faults_db".into()), ..Spec::default() }).unwrap_or_else(|e| panic!("environment: {e:#}"))
-    })
-    .await
-    .expect("join");
-    let client = e2e_tests::http_client().build().expect("client");
-    let stop = Arc::new(AtomicBool::new(false));
-    let workers: Vec<_> = (0..8)
-        .map(|w| {
-            let (client, stop, base) = (client.clone(), stop.clone(), app.rest_url.clone());
-            tokio::spawn(async move {
-                let (mut n, mut bad) = (0u32, Vec::new());
-                while !stop.load(Ordering::Relaxed) {
-                    // Reads that keep a statement running a little, so some are in flight when
-                    // their connection is cut.
-                    let path = if n % 2 == 0 { format!("/items/articles?limit=50&sort=-id&filter[id][_gte]={}", w) } else { "/items/authors?limit=5".to_owned() };
-                    let res = tokio::time::timeout(Duration::from_secs(10), client.get(format!("{base}{path}")).bearer_auth(ADMIN_TOKEN).send()).await;
-                    match res {
-                        Ok(Ok(r)) if r.status() == 200 => {}
-                        Ok(Ok(r)) if r.status() == 503 && r.headers().contains_key("retry-after") => {}
-                        Ok(Ok(r)) => bad.push(format!("{path}: {} {:?}", r.status(), r.text().await.unwrap_or_default())),
-                        Ok(Err(e)) => bad.push(format!("{path}: {e}")),
-                        Err(_) => bad.push(format!("{path}: no answer in 10 s")),
-                    }
-                    n += 1;
-                }
-                (n, bad)
-            })
-        })
-        .collect();
+    let app = tokio::task::spawn_blocking(|| start(Spec { dataset: Dataset::Demo, name: Some("faults_db".into()), ..Spec::default() })).await.expect("join");
+    // Reads that keep a statement running a little, so some are in flight when their
+    // connection is cut.
+    let load = Load::start(&app, 8, |w, n| {
+        let path = if n % 2 == 0 { format!("/items/articles?limit=50&sort=-id&filter[id][_gte]={w}") } else { "/items/authors?limit=5".to_owned() };
+        (Method::GET, path, None)
+    });
     // Every connection the services hold to this database is cut, five times (what a database
     // restart does to them, as seen from the services).
     for _ in 0..5 {
@@ -121,23 +189,124 @@ async fn a_lost_database_connection_is_a_503_with_retry_after_never_a_500() {
         e2e_tests::exec(&app, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()").await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    stop.store(true, Ordering::Relaxed);
-    let (mut total, mut bad) = (0, Vec::new());
-    for w in workers {
-        let (n, b) = w.await.expect("worker");
-        total += n;
-        bad.extend(b);
+    let answers = load.finish().await;
+    assert!(answers.len() > 50, "the load ran: {} reads", answers.len());
+    assert_all(&answers, "200 or 503 with Retry-After", Answer::is_ok_or_unavailable);
+    full_service(&app).await;
+}
+
+/// The names of the tags starting with `prefix`, asserting none is stored twice.
+async fn stored_tags(app: &TestApp, prefix: &str) -> std::collections::BTreeSet<String> {
+    let sql = format!("SELECT json_build_array(count(*), count(DISTINCT name), coalesce(json_agg(name), '[]'))::text FROM tags WHERE name LIKE '{prefix}%'");
+    let rows = e2e_tests::sql_json(app, &sql).await;
+    assert_eq!(rows[0], rows[1], "no write applied twice");
+    rows[2].as_array().expect("names").iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()
+}
+
+/// The core replica's readiness (`""`) and its `postgres` dependency, by gRPC health.
+async fn core_health(url: &str) -> (i32, i32) {
+    let channel = tonic::transport::Endpoint::from_shared(url.to_owned()).expect("url").connect().await.expect("core answers");
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let mut status = [0; 2];
+    for (i, service) in ["", "postgres"].into_iter().enumerate() {
+        // -1: not registered (yet).
+        status[i] = health.check(tonic_health::pb::HealthCheckRequest { service: service.to_owned() }).await.map_or(-1, |r| r.into_inner().status);
     }
-    assert!(total > 50, "the load ran: {total} reads");
-    assert!(bad.is_empty(), "{} of {total} reads answered neither 200 nor 503 with Retry-After: {:?}", bad.len(), &bad[..bad.len().min(5)]);
-    // Full service again within 2 s.
+    (status[0], status[1])
+}
+
+/// Polls until the core's readiness and `postgres` are both `want` and the edge's
+/// `/server/health` answers `edge_status`; the time it took (at most `within`).
+async fn readiness(app: &TestApp, want: ServingStatus, edge_status: u16, within: Duration) -> Duration {
     let started = Instant::now();
     loop {
-        let r = client.get(format!("{}/items/authors?limit=1", app.rest_url)).bearer_auth(ADMIN_TOKEN).send().await.expect("request");
-        if r.status() == 200 {
-            break;
+        let core = core_health(&app.grpc_url).await;
+        let edge = e2e_tests::send(app, Method::GET, "/server/health", None, &[], None).await.status;
+        if core == (want as i32, want as i32) && edge == edge_status {
+            return started.elapsed();
         }
-        assert!(started.elapsed() < Duration::from_secs(2), "still {} after 2 s", r.status());
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(started.elapsed() < within, "after {within:?}: core (readiness, postgres) = {core:?}, edge /server/health = {edge}; wanted {want:?} and {edge_status}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopped_database_is_503s_and_full_service_returns_within_2_s() {
+    let app = tokio::task::spawn_blocking(|| {
+        // A call that needs a new connection just as the database goes waits for one at most
+        // DB_ACQUIRE_TIMEOUT_MS (1.5 s here); once the readiness check finds it away, calls
+        // fail at once.
+        let core_env = vec![("DB_ACQUIRE_TIMEOUT_MS".into(), "1500".into())];
+        start(Spec { dataset: Dataset::DemoWrites, name: Some("faults_pg".into()), own_postgres: true, replicas: 2, core_env, ..Spec::default() })
+    })
+    .await
+    .expect("join");
+    let app = Arc::new(app);
+    readiness(&app, ServingStatus::Serving, 200, Duration::from_secs(5)).await;
+    // Reads and writes; each write's name is unique, so the table says which writes happened.
+    let load = Load::start(&app, 8, |w, n| match n % 2 {
+        0 => (Method::GET, format!("/items/articles/{}", 1 + (w as u32 + n) % 20), None),
+        _ => (Method::POST, "/items/tags".to_owned(), Some(json!({"name": format!("pg-fault-{w}-{n}")}))),
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let a = app.clone();
+    tokio::task::spawn_blocking(move || a.stop_postgres()).await.expect("join").expect("PostgreSQL stops");
+    let down_at = load.now();
+    // Readiness turns off while it is away: the core's (gRPC health `""` and `postgres`), and
+    // through it the edge's /server/health.
+    let noticed = readiness(&app, ServingStatus::NotServing, 503, Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_secs(4).saturating_sub(noticed)).await;
+    let a = app.clone();
+    tokio::task::spawn_blocking(move || a.start_postgres()).await.expect("join").expect("PostgreSQL starts");
+    let up_at = load.now();
+    let back = readiness(&app, ServingStatus::Serving, 200, Duration::from_secs(2)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let answers = load.finish().await;
+
+    let during: Vec<&Answer> = answers.iter().filter(|a| a.at >= down_at && a.at < up_at).collect();
+    assert!(during.len() > 20, "the load ran while PostgreSQL was away: {} requests", during.len());
+    assert!(during.iter().any(|a| a.outcome == Ok(503)), "requests while it was away were answered 503");
+    assert_all(&answers, "200 or 503 with Retry-After", Answer::is_ok_or_unavailable);
+    let slowest = answers.iter().max_by_key(|a| a.took).expect("answers");
+    assert!(slowest.took < Duration::from_secs(2), "never a hang: the slowest answer took {:?} ({slowest:?})", slowest.took);
+    // Full service within 2 s of its return: every request sent after that is answered 200.
+    let late: Vec<&Answer> = answers.iter().filter(|a| a.at >= up_at + Duration::from_secs(2)).collect();
+    assert!(late.len() > 20, "the load ran after its return: {} requests", late.len());
+    assert_all(late.iter().copied(), "200 two seconds after the return", Answer::is_ok);
+    assert!(back < Duration::from_secs(2), "readiness back {back:?} after the return");
+    // No write lost or applied twice: the rows are exactly the writes answered 200.
+    let answered: std::collections::BTreeSet<String> = answers.iter().filter(|a| a.is_ok()).filter_map(|a| a.wrote.clone()).collect();
+    assert!(answers.iter().any(|a| a.wrote.is_some() && a.outcome == Ok(503)), "some writes were refused while it was away");
+    assert_eq!(stored_tags(&app, "pg-fault-").await, answered, "the rows are the writes answered 200");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rolling_restart_of_core_and_auth_fails_no_request_and_loses_no_write() {
+    // Logins are attempts to the brute-force limiter: enough points for this load's.
+    let limits = ["AUTH_RATE_LIMIT_POINTS", "AUTH_RATE_LIMIT_ACCOUNT_POINTS", "AUTH_RATE_LIMIT_IP_POINTS"].map(|k| (k.to_owned(), "100000".to_owned()));
+    let spec = Spec { dataset: Dataset::DemoWrites, name: Some("faults_roll".into()), replicas: 2, auth_env: limits.to_vec(), ..Spec::default() };
+    let mut app = tokio::task::spawn_blocking(|| start(spec)).await.expect("join");
+    // Reads, writes (unique names, counted below) and, on one connection, logins (auth-service).
+    let load = Load::start(&app, 8, |w, n| match (w, n % 3) {
+        (0, 0) => (Method::POST, "/auth/login".to_owned(), Some(json!({"email": "admin@example.com", "password": "test-password"}))),
+        (_, 1) => (Method::POST, "/items/tags".to_owned(), Some(json!({"name": format!("roll-{w}-{n}")}))),
+        _ => (Method::GET, format!("/items/articles/{}", 1 + (w as u32 + n) % 20), None),
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // One replica at a time, as Kubernetes rolls a Deployment.
+    for (name, index) in [("core", 0), ("core", 1), ("auth", 0), ("auth", 1)] {
+        app = tokio::task::spawn_blocking(move || {
+            app.roll(name, index).unwrap_or_else(|e| panic!("rolling {name} {index}: {e:#}"));
+            app
+        })
+        .await
+        .expect("join");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let answers = load.finish().await;
+    assert!(answers.len() > 100, "the load ran: {} requests", answers.len());
+    assert!(answers.iter().any(|a| a.call.contains("/auth/login")), "logins were part of the load");
+    assert_all(&answers, "200", Answer::is_ok);
+    let answered: std::collections::BTreeSet<String> = answers.iter().filter_map(|a| a.wrote.clone()).collect();
+    assert_eq!(stored_tags(&app, "roll-").await, answered, "every write answered 200 is stored");
 }

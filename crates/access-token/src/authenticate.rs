@@ -210,7 +210,14 @@ pub fn database_unavailable(e: &sqlx::Error) -> Option<ApiError> {
         return None;
     }
     tracing::error!(error = %e, "database unavailable");
+    Some(database_away())
+}
+
+/// SERVICE_UNAVAILABLE "The database is unavailable." with `retry_after` 1 s: what
+/// [`database_unavailable`] answers, also given at once while a readiness check finds the
+/// database away.
+pub fn database_away() -> ApiError {
     let mut err = ApiError::new(ErrorCode::ServiceUnavailable, "The database is unavailable.");
     err.extensions.insert("retry_after".into(), 1.into());
-    Some(err)
+    err
 }

@@ -206,13 +206,25 @@ async fn refresh_loop(shared: Weak<Shared>, targets: Vec<Target>, template: Temp
     }
 }
 
-/// Whether nothing of the call reached the server: the connection was refused.
+/// Whether the server surely did not process the call, so a write may go to another replica:
+/// the connection was refused; the server's HTTP/2 GOAWAY (a replica shutting down) left the
+/// call's stream unprocessed (h2 errors only the streams above the last one the server says it
+/// handles); the stream was refused (REFUSED_STREAM); or hyper dropped the call before sending
+/// it (canceled). A connection lost with the call on it is none of these: it may have run.
 fn never_sent(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
         if let Some(io) = err.downcast_ref::<std::io::Error>()
             && matches!(io.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::AddrNotAvailable)
         {
+            return true;
+        }
+        if let Some(h2) = err.downcast_ref::<h2::Error>()
+            && ((h2.is_go_away() && h2.is_remote()) || h2.reason() == Some(h2::Reason::REFUSED_STREAM))
+        {
+            return true;
+        }
+        if err.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_canceled) {
             return true;
         }
         cur = err.source();

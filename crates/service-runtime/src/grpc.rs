@@ -71,14 +71,32 @@ where
     }
 }
 
-/// gRPC health of a service process, with readiness tied to shutdown. The overall service
-/// (`""`, what readiness probes and the edges check) and `liveness` (what liveness probes
-/// check) start SERVING; [`Health::shutdown`] turns `""` to NOT_SERVING at the signal, keeps
-/// listening SHUTDOWN_DELAY_MS, then lets the server drain. Named services are set by the
-/// caller on [`Health::reporter`].
+/// gRPC health of a service process, with readiness tied to shutdown and to the process's
+/// dependencies. The overall service (`""`, what readiness probes and the edges' `/server/health`
+/// check) and `liveness` (what liveness probes check) start SERVING; [`Health::shutdown`] turns
+/// `""` to NOT_SERVING at the signal, keeps listening SHUTDOWN_DELAY_MS, then lets the server
+/// drain. [`Health::watch`] checks a dependency (PostgreSQL, Redis) on an interval: its own
+/// named service reports it, and a *required* one that fails turns `""` to NOT_SERVING until it
+/// answers again (issue 21: "readiness probes report each dependency"). Named services of the
+/// gRPC API are set by the caller on [`Health::reporter`].
 pub struct Health {
     /// The reporter, for per-service statuses.
     pub reporter: tonic_health::server::HealthReporter,
+    ready: std::sync::Arc<std::sync::Mutex<Ready>>,
+}
+
+/// What readiness (`""`) is made of.
+#[derive(Default)]
+struct Ready {
+    stopping: bool,
+    /// Required dependencies failing now.
+    failing: std::collections::BTreeSet<&'static str>,
+}
+
+/// READINESS_CHECK_INTERVAL_MS (milliseconds, default 1000): how often each dependency is
+/// checked; a check not answered within the interval fails.
+pub fn check_interval_from_env() -> anyhow::Result<std::time::Duration> {
+    Ok(std::time::Duration::from_millis(crate::env_or("READINESS_CHECK_INTERVAL_MS", 1000u64)?.max(50)))
 }
 
 impl Health {
@@ -87,17 +105,79 @@ impl Health {
         let (reporter, service) = tonic_health::server::health_reporter();
         reporter.set_service_status("", tonic_health::ServingStatus::Serving).await;
         reporter.set_service_status("liveness", tonic_health::ServingStatus::Serving).await;
-        (Self { reporter }, service)
+        (Self { reporter, ready: Default::default() }, service)
+    }
+
+    /// Sets `""` from the shutdown state and the failing required dependencies.
+    async fn publish(reporter: &tonic_health::server::HealthReporter, ready: &std::sync::Mutex<Ready>) {
+        let serving = ready.lock().map(|r| !r.stopping && r.failing.is_empty()).unwrap_or(false);
+        let status = if serving { tonic_health::ServingStatus::Serving } else { tonic_health::ServingStatus::NotServing };
+        reporter.set_service_status("", status).await;
+    }
+
+    /// Checks the dependency `name` with `check` every `every`, for as long as the process runs
+    /// (a check that takes longer than `every` fails). The health service `name` and the gauge
+    /// `cdapi_dependency_up{dependency}` report it; a change is logged (`warn` when it fails,
+    /// with the reason; `info` when it is back). With `required`, readiness (`""`) is
+    /// NOT_SERVING while it fails: set it for what this replica cannot serve without and could
+    /// have lost alone (its own database connection), not for what every replica shares and some
+    /// calls do without (see README "What failures look like").
+    pub fn watch<F, Fut>(&self, name: &'static str, required: bool, every: std::time::Duration, check: F)
+    where
+        F: Fn() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), String>> + Send,
+    {
+        let (reporter, ready) = (self.reporter.clone(), self.ready.clone());
+        let gauge = crate::metrics::global().dependency_up.get_or_create(&vec![("dependency", name.to_owned())]).clone();
+        tokio::spawn(async move {
+            // Unknown until the first check, whose outcome is published either way.
+            let mut was_up: Option<bool> = None;
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let outcome = match tokio::time::timeout(every, check()).await {
+                    Ok(r) => r,
+                    Err(_) => Err(format!("no answer within {} ms", every.as_millis())),
+                };
+                let up = outcome.is_ok();
+                gauge.set(i64::from(up));
+                if was_up == Some(up) {
+                    continue;
+                }
+                match &outcome {
+                    Err(reason) => tracing::warn!(dependency = name, required, %reason, "a dependency stopped answering"),
+                    Ok(()) if was_up.is_some() => tracing::info!(dependency = name, "a dependency answers again"),
+                    Ok(()) => {}
+                }
+                was_up = Some(up);
+                let status = if up { tonic_health::ServingStatus::Serving } else { tonic_health::ServingStatus::NotServing };
+                reporter.set_service_status(name, status).await;
+                if required {
+                    if let Ok(mut r) = ready.lock() {
+                        if up {
+                            r.failing.remove(name);
+                        } else {
+                            r.failing.insert(name);
+                        }
+                    }
+                    Self::publish(&reporter, &ready).await;
+                }
+            }
+        });
     }
 
     /// The future to give the server's graceful shutdown: `signal`, readiness off, the drain
     /// delay. Errors: SHUTDOWN_DELAY_MS does not parse.
     pub fn shutdown(&self, signal: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<impl Future<Output = ()> + Send + 'static> {
         let delay = crate::shutdown::delay_from_env()?;
-        let reporter = self.reporter.clone();
+        let (reporter, ready) = (self.reporter.clone(), self.ready.clone());
         Ok(async move {
             signal.await;
-            reporter.set_service_status("", tonic_health::ServingStatus::NotServing).await;
+            if let Ok(mut r) = ready.lock() {
+                r.stopping = true;
+            }
+            Self::publish(&reporter, &ready).await;
             crate::shutdown::drain_after(std::future::ready(()), delay, || {}).await;
         })
     }

@@ -10,7 +10,9 @@
 //!   the first had not answered within GRPC_HEDGE_AFTER_MS;
 //! - `cdapi_db_pool_connections{state="idle"|"in_use"}`, `cdapi_db_pool_max` — the services' pools;
 //! - `cdapi_redis_errors_total{op}` — failed Redis commands;
-//! - `cdapi_rate_limited_total{limiter}` — requests refused by a rate limiter (429).
+//! - `cdapi_rate_limited_total{limiter}` — requests refused by a rate limiter (429);
+//! - `cdapi_dependency_up{dependency}` — 1 while a dependency (`postgres`, `redis`) answers its
+//!   readiness check, 0 while it does not (see [`crate::grpc::Health::watch`]).
 //!
 //! Durations are in seconds (Prometheus convention).
 
@@ -50,6 +52,8 @@ pub struct Metrics {
     pub redis_errors: Family<Labels, Counter>,
     /// Requests refused by a rate limiter: label limiter.
     pub rate_limited: Family<Labels, Counter>,
+    /// Whether each dependency answers its readiness check (1) or not (0): label dependency.
+    pub dependency_up: Family<Labels, Gauge>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -72,6 +76,7 @@ impl Metrics {
             db_pool_max: Gauge::default(),
             redis_errors: Family::default(),
             rate_limited: Family::default(),
+            dependency_up: Family::default(),
         };
         let r = &mut m.registry;
         r.register("http_requests", "HTTP requests answered, by route template, method and status", m.http_requests.clone());
@@ -84,6 +89,7 @@ impl Metrics {
         r.register("db_pool_max", "Database pool size limit", m.db_pool_max.clone());
         r.register("redis_errors", "Failed Redis commands", m.redis_errors.clone());
         r.register("rate_limited", "Requests refused by a rate limiter", m.rate_limited.clone());
+        r.register("dependency_up", "Whether a dependency answers its readiness check (1) or not (0)", m.dependency_up.clone());
         m
     }
 

@@ -16,6 +16,7 @@
 
 pub mod metadata;
 pub mod permissions;
+pub mod readiness;
 pub mod users;
 
 use sqlx::Connection;

@@ -14,6 +14,8 @@
 //! directory of the running test binary's profile (`<target>/debug/`), so build them first
 //! (`deploy/local/test` does).
 
+pub mod postgres;
+
 use anyhow::{Context, Result, bail};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -57,6 +59,19 @@ pub struct TestApp {
     logs: PathBuf,
     auth_env: Vec<(String, String)>,
     children: Vec<(&'static str, Child)>,
+    /// How each core and auth replica was started, for [`TestApp::roll`].
+    launches: Vec<Launch>,
+    /// Last field: dropped (stopped) after the processes ([`Spec::own_postgres`]).
+    postgres: Option<postgres::PrivatePostgres>,
+}
+
+/// How a service replica was started: enough to start it again the same way.
+struct Launch {
+    name: &'static str,
+    bin: PathBuf,
+    env: Vec<(String, String)>,
+    log: PathBuf,
+    port: u16,
 }
 
 /// What to start: the dataset, and settings beyond the defaults.
@@ -91,6 +106,9 @@ pub struct Spec {
     pub s3: bool,
     /// edge-rest processes (0 = 1), each over every core replica; `rest_urls` lists them.
     pub edges: usize,
+    /// A PostgreSQL server of this environment's own ([`postgres::PrivatePostgres`]), which
+    /// [`TestApp::stop_postgres`] and [`TestApp::start_postgres`] stop and start.
+    pub own_postgres: bool,
 }
 
 /// The bucket of an environment with [`Spec::s3`].
@@ -164,7 +182,12 @@ fn admin_url() -> String {
 
 /// `admin_url` with its database name replaced by `db`.
 pub fn database_url(db: &str) -> String {
-    let admin = admin_url();
+    database_url_on(&admin_url(), db)
+}
+
+/// `admin` (a server's URL) with its database name replaced by `db`.
+fn database_url_on(admin: &str, db: &str) -> String {
+    let admin = admin.to_owned();
     let (base, query) = match admin.split_once('?') {
         Some((b, q)) => (b.to_owned(), format!("?{q}")),
         None => (admin.clone(), String::new()),
@@ -274,12 +297,13 @@ fn redis_url() -> String {
 /// Starts an environment of `spec`: a fresh database, an SMTP sink when asked, and the three
 /// services. Errors: any of them failing to start (with its log).
 pub fn start(spec: Spec) -> Result<TestApp> {
-    let admin = admin_url();
-    drop_stale_databases(&admin);
     let label = spec.name.clone().unwrap_or_else(|| format!("{:?}", spec.dataset).to_lowercase());
+    let postgres = if spec.own_postgres { Some(postgres::PrivatePostgres::start(&label)?) } else { None };
+    let admin = postgres.as_ref().map(postgres::PrivatePostgres::admin_url).unwrap_or_else(admin_url);
+    drop_stale_databases(&admin);
     let name = format!("cdapi_test_{label}_{}", std::process::id());
     psql(&admin, &["-c", &format!("DROP DATABASE IF EXISTS \"{name}\""), "-c", &format!("CREATE DATABASE \"{name}\"")])?;
-    let db = database_url(&name);
+    let db = database_url_on(&admin, &name);
     let root = repo_root();
     let bins = bin_dir()?;
     let migrate = Command::new(bins.join("core-service"))
@@ -312,6 +336,7 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     let logs = std::env::temp_dir().join(&name);
     std::fs::create_dir_all(&logs)?;
     let mut children: Vec<(&'static str, Child)> = Vec::new();
+    let mut launches: Vec<Launch> = Vec::new();
     let redis = if spec.own_redis {
         let port = free_port()?;
         let log = logs.join("redis.log");
@@ -380,6 +405,7 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         let mut auth = spawn(&bins.join("auth-service"), &env, &log)?;
         wait_tcp(auth_port, &mut auth, &log)?;
         children.push(("auth", auth));
+        launches.push(Launch { name: "auth", bin: bins.join("auth-service"), env, log, port: auth_port });
         auth_urls.push(format!("http://127.0.0.1:{auth_port}"));
     }
     // The first replica's address is the one restart_auth reuses.
@@ -433,6 +459,7 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         metrics_env("core", &mut env)?;
         let log = if i == 0 { core_log.clone() } else { logs.join(format!("core-service.{i}.log")) };
         children.push(("core", spawn(&bins.join("core-service"), &env, &log)?));
+        launches.push(Launch { name: "core", bin: bins.join("core-service"), env, log, port: core_port });
         core_urls.push(format!("http://127.0.0.1:{core_port}"));
     }
     let (core_list, auth_list) = (core_urls.join(","), auth_urls.join(","));
@@ -502,6 +529,8 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         logs,
         auth_env,
         children,
+        launches,
+        postgres,
     };
     if let Err(e) = ready {
         let core_out = std::fs::read_to_string(&app.core_log).unwrap_or_default();
@@ -549,6 +578,36 @@ impl TestApp {
         child.kill()?;
         child.wait()?;
         Ok(())
+    }
+
+    /// Rolls replica `index` of `name` (`core` or `auth`), as a rolling restart does: SIGTERM,
+    /// waits for it to drain and exit (at most 30 s), starts it again with the same settings on
+    /// the same address, and returns once it listens. Errors: no such replica, it did not exit
+    /// in time, or did not come back.
+    pub fn roll(&mut self, name: &str, index: usize) -> Result<()> {
+        let slot = self.children.iter().enumerate().filter(|(_, (n, _))| *n == name).nth(index).map(|(i, _)| i);
+        let slot = slot.with_context(|| format!("no {name} replica {index}"))?;
+        let launch = self.launches.iter().filter(|l| l.name == name).nth(index).with_context(|| format!("{name} replicas cannot be restarted"))?;
+        let (bin, env, log, port) = (launch.bin.clone(), launch.env.clone(), launch.log.with_extension("rolled.log"), launch.port);
+        self.signal(name, index, "TERM")?;
+        let exited = self.wait_exit(name, index, Duration::from_secs(30))?;
+        anyhow::ensure!(exited.is_some(), "{name} replica {index} did not exit within 30 s of SIGTERM");
+        let mut child = spawn(&bin, &env, &log)?;
+        wait_tcp(port, &mut child, &log)?;
+        self.children[slot] = (self.children[slot].0, child);
+        Ok(())
+    }
+
+    /// Stops this environment's own PostgreSQL ([`Spec::own_postgres`]) with a fast shutdown
+    /// (sessions cut, as in a restart). Errors: there is none, or pg_ctl failed.
+    pub fn stop_postgres(&self) -> Result<()> {
+        self.postgres.as_ref().context("this environment has no PostgreSQL of its own")?.halt()
+    }
+
+    /// Starts this environment's own PostgreSQL again; returns once it accepts connections.
+    /// Errors: there is none, or pg_ctl failed.
+    pub fn start_postgres(&self) -> Result<()> {
+        self.postgres.as_ref().context("this environment has no PostgreSQL of its own")?.resume()
     }
 
     /// The process ids of the processes named `name` (`core`, `auth`, `edge`, `graphql`), in
