@@ -22,7 +22,13 @@
 //! WEBSOCKETS_REST_AUTH_TIMEOUT seconds, unless the upgrade request carried a token), `strict`
 //! (the upgrade request must carry a valid token: `?access_token=`, `Authorization` or the
 //! session cookie). When the token expires the client gets `{type: "auth", status: "error",
-//! error: {code: "TOKEN_EXPIRED"}}` and its subscriptions end; it may authenticate again.
+//! error: {code: "TOKEN_EXPIRED"}}` once and its subscriptions pause: nothing reaches it until
+//! it authenticates again within WEBSOCKETS_REST_AUTH_TIMEOUT seconds, and then they go on
+//! (opened anew with the new token, without another `init`), as the Directus SDK expects (it
+//! re-authenticates on TOKEN_EXPIRED and does not subscribe again). Without it: `AUTH_TIMEOUT`,
+//! and the connection is closed (modes `handshake` and `strict`). Directus keeps delivering
+//! events to such a client meanwhile, read without any accountability; events of that gap are
+//! not delivered here: a client whose token expired sees nothing.
 //!
 //! Budgets: WEBSOCKETS_MAX_SUBSCRIPTIONS per connection (default 100), WEBSOCKETS_REST_CONN_LIMIT
 //! connections per edge process (default 10,000) and WEBSOCKETS_CONN_LIMIT_PER_USER per user and
@@ -140,13 +146,24 @@ struct Connection {
     /// TOKEN_EXPIRED was sent for the current token (once per token, whatever the number of
     /// subscriptions it ends).
     expired: Arc<std::sync::atomic::AtomicBool>,
-    subscriptions: HashMap<String, tokio::task::JoinHandle<()>>,
+    /// Wakes the connection's loop when the token expired (to time the re-authentication).
+    expiry: Arc<tokio::sync::Notify>,
+    subscriptions: HashMap<String, Subscription>,
     next_uid: u64,
+}
+
+/// One `subscribe`: what it asked for, and the task forwarding its stream.
+struct Subscription {
+    request: SubscribeRequest,
+    uid: Option<Value>,
+    /// Its stream ended with TOKEN_EXPIRED: opened again after the next `auth`.
+    paused: Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 impl Connection {
     fn new(state: Arc<EdgeState>, caller: edge_http::caller::Caller, authenticated: bool) -> Self {
-        Self { state, caller, authenticated, expired: Arc::default(), subscriptions: HashMap::new(), next_uid: 0 }
+        Self { state, caller, authenticated, expired: Arc::default(), expiry: Arc::default(), subscriptions: HashMap::new(), next_uid: 0 }
     }
 
     async fn run(mut self, socket: WebSocket) {
@@ -160,6 +177,10 @@ impl Connection {
         heartbeat.tick().await;
         let mut heard = true;
         let mut stopping = tokio::time::interval(Duration::from_secs(1));
+        // Set when the token expired: the time left to authenticate again.
+        let reauth = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(reauth);
+        let mut awaiting_reauth = false;
         loop {
             tokio::select! {
                 message = incoming.next() => match message {
@@ -177,6 +198,21 @@ impl Connection {
                     Some(Ok(_)) => heard = true,
                     Some(Err(_)) | None => break,
                 },
+                () = self.expiry.notified() => {
+                    awaiting_reauth = true;
+                    reauth.as_mut().reset(tokio::time::Instant::now() + settings.auth_timeout);
+                }
+                () = &mut reauth, if awaiting_reauth => {
+                    awaiting_reauth = false;
+                    if !self.expired.load(Ordering::SeqCst) {
+                        continue; // authenticated again meanwhile
+                    }
+                    out.send(coded_error("auth", "AUTH_TIMEOUT", "Authentication timed out.", None));
+                    if settings.auth != AuthMode::Public {
+                        out.close_after(1008, "authentication timed out");
+                        break;
+                    }
+                }
                 () = &mut auth_deadline, if needs_auth && !self.authenticated => {
                     out.send(coded_error("auth", "AUTH_TIMEOUT", "Authentication timed out.", None));
                     out.close_after(1008, "authentication timed out");
@@ -196,8 +232,8 @@ impl Connection {
                 },
             }
         }
-        for (_, task) in self.subscriptions.drain() {
-            task.abort();
+        for (_, sub) in self.subscriptions.drain() {
+            sub.task.abort();
         }
         drop(out);
         let _ = writer.await;
@@ -214,7 +250,7 @@ impl Connection {
         let result = match kind.as_str() {
             "ping" => Ok(Some(json!({"type": "pong"}))),
             "pong" => Ok(None),
-            "auth" => match self.authenticate(&msg).await {
+            "auth" => match self.authenticate(&msg, out).await {
                 Ok(reply) => Ok(Some(reply)),
                 // The Directus SDK reads AUTH_FAILED (a handshake connection it then closes).
                 Err(e) => return out.send(coded_error("auth", "AUTH_FAILED", &e.message, uid.as_ref())),
@@ -245,7 +281,7 @@ impl Connection {
     }
 
     /// `auth`: a token, a login or a refresh token. Errors: the auth service's.
-    async fn authenticate(&mut self, msg: &Value) -> Result<Value, ApiError> {
+    async fn authenticate(&mut self, msg: &Value, out: &Outbox) -> Result<Value, ApiError> {
         let field = |k: &str| msg.get(k).and_then(Value::as_str).map(str::to_owned);
         let mut auth = self.state.auth.clone();
         let (token, refresh) = if let Some(t) = field("access_token") {
@@ -264,7 +300,9 @@ impl Connection {
         edge_http::websocket::whoami(&self.state.auth, &caller).await?;
         self.caller = caller;
         self.authenticated = true;
-        self.expired.store(false, Ordering::SeqCst);
+        if self.expired.swap(false, Ordering::SeqCst) {
+            self.resume(out).await;
+        }
         let mut reply = json!({"type": "auth", "status": "ok"});
         if let Some(r) = refresh {
             reply["refresh_token"] = json!(r);
@@ -297,25 +335,55 @@ impl Connection {
                 format!("\u{0}{}", self.next_uid)
             }
         };
-        self.subscriptions.retain(|_, t| !t.is_finished());
+        self.subscriptions.retain(|_, sub| !sub.task.is_finished() || sub.paused.load(Ordering::SeqCst));
         if !self.subscriptions.contains_key(&key) && self.subscriptions.len() >= self.state.websocket_settings.max_subscriptions {
             return Err(ApiError::new(ErrorCode::RequestsExceeded, "Too many subscriptions on this connection (WEBSOCKETS_MAX_SUBSCRIPTIONS)."));
         }
-        let call = self.request(SubscribeRequest { collection: collection.to_owned(), query: Some(query), event: event as i32 })?;
+        let request = SubscribeRequest { collection: collection.to_owned(), query: Some(query), event: event as i32 };
+        let sub = self.open(request, uid, true, out).await?;
+        if let Some(old) = self.subscriptions.insert(key, sub) {
+            old.task.abort();
+        }
+        Ok(())
+    }
+
+    /// The subscriptions paused by the token's expiry, opened again with the new token (their
+    /// `init` not sent again); one that cannot be opened now gets its error message.
+    async fn resume(&mut self, out: &Outbox) {
+        let paused: Vec<String> = self.subscriptions.iter().filter(|(_, s)| s.paused.load(Ordering::SeqCst)).map(|(k, _)| k.clone()).collect();
+        for key in paused {
+            let Some(old) = self.subscriptions.remove(&key) else { continue };
+            match self.open(old.request, old.uid.clone(), false, out).await {
+                Ok(sub) => {
+                    self.subscriptions.insert(key, sub);
+                }
+                Err(e) => out.send(error_message("subscribe", &e, old.uid.as_ref())),
+            }
+        }
+    }
+
+    /// Opens the gRPC Subscribe stream of `request` as the connection's caller and forwards it
+    /// by a task of its own (its `init` only `with_init`). Errors: the core's.
+    async fn open(&self, request: SubscribeRequest, uid: Option<Value>, with_init: bool, out: &Outbox) -> Result<Subscription, ApiError> {
+        let call = self.request(request.clone())?;
         let mut stream = self.state.subscriptions.clone().subscribe(call).await?.into_inner();
         let out = out.clone();
-        let expired = self.expired.clone();
+        let (expired, expiry) = (self.expired.clone(), self.expiry.clone());
+        let paused: Arc<std::sync::atomic::AtomicBool> = Arc::default();
+        let mark = paused.clone();
+        let forwarded_uid = uid.clone();
         let task = tokio::spawn(async move {
+            let uid = forwarded_uid;
             let uid_text = uid.as_ref().map(|u| format!(",\"uid\":{u}")).unwrap_or_default();
             loop {
                 match stream.message().await {
                     Ok(Some(e)) => {
                         let name = match e.kind() {
-                            ItemEventKind::Init => "init",
+                            ItemEventKind::Init if with_init => "init",
                             ItemEventKind::Create => "create",
                             ItemEventKind::Update => "update",
                             ItemEventKind::Delete => "delete",
-                            ItemEventKind::Unspecified => continue,
+                            ItemEventKind::Init | ItemEventKind::Unspecified => continue,
                         };
                         let data = String::from_utf8_lossy(&e.data);
                         out.send(Message::text(format!("{{\"type\":\"subscription\",\"event\":\"{name}\",\"data\":{data}{uid_text}}}")));
@@ -325,27 +393,28 @@ impl Connection {
                         let e = ApiError::from(status);
                         if e.code != ErrorCode::TokenExpired {
                             out.send(error_message("subscribe", &e, uid.as_ref()));
-                        } else if !expired.swap(true, Ordering::SeqCst) {
-                            // Once per token: the client may authenticate again and subscribe anew.
-                            out.send(error_message("auth", &e, None));
+                        } else {
+                            mark.store(true, Ordering::SeqCst);
+                            if !expired.swap(true, Ordering::SeqCst) {
+                                // Once per token; the connection then waits for a new `auth`.
+                                out.send(error_message("auth", &e, None));
+                                expiry.notify_one();
+                            }
                         }
                         break;
                     }
                 }
             }
         });
-        if let Some(old) = self.subscriptions.insert(key, task) {
-            old.abort();
-        }
-        Ok(())
+        Ok(Subscription { request, uid, paused, task })
     }
 
     /// `unsubscribe`: one subscription (`uid`), or all.
     fn unsubscribe(&mut self, uid: Option<&Value>) {
         match uid {
-            Some(Value::String(s)) => self.subscriptions.remove(s).into_iter().for_each(|t| t.abort()),
-            Some(other) => self.subscriptions.remove(&other.to_string()).into_iter().for_each(|t| t.abort()),
-            None => self.subscriptions.drain().for_each(|(_, t)| t.abort()),
+            Some(Value::String(s)) => self.subscriptions.remove(s).into_iter().for_each(|sub| sub.task.abort()),
+            Some(other) => self.subscriptions.remove(&other.to_string()).into_iter().for_each(|sub| sub.task.abort()),
+            None => self.subscriptions.drain().for_each(|(_, sub)| sub.task.abort()),
         }
     }
 

@@ -275,7 +275,7 @@ async fn the_directus_sdk_realtime_client_works_unchanged() {
 }
 
 #[tokio::test]
-async fn an_expired_token_ends_its_subscriptions() {
+async fn an_expired_token_pauses_its_subscriptions_until_it_authenticates_again() {
     let app = env();
     let login = e2e_tests::post_json(app, "/auth/login", json!({"email": "admin@example.com", "password": "test-password"}), &[]).await;
     let jwt = login.body["data"]["access_token"].as_str().expect("access token").to_owned();
@@ -291,18 +291,58 @@ async fn an_expired_token_ends_its_subscriptions() {
         }
     };
     assert_eq!(expired, json!({"type": "auth", "status": "error", "error": {"code": "TOKEN_EXPIRED", "message": "Token expired."}}));
+    // Paused: nothing reaches the expired token (it has WEBSOCKETS_REST_AUTH_TIMEOUT, 1 s here,
+    // to authenticate again).
     let r = admin(app, Method::POST, "/items/tags", json!({"name": "after-expiry"})).await;
     assert_eq!(r.status, 200);
     let mut seen = Vec::new();
-    while let Some(m) = next(&mut ws, 1).await {
+    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(400), next(&mut ws, 1)).await {
         seen.push(m);
     }
-    assert!(seen.iter().all(|m| m["type"] != "auth" && m["event"] != "create"), "nothing more for the expired token: {seen:?}");
-    // Authenticated again, the same connection subscribes anew.
+    assert!(seen.iter().all(|m| m["type"] != "auth" && m["type"] != "subscription"), "nothing more for the expired token: {seen:?}");
+    // Authenticated again in time: the same subscriptions go on (no new `subscribe`, no second
+    // `init`), as the Directus SDK expects after it re-authenticates.
     send(&mut ws, json!({"type": "auth", "access_token": ADMIN_TOKEN})).await;
     assert_eq!(next(&mut ws, 5).await, Some(json!({"type": "auth", "status": "ok"})));
-    send(&mut ws, json!({"type": "subscribe", "collection": "tags", "uid": "e3"})).await;
-    assert_eq!(event(&mut ws, "e3").await["event"], "init");
+    let r = admin(app, Method::POST, "/items/tags", json!({"name": "after-reauth"})).await;
+    assert_eq!(r.status, 200);
+    // Within 10 s overall (the server's pings would keep `next` waiting forever).
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let m = next(&mut ws, 5).await.expect("the create made after re-authenticating");
+            assert!(m["event"] != "init", "no second init: {m}");
+            assert!(!m.to_string().contains("after-expiry"), "nothing of the gap: {m}");
+            if m["uid"] == "e1" && m["event"] == "create" && m["data"][0]["name"] == "after-reauth" {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("the create made after re-authenticating, within 10 s");
+}
+
+#[tokio::test]
+async fn an_expired_token_not_renewed_in_time_closes_the_connection() {
+    let app = env();
+    let login = e2e_tests::post_json(app, "/auth/login", json!({"email": "admin@example.com", "password": "test-password"}), &[]).await;
+    let jwt = login.body["data"]["access_token"].as_str().expect("access token").to_owned();
+    let mut ws = authed(app, &jwt).await;
+    send(&mut ws, json!({"type": "subscribe", "collection": "authors", "uid": "t1"})).await;
+    assert_eq!(event(&mut ws, "t1").await["event"], "init");
+    let mut messages = Vec::new();
+    // TOKEN_EXPIRED at 3 s, then AUTH_TIMEOUT 1 s later (WEBSOCKETS_REST_AUTH_TIMEOUT) and the
+    // close, within 10 s (the server's pings would keep `next` waiting forever).
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(m) = next(&mut ws, 8).await {
+            messages.push(m);
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the connection was not closed: {messages:?}");
+    let auth: Vec<&Value> = messages.iter().filter(|m| m["type"] == "auth").collect();
+    assert_eq!(auth.len(), 2, "{messages:?}");
+    assert_eq!(auth[0]["error"]["code"], "TOKEN_EXPIRED");
+    assert_eq!(auth[1]["error"]["code"], "AUTH_TIMEOUT");
 }
 
 #[tokio::test]
