@@ -19,6 +19,14 @@
 //! Every operation runs with the caller's schema and permissions; the token's expiry ends its
 //! subscriptions (`next` with a TOKEN_EXPIRED error, then `complete`).
 //!
+//! Keepalive (WEBSOCKETS_HEARTBEAT_ENABLED, WEBSOCKETS_HEARTBEAT_PERIOD seconds, default 30):
+//! after `connection_ack` the server sends the protocol's own `ping` every period (graphql-ws
+//! clients answer `pong` by themselves) and closes with 1001 a connection that sent nothing
+//! since the previous one, so a client gone without a close does not hold its subscriptions.
+//! Protocol messages, not WebSocket ping frames: they cross edge-rest's tunnel to the client.
+//! Directus has no GraphQL heartbeat (its heartbeat serves `/websocket` only); idle proxies'
+//! timeouts are why we add one.
+//!
 //! Budgets: WEBSOCKETS_GRAPHQL_CONN_LIMIT connections per process (default 10,000) and
 //! WEBSOCKETS_CONN_LIMIT_PER_USER per user (100), WEBSOCKETS_MAX_SUBSCRIPTIONS running
 //! operations per connection (100), WEBSOCKETS_QUEUE messages waiting for a slow client (1,024;
@@ -61,6 +69,9 @@ pub struct WsSettings {
     pub max_subscriptions: usize,
     /// WEBSOCKETS_QUEUE (default 1,024).
     pub queue: usize,
+    /// WEBSOCKETS_HEARTBEAT_ENABLED (default true) and WEBSOCKETS_HEARTBEAT_PERIOD (seconds,
+    /// default 30): the keepalive (see the module docs).
+    pub heartbeat: Option<Duration>,
 }
 
 impl WsSettings {
@@ -76,6 +87,11 @@ impl WsSettings {
             max_connections_per_user: env_or("WEBSOCKETS_CONN_LIMIT_PER_USER", 100usize)?,
             max_subscriptions: env_or("WEBSOCKETS_MAX_SUBSCRIPTIONS", 100usize)?,
             queue: env_or("WEBSOCKETS_QUEUE", 1024usize)?.max(8),
+            heartbeat: if env_or("WEBSOCKETS_HEARTBEAT_ENABLED", true)? {
+                Some(Duration::from_secs(env_or("WEBSOCKETS_HEARTBEAT_PERIOD", 30u64)?.max(1)))
+            } else {
+                None
+            },
         })
     }
 }
@@ -144,10 +160,15 @@ impl Connection {
             let init_deadline = tokio::time::sleep(self.settings.websocket.auth_timeout);
             tokio::pin!(init_deadline);
             let mut stopping = tokio::time::interval(Duration::from_secs(1));
+            let heartbeat = self.settings.websocket.heartbeat;
+            let mut pulse = tokio::time::interval(heartbeat.unwrap_or(Duration::from_secs(3600)));
+            pulse.tick().await;
+            let mut heard = true;
             loop {
                 tokio::select! {
                     message = incoming.next() => match message {
                         Some(Ok(m)) if m.is_text() => {
+                            heard = true;
                             if let Err((code, reason)) = self.handle(m.to_str().unwrap_or_default(), &out).await {
                                 out.close_after(code, reason);
                                 break;
@@ -164,6 +185,13 @@ impl Connection {
                     () = &mut init_deadline, if !self.acknowledged => {
                         out.close_after(4408, "Connection initialisation timeout");
                         break;
+                    }
+                    _ = pulse.tick(), if heartbeat.is_some() && self.acknowledged => {
+                        if !std::mem::replace(&mut heard, false) {
+                            out.close_after(1001, "no answer to ping");
+                            break;
+                        }
+                        out.send(Message::text(json!({"type": "ping"}).to_string()));
                     }
                     _ = stopping.tick() => if self.readiness.is_stopping() {
                         out.close_after(1001, "server shutting down");

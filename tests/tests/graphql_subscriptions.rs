@@ -248,3 +248,47 @@ async fn the_graphql_ws_client_works_unchanged() {
     assert_eq!(report["update"], json!({"key": id.to_string(), "event": "update", "data": {"id": id.to_string(), "title": "Gql client two"}}));
     assert_eq!(report["delete"], json!({"key": id.to_string(), "event": "delete", "data": null}));
 }
+
+/// An environment whose edge-graphql pings every second (WEBSOCKETS_HEARTBEAT_PERIOD=1).
+fn keepalive_env() -> &'static TestApp {
+    static APP: OnceLock<TestApp> = OnceLock::new();
+    APP.get_or_init(|| {
+        let graphql_env = vec![("WEBSOCKETS_HEARTBEAT_PERIOD".into(), "1".into())];
+        e2e_tests::start(Spec { dataset: Dataset::Demo, name: Some("graphql_keepalive".into()), graphql_env, ..Spec::default() })
+            .unwrap_or_else(|e| panic!("environment: {e:#}"))
+    })
+}
+
+#[tokio::test]
+async fn the_server_pings_and_closes_a_client_that_stopped_answering() {
+    let app = tokio::task::spawn_blocking(keepalive_env).await.expect("environment");
+    // Through edge-rest's tunnel: the pings are protocol messages, so they reach the client.
+    let mut alive = acked(app, ADMIN_TOKEN).await;
+    let mut silent = acked(app, ADMIN_TOKEN).await;
+    // A client that answers each ping stays connected.
+    let mut pings = 0;
+    let until = tokio::time::Instant::now() + Duration::from_millis(3500);
+    while let Ok(m) = tokio::time::timeout_at(until, next(&mut alive, 5)).await {
+        match m {
+            Some(Ok(m)) if m == json!({"type": "ping"}) => {
+                pings += 1;
+                send(&mut alive, json!({"type": "pong"})).await;
+            }
+            other => panic!("unexpected: {other:?}"),
+        }
+    }
+    assert!(pings >= 2, "pings in 3.5 s: {pings}");
+    send(&mut alive, json!({"type": "ping"})).await;
+    assert_eq!(next(&mut alive, 5).await, Some(Ok(json!({"type": "pong"}))), "still served");
+    // One that read nothing meanwhile (so answered nothing) was closed: 1001 after its pings.
+    let mut seen = Vec::new();
+    let closed = loop {
+        match next(&mut silent, 5).await {
+            Some(Ok(m)) => seen.push(m),
+            Some(Err(code)) => break code,
+            None => panic!("still open after {seen:?}"),
+        }
+    };
+    assert_eq!(closed, 1001, "closed for not answering: {seen:?}");
+    assert!(seen.iter().all(|m| m["type"] == "ping"), "{seen:?}");
+}

@@ -24,11 +24,17 @@ async fn subscriber(ws_url: &str, token: &str) -> Option<Socket> {
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("{ws_url}?access_token={token}")).await.ok()?;
     let sub = serde_json::json!({"type": "subscribe", "collection": "tags", "query": {"fields": ["name"], "filter": {"name": {"_starts_with": "bench-"}}}, "uid": "b"});
     ws.send(Message::text(sub.to_string())).await.ok()?;
-    while let Some(Ok(m)) = ws.next().await {
-        if let Message::Text(t) = m
-            && t.as_str().contains("\"init\"")
-        {
-            return Some(ws);
+    // The init, within 30 s; an error message (e.g. FORBIDDEN) counts as a failed subscriber.
+    let until = tokio::time::Instant::now() + Duration::from_secs(30);
+    while let Ok(Some(Ok(m))) = tokio::time::timeout_at(until, ws.next()).await {
+        if let Message::Text(t) = m {
+            if t.as_str().contains("\"init\"") {
+                return Some(ws);
+            }
+            if t.as_str().contains("\"status\":\"error\"") {
+                eprintln!("subscribe failed: {}", t.as_str());
+                return None;
+            }
         }
     }
     None
