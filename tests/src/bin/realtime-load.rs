@@ -97,7 +97,7 @@ async fn latency(args: &[String]) {
         });
     }
     drop(tx);
-    let client = reqwest::Client::new();
+    let client = e2e_tests::http_client().build().unwrap_or_default();
     let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate.max(1)));
     let writes = rate * seconds;
     for _ in 0..writes {
