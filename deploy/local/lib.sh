@@ -228,6 +228,12 @@ EOF
   export PG_ADMIN_URL="postgres://postgres@127.0.0.1:$port/postgres"
 }
 
+# The fault tests start a PostgreSQL server of their own (initdb, pg_ctl): its binaries must be
+# here even when the tests' shared server runs elsewhere.
+ensure_postgres_binaries() {
+  [[ -n "$(_pg_bindir)" ]] || _apt_install postgresql
+}
+
 stop_private_postgres() {
   local bin home
   bin=$(_pg_bindir)
