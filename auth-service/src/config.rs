@@ -13,6 +13,9 @@ pub struct Settings {
     pub database_url: String,
     /// DB_POOL_MAX (default 8).
     pub pool_max: u32,
+    /// DB_ACQUIRE_TIMEOUT_MS (milliseconds, default 5000): longest wait for a pool connection;
+    /// then 503.
+    pub acquire_timeout_ms: u64,
     /// AUTH_GRPC_ADDR (default `127.0.0.1:50052`): gRPC listen address.
     pub grpc_addr: SocketAddr,
     /// REDIS_URL (default `redis://127.0.0.1:6379`): refresh sessions, reset-token use, SSO state.
@@ -159,6 +162,7 @@ impl Settings {
         Ok(Self {
             database_url,
             pool_max: env_or("DB_POOL_MAX", 8u32)?,
+            acquire_timeout_ms: env_or("DB_ACQUIRE_TIMEOUT_MS", 5_000u64)?.max(1),
             grpc_addr: env_or("AUTH_GRPC_ADDR", SocketAddr::from(([127, 0, 0, 1], 50052)))?,
             redis_url: env_or("REDIS_URL", "redis://127.0.0.1:6379".to_string())?,
             redis_prefix: env_or("REDIS_KEY_PREFIX", "cdapi:".to_string())?,

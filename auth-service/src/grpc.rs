@@ -20,6 +20,15 @@ impl AuthApi {
         Self { auth }
     }
 
+    /// Refuses a call that needs the database while the readiness check finds it away:
+    /// SERVICE_UNAVAILABLE with `retry_after` at once, instead of a wait for a connection.
+    fn database_needed(&self) -> Result<(), Status> {
+        if self.auth.database_away.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(access_token::authenticate::database_away().to_status());
+        }
+        Ok(())
+    }
+
     /// The signed-in user of a request (FORBIDDEN without a token).
     async fn user<T>(&self, req: &Request<T>) -> Result<Identity, ApiError> {
         self.auth.authenticator.identify(req.metadata()).await?.ok_or_else(ApiError::forbidden)
@@ -42,11 +51,13 @@ impl AuthService for AuthApi {
     }
 
     async fn login(&self, req: Request<LoginRequest>) -> Result<Response<TokenReply>, Status> {
+        self.database_needed()?;
         let ip = ip(&req);
         reply(self.auth.login(req.into_inner(), ip).await)
     }
 
     async fn refresh(&self, req: Request<RefreshRequest>) -> Result<Response<TokenReply>, Status> {
+        self.database_needed()?;
         let ip = ip(&req);
         reply(self.auth.refresh(req.into_inner(), ip).await)
     }
@@ -56,12 +67,14 @@ impl AuthService for AuthApi {
     }
 
     async fn request_password_reset(&self, req: Request<PasswordResetRequest>) -> Result<Response<AuthAck>, Status> {
+        self.database_needed()?;
         let ip = ip(&req);
         let r = req.into_inner();
         reply(self.auth.request_reset(r.email, r.reset_url, ip).await.map(|()| AuthAck {}))
     }
 
     async fn reset_password(&self, req: Request<ResetPasswordRequest>) -> Result<Response<AuthAck>, Status> {
+        self.database_needed()?;
         let r = req.into_inner();
         reply(self.auth.reset_password(&r.token, r.password).await.map(|()| AuthAck {}))
     }
@@ -75,11 +88,13 @@ impl AuthService for AuthApi {
     }
 
     async fn finish_sso(&self, req: Request<FinishSsoRequest>) -> Result<Response<SsoResult>, Status> {
+        self.database_needed()?;
         let ip = ip(&req);
         reply(self.auth.finish_sso(req.into_inner(), ip).await)
     }
 
     async fn generate_tfa(&self, req: Request<GenerateTfaRequest>) -> Result<Response<TfaSecret>, Status> {
+        self.database_needed()?;
         let r = async {
             let user = self.user(&req).await?;
             self.auth.generate_tfa(&user, req.get_ref().password.clone(), ip(&req)).await
@@ -88,6 +103,7 @@ impl AuthService for AuthApi {
     }
 
     async fn enable_tfa(&self, req: Request<EnableTfaRequest>) -> Result<Response<AuthAck>, Status> {
+        self.database_needed()?;
         let r = async {
             let user = self.user(&req).await?;
             self.auth.enable_tfa(&user, &req.get_ref().secret, &req.get_ref().otp, ip(&req)).await
@@ -96,6 +112,7 @@ impl AuthService for AuthApi {
     }
 
     async fn disable_tfa(&self, req: Request<DisableTfaRequest>) -> Result<Response<AuthAck>, Status> {
+        self.database_needed()?;
         let r = async {
             let user = self.user(&req).await?;
             self.auth.disable_tfa(&user, &req.get_ref().otp, ip(&req)).await
@@ -104,6 +121,7 @@ impl AuthService for AuthApi {
     }
 
     async fn get_current_user(&self, req: Request<GetCurrentUserRequest>) -> Result<Response<CurrentUser>, Status> {
+        self.database_needed()?;
         let r = async {
             let user = self.user(&req).await?;
             let p = system_tables::users::profile(&self.auth.pool, &user.id)

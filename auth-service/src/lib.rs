@@ -53,6 +53,9 @@ pub struct Auth {
     pub providers: sso::Providers,
     /// Who is calling (the TOTP RPCs act for the signed-in user).
     pub authenticator: access_token::Authenticator,
+    /// True while the readiness check finds the database away: the calls that need it are
+    /// refused at once (503, `Retry-After`; see `grpc`).
+    pub database_away: Arc<std::sync::atomic::AtomicBool>,
     dummy_hash: String,
 }
 
@@ -69,7 +72,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let _ = access_token::ip::edge_trust();
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(settings.pool_max)
-        .acquire_timeout(Duration::from_secs(5))
+        .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
         .connect_with(<sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(&settings.database_url)?.application_name("cdapi-auth"))
         .await?;
     system_tables::migrate_or_wait(&settings.database_url).await?;
@@ -89,6 +92,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         ),
         attempts: limits::Attempts::new(redis.clone(), settings.attempts),
         sessions: sessions::SessionStore::new(redis, settings.refresh_grace, max_ttl),
+        database_away: Arc::default(),
         dummy_hash: passwords::dummy_hash(&settings.hasher).await?,
         keys,
         pool,
@@ -101,7 +105,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     // every replica shares it, and token checks go on without it (README "What failures look
     // like").
     let every = service_runtime::grpc::check_interval_from_env()?;
-    health.watch("postgres", true, every, system_tables::readiness::postgres((*auth.pool.connect_options()).clone()));
+    health.watch("postgres", true, every, system_tables::readiness::postgres_flagging((*auth.pool.connect_options()).clone(), auth.database_away.clone()));
     health.watch("redis", false, every, move || {
         let mut conn = redis_probe.clone();
         async move { redis::cmd("PING").query_async::<String>(&mut conn).await.map(|_| ()).map_err(|e| e.to_string()) }

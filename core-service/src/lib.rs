@@ -245,17 +245,8 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     health.reporter.set_serving::<VersionsServiceServer<grpc::versions::VersionsApi>>().await;
     health.reporter.set_serving::<FilesServiceServer<grpc::files::FilesApi>>().await;
     // Readiness follows this replica's database connection (README "What failures look like").
-    let check = system_tables::readiness::postgres((*state.pool.connect_options()).clone());
-    let away = state.database_away.clone();
-    health.watch("postgres", true, service_runtime::grpc::check_interval_from_env()?, move || {
-        let outcome = check();
-        let away = away.clone();
-        async move {
-            let outcome = outcome.await;
-            away.store(outcome.is_err(), Ordering::Relaxed);
-            outcome
-        }
-    });
+    let check = system_tables::readiness::postgres_flagging((*state.pool.connect_options()).clone(), state.database_away.clone());
+    health.watch("postgres", true, service_runtime::grpc::check_interval_from_env()?, check);
     let shutdown = health.shutdown(shutdown)?;
     let pool = state.pool.clone();
     service_runtime::metrics::global().observe_pool(settings.pool_max, move || (pool.size(), pool.num_idle()));

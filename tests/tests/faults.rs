@@ -5,10 +5,11 @@
 //! - the database connections cut under the services (as a database restart cuts them): every
 //!   answer is 200 or 503 with `Retry-After`, never a 500 or a hang, and full service follows
 //!   within 2 s;
-//! - the environment's own PostgreSQL stopped for 4 s and started again, under reads and writes:
-//!   200 or 503 with `Retry-After` throughout, readiness (the core's gRPC health, the edge's
-//!   `/server/health`) off while it is away and back after, full service within 2 s of its
-//!   return, and every write answered 200 is in the table exactly once (none answered 503 is);
+//! - the environment's own PostgreSQL stopped for 4 s and started again, under reads, writes and
+//!   logins: 200 or 503 with `Retry-After` throughout, readiness (the core's gRPC health, the
+//!   edge's `/server/health`) off while it is away and back after, full service within 2 s of
+//!   its return, and every write answered 200 is in the table exactly once (none answered 503
+//!   is);
 //! - a rolling restart (SIGTERM, drain, start again; [`TestApp::roll`]) of both core and both
 //!   auth replicas, one at a time, under reads, writes and logins: no request fails, and every
 //!   write is stored once.
@@ -159,6 +160,12 @@ async fn a_hung_core_replica_fails_no_read() {
     assert!(slowest < Duration::from_secs(2), "the slowest of {} reads took {slowest:?}", answers.len());
 }
 
+/// auth-service settings for a load with logins: they are attempts to the brute-force limiter,
+/// so enough points for the load's.
+fn login_limits() -> Vec<(String, String)> {
+    ["AUTH_RATE_LIMIT_POINTS", "AUTH_RATE_LIMIT_ACCOUNT_POINTS", "AUTH_RATE_LIMIT_IP_POINTS"].map(|k| (k.to_owned(), "100000".to_owned())).to_vec()
+}
+
 /// Waits (at most 2 s) until edge-rest answers `/items/authors?limit=1` with 200; the time it took.
 async fn full_service(app: &TestApp) -> Duration {
     let client = e2e_tests::http_client().build().expect("client");
@@ -236,16 +243,20 @@ async fn a_stopped_database_is_503s_and_full_service_returns_within_2_s() {
         // A call that needs a new connection just as the database goes waits for one at most
         // DB_ACQUIRE_TIMEOUT_MS (1.5 s here); once the readiness check finds it away, calls
         // fail at once.
-        let core_env = vec![("DB_ACQUIRE_TIMEOUT_MS".into(), "1500".into())];
-        start(Spec { dataset: Dataset::DemoWrites, name: Some("faults_pg".into()), own_postgres: true, replicas: 2, core_env, ..Spec::default() })
+        let acquire = ("DB_ACQUIRE_TIMEOUT_MS".to_owned(), "1500".to_owned());
+        let mut auth_env = login_limits();
+        auth_env.push(acquire.clone());
+        start(Spec { dataset: Dataset::DemoWrites, name: Some("faults_pg".into()), own_postgres: true, replicas: 2, core_env: vec![acquire], auth_env, ..Spec::default() })
     })
     .await
     .expect("join");
     let app = Arc::new(app);
     readiness(&app, ServingStatus::Serving, 200, Duration::from_secs(5)).await;
-    // Reads and writes; each write's name is unique, so the table says which writes happened.
-    let load = Load::start(&app, 8, |w, n| match n % 2 {
-        0 => (Method::GET, format!("/items/articles/{}", 1 + (w as u32 + n) % 20), None),
+    // Reads, writes (each write's name is unique, so the table says which writes happened) and,
+    // on one connection, logins (auth-service needs the database too).
+    let load = Load::start(&app, 8, |w, n| match (w, n % 2) {
+        (0, _) => (Method::POST, "/auth/login".to_owned(), Some(json!({"email": "admin@example.com", "password": "test-password"}))),
+        (_, 0) => (Method::GET, format!("/items/articles/{}", 1 + (w as u32 + n) % 20), None),
         _ => (Method::POST, "/items/tags".to_owned(), Some(json!({"name": format!("pg-fault-{w}-{n}")}))),
     });
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -265,7 +276,8 @@ async fn a_stopped_database_is_503s_and_full_service_returns_within_2_s() {
 
     let during: Vec<&Answer> = answers.iter().filter(|a| a.at >= down_at && a.at < up_at).collect();
     assert!(during.len() > 20, "the load ran while PostgreSQL was away: {} requests", during.len());
-    assert!(during.iter().any(|a| a.outcome == Ok(503)), "requests while it was away were answered 503");
+    assert!(during.iter().any(|a| a.outcome == Ok(503) && a.wrote.is_some()), "writes while it was away were answered 503");
+    assert!(during.iter().any(|a| a.outcome == Ok(503) && a.call.contains("/auth/login")), "logins while it was away were answered 503");
     assert_all(&answers, "200 or 503 with Retry-After", Answer::is_ok_or_unavailable);
     let slowest = answers.iter().max_by_key(|a| a.took).expect("answers");
     assert!(slowest.took < Duration::from_secs(2), "never a hang: the slowest answer took {:?} ({slowest:?})", slowest.took);
@@ -282,9 +294,7 @@ async fn a_stopped_database_is_503s_and_full_service_returns_within_2_s() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_rolling_restart_of_core_and_auth_fails_no_request_and_loses_no_write() {
-    // Logins are attempts to the brute-force limiter: enough points for this load's.
-    let limits = ["AUTH_RATE_LIMIT_POINTS", "AUTH_RATE_LIMIT_ACCOUNT_POINTS", "AUTH_RATE_LIMIT_IP_POINTS"].map(|k| (k.to_owned(), "100000".to_owned()));
-    let spec = Spec { dataset: Dataset::DemoWrites, name: Some("faults_roll".into()), replicas: 2, auth_env: limits.to_vec(), ..Spec::default() };
+    let spec = Spec { dataset: Dataset::DemoWrites, name: Some("faults_roll".into()), replicas: 2, auth_env: login_limits(), ..Spec::default() };
     let mut app = tokio::task::spawn_blocking(|| start(spec)).await.expect("join");
     // Reads, writes (unique names, counted below) and, on one connection, logins (auth-service).
     let load = Load::start(&app, 8, |w, n| match (w, n % 3) {

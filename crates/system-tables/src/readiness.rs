@@ -29,3 +29,18 @@ pub fn postgres(options: sqlx::postgres::PgConnectOptions) -> impl Fn() -> Check
         })
     }
 }
+
+/// [`postgres`], also setting `away` to whether the last check failed: the services refuse
+/// calls that need the database at once while it is set (503 with `Retry-After`) instead of each
+/// waiting DB_ACQUIRE_TIMEOUT_MS for a connection.
+pub fn postgres_flagging(options: sqlx::postgres::PgConnectOptions, away: Arc<std::sync::atomic::AtomicBool>) -> impl Fn() -> CheckFuture + Send + 'static {
+    let check = postgres(options);
+    move || {
+        let (outcome, away) = (check(), away.clone());
+        Box::pin(async move {
+            let outcome = outcome.await;
+            away.store(outcome.is_err(), std::sync::atomic::Ordering::Relaxed);
+            outcome
+        })
+    }
+}
