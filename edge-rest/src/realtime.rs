@@ -74,6 +74,10 @@ pub struct WebsocketSettings {
     pub max_subscriptions: usize,
     /// WEBSOCKETS_QUEUE (default 1,024).
     pub queue: usize,
+    /// edge-graphql's WebSocket as `/server/info` announces it: its WEBSOCKETS_GRAPHQL_AUTH
+    /// when WEBSOCKETS_ENABLED and WEBSOCKETS_GRAPHQL_ENABLED (default true) leave it on (give
+    /// both edges the same values), else `None`.
+    pub graphql: Option<AuthMode>,
 }
 
 impl WebsocketSettings {
@@ -96,6 +100,11 @@ impl WebsocketSettings {
             max_connections_per_user: env_or("WEBSOCKETS_CONN_LIMIT_PER_USER", 100usize)?,
             max_subscriptions: env_or("WEBSOCKETS_MAX_SUBSCRIPTIONS", 100usize)?,
             queue: env_or("WEBSOCKETS_QUEUE", 1024usize)?.max(8),
+            graphql: if env_or("WEBSOCKETS_ENABLED", true)? && env_or("WEBSOCKETS_GRAPHQL_ENABLED", true)? {
+                Some(AuthMode::from_env("WEBSOCKETS_GRAPHQL_AUTH")?)
+            } else {
+                None
+            },
         })
     }
 }

@@ -39,6 +39,8 @@ pub struct EdgeState {
     /// Lists asked with a `limit` over this (or `-1`) are streamed (REST_STREAM_LIMIT; see
     /// [`crate::list_stream`]).
     pub stream_limit: i64,
+    /// `/server/info`'s `queryLimit`: (default, max) (see `config::Settings::query_limit`).
+    pub query_limit: (i64, i64),
     /// Auth cookie names and attributes.
     pub cookies: edge_http::cookies::CookieSettings,
     /// Who the client is behind proxies.
@@ -77,6 +79,7 @@ impl EdgeState {
             max_payload_size: settings.edge.max_payload_size,
             max_query_string_size: settings.edge.max_query_string_size,
             stream_limit: settings.stream_limit,
+            query_limit: settings.query_limit,
             cookies: settings.edge.cookies.clone(),
             client_ip: settings.edge.client_ip.clone(),
             graphql: settings.graphql_url.as_deref().map(crate::graphql_proxy::GraphqlProxy::new),

@@ -3,9 +3,9 @@
 //! `/server/info` answers Directus's shape: `project` for everyone; for a signed-in caller also
 //! `rateLimit`, `rateLimitGlobal`, `extensions`, `queryLimit` and `websocket` (Directus's shape:
 //! `{rest: {authentication, path}, graphql: {authentication, path}, heartbeat}`, or `false` when
-//! off; `graphql` from WEBSOCKETS_GRAPHQL_* as this process reads them); for an admin also
+//! off; `graphql` from WEBSOCKETS_GRAPHQL_* as this process read them at start); for an admin also
 //! `version`. `queryLimit` reports QUERY_LIMIT_DEFAULT / QUERY_LIMIT_MAX as this process reads
-//! them (the core's settings of the same names: give both processes the same values).
+//! them at start (the core's settings of the same names: give both processes the same values).
 
 use crate::request::{EdgeState, HttpRequest, url_query};
 use cdapi_proto::ApiError;
@@ -28,14 +28,13 @@ pub async fn info(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Res
     if signed_in {
         let call = req.grpc(request_id, token, GetCurrentUserRequest {})?;
         let user = state.auth.clone().get_current_user(call).await?.into_inner();
-        let limit = |name: &str, default: i64| std::env::var(name).ok().and_then(|v| v.parse::<i64>().ok()).unwrap_or(default);
         data["rateLimit"] = match state.rate_limit {
             Some((points, secs)) => json!({"points": points, "duration": secs}),
             None => json!(false),
         };
         data["rateLimitGlobal"] = json!(false);
         data["extensions"] = json!({"limit": null});
-        data["queryLimit"] = json!({"default": limit("QUERY_LIMIT_DEFAULT", 100), "max": limit("QUERY_LIMIT_MAX", 10_000)});
+        data["queryLimit"] = json!({"default": state.query_limit.0, "max": state.query_limit.1});
         let ws = &state.websocket_settings;
         data["websocket"] = if ws.enabled {
             let auth = ws.auth.as_str();
@@ -61,14 +60,12 @@ pub async fn openapi(state: &EdgeState, req: &HttpRequest, request_id: &str) -> 
     Ok(crate::reply::with_body(http::StatusCode::OK, "application/json; charset=utf-8", doc.to_string()))
 }
 
-/// `websocket.graphql` of `/server/info`: edge-graphql's WebSocket as WEBSOCKETS_ENABLED,
-/// WEBSOCKETS_GRAPHQL_ENABLED and WEBSOCKETS_GRAPHQL_AUTH say (give both edges the same values),
-/// `false` when off or when no GraphQL service is configured.
+/// `websocket.graphql` of `/server/info`: edge-graphql's WebSocket as this process's settings
+/// describe it (`WebsocketSettings::graphql`), `false` when off or when no GraphQL service is
+/// configured.
 fn graphql_websocket(state: &EdgeState) -> serde_json::Value {
-    let on = |name: &str| std::env::var(name).map_or(true, |v| !matches!(v.trim().to_ascii_lowercase().as_str(), "false" | "0"));
-    if state.graphql.is_none() || !on("WEBSOCKETS_ENABLED") || !on("WEBSOCKETS_GRAPHQL_ENABLED") {
-        return json!(false);
+    match (&state.graphql, state.websocket_settings.graphql) {
+        (Some(_), Some(auth)) => json!({"authentication": auth.as_str(), "path": "/graphql"}),
+        _ => json!(false),
     }
-    let auth = edge_http::websocket::AuthMode::from_env("WEBSOCKETS_GRAPHQL_AUTH").map_or("handshake", |m| m.as_str());
-    json!({"authentication": auth, "path": "/graphql"})
 }
