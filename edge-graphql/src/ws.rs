@@ -87,11 +87,7 @@ impl WsSettings {
             max_connections_per_user: env_or("WEBSOCKETS_CONN_LIMIT_PER_USER", 100usize)?,
             max_subscriptions: env_or("WEBSOCKETS_MAX_SUBSCRIPTIONS", 100usize)?,
             queue: env_or("WEBSOCKETS_QUEUE", 1024usize)?.max(8),
-            heartbeat: if env_or("WEBSOCKETS_HEARTBEAT_ENABLED", true)? {
-                Some(Duration::from_secs(env_or("WEBSOCKETS_HEARTBEAT_PERIOD", 30u64)?.max(1)))
-            } else {
-                None
-            },
+            heartbeat: edge_http::websocket::heartbeat_from_env()?,
         })
     }
 }
@@ -160,15 +156,12 @@ impl Connection {
             let init_deadline = tokio::time::sleep(self.settings.websocket.auth_timeout);
             tokio::pin!(init_deadline);
             let mut stopping = tokio::time::interval(Duration::from_secs(1));
-            let heartbeat = self.settings.websocket.heartbeat;
-            let mut pulse = tokio::time::interval(heartbeat.unwrap_or(Duration::from_secs(3600)));
-            pulse.tick().await;
-            let mut heard = true;
+            let mut heartbeat = edge_http::websocket::Heartbeat::new(self.settings.websocket.heartbeat);
             loop {
                 tokio::select! {
                     message = incoming.next() => match message {
                         Some(Ok(m)) if m.is_text() => {
-                            heard = true;
+                            heartbeat.heard();
                             if let Err((code, reason)) = self.handle(m.to_str().unwrap_or_default(), &out).await {
                                 out.close_after(code, reason);
                                 break;
@@ -186,13 +179,9 @@ impl Connection {
                         out.close_after(4408, "Connection initialisation timeout");
                         break;
                     }
-                    _ = pulse.tick(), if heartbeat.is_some() && self.acknowledged => {
-                        if !std::mem::replace(&mut heard, false) {
-                            out.close_after(1001, "no answer to ping");
-                            break;
-                        }
-                        out.send(Message::text(json!({"type": "ping"}).to_string()));
-                    }
+                    alive = heartbeat.beat(&out), if self.acknowledged => if !alive {
+                        break;
+                    },
                     _ = stopping.tick() => if self.readiness.is_stopping() {
                         out.close_after(1001, "server shutting down");
                         break;

@@ -91,11 +91,7 @@ impl WebsocketSettings {
             path: format!("/{}", path.trim_matches('/')),
             auth,
             auth_timeout: Duration::from_secs(env_or("WEBSOCKETS_REST_AUTH_TIMEOUT", 10u64)?.max(1)),
-            heartbeat: if env_or("WEBSOCKETS_HEARTBEAT_ENABLED", true)? {
-                Some(Duration::from_secs(env_or("WEBSOCKETS_HEARTBEAT_PERIOD", 30u64)?.max(1)))
-            } else {
-                None
-            },
+            heartbeat: edge_http::websocket::heartbeat_from_env()?,
             max_connections: env_or("WEBSOCKETS_REST_CONN_LIMIT", 10_000usize)?,
             max_connections_per_user: env_or("WEBSOCKETS_CONN_LIMIT_PER_USER", 100usize)?,
             max_subscriptions: env_or("WEBSOCKETS_MAX_SUBSCRIPTIONS", 100usize)?,
@@ -182,19 +178,15 @@ impl Connection {
         let auth_deadline = tokio::time::sleep(settings.auth_timeout);
         tokio::pin!(auth_deadline);
         let needs_auth = settings.auth == AuthMode::Handshake && !self.authenticated;
-        let mut heartbeat = tokio::time::interval(settings.heartbeat.unwrap_or(Duration::from_secs(3600)));
-        heartbeat.tick().await;
-        let mut heard = true;
+        let mut heartbeat = edge_http::websocket::Heartbeat::new(settings.heartbeat);
         let mut stopping = tokio::time::interval(Duration::from_secs(1));
-        // Set when the token expired: the time left to authenticate again.
-        let reauth = tokio::time::sleep(Duration::ZERO);
-        tokio::pin!(reauth);
+        // Set when the token expired: `auth_deadline` then times the next `auth`.
         let mut awaiting_reauth = false;
         loop {
             tokio::select! {
                 message = incoming.next() => match message {
                     Some(Ok(m)) if m.is_text() => {
-                        heard = true;
+                        heartbeat.heard();
                         let body = m.to_str().unwrap_or_default().to_owned();
                         if needs_auth && !self.authenticated && !is_auth(&body) {
                             out.send(coded_error("auth", "AUTH_FAILED", "Authentication required: the first message must be \"auth\".", None));
@@ -204,16 +196,17 @@ impl Connection {
                         self.handle(&body, &out).await;
                     }
                     Some(Ok(m)) if m.is_close() => break,
-                    Some(Ok(_)) => heard = true,
+                    Some(Ok(_)) => heartbeat.heard(),
                     Some(Err(_)) | None => break,
                 },
                 () = self.expiry.notified() => {
                     awaiting_reauth = true;
-                    reauth.as_mut().reset(tokio::time::Instant::now() + settings.auth_timeout);
+                    auth_deadline.as_mut().reset(tokio::time::Instant::now() + settings.auth_timeout);
                 }
-                () = &mut reauth, if awaiting_reauth => {
-                    awaiting_reauth = false;
-                    if !self.expired.load(Ordering::SeqCst) {
+                // The first `auth` did not come in time (handshake mode), or, once the token
+                // expired, the next one did not.
+                () = &mut auth_deadline, if (needs_auth && !self.authenticated) || awaiting_reauth => {
+                    if std::mem::take(&mut awaiting_reauth) && !self.expired.load(Ordering::SeqCst) {
                         continue; // authenticated again meanwhile
                     }
                     out.send(coded_error("auth", "AUTH_TIMEOUT", "Authentication timed out.", None));
@@ -222,19 +215,9 @@ impl Connection {
                         break;
                     }
                 }
-                () = &mut auth_deadline, if needs_auth && !self.authenticated => {
-                    out.send(coded_error("auth", "AUTH_TIMEOUT", "Authentication timed out.", None));
-                    out.close_after(1008, "authentication timed out");
+                alive = heartbeat.beat(&out) => if !alive {
                     break;
-                }
-                _ = heartbeat.tick(), if settings.heartbeat.is_some() => {
-                    if !heard {
-                        out.close_after(1001, "no answer to ping");
-                        break;
-                    }
-                    heard = false;
-                    out.send(text(&json!({"type": "ping"})));
-                }
+                },
                 _ = stopping.tick() => if self.state.readiness.is_stopping() {
                     out.close_after(1001, "server shutting down");
                     break;

@@ -81,17 +81,16 @@ impl Items {
 
     /// Every read but the export (see `items.proto`: Read): one item, an aggregate, a singleton,
     /// a version or a list, as one reply. Errors: FORBIDDEN, INVALID_QUERY, the database's.
-    async fn read_reply(&self, md: &tonic::metadata::MetadataMap, r: &ReadRequest) -> Result<ReadResponse, ApiError> {
-        let caller = self.state.caller(md).await?;
+    async fn read_reply(&self, caller: &Caller, r: &ReadRequest) -> Result<ReadResponse, ApiError> {
         // `me` without a signed-in user is INVALID_CREDENTIALS before any permission check.
         let key = r.key.as_deref().map(|k| crate::users::resolve_me(&r.collection, k, caller.vars.user.as_deref())).transpose()?;
-        let collection = readable_in(&caller, &r.collection)?;
+        let collection = readable_in(caller, &r.collection)?;
         let default = Query::default();
         let q = r.query.as_ref().unwrap_or(&default);
         let shape = ReadShape::of(&collection, key.as_deref(), q);
         let planner = Planner::new(&caller.read, self.state.limits, &caller.vars);
         let (data, meta) = match shape {
-            ReadShape::Version { key, version } => (self.read_in_version(&caller, &collection, key, version, q).await?, Bytes::new()),
+            ReadShape::Version { key, version } => (self.read_in_version(caller, &collection, key, version, q).await?, Bytes::new()),
             ReadShape::Singleton => (self.singleton(planner.read(&collection, shape, q)?, &collection, q).await?, Bytes::new()),
             ReadShape::One(_) => {
                 let (data, _) = self.run(planner.read(&collection, shape, q)?, true).await?;
@@ -151,7 +150,7 @@ pub(crate) fn first(array_json: &str) -> Result<Bytes, ApiError> {
 impl ItemsService for Items {
     async fn read(&self, req: Request<ReadRequest>) -> Result<Response<ReadResponse>, Status> {
         let span = request_span("Read", &req);
-        let reply = self.read_reply(req.metadata(), req.get_ref()).instrument(span).await?;
+        let reply = async { self.read_reply(&self.state.caller(req.metadata()).await?, req.get_ref()).await }.instrument(span).await?;
         Ok(Response::new(reply))
     }
 
@@ -162,25 +161,27 @@ impl ItemsService for Items {
     async fn read_stream(&self, req: Request<ReadRequest>) -> Result<Response<Self::ReadStreamStream>, Status> {
         let span = request_span("ReadStream", &req);
         let r = req.get_ref();
-        let list = async {
+        // The caller once; a list is planned here, any other read answered by `read_reply`.
+        let planned = async {
             let caller = self.state.caller(req.metadata()).await?;
-            let collection = readable_in(&caller, &r.collection)?;
             let q = r.query.clone().unwrap_or_default();
-            if r.key.is_some() || !matches!(ReadShape::of(&collection, None, &q), ReadShape::Many) {
-                return Ok(None);
+            if r.key.is_none() {
+                let collection = readable_in(&caller, &r.collection)?;
+                if matches!(ReadShape::of(&collection, None, &q), ReadShape::Many) {
+                    let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_many_rows(&collection, &q)?;
+                    return Ok(Streamed::List(st));
+                }
             }
-            let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_many_rows(&collection, &q)?;
-            Ok::<_, ApiError>(Some(st))
+            Ok::<_, ApiError>(Streamed::Whole(self.read_reply(&caller, r).await?))
         }
         .instrument(span.clone())
         .await?;
-        let rx = match list {
-            Some(st) => {
-                let rows = ListRows { total_count: st.total_count, filter_count: st.filter_count, meta: None, first: true, bytes: 0, max_bytes: self.state.limits.max_bytes };
+        let rx = match planned {
+            Streamed::List(st) => {
+                let rows = ListRows { total_count: st.total_count, filter_count: st.filter_count, meta: None, first: true, bytes: 0, limits: self.state.limits };
                 super::chunks::pump(self.state.pool.clone(), st.sql, rows, span)
             }
-            None => {
-                let reply = self.read_reply(req.metadata(), r).instrument(span).await?;
+            Streamed::Whole(reply) => {
                 let (tx, rx) = tokio::sync::mpsc::channel(1);
                 let _ = tx.try_send(Ok(ReadChunk { data: reply.data, meta: reply.meta, whole: true }));
                 rx
@@ -373,6 +374,12 @@ fn collection_in(caller: &Caller, schema: &crate::schema::Schema, name: &str) ->
     })
 }
 
+/// What ReadStream sends: a list's rows from the cursor, or another read's one reply.
+enum Streamed {
+    List(ReadStatement),
+    Whole(ReadResponse),
+}
+
 /// ExportItems' rows: each row's `item`, one per line.
 struct NdjsonRows;
 
@@ -401,7 +408,8 @@ struct ListRows {
     meta: Option<Bytes>,
     first: bool,
     bytes: usize,
-    max_bytes: Option<usize>,
+    /// RESPONSE_MAX_BYTES ([`crate::query::Limits::check_bytes`]).
+    limits: crate::query::Limits,
 }
 
 impl super::chunks::Rows for ListRows {
@@ -415,12 +423,7 @@ impl super::chunks::Rows for ListRows {
         let Some(item) = row.try_get::<Option<String>, _>("item").map_err(crate::db::map_error)? else { return Ok(()) };
         // The array's brackets and commas count too, as in a buffered read.
         self.bytes += item.len() + 1;
-        if self.max_bytes.is_some_and(|max| self.bytes + 1 > max) {
-            return Err(ApiError::invalid_query(format!(
-                "The response would hold more than {} bytes (RESPONSE_MAX_BYTES); ask for fewer items or fields",
-                self.max_bytes.unwrap_or_default()
-            )));
-        }
+        self.limits.check_bytes(self.bytes + 1)?;
         if !buf.is_empty() {
             buf.push(b',');
         }

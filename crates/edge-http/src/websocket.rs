@@ -1,7 +1,8 @@
 //! What both edges' WebSockets share (issue 19: edge-rest's `/websocket`, edge-graphql's
 //! `graphql-transport-ws` on `/graphql`): the writer task with its bounded queue ([`Outbox`]:
-//! a client too slow to read is closed with [`CLOSE_TOO_SLOW`], never slowing the others), and
-//! the per-process connection limits ([`Connections`], [`Place`]).
+//! a client too slow to read is closed with [`CLOSE_TOO_SLOW`], never slowing the others), the
+//! server's keepalive ([`Heartbeat`]), and the per-process connection limits ([`Connections`],
+//! [`Place`]).
 
 use crate::balance::Balanced;
 use cdapi_proto::v1::GetCurrentUserRequest;
@@ -49,6 +50,57 @@ impl AuthMode {
             Self::Handshake => "handshake",
             Self::Strict => "strict",
         }
+    }
+}
+
+/// WEBSOCKETS_HEARTBEAT_ENABLED (default true) and WEBSOCKETS_HEARTBEAT_PERIOD (seconds, default
+/// 30, at least 1): the period of [`Heartbeat`], `None` when off. Errors: a value that does not
+/// parse.
+pub fn heartbeat_from_env() -> anyhow::Result<Option<std::time::Duration>> {
+    use service_runtime::env_or;
+    Ok(if env_or("WEBSOCKETS_HEARTBEAT_ENABLED", true)? {
+        Some(std::time::Duration::from_secs(env_or("WEBSOCKETS_HEARTBEAT_PERIOD", 30u64)?.max(1)))
+    } else {
+        None
+    })
+}
+
+/// The server's keepalive of one connection: a `{"type": "ping"}` message every period (both
+/// protocols, Directus's and graphql-transport-ws, name their ping so, and their clients answer
+/// it), and the connection closed (1001) when nothing came from the client since the previous
+/// ping, so a client gone without a close does not hold its subscriptions.
+pub struct Heartbeat {
+    pulse: Option<tokio::time::Interval>,
+    heard: bool,
+}
+
+impl Heartbeat {
+    /// A keepalive beating every `period` from now (`None`: never).
+    pub fn new(period: Option<std::time::Duration>) -> Self {
+        let pulse = period.map(|p| tokio::time::interval_at(tokio::time::Instant::now() + p, p));
+        Self { pulse, heard: true }
+    }
+
+    /// Something came from the client.
+    pub fn heard(&mut self) {
+        self.heard = true;
+    }
+
+    /// Waits for the next beat (forever when off), then pings through `out`. `false`: nothing
+    /// was heard since the previous beat, so the connection was closed (1001) instead; end it.
+    pub async fn beat(&mut self, out: &Outbox) -> bool {
+        match self.pulse.as_mut() {
+            Some(pulse) => {
+                pulse.tick().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+        if !std::mem::replace(&mut self.heard, false) {
+            out.close_after(1001, "no answer to ping");
+            return false;
+        }
+        out.send(Message::text(r#"{"type":"ping"}"#));
+        true
     }
 }
 
