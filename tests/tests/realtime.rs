@@ -83,6 +83,14 @@ async fn authed(app: &TestApp, token: &str) -> Socket {
     ws
 }
 
+/// A connection authenticated with a fresh login's JWT, which expires in 3 s here
+/// (ACCESS_TOKEN_TTL).
+async fn authed_for_3_s(app: &TestApp) -> Socket {
+    let login = e2e_tests::post_json(app, "/auth/login", json!({"email": "admin@example.com", "password": "test-password"}), &[]).await;
+    let jwt = login.body["data"]["access_token"].as_str().expect("access token").to_owned();
+    authed(app, &jwt).await
+}
+
 /// Whether `m` is a delete event: it carries keys only, so every subscriber of the collection
 /// gets it, also for other tests' items.
 fn is_delete(m: &Value) -> bool {
@@ -277,9 +285,7 @@ async fn the_directus_sdk_realtime_client_works_unchanged() {
 #[tokio::test]
 async fn an_expired_token_pauses_its_subscriptions_until_it_authenticates_again() {
     let app = env();
-    let login = e2e_tests::post_json(app, "/auth/login", json!({"email": "admin@example.com", "password": "test-password"}), &[]).await;
-    let jwt = login.body["data"]["access_token"].as_str().expect("access token").to_owned();
-    let mut ws = authed(app, &jwt).await;
+    let mut ws = authed_for_3_s(app).await;
     send(&mut ws, json!({"type": "subscribe", "collection": "tags", "uid": "e1"})).await;
     send(&mut ws, json!({"type": "subscribe", "collection": "authors", "uid": "e2"})).await;
     assert_eq!(event(&mut ws, "e1").await["event"], "init");
@@ -324,9 +330,7 @@ async fn an_expired_token_pauses_its_subscriptions_until_it_authenticates_again(
 #[tokio::test]
 async fn an_expired_token_not_renewed_in_time_closes_the_connection() {
     let app = env();
-    let login = e2e_tests::post_json(app, "/auth/login", json!({"email": "admin@example.com", "password": "test-password"}), &[]).await;
-    let jwt = login.body["data"]["access_token"].as_str().expect("access token").to_owned();
-    let mut ws = authed(app, &jwt).await;
+    let mut ws = authed_for_3_s(app).await;
     send(&mut ws, json!({"type": "subscribe", "collection": "authors", "uid": "t1"})).await;
     assert_eq!(event(&mut ws, "t1").await["event"], "init");
     let mut messages = Vec::new();

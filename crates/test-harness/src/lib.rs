@@ -57,7 +57,6 @@ pub struct TestApp {
     /// requests: tests read the bucket directly).
     pub s3_url: Option<String>,
     logs: PathBuf,
-    auth_env: Vec<(String, String)>,
     children: Vec<(&'static str, Child)>,
     /// How each core and auth replica was started, for [`TestApp::roll`].
     launches: Vec<Launch>,
@@ -408,8 +407,6 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         launches.push(Launch { name: "auth", bin: bins.join("auth-service"), env, log, port: auth_port });
         auth_urls.push(format!("http://127.0.0.1:{auth_port}"));
     }
-    // The first replica's address is the one restart_auth reuses.
-    auth_env.push(("AUTH_GRPC_ADDR".into(), auth_urls[0].trim_start_matches("http://").to_owned()));
     let auth_url = auth_urls[0].clone();
 
     let core_log = logs.join("core-service.log");
@@ -527,7 +524,6 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         core_log,
         mail_dir,
         logs,
-        auth_env,
         children,
         launches,
         postgres,
@@ -540,22 +536,11 @@ pub fn start(spec: Spec) -> Result<TestApp> {
 }
 
 impl TestApp {
-    /// Stops auth-service and starts it again on the same address with `env` on top of its
-    /// settings (e.g. another AUTH_SIGNING_KID, as a rolling restart would). Errors: it does
-    /// not come back.
+    /// Stops auth-service (its first replica, killed) and starts it again on the same address
+    /// with `env` on top of its settings (e.g. another AUTH_SIGNING_KID, as a rolling restart
+    /// would). Errors: it does not come back.
     pub fn restart_auth(&mut self, env: &[(&str, &str)]) -> Result<()> {
-        let i = self.children.iter().position(|(n, _)| *n == "auth").context("no auth-service")?;
-        let (_, mut old) = self.children.remove(i);
-        let _ = old.kill();
-        let _ = old.wait();
-        let mut auth_env = self.auth_env.clone();
-        auth_env.extend(env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
-        let log = self.logs.join("auth-service.restarted.log");
-        let mut auth = spawn(&bin_dir()?.join("auth-service"), &auth_env, &log)?;
-        let port: u16 = self.auth_url.rsplit(':').next().and_then(|p| p.parse().ok()).context("auth port")?;
-        wait_tcp(port, &mut auth, &log)?;
-        self.children.push(("auth", auth));
-        Ok(())
+        self.relaunch("auth", 0, env, false)
     }
 
     /// Stops every auth-service replica (as if the service went away). Errors: none runs.
@@ -585,16 +570,33 @@ impl TestApp {
     /// the same address, and returns once it listens. Errors: no such replica, it did not exit
     /// in time, or did not come back.
     pub fn roll(&mut self, name: &str, index: usize) -> Result<()> {
+        self.relaunch(name, index, &[], true)
+    }
+
+    /// Stops replica `index` of `name` (`graceful`: SIGTERM and its drain, at most 30 s; else
+    /// killed) and starts it again as it was launched, `extra` on top of its settings, in its
+    /// place among the processes; returns once it listens. Its log: `<log>.rolled.log` or
+    /// `<log>.restarted.log`.
+    fn relaunch(&mut self, name: &str, index: usize, extra: &[(&str, &str)], graceful: bool) -> Result<()> {
         let slot = self.children.iter().enumerate().filter(|(_, (n, _))| *n == name).nth(index).map(|(i, _)| i);
         let slot = slot.with_context(|| format!("no {name} replica {index}"))?;
         let launch = self.launches.iter().filter(|l| l.name == name).nth(index).with_context(|| format!("{name} replicas cannot be restarted"))?;
-        let (bin, env, log, port) = (launch.bin.clone(), launch.env.clone(), launch.log.with_extension("rolled.log"), launch.port);
-        self.signal(name, index, "TERM")?;
-        let exited = self.wait_exit(name, index, Duration::from_secs(30))?;
-        anyhow::ensure!(exited.is_some(), "{name} replica {index} did not exit within 30 s of SIGTERM");
+        let mut env = launch.env.clone();
+        env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        let (bin, port) = (launch.bin.clone(), launch.port);
+        let log = launch.log.with_extension(if graceful { "rolled.log" } else { "restarted.log" });
+        if graceful {
+            self.signal(name, index, "TERM")?;
+            let exited = self.wait_exit(name, index, Duration::from_secs(30))?;
+            anyhow::ensure!(exited.is_some(), "{name} replica {index} did not exit within 30 s of SIGTERM");
+        } else {
+            let old = &mut self.children[slot].1;
+            let _ = old.kill();
+            let _ = old.wait();
+        }
         let mut child = spawn(&bin, &env, &log)?;
         wait_tcp(port, &mut child, &log)?;
-        self.children[slot] = (self.children[slot].0, child);
+        self.children[slot].1 = child;
         Ok(())
     }
 

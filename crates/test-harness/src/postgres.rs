@@ -97,13 +97,18 @@ impl PrivatePostgres {
 
     /// Stops the server (fast shutdown: sessions are cut, as in a restart). Errors: pg_ctl failing.
     pub fn halt(&self) -> Result<()> {
-        run(&self.bin.join("pg_ctl"), &["-D", &self.home.join("data").to_string_lossy(), "-m", "fast", "-w", "stop"])
+        self.stop("fast")
+    }
+
+    /// `pg_ctl stop` in shutdown `mode` (`fast`, `immediate`).
+    fn stop(&self, mode: &str) -> Result<()> {
+        run(&self.bin.join("pg_ctl"), &["-D", &self.home.join("data").to_string_lossy(), "-m", mode, "-w", "stop"])
     }
 }
 
 impl Drop for PrivatePostgres {
     fn drop(&mut self) {
-        let _ = run(&self.bin.join("pg_ctl"), &["-D", &self.home.join("data").to_string_lossy(), "-m", "immediate", "-w", "stop"]);
+        let _ = self.stop("immediate");
         let _ = std::fs::remove_dir_all(&self.home);
     }
 }
