@@ -41,11 +41,11 @@ pub fn handler(
                 if readiness.is_stopping() && i.path.trim_end_matches('/') == "/server/health" {
                     return Ok(with_body(StatusCode::SERVICE_UNAVAILABLE, "application/health+json", r#"{"status":"error"}"#));
                 }
-                if let Some(ws) = i.websocket.take().filter(|_| settings.websocket.enabled && i.path.trim_end_matches('/') == "/graphql") {
+                if let Some(handshake) = i.websocket.take().filter(|_| settings.websocket.enabled && i.path.trim_end_matches('/') == "/graphql") {
                     let token = form_urlencoded::parse(i.query.as_bytes()).find(|(k, _)| k == "access_token").map(|(_, v)| v.into_owned());
                     let session_cookie = cookie(&i.headers, settings.edge.cookies.name(Kind::Session));
                     let caller = Caller::new(&i.headers, token, session_cookie, settings.edge.client_ip.resolve(i.peer, &i.headers), request_id.clone())?;
-                    return crate::ws::upgrade(cache.clone(), settings.clone(), connections, ws, &i.headers, caller, readiness.clone()).await;
+                    return crate::ws::upgrade(cache.clone(), settings.clone(), connections, handshake, &i.headers, caller, readiness.clone()).await;
                 }
                 route(&cache, &settings, &i.method, &i.path, &i.query, &i.headers, i.peer, i.body, &request_id).await
             };

@@ -45,7 +45,7 @@ use serde_json::{Value as Json, json};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use warp::ws::{Message, WebSocket};
+use edge_http::upgrade::{Handshake, Message, WebSocket};
 
 /// The subprotocol spoken (graphql-ws's `GRAPHQL_TRANSPORT_WS_PROTOCOL`).
 pub const PROTOCOL: &str = "graphql-transport-ws";
@@ -98,7 +98,7 @@ pub async fn upgrade(
     cache: Arc<SchemaCache>,
     settings: Arc<Settings>,
     connections: Arc<Connections>,
-    ws: warp::ws::Ws,
+    handshake: Handshake,
     headers: &http::HeaderMap,
     caller: Caller,
     readiness: service_runtime::shutdown::Readiness,
@@ -116,17 +116,13 @@ pub async fn upgrade(
         .flat_map(|v| v.split(','))
         .any(|p| p.trim() == PROTOCOL);
     let max = usize::try_from(settings.edge.max_payload_size).unwrap_or(usize::MAX);
-    let ws = ws.max_message_size(max).max_frame_size(max);
     let authenticated = user.is_some();
-    let mut res = warp::Reply::into_response(ws.on_upgrade(move |socket| async move {
+    let protocol = offered.then_some(http::HeaderValue::from_static(PROTOCOL));
+    Ok(handshake.accept(max, protocol, move |socket| async move {
         let _place = place;
         let connection = Connection { cache, settings, caller, authenticated, acknowledged: false, running: HashMap::new(), readiness };
         connection.run(socket, offered).await;
-    }));
-    if offered {
-        res.headers_mut().insert(http::header::SEC_WEBSOCKET_PROTOCOL, http::HeaderValue::from_static(PROTOCOL));
-    }
-    Ok(res)
+    }))
 }
 
 /// One connection's state.
@@ -160,9 +156,9 @@ impl Connection {
             loop {
                 tokio::select! {
                     message = incoming.next() => match message {
-                        Some(Ok(m)) if m.is_text() => {
+                        Some(Ok(Message::Text(text))) => {
                             heartbeat.heard();
-                            if let Err((code, reason)) = self.handle(m.to_str().unwrap_or_default(), &out).await {
+                            if let Err((code, reason)) = self.handle(&text, &out).await {
                                 out.close_after(code, reason);
                                 break;
                             }

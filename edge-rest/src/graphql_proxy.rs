@@ -55,7 +55,7 @@ impl GraphqlProxy {
     /// Tunnels a WebSocket upgrade of `req.path` to edge-graphql (see the module docs).
     /// Errors: SERVICE_UNAVAILABLE when edge-graphql cannot be reached; its own answer when it
     /// refuses the upgrade.
-    pub async fn tunnel(&self, req: Forwarded<'_>, ws: warp::ws::Ws, max: u64) -> Result<Response, ApiError> {
+    pub async fn tunnel(&self, req: Forwarded<'_>, handshake: edge_http::upgrade::Handshake, max: u64) -> Result<Response, ApiError> {
         use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
         let query = if req.query.is_empty() { String::new() } else { format!("?{}", req.query) };
         let url = format!("{}{}{query}", self.base.replacen("http", "ws", 1), req.path);
@@ -69,8 +69,7 @@ impl GraphqlProxy {
             upstream_req.headers_mut().insert("x-forwarded-for", ip);
         }
         let size = usize::try_from(max).unwrap_or(usize::MAX);
-        let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().max_message_size(Some(size)).max_frame_size(Some(size));
-        let (upstream, answer) = match tokio_tungstenite::connect_async_with_config(upstream_req, Some(config), true).await {
+        let (upstream, answer) = match tokio_tungstenite::connect_async_with_config(upstream_req, Some(edge_http::upgrade::config(size)), true).await {
             Ok(ok) => ok,
             Err(tokio_tungstenite::tungstenite::Error::Http(refused)) => {
                 let (parts, body) = refused.into_parts();
@@ -89,12 +88,7 @@ impl GraphqlProxy {
             }
         };
         let protocol = answer.headers().get(http::header::SEC_WEBSOCKET_PROTOCOL).cloned();
-        let ws = ws.max_message_size(size).max_frame_size(size);
-        let mut reply = Reply::into_response(ws.on_upgrade(move |client| relay(client, upstream)));
-        if let Some(p) = protocol {
-            reply.headers_mut().insert(http::header::SEC_WEBSOCKET_PROTOCOL, p);
-        }
-        Ok(reply)
+        Ok(handshake.accept(size, protocol, move |client| relay(client, upstream)))
     }
 
     /// Forwards one request. Errors: CONTENT_TOO_LARGE past `max` bytes of body;
@@ -131,57 +125,36 @@ impl GraphqlProxy {
     }
 }
 
-/// Relays frames between the client's WebSocket and edge-graphql's until either closes.
-async fn relay(client: warp::ws::WebSocket, upstream: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>) {
+/// Relays messages between the client's WebSocket and edge-graphql's until either closes
+/// (both sides speak tungstenite's `Message`, so they pass as they are; ping and pong frames are
+/// each side's own).
+async fn relay(client: edge_http::upgrade::WebSocket, upstream: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>) {
     use futures_util::{SinkExt as _, StreamExt as _};
-    use tokio_tungstenite::tungstenite::Message as Up;
-    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
-    use warp::ws::Message as Down;
-    let (mut client_tx, mut client_rx) = client.split();
-    let (mut up_tx, mut up_rx) = upstream.split();
-    let to_upstream = async {
-        while let Some(Ok(m)) = client_rx.next().await {
-            let m = if m.is_text() {
-                Up::text(m.to_str().unwrap_or_default())
-            } else if m.is_binary() {
-                Up::binary(m.into_bytes())
-            } else if m.is_close() {
-                let frame = m.close_frame().map(|(code, reason)| CloseFrame { code: code.into(), reason: reason.to_owned().into() });
-                let _ = up_tx.send(Up::Close(frame)).await;
-                break;
-            } else {
+    use futures_util::stream::{SplitSink, SplitStream};
+    use tokio_tungstenite::tungstenite::Message;
+    /// Forwards text, binary and close messages from `from` to `to`; ends after a close, at the
+    /// end of `from`, or when `to` fails.
+    async fn pump<A, B>(mut from: SplitStream<A>, mut to: SplitSink<B, Message>)
+    where
+        A: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>>,
+        B: futures_util::Sink<Message>,
+    {
+        while let Some(Ok(m)) = from.next().await {
+            let last = m.is_close();
+            if !(m.is_text() || m.is_binary() || last) {
                 continue;
-            };
-            if up_tx.send(m).await.is_err() {
+            }
+            if to.send(m).await.is_err() || last {
                 break;
             }
         }
-        let _ = up_tx.close().await;
-    };
-    let to_client = async {
-        while let Some(Ok(m)) = up_rx.next().await {
-            let m = match m {
-                Up::Text(t) => Down::text(t.as_str()),
-                Up::Binary(b) => Down::binary(b.to_vec()),
-                Up::Close(frame) => {
-                    let m = match frame {
-                        Some(f) => Down::close_with(u16::from(f.code), f.reason.as_str().to_owned()),
-                        None => Down::close(),
-                    };
-                    let _ = client_tx.send(m).await;
-                    break;
-                }
-                _ => continue,
-            };
-            if client_tx.send(m).await.is_err() {
-                break;
-            }
-        }
-        let _ = client_tx.close().await;
-    };
+        let _ = to.close().await;
+    }
+    let (client_tx, client_rx) = client.split();
+    let (up_tx, up_rx) = upstream.split();
     // Either side ending ends the tunnel.
     tokio::select! {
-        () = to_upstream => {}
-        () = to_client => {}
+        () = pump(client_rx, up_tx) => {}
+        () = pump(up_rx, client_tx) => {}
     }
 }

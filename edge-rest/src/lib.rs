@@ -52,7 +52,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
         let body = i.body;
         async move {
             match websocket {
-                Some(ws) => routes::websocket(state, req, ws).await,
+                Some(handshake) => routes::websocket(state, req, handshake).await,
                 None => routes::handle(state, req, body).await,
             }
         }

@@ -28,7 +28,12 @@
 //! re-authenticates on TOKEN_EXPIRED and does not subscribe again). Without it: `AUTH_TIMEOUT`,
 //! and the connection is closed (modes `handshake` and `strict`). Directus keeps delivering
 //! events to such a client meanwhile, read without any accountability; events of that gap are
-//! not delivered here: a client whose token expired sees nothing.
+//! not delivered here: a client whose token expired sees nothing. An `auth` naming another
+//! user than the connection's (an app's next user on the same socket) opens every running
+//! subscription again as that user, without `init`: from then on it gets only what the new user
+//! may read, and FORBIDDEN ends those it may not open. (Directus reads each event with the
+//! client's current accountability, so it too delivers as the latest user.) The connection
+//! keeps its place in the per-user count of the user it was opened as.
 //!
 //! Budgets: WEBSOCKETS_MAX_SUBSCRIPTIONS per connection (default 100), WEBSOCKETS_REST_CONN_LIMIT
 //! connections per edge process (default 10,000) and WEBSOCKETS_CONN_LIMIT_PER_USER per user and
@@ -39,6 +44,7 @@ use crate::request::{EdgeState, HttpRequest, url_query};
 use bytes::Bytes;
 use cdapi_proto::v1::*;
 use cdapi_proto::{ApiError, ErrorCode};
+use edge_http::upgrade::{Handshake, Message, WebSocket};
 use edge_http::websocket::Outbox;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
@@ -46,7 +52,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use warp::ws::{Message, WebSocket};
 
 pub use edge_http::websocket::CLOSE_TOO_SLOW;
 
@@ -107,7 +112,7 @@ impl WebsocketSettings {
 
 /// The WebSocket handshake on WEBSOCKETS_REST_PATH. Errors: INVALID_CREDENTIALS (a bad token,
 /// or none in mode `strict`), REQUESTS_EXCEEDED (connection limits).
-pub async fn upgrade(state: Arc<EdgeState>, req: &HttpRequest, ws: warp::ws::Ws, request_id: &str) -> Result<warp::reply::Response, ApiError> {
+pub async fn upgrade(state: Arc<EdgeState>, req: &HttpRequest, handshake: Handshake, request_id: &str) -> Result<warp::reply::Response, ApiError> {
     let (_, token) = url_query(req)?;
     let caller = req.caller(request_id, token)?;
     if caller.bearer.is_none() && state.websocket_settings.auth == AuthMode::Strict {
@@ -116,11 +121,10 @@ pub async fn upgrade(state: Arc<EdgeState>, req: &HttpRequest, ws: warp::ws::Ws,
     let user = edge_http::websocket::whoami(&state.auth, &caller).await?;
     let place = state.websockets.take(user.as_deref())?;
     let max = usize::try_from(state.max_payload_size).unwrap_or(usize::MAX);
-    let ws = ws.max_message_size(max).max_frame_size(max);
-    Ok(warp::Reply::into_response(ws.on_upgrade(move |socket| async move {
+    Ok(handshake.accept(max, None, move |socket| async move {
         let _place = place;
-        Connection::new(state, caller, user.is_some()).run(socket).await;
-    })))
+        Connection::new(state, caller, user).run(socket).await;
+    }))
 }
 
 /// Text of a server message.
@@ -148,6 +152,9 @@ struct Connection {
     state: Arc<EdgeState>,
     caller: edge_http::caller::Caller,
     authenticated: bool,
+    /// Who the caller's token names (`None`: the public): when an `auth` names someone else,
+    /// every subscription is opened again as them.
+    user: Option<String>,
     /// TOKEN_EXPIRED was sent for the current token (once per token, whatever the number of
     /// subscriptions it ends).
     expired: Arc<std::sync::atomic::AtomicBool>,
@@ -167,8 +174,8 @@ struct Subscription {
 }
 
 impl Connection {
-    fn new(state: Arc<EdgeState>, caller: edge_http::caller::Caller, authenticated: bool) -> Self {
-        Self { state, caller, authenticated, expired: Arc::default(), expiry: Arc::default(), subscriptions: HashMap::new(), next_uid: 0 }
+    fn new(state: Arc<EdgeState>, caller: edge_http::caller::Caller, user: Option<String>) -> Self {
+        Self { state, caller, authenticated: user.is_some(), user, expired: Arc::default(), expiry: Arc::default(), subscriptions: HashMap::new(), next_uid: 0 }
     }
 
     async fn run(mut self, socket: WebSocket) {
@@ -185,9 +192,8 @@ impl Connection {
         loop {
             tokio::select! {
                 message = incoming.next() => match message {
-                    Some(Ok(m)) if m.is_text() => {
+                    Some(Ok(Message::Text(body))) => {
                         heartbeat.heard();
-                        let body = m.to_str().unwrap_or_default().to_owned();
                         if needs_auth && !self.authenticated && !is_auth(&body) {
                             out.send(coded_error("auth", "AUTH_FAILED", "Authentication required: the first message must be \"auth\".", None));
                             out.close_after(1008, "authentication required");
@@ -289,11 +295,17 @@ impl Connection {
         };
         let mut caller = self.caller.clone();
         caller.bearer = Some(format!("Bearer {token}"));
-        edge_http::websocket::whoami(&self.state.auth, &caller).await?;
+        let user = edge_http::websocket::whoami(&self.state.auth, &caller).await?;
+        let switched = user != self.user;
         self.caller = caller;
+        self.user = user;
         self.authenticated = true;
-        if self.expired.swap(false, Ordering::SeqCst) {
-            self.resume(out).await;
+        let expired = self.expired.swap(false, Ordering::SeqCst);
+        if switched {
+            // Another user on the same socket (an app's next user): nothing more as the previous one.
+            self.reopen(out, true).await;
+        } else if expired {
+            self.reopen(out, false).await;
         }
         let mut reply = json!({"type": "auth", "status": "ok"});
         if let Some(r) = refresh {
@@ -339,12 +351,22 @@ impl Connection {
         Ok(())
     }
 
-    /// The subscriptions paused by the token's expiry, opened again with the new token (their
-    /// `init` not sent again); one that cannot be opened now gets its error message.
-    async fn resume(&mut self, out: &Outbox) {
-        let paused: Vec<String> = self.subscriptions.iter().filter(|(_, s)| s.paused.load(Ordering::SeqCst)).map(|(k, _)| k.clone()).collect();
-        for key in paused {
-            let Some(old) = self.subscriptions.remove(&key) else { continue };
+    /// Subscriptions opened again as the connection's current caller (their `init` not sent
+    /// again): those paused by the token's expiry, and with `all` also the running ones (their
+    /// streams, opened as the previous caller, end first). One the caller may not open gets its
+    /// error message (FORBIDDEN, say) and ends.
+    async fn reopen(&mut self, out: &Outbox, all: bool) {
+        let chosen: Vec<String> = self
+            .subscriptions
+            .iter()
+            .filter(|(_, s)| s.paused.load(Ordering::SeqCst) || (all && !s.task.is_finished()))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in chosen {
+            let Some(mut old) = self.subscriptions.remove(&key) else { continue };
+            old.task.abort();
+            // Until it has stopped: a task being polled elsewhere could still send one item.
+            let _ = (&mut old.task).await;
             match self.open(old.request, old.uid.clone(), false, out).await {
                 Ok(sub) => {
                     self.subscriptions.insert(key, sub);

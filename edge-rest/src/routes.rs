@@ -37,7 +37,7 @@ pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Resp
 /// A WebSocket handshake on WEBSOCKETS_REST_PATH ([`crate::realtime`]) or on `/graphql`
 /// (tunnelled to edge-graphql, [`crate::graphql_proxy`]), answered as any request when it is
 /// refused.
-pub async fn websocket(state: Arc<EdgeState>, req: HttpRequest, ws: warp::ws::Ws) -> Response {
+pub async fn websocket(state: Arc<EdgeState>, req: HttpRequest, handshake: edge_http::upgrade::Handshake) -> Response {
     let request_id = state.request_id(&req.headers);
     let work = async {
         if let (Some(limiter), Some(ip)) = (&state.limiter, req.client_ip) {
@@ -46,9 +46,9 @@ pub async fn websocket(state: Arc<EdgeState>, req: HttpRequest, ws: warp::ws::Ws
         match &state.graphql {
             Some(proxy) if req.path.trim_end_matches('/') == "/graphql" => {
                 let forwarded = crate::graphql_proxy::Forwarded { method: &req.method, path: &req.path, query: &req.query, headers: &req.headers, client_ip: req.client_ip };
-                proxy.tunnel(forwarded, ws, state.max_payload_size).await
+                proxy.tunnel(forwarded, handshake, state.max_payload_size).await
             }
-            _ => crate::realtime::upgrade(state.clone(), &req, ws, &request_id).await,
+            _ => crate::realtime::upgrade(state.clone(), &req, handshake, &request_id).await,
         }
     };
     edge_http::observe::answer(&req.method, &req.path, &req.headers, &request_id, work).await

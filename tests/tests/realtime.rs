@@ -327,6 +327,96 @@ async fn an_expired_token_pauses_its_subscriptions_until_it_authenticates_again(
     .expect("the create made after re-authenticating, within 10 s");
 }
 
+/// The grant of the "less privileged" user the switching tests authenticate as: articles'
+/// `id`, `title`, `status` when published; nothing of authors.
+fn published_titles_only() -> Value {
+    json!([{"collection": "articles", "action": "read", "fields": ["id", "title", "status"], "permissions": {"status": {"_eq": "published"}}}])
+}
+
+/// After `ws` authenticated as the role of [`published_titles_only`], with subscriptions `s`
+/// (articles titled `prefix…`, all fields) and `w` (authors) opened by an admin: `w` ends with
+/// FORBIDDEN, and `s` delivers a published article without its body and no draft.
+/// `before`: what came before the answer to `auth` ([`auth_ok`]).
+async fn delivers_only_what_the_new_user_may_read(app: &TestApp, ws: &mut Socket, prefix: &str, before: Vec<Value>) {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        let refused = match before.into_iter().find(|m| m["uid"] == "w" && m["status"] == "error") {
+            Some(m) => m,
+            None => event(ws, "w").await,
+        };
+        assert_eq!((refused["type"].clone(), refused["error"]["code"].clone()), (json!("subscribe"), json!("FORBIDDEN")), "{refused}");
+        admin(app, Method::POST, "/items/authors", json!({"name": format!("{prefix} author")})).await;
+        admin(app, Method::POST, "/items/articles", json!({"title": format!("{prefix} draft"), "body": "secret", "author": 1, "status": "draft"})).await;
+        let r = admin(app, Method::POST, "/items/articles", json!({"title": format!("{prefix} news"), "body": "secret", "author": 1, "status": "published"})).await;
+        let id = r.body["data"]["id"].clone();
+        loop {
+            let m = next(ws, 5).await.expect("the published article's create");
+            assert!(!m.to_string().contains("secret") && !m.to_string().contains("draft") && m["uid"] != "w", "outside the new user's grant: {m}");
+            if m["uid"] == "s" && m["event"] == "create" {
+                assert_eq!(m["data"], json!([{"id": id, "title": format!("{prefix} news"), "status": "published"}]));
+                break;
+            }
+        }
+    })
+    .await
+    .expect("within 20 s");
+}
+
+/// Waits for `{"type": "auth", "status": "ok"}`; the messages that came before it (subscription
+/// events, and the errors of subscriptions the new user may not open again).
+async fn auth_ok(ws: &mut Socket) -> Vec<Value> {
+    let mut before = Vec::new();
+    loop {
+        let m = next(ws, 5).await.expect("the answer to auth");
+        if m["type"] == "auth" {
+            assert_eq!(m, json!({"type": "auth", "status": "ok"}));
+            return before;
+        }
+        before.push(m);
+    }
+}
+
+/// Subscribes `ws` (an admin's) to `s` and `w` of [`delivers_only_what_the_new_user_may_read`].
+async fn subscribe_as_admin(ws: &mut Socket, prefix: &str) {
+    send(ws, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["*"], "filter": {"title": {"_starts_with": prefix}}}, "uid": "s"})).await;
+    assert_eq!(event(ws, "s").await["event"], "init");
+    send(ws, json!({"type": "subscribe", "collection": "authors", "uid": "w"})).await;
+    assert_eq!(event(ws, "w").await["event"], "init");
+}
+
+/// From the attacker's side: subscriptions an admin opened, paused by the expiry of its token,
+/// resume as the user who authenticates next, not as the admin.
+#[tokio::test]
+async fn subscriptions_resumed_by_another_user_deliver_only_what_it_may_read() {
+    let app = env();
+    let (token, _, _) = role(app, "ResumedReaders", published_titles_only()).await;
+    let mut ws = authed_for_3_s(app).await;
+    subscribe_as_admin(&mut ws, "Resumed").await;
+    loop {
+        let m = next(&mut ws, 8).await.expect("the expiry message");
+        if m["type"] == "auth" {
+            assert_eq!(m["error"]["code"], "TOKEN_EXPIRED", "{m}");
+            break;
+        }
+    }
+    send(&mut ws, json!({"type": "auth", "access_token": token})).await;
+    let before = auth_ok(&mut ws).await;
+    delivers_only_what_the_new_user_may_read(app, &mut ws, "Resumed", before).await;
+}
+
+/// From the attacker's side: a connection that authenticates as another user while its
+/// subscriptions run (an app's next user on the same socket) gets from then on only what that
+/// user may read, not the previous user's items.
+#[tokio::test]
+async fn a_connection_switching_user_delivers_only_what_the_new_user_may_read() {
+    let app = env();
+    let (token, _, _) = role(app, "SwitchedReaders", published_titles_only()).await;
+    let mut ws = authed(app, ADMIN_TOKEN).await;
+    subscribe_as_admin(&mut ws, "Switched").await;
+    send(&mut ws, json!({"type": "auth", "access_token": token})).await;
+    let before = auth_ok(&mut ws).await;
+    delivers_only_what_the_new_user_may_read(app, &mut ws, "Switched", before).await;
+}
+
 #[tokio::test]
 async fn an_expired_token_not_renewed_in_time_closes_the_connection() {
     let app = env();

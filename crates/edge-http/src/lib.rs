@@ -12,6 +12,8 @@
 //! - [`settings`] — the settings both edges read, and their gRPC channels.
 //! - [`observe`] — route templates for metrics.
 //! - [`serve`] — the server loop (hyper through a warp filter, graceful shutdown).
+//! - [`upgrade`] — the WebSocket handshake, and the settings of every WebSocket connection.
+//! - [`websocket`] — what both edges' WebSockets share (writer queue, keepalive, limits).
 //! - [`request_target`] — raw `"`, `<`, `>` in request targets made acceptable to hyper.
 
 pub mod balance;
@@ -25,4 +27,5 @@ pub mod schema_calls;
 pub mod serve;
 pub mod observe;
 pub mod settings;
+pub mod upgrade;
 pub mod websocket;

@@ -233,6 +233,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for LenientTarget<S> {
                 return Poll::Ready(Ok(()));
             }
             if this.rewriter.passes_through() {
+                // For the rest of the connection (a WebSocket, say): its buffers are not needed.
+                if !this.scratch.is_empty() {
+                    this.scratch = Box::default();
+                    this.pending = Vec::new();
+                }
                 return Pin::new(&mut this.inner).poll_read(cx, buf);
             }
             // Inside a body that fills the whole read: straight into the reader's buffer (a

@@ -41,9 +41,9 @@ pub struct Incoming {
     pub peer: Option<SocketAddr>,
     /// The body, unread (see [`crate::body`]).
     pub body: crate::body::Body,
-    /// A WebSocket handshake (`Upgrade: websocket`), to accept with `on_upgrade`; `None` for
-    /// other requests.
-    pub websocket: Option<warp::ws::Ws>,
+    /// A WebSocket handshake (`Upgrade: websocket`), to accept with
+    /// [`crate::upgrade::Handshake::accept`]; `None` for other requests.
+    pub websocket: Option<crate::upgrade::Handshake>,
 }
 
 /// The catch-all filter of both edges: every request, whatever its path and method, as an
@@ -54,16 +54,11 @@ pub fn incoming() -> impl Filter<Extract = (Incoming,), Error = warp::Rejection>
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
         .and(warp::header::headers_cloned())
         .and(peer())
-        .and(warp::ws().map(Some).or(warp::any().map(|| None)).unify())
+        .and(warp::ext::optional::<hyper::upgrade::OnUpgrade>())
         .and(warp::body::stream())
-        .map(|method, path: warp::path::FullPath, query, headers, peer, websocket, body| Incoming {
-            method,
-            path: path.as_str().to_owned(),
-            query,
-            headers,
-            peer,
-            body: crate::body::boxed(body),
-            websocket,
+        .map(|method, path: warp::path::FullPath, query, headers, peer, on_upgrade, body| {
+            let websocket = crate::upgrade::Handshake::from_parts(&method, &headers, on_upgrade);
+            Incoming { method, path: path.as_str().to_owned(), query, headers, peer, body: crate::body::boxed(body), websocket }
         })
 }
 

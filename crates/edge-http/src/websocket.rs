@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
-use warp::ws::{Message, WebSocket};
+use crate::upgrade::{Message, WebSocket, close_message};
 
 /// Close code for a client that does not read fast enough (a private-use code).
 pub const CLOSE_TOO_SLOW: u16 = 4008;
@@ -132,7 +132,7 @@ impl Outbox {
 
     /// Closes after what is queued (the reason message of a protocol close goes first).
     pub fn close_after(&self, code: u16, reason: &'static str) {
-        if self.tx.try_send(Message::close_with(code, reason)).is_err() {
+        if self.tx.try_send(close_message(code, reason)).is_err() {
             self.close(code, reason);
         }
     }
@@ -158,7 +158,7 @@ pub fn writer(mut sink: SplitSink<WebSocket, Message>, queue: usize) -> (Outbox,
                 biased;
                 close = close => match close {
                     Some((code, reason)) => {
-                        let _ = sink.send(Message::close_with(code, reason)).await;
+                        let _ = sink.send(close_message(code, reason)).await;
                         break;
                     }
                     // Every sender is gone (the connection ended): drain what is queued.
