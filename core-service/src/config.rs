@@ -52,6 +52,8 @@ pub struct Settings {
     pub files: crate::files::StorageSettings,
     /// [`crate::realtime::RealtimeSettings`].
     pub realtime: crate::realtime::RealtimeSettings,
+    /// DB_WRITE_IDLE_TIMEOUT_MS, WRITE_KEY_TTL_SECS: see [`crate::write::keys::WriteSettings`].
+    pub writes: crate::write::keys::WriteSettings,
 }
 
 impl Settings {
@@ -88,6 +90,7 @@ impl Settings {
             redis_prefix: env_or("REDIS_KEY_PREFIX", "cdapi:".to_string())?,
             files: crate::files::StorageSettings::from_env()?,
             realtime: crate::realtime::RealtimeSettings::from_env()?,
+            writes: crate::write::keys::WriteSettings::from_env()?,
         })
     }
 }
@@ -112,6 +115,7 @@ impl std::fmt::Debug for Settings {
             .field("auth_url", &self.auth_url)
             .field("files", &self.files)
             .field("realtime", &self.realtime)
+            .field("writes", &self.writes)
             .field("redis_url", &self.redis_url.as_deref().map(mask_url))
             .field("redis_prefix", &self.redis_prefix)
             .finish()

@@ -54,6 +54,8 @@ pub struct AppState {
     pub views: permissions::Views,
     /// `limit` rules.
     pub limits: query::Limits,
+    /// Write transactions' idle timeout and write keys' lifetime.
+    pub writes: write::keys::WriteSettings,
     /// What user writes need: session store, password policy and hasher (`own` is filled per
     /// caller).
     pub accounts: users::Accounts,
@@ -223,6 +225,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         views: permissions::Views::default(),
         schema: ArcSwap::from_pointee(schema::Schema::default()),
         limits: settings.limits,
+        writes: settings.writes,
         schema_changed: tokio::sync::watch::Sender::new(0),
         stopping: tokio::sync::watch::Sender::new(false),
         database_away: Arc::default(),
@@ -234,6 +237,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     state.files.sweep(&state.pool).await;
     state.reload_schema().await.map_err(|e| anyhow::anyhow!("loading the schema failed: {e}"))?;
     tokio::spawn(watch_schema(state.clone()));
+    tokio::spawn(write::keys::prune(state.pool.clone(), settings.writes.key_ttl_secs));
     if settings.realtime.enabled {
         tokio::spawn(state.realtime.clone().run(state.clone()));
         tokio::spawn(realtime::listen(state.clone()));

@@ -51,18 +51,46 @@ impl Items {
     }
 
     /// Runs a write in one transaction, committed when `op` succeeds (rolled back otherwise):
-    /// the caller is authorized, the collection looked up, and `op` given the writer.
-    async fn in_write_tx<T, F>(&self, md: &tonic::metadata::MetadataMap, collection: &str, op: F) -> Result<T, ApiError>
+    /// the caller is authorized, the collection looked up, and `op` given the writer. With a
+    /// write key ([`crate::write::keys`]) the answer is recorded under it in the same
+    /// transaction, and a key already committed answers what was recorded (the work of this
+    /// attempt rolled back). Errors: `op`'s, the database's, INVALID_PAYLOAD (a malformed key, or
+    /// another caller's or RPC's).
+    async fn in_write_tx<T, F>(&self, md: &tonic::metadata::MetadataMap, rpc: &'static str, collection: &str, op: F) -> Result<T, ApiError>
     where
+        T: crate::write::keys::Answer,
         F: for<'c> FnOnce(&'c mut Writer<'c>, &'c Collection) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, ApiError>> + Send + 'c>>,
     {
+        use crate::write::keys;
         let caller = self.state.caller(md).await?;
+        let key = keys::WriteKey::from_metadata(md)?;
         let collection = collection_in(&caller, &caller.schema, collection)?;
-        let mut tx = self.state.pool.begin().await.map_err(crate::db::map_error)?;
-        let out = {
+        let who = caller.vars.user.as_deref().unwrap_or_default();
+        let mut tx = self.state.pool.begin_with(self.state.writes.begin()).await.map_err(crate::db::map_error)?;
+        let done = {
             let mut w = caller.writer(&mut tx, self.state.limits);
-            op(&mut w, &collection).await?
+            op(&mut w, &collection).await
         };
+        let out = match (done, &key) {
+            (Ok(out), _) => out,
+            (Err(e), None) => return Err(e),
+            (Err(e), Some(key)) => {
+                // Failing because the attempt on another replica committed first (its unique
+                // values now taken, say)? Then that attempt's answer is this write's answer.
+                drop(tx);
+                return match keys::recorded_if_any(&self.state.pool, key, who, rpc).await {
+                    Ok(Some(answer)) => T::from_bytes(answer),
+                    _ => Err(e),
+                };
+            }
+        };
+        if let Some(key) = &key
+            && !keys::record(&mut tx, key, who, rpc, &out.to_bytes()).await?
+        {
+            // Applied already (by an attempt on another replica): its answer, not a second write.
+            tx.rollback().await.map_err(crate::db::map_error)?;
+            return T::from_bytes(keys::recorded(&self.state.pool, key, who, rpc).await?);
+        }
         tx.commit().await.map_err(crate::db::map_error)?;
         Ok(out)
     }
@@ -221,7 +249,7 @@ impl ItemsService for Items {
         let r = req.get_ref();
         let (data, q) = (json_object_or_array(&r.data, false)?, r.query.clone().unwrap_or_default());
         let out = self
-            .in_write_tx(req.metadata(), &r.collection, move |w, c| {
+            .in_write_tx(req.metadata(), "CreateItem", &r.collection, move |w, c| {
                 Box::pin(async move {
                     let keys = crate::users::create(w, c, data).await?;
                     w.read_back(c, &keys, &q).await
@@ -237,7 +265,7 @@ impl ItemsService for Items {
         let r = req.get_ref();
         let (data, q) = (json_object_or_array(&r.data, true)?, r.query.clone().unwrap_or_default());
         let out = self
-            .in_write_tx(req.metadata(), &r.collection, move |w, c| {
+            .in_write_tx(req.metadata(), "CreateItems", &r.collection, move |w, c| {
                 Box::pin(async move {
                     let keys = crate::users::create(w, c, data).await?;
                     w.read_back(c, &keys, &q).await
@@ -253,7 +281,7 @@ impl ItemsService for Items {
         let r = req.get_ref();
         let (data, q, key) = (json_object_or_array(&r.data, false)?, r.query.clone().unwrap_or_default(), r.key.clone());
         let out = self
-            .in_write_tx(req.metadata(), &r.collection, move |w, c| {
+            .in_write_tx(req.metadata(), "UpdateItem", &r.collection, move |w, c| {
                 Box::pin(async move {
                     let key = crate::users::resolve_me(&c.name, &key, w.vars.user.as_deref())?;
                     let keys = crate::users::update_keys(w, c, std::slice::from_ref(&key), data).await?;
@@ -270,7 +298,7 @@ impl ItemsService for Items {
         let r = req.get_ref();
         let (data, q, selector) = (json_object_or_array(&r.data, false)?, r.query.clone().unwrap_or_default(), r.selector.clone());
         let out = self
-            .in_write_tx(req.metadata(), &r.collection, move |w, c| {
+            .in_write_tx(req.metadata(), "UpdateItems", &r.collection, move |w, c| {
                 Box::pin(async move {
                     let keys = match &selector {
                         Some(update_items_request::Selector::Keys(k)) => crate::users::update_keys(w, c, &k.keys, data).await?,
@@ -290,7 +318,7 @@ impl ItemsService for Items {
         let r = req.get_ref();
         let (data, q) = (json_object_or_array(&r.data, true)?, r.query.clone().unwrap_or_default());
         let out = self
-            .in_write_tx(req.metadata(), &r.collection, move |w, c| {
+            .in_write_tx(req.metadata(), "UpdateBatch", &r.collection, move |w, c| {
                 Box::pin(async move {
                     let keys = w.update_batch(c, &data).await?;
                     w.read_back(c, &keys, &q).await
@@ -306,7 +334,7 @@ impl ItemsService for Items {
         let r = req.get_ref();
         let (data, q) = (json_object_or_array(&r.data, false)?, r.query.clone().unwrap_or_default());
         let out = self
-            .in_write_tx(req.metadata(), &r.collection, move |w, c| {
+            .in_write_tx(req.metadata(), "UpdateSingleton", &r.collection, move |w, c| {
                 Box::pin(async move {
                     if !c.singleton {
                         return Err(ApiError::invalid_payload(format!(
@@ -332,7 +360,7 @@ impl ItemsService for Items {
         let span = request_span("DeleteItem", &req);
         let r = req.get_ref();
         let key = r.key.clone();
-        self.in_write_tx(req.metadata(), &r.collection, move |w, c| Box::pin(async move { w.delete_keys(c, std::slice::from_ref(&key)).await }))
+        self.in_write_tx(req.metadata(), "DeleteItem", &r.collection, move |w, c| Box::pin(async move { w.delete_keys(c, std::slice::from_ref(&key)).await }))
             .instrument(span)
             .await?;
         self.deleted(&r.collection).await;
@@ -343,7 +371,7 @@ impl ItemsService for Items {
         let span = request_span("DeleteItems", &req);
         let r = req.get_ref();
         let selector = r.selector.clone();
-        self.in_write_tx(req.metadata(), &r.collection, move |w, c| {
+        self.in_write_tx(req.metadata(), "DeleteItems", &r.collection, move |w, c| {
             Box::pin(async move {
                 match &selector {
                     Some(delete_items_request::Selector::Keys(k)) => w.delete_keys(c, &k.keys).await,

@@ -5,9 +5,11 @@
 //! items is one INSERT with 1,000 rows.
 //!
 //! Layout: [`payload`] (validation and values), [`relational`] (nested relational data),
-//! this module (statements and their order).
+//! [`keys`] (write keys: a write sent to two replicas is applied once), this module
+//! (statements and their order).
 //! Database constraint errors map to API codes in [`crate::db::map_write_error`].
 
+pub mod keys;
 pub mod payload;
 pub mod relational;
 

@@ -9,7 +9,8 @@
 //! Retries, in the spirit of gRPC's retry policy (retryable status UNAVAILABLE):
 //! - a call whose connection could not be made (refused: nothing was sent) is sent to the next
 //!   replica, whatever the RPC;
-//! - a read-only RPC ([`is_idempotent`]) is also sent again after a broken connection or an
+//! - a read-only RPC ([`is_idempotent`]) or a keyed item write ([`is_keyed_write`]) is also
+//!   sent again after a broken connection or an
 //!   UNAVAILABLE answer from the transport (one without the service's `error-code`: a replica
 //!   shutting down); a service's own SERVICE_UNAVAILABLE (a statement cancelled by
 //!   DB_STATEMENT_TIMEOUT_MS, a pool timeout) is final, as another replica would run the same
@@ -22,8 +23,13 @@
 //! that lost to its hedge is skipped for [`DOWN_FOR`] (so a frozen replica stops getting new
 //! calls at once and is probed again after). Hedging instead of waiting for a per-attempt
 //! deadline: a hung replica costs a read GRPC_HEDGE_AFTER_MS, not a deadline, and a merely slow
-//! reply still counts if it comes first. Cost: at most one extra send per slow read; writes are
-//! never hedged (they are not known to be safe twice).
+//! reply still counts if it comes first. Cost: at most one extra send per slow call.
+//!
+//! Writes: an item write ([`is_keyed_write`]) is stamped with a random write key
+//! (`x-write-key`), which core-service records in the write's own transaction, so a second
+//! attempt is applied at most once and answers what the first one committed. Such writes are
+//! therefore hedged and retried as reads are. Other writes (users, files, schema, auth) are
+//! never hedged and are sent again only when the server surely did not process them.
 //!
 //! Budget: attempts are bounded by the number of replicas plus one, at most [`MAX_ATTEMPTS`]
 //! (so one client call costs at most 4 sends, 3 of them only after a transport failure).
@@ -55,6 +61,25 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 pub fn is_idempotent(path: &str) -> bool {
     let method = path.rsplit('/').next().unwrap_or("");
     ["Read", "Get", "List", "Watch", "Export", "Compare", "Check"].iter().any(|p| method.starts_with(p))
+}
+
+/// Whether an RPC is an item write that honours a write key (core-service's
+/// `write::keys`): sent with one, it is applied once however many replicas it reaches, so it
+/// is hedged and retried as reads are.
+pub fn is_keyed_write(path: &str) -> bool {
+    let Some(method) = path.strip_prefix("/cdapi.v1.ItemsService/") else { return false };
+    ["CreateItem", "CreateItems", "UpdateItem", "UpdateItems", "UpdateBatch", "UpdateSingleton", "DeleteItem", "DeleteItems"].contains(&method)
+}
+
+/// The gRPC metadata key of a write key (core-service's `write::keys::METADATA_KEY`).
+const WRITE_KEY: &str = "x-write-key";
+
+/// A fresh write key: 128 random bits as 32 hex digits. Errors: the system has no randomness.
+fn new_write_key() -> Result<http::HeaderValue, BoxError> {
+    let mut bits = [0u8; 16];
+    getrandom::fill(&mut bits).map_err(|e| -> BoxError { format!("no randomness for a write key: {e}").into() })?;
+    let hex: String = bits.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(http::HeaderValue::from_str(&hex)?)
 }
 
 /// How to open a connection to one address.
@@ -296,7 +321,8 @@ fn good(outcome: &Result<http::Response<tonic::body::Body>, BoxError>) -> bool {
     outcome.as_ref().is_ok_and(|res| !unavailable(res))
 }
 
-/// A read sent to `first`, and also to `second` if `first` has no whole reply after `after`
+/// A call safe to send twice (a read, a keyed write) sent to `first`, and also to `second` if
+/// `first` has no whole reply after `after`
 /// (see the module docs). `Ok`: the winning reply; `Err`: how many of the two replicas were
 /// tried and failed (their calls ended without a good reply), for the retry loop to go on.
 async fn hedged(shared: &Shared, rpc: &str, first: &Replica, second: &Replica, parts: &http::request::Parts, body: &Bytes, after: Duration) -> Result<http::Response<tonic::body::Body>, usize> {
@@ -320,7 +346,7 @@ async fn hedged(shared: &Shared, rpc: &str, first: &Replica, second: &Replica, p
     if good(&outcome) {
         if !first_won {
             // Slower than its hedge: skipped for a while (a hung replica stops getting calls).
-            tracing::warn!(rpc, replica = %first.key, "a read was answered by its hedge; the slow replica is skipped for a while");
+            tracing::warn!(rpc, replica = %first.key, "a call was answered by its hedge; the slow replica is skipped for a while");
             shared.mark_down(first);
         }
         return outcome.map_err(|_| 1);
@@ -363,7 +389,12 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Balanced {
             }
             // Unary request messages: buffered so the call can be sent again.
             let body: Bytes = body.collect().await?.to_bytes();
-            let idempotent = is_idempotent(&rpc);
+            // Safe to send twice: a read, or an item write carrying its write key.
+            let keyed = is_keyed_write(&rpc);
+            if keyed && !parts.headers.contains_key(WRITE_KEY) {
+                parts.headers.insert(WRITE_KEY, new_write_key()?);
+            }
+            let idempotent = is_idempotent(&rpc) || keyed;
             let order = shared.order();
             let attempts = (order.len() + 1).min(MAX_ATTEMPTS);
             let mut last_err: Option<BoxError> = None;
@@ -434,6 +465,17 @@ impl InternalToken {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_item_writes_are_keyed() {
+        assert!(is_keyed_write("/cdapi.v1.ItemsService/CreateItems"));
+        assert!(is_keyed_write("/cdapi.v1.ItemsService/DeleteItem"));
+        assert!(!is_keyed_write("/cdapi.v1.ItemsService/Read"));
+        assert!(!is_keyed_write("/cdapi.v1.FilesService/CreateItems"));
+        assert!(!is_keyed_write("/cdapi.v1.AuthService/Login"));
+        let (a, b) = (new_write_key().expect("a key"), new_write_key().expect("a key"));
+        assert!(a.len() == 32 && a != b, "random keys: {a:?} {b:?}");
+    }
 
     #[test]
     fn only_reads_are_idempotent() {
