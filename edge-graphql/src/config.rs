@@ -20,6 +20,9 @@ pub struct Settings {
     /// GRAPHQL_FAST_PATH (default true): answer item reads in one pass over the core's reply
     /// instead of a resolver per field (same results; `false` to compare).
     pub fast_path: bool,
+    /// GRAPHQL_STREAM_LIMIT (default 1000; 0 = never): a root list asked with a larger `limit`,
+    /// or `-1`, is written as its items arrive (HTTP, fast path; see [`crate::list_stream`]).
+    pub stream_limit: i64,
     /// GRAPHQL_QUERY_COMPLEXITY_LIMIT (default 20000): most fields one operation may select,
     /// counted over the query text (each field 1).
     pub complexity_limit: usize,
@@ -40,6 +43,7 @@ impl Settings {
             introspection: env_or("GRAPHQL_INTROSPECTION", true)?,
             depth_limit: env_or("GRAPHQL_QUERY_DEPTH_LIMIT", 20usize)?.max(1),
             fast_path: env_or("GRAPHQL_FAST_PATH", true)?,
+            stream_limit: env_or("GRAPHQL_STREAM_LIMIT", 1000i64)?.max(0),
             complexity_limit: env_or("GRAPHQL_QUERY_COMPLEXITY_LIMIT", 20_000usize)?.max(1),
             document: {
                 let d = crate::budget::DocumentLimits::default();

@@ -18,6 +18,7 @@ use crate::{Backend, RequestData};
 use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextResolve, ResolveInfo};
 use async_graphql::parser::types::{Field, SelectionSet};
 use async_graphql::{Name, ServerResult, Value};
+use cdapi_proto::v1::ReadRequest;
 use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -82,6 +83,15 @@ async fn answer(ctx: &ExtensionContext<'_>, field: &Field, collection: &str, op:
         Op::ById => Some(key_text(&walker.argument(field, "id")?).ok()?),
         _ => None,
     };
+    if let (Op::List, Some(streams)) = (op, &req.streams)
+        && streams.wanted(&q)
+    {
+        // A long list: its items are written as they arrive (crate::list_stream); a refusal
+        // goes the ordinary way, which reports it at the field's path.
+        let call = req.caller.request(ReadRequest { collection: collection.to_owned(), key: None, query: Some(q) }).ok()?;
+        let stream = backend.items.clone().read_stream(call).await.ok()?.into_inner();
+        return streams.add(stream, collection, field.response_key().node.as_str());
+    }
     let bytes = read(backend, &req.caller, collection.to_owned(), q, key).await.ok()?;
     let json: Json = serde_json::from_slice(&bytes).ok()?;
     let sets = [&field.selection_set.node];
@@ -114,8 +124,14 @@ fn collect<'s>(walker: &'s Walker<'_>, sets: &[&'s SelectionSet], member: Option
     groups
 }
 
+/// The root fields of `set` answered under `response_key` (several when the document selects
+/// the same key more than once).
+pub(crate) fn root_fields<'s>(walker: &'s Walker<'_>, set: &'s SelectionSet, response_key: &str) -> Vec<&'s Field> {
+    collect(walker, &[set], None).into_iter().find(|(k, _)| *k == response_key).map(|(_, fields)| fields).unwrap_or_default()
+}
+
 /// The item `json` of `collection` (GraphQL type `type_name`) as the value of `sets`.
-fn project(walker: &Walker<'_>, c: &Collection, type_name: &str, sets: &[&SelectionSet], member: Option<(&str, &str)>, json: &Json) -> Value {
+pub(crate) fn project(walker: &Walker<'_>, c: &Collection, type_name: &str, sets: &[&SelectionSet], member: Option<(&str, &str)>, json: &Json) -> Value {
     let model = walker.model();
     let groups = collect(walker, sets, member);
     let mut out = async_graphql::indexmap::IndexMap::with_capacity(groups.len());

@@ -131,13 +131,15 @@ async fn route(
         request = request.operation_name(op.clone());
     }
     let document = document.map(Arc::new);
+    let streams = crate::list_stream::ListStreams::new(settings.stream_limit);
     let data = RequestData {
         caller,
         refresh_cookie: cookie(headers, settings.edge.cookies.name(Kind::Refresh)),
         session_cookie,
         document: document.clone(),
-        variables,
+        variables: variables.clone(),
         operation_name: operation.clone(),
+        streams: Some(streams.clone()),
     };
     let request = request.data(data);
     let schema = match endpoint {
@@ -148,7 +150,20 @@ async fn route(
     if let (Some(doc), async_graphql::Value::Object(data)) = (&document, &mut response.data) {
         order_root(doc, operation.as_deref(), data);
     }
-    Ok(render(response))
+    match document {
+        // Long lists: the response is written with their items as they arrive.
+        Some(document) if streams.any() => {
+            let headers = response.http_headers.clone();
+            let (_, body) = rendered(response);
+            let selection = crate::list_stream::Selection { model: built.model.clone(), document, operation, variables };
+            let mut res = crate::list_stream::respond(body, &streams, selection).await?;
+            for (name, value) in headers.iter() {
+                res.headers_mut().append(name, value.clone());
+            }
+            Ok(res)
+        }
+        _ => Ok(render(response)),
+    }
 }
 
 /// Puts the root fields of `data` in the order the operation selects them. async-graphql
@@ -280,7 +295,18 @@ pub(crate) fn with_codes(response: &mut async_graphql::Response) -> bool {
 /// The GraphQL response as HTTP: every error gets a `code` (GRAPHQL_VALIDATION for parse and
 /// validation errors, INTERNAL_SERVER_ERROR for unexpected ones); 400 when nothing ran. The
 /// response is serialised once, straight to bytes.
-fn render(mut response: async_graphql::Response) -> Response {
+fn render(response: async_graphql::Response) -> Response {
+    let headers = response.http_headers.clone();
+    let (status, body) = rendered(response);
+    let mut res = with_body(status, "application/json; charset=utf-8", body);
+    for (name, value) in headers.iter() {
+        res.headers_mut().append(name, value.clone());
+    }
+    res
+}
+
+/// The status and body of [`render`].
+fn rendered(mut response: async_graphql::Response) -> (StatusCode, String) {
     let not_executed = with_codes(&mut response);
     let validation = not_executed
         && response.errors.iter().all(|e| e.extensions.as_ref().and_then(|x| x.get("code")) == Some(&async_graphql::Value::from("GRAPHQL_VALIDATION")));
@@ -290,9 +316,5 @@ fn render(mut response: async_graphql::Response) -> Response {
         tracing::error!(error = %e, "a GraphQL response could not be serialised");
         r#"{"data":null,"errors":[{"message":"An unexpected error occurred.","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}"#.to_owned()
     });
-    let mut res = with_body(status, "application/json; charset=utf-8", body);
-    for (name, value) in response.http_headers.iter() {
-        res.headers_mut().append(name, value.clone());
-    }
-    res
+    (status, body)
 }

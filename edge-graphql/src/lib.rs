@@ -8,6 +8,7 @@
 //! - [`model`] — the snapshot as GraphQL sees it (the naming rule: what is exposed, as what).
 //! - [`types`] — the generated types (item objects, filters, inputs, aggregates, unions).
 //! - [`fast`] — the fast path answering item reads in one pass over the core's reply.
+//! - [`list_stream`] — long root lists written as they arrive (`limit` over GRAPHQL_STREAM_LIMIT).
 //! - [`root`] — `/graphql`'s root fields and their resolvers (one core call per root field).
 //! - [`system`] — `/graphql/system`'s own root fields (the `auth_*` mutations).
 //! - [`schema_management`] — `/graphql/system`'s collections, fields and relations (reads and changes).
@@ -27,6 +28,7 @@ pub mod config;
 pub mod fast;
 pub mod filters;
 pub mod http;
+pub mod list_stream;
 pub mod model;
 pub mod root;
 pub mod schema_management;
@@ -80,6 +82,8 @@ pub struct RequestData {
     pub refresh_cookie: Option<String>,
     /// The session token cookie (mode session).
     pub session_cookie: Option<String>,
+    /// Long root lists answered by streams (HTTP only; `None` over WebSocket).
+    pub streams: Option<Arc<list_stream::ListStreams>>,
 }
 
 /// Serves `/graphql` and `/graphql/system` on `listener` until `shutdown` resolves (in-flight

@@ -329,6 +329,7 @@ impl Connection {
             document: document.map(Arc::new),
             variables,
             operation_name: operation,
+            streams: None,
         }))
     }
 }

@@ -112,14 +112,19 @@ impl GraphqlProxy {
         };
         let res = self.client.request(out).await.map_err(|e| unavailable(&e))?;
         let (parts, body) = res.into_parts();
-        let bytes = body.collect().await.map_err(|e| unavailable(&e))?.to_bytes();
-        let mut reply = Reply::into_response(bytes.to_vec());
+        // Passed through as it arrives (a streamed GraphQL list keeps memory flat here too); a
+        // body that breaks mid-way breaks the client's the same way.
+        let mut reply = Reply::into_response(warp::reply::stream(body.into_data_stream()));
         *reply.status_mut() = parts.status;
         reply.headers_mut().clear();
         for (name, value) in &parts.headers {
             if !HOP_BY_HOP.contains(&name.as_str()) {
                 reply.headers_mut().append(name, value.clone());
             }
+        }
+        // The body passes unchanged: its length, when known, too (a streamed one has none).
+        if let Some(length) = parts.headers.get(http::header::CONTENT_LENGTH) {
+            reply.headers_mut().insert(http::header::CONTENT_LENGTH, length.clone());
         }
         Ok(reply)
     }

@@ -220,7 +220,7 @@ async fn read_items(state: &EdgeState, req: &HttpRequest, request_id: &str, coll
     if query.export.is_some() {
         return export(state, req, request_id, collection, query, token).await;
     }
-    let streamed = crate::list_stream::wanted(&query, state.stream_limit);
+    let streamed = edge_http::list_chunks::wanted(&query, state.stream_limit);
     let call = req.grpc(request_id, token, ReadRequest { collection, key: None, query: Some(query) })?;
     if streamed {
         return crate::list_stream::read(state, call).await;

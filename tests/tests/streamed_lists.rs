@@ -1,6 +1,7 @@
 //! Long lists streamed (issue 21, "flat memory at any `limit`"): a list whose `limit` is over
 //! REST_STREAM_LIMIT (1000) or `-1` flows from the core's cursor through edge-rest in chunks
-//! (`ItemsService.ReadStream`). Shown here: the same items and counts as the buffered pages,
+//! (`ItemsService.ReadStream`), and so does a GraphQL root list over GRAPHQL_STREAM_LIMIT (1000)
+//! through edge-graphql and edge-rest's `/graphql`. Shown here: the same items and counts as the buffered pages,
 //! ordinary errors before the first byte, a cut-off body when the byte budget is passed after
 //! it, and neither process's peak memory growing with the size of the list.
 //!
@@ -160,6 +161,68 @@ async fn a_list_passing_the_byte_budget_after_its_first_byte_is_cut_off() {
     assert_eq!(get(app, "/items/long_list?limit=2&fields=id&sort=id").await.body, json!({"data": [{"id": 1}, {"id": 2}]}));
 }
 
+/// A GraphQL query through edge-rest's `/graphql` as `token`: (status, headers, body text).
+async fn graphql_raw(app: &TestApp, token: &str, query: &str) -> (u16, reqwest::header::HeaderMap, Result<String, String>) {
+    let client = e2e_tests::http_client().build().expect("client");
+    let res = client.post(format!("{}/graphql", app.rest_url)).bearer_auth(token).json(&json!({"query": query})).send().await.expect("response headers");
+    let (status, headers) = (res.status().as_u16(), res.headers().clone());
+    (status, headers, res.text().await.map_err(|e| format!("{e:?}")))
+}
+
+#[tokio::test]
+async fn a_long_graphql_list_streams_the_same_items_as_rest() {
+    let (app, _turn) = serial().await;
+    // One streamed root field beside an ordinary one, aliases and __typename kept.
+    let query = r#"{ all: long_list(limit: -1, sort: ["-id"]) { id label __typename } few: long_list(limit: 2, sort: ["id"]) { label } }"#;
+    let (status, headers, body) = graphql_raw(app, ADMIN_TOKEN, query).await;
+    assert_eq!(status, 200);
+    assert!(headers.get("content-length").is_none(), "streamed (about 900 KB): {headers:?}");
+    let reply: Value = serde_json::from_str(&body.expect("body")).expect("the streamed body is JSON");
+    assert!(reply.get("errors").is_none(), "{}", reply["errors"]);
+    let (_, _, rest) = raw(app, "/items/long_list?limit=-1&fields=id,label&sort=-id").await;
+    let mut rest: Value = serde_json::from_str(&rest.expect("body")).expect("JSON");
+    // GraphQL's `ID` is a string.
+    let id_text = |v: &Value| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
+    for item in rest["data"].as_array_mut().expect("items") {
+        item["id"] = json!(id_text(&item["id"]));
+        item["__typename"] = json!("long_list");
+    }
+    let mut all = reply["data"]["all"].clone();
+    for item in all.as_array_mut().expect("items") {
+        item["id"] = json!(id_text(&item["id"]));
+    }
+    assert_eq!(all.as_array().map(Vec::len), Some(ROWS));
+    assert_eq!(all, rest["data"], "the same items, in the same order, as REST's");
+    assert_eq!(reply["data"]["few"], json!([{"label": "row 1"}, {"label": "row 2"}]));
+    // Short lists keep the ordinary (whole) answer.
+    let (_, headers, _) = graphql_raw(app, ADMIN_TOKEN, r#"{ long_list(limit: 1000) { id } }"#).await;
+    assert!(headers.get("content-length").is_some(), "a short list is answered whole");
+}
+
+/// From the attacker's side: the streamed GraphQL path reads through the caller's grants as the
+/// ordinary one does.
+#[tokio::test]
+async fn a_restricted_role_streams_only_its_rows_and_fields_over_graphql() {
+    let (app, _turn) = serial().await;
+    let grant = json!([{"collection": "long_list", "action": "read", "fields": ["id", "label"], "permissions": {"id": {"_lte": 15000}}}]);
+    let (token, _, _) = e2e_tests::fixture::role(app, "GraphStreamReaders", grant).await;
+    let (status, headers, body) = graphql_raw(app, &token, r#"{ long_list(limit: -1) { id label } }"#).await;
+    assert_eq!(status, 200);
+    assert!(headers.get("content-length").is_none(), "the streamed path: {headers:?}");
+    let reply: Value = serde_json::from_str(&body.expect("body")).expect("JSON");
+    let items = reply["data"]["long_list"].as_array().expect("items");
+    assert_eq!(items.len(), 15000, "only the rows its rule admits");
+    // (GraphQL's `ID` is a string.)
+    assert!(items.iter().all(|i| i["id"].as_str().and_then(|id| id.parse::<u64>().ok()).is_some_and(|id| id <= 15000)), "a row outside its rule");
+    // A field outside its grant is not in its schema: the document does not validate.
+    let r = e2e_tests::graphql_as(app, "/graphql", Some(&token), r#"{ long_list(limit: -1) { id body } }"#, json!({})).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.body["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION", "{}", r.body);
+    // The public: no list at all.
+    let r = e2e_tests::graphql_as(app, "/graphql", None, r#"{ long_list(limit: -1) { id } }"#, json!({})).await;
+    assert!(r.body["data"]["long_list"].is_null() || r.status == 400, "{}", r.body);
+}
+
 /// Resets a process's peak resident memory (VmHWM) to its current size (Linux: `5` written to
 /// `/proc/<pid>/clear_refs`), so what earlier tests read does not hide this test's peak.
 fn reset_peak(pid: u32) {
@@ -170,6 +233,24 @@ fn reset_peak(pid: u32) {
 fn peak_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
     status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).expect("VmHWM")
+}
+
+#[tokio::test]
+async fn a_long_graphql_list_does_not_grow_any_process() {
+    let (app, _turn) = serial().await;
+    let pids = [app.pids("core")[0], app.pids("graphql")[0], app.pids("edge")[0]];
+    let query = r#"{ long_list(limit: 12000) { id body } }"#;
+    // Warm up, as below.
+    let (_, _, body) = graphql_raw(app, ADMIN_TOKEN, r#"{ long_list(limit: 2000) { id body } }"#).await;
+    assert!(body.is_ok());
+    pids.iter().for_each(|p| reset_peak(*p));
+    let before: Vec<u64> = pids.iter().map(|p| peak_kib(*p)).collect();
+    let (status, _, body) = graphql_raw(app, ADMIN_TOKEN, query).await;
+    assert_eq!(status, 200);
+    let len = body.expect("body").len();
+    assert!(len > 18_000_000, "{len} bytes");
+    let grown: Vec<u64> = pids.iter().zip(before).map(|(p, b)| (peak_kib(*p) - b) / 1024).collect();
+    assert!(grown.iter().all(|g| *g < 8), "peak RSS grew by {grown:?} MiB (core, edge-graphql, edge-rest) for an {} MiB reply", len >> 20);
 }
 
 #[tokio::test]

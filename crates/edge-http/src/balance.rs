@@ -76,10 +76,8 @@ const WRITE_KEY: &str = "x-write-key";
 
 /// A fresh write key: 128 random bits as 32 hex digits. Errors: the system has no randomness.
 fn new_write_key() -> Result<http::HeaderValue, BoxError> {
-    let mut bits = [0u8; 16];
-    getrandom::fill(&mut bits).map_err(|e| -> BoxError { format!("no randomness for a write key: {e}").into() })?;
-    let hex: String = bits.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(http::HeaderValue::from_str(&hex)?)
+    let key = crate::random::hex128().map_err(|e| -> BoxError { format!("no randomness for a write key: {e}").into() })?;
+    Ok(http::HeaderValue::from_str(&key)?)
 }
 
 /// How to open a connection to one address.

@@ -5,6 +5,8 @@
 //! - [`balance`] — gRPC calls spread over a service's replicas, with retries.
 //! - [`body`] — request bodies read with a size cap.
 //! - [`cookies`] — the auth cookies (names, attributes, parsing).
+//! - [`list_chunks`] — streamed lists: when, the bytes gathered first, joining chunks.
+//! - [`random`] — random identifiers (write keys, placeholders).
 //! - [`client_ip`] — the end client's address behind trusted proxies.
 //! - [`caller`] — the caller's token, address and request id as gRPC metadata.
 //! - [`reply`] — bodies and the Directus error body.
@@ -21,6 +23,8 @@ pub mod body;
 pub mod caller;
 pub mod client_ip;
 pub mod cookies;
+pub mod list_chunks;
+pub mod random;
 pub mod reply;
 pub mod request_target;
 pub mod schema_calls;

@@ -1,0 +1,160 @@
+//! Long GraphQL lists streamed (issue 21: flat memory at any `limit`). async-graphql builds a
+//! response as one value tree, so a list cannot flow through it. Instead, a root list field on
+//! the fast path ([`crate::fast`]) whose `limit` is `-1` or over GRAPHQL_STREAM_LIMIT (default
+//! 1000) is asked of the core as `ItemsService.ReadStream`, and the field's value in the
+//! executed response is a placeholder: a string holding a random token no data can hold. The
+//! response is serialised as usual, and its body is written with each placeholder replaced by
+//! the items as they arrive, each built from the field's selection set as the fast path builds
+//! it. Over WebSocket nothing is streamed.
+//!
+//! Errors: the core's refusals (FORBIDDEN, INVALID_QUERY) come when the stream is asked for, so
+//! they are ordinary GraphQL errors at the field's path. The first [`BUFFER`] bytes are
+//! gathered before anything is sent, so an error within them is an ordinary error reply; after
+//! the first byte, the body is cut off (see [`edge_http::list_chunks`]).
+
+use crate::model::Model;
+use async_graphql::Value;
+use async_graphql::parser::types::ExecutableDocument;
+use bytes::Bytes;
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::{Query, ReadChunk};
+use edge_http::list_chunks::BUFFER;
+use serde_json::Value as Json;
+use std::sync::{Arc, Mutex};
+use warp::reply::Response;
+
+/// One root list field answered by a stream.
+struct StreamedList {
+    /// The placeholder's text.
+    token: String,
+    stream: tonic::Streaming<ReadChunk>,
+    collection: String,
+    /// The field's response key (alias or name).
+    response_key: String,
+}
+
+/// The streamed lists of one HTTP request (in [`crate::RequestData`]).
+pub struct ListStreams {
+    /// GRAPHQL_STREAM_LIMIT (0 = never).
+    limit: i64,
+    lists: Mutex<Vec<StreamedList>>,
+}
+
+impl ListStreams {
+    /// Lists asked with a `limit` over `limit` (or `-1`) will be streamed (`0`: none).
+    pub fn new(limit: i64) -> Arc<Self> {
+        Arc::new(Self { limit, lists: Mutex::default() })
+    }
+
+    /// Whether a list read with `query` is streamed.
+    pub fn wanted(&self, query: &Query) -> bool {
+        edge_http::list_chunks::wanted(query, self.limit)
+    }
+
+    /// Takes `stream` as the value of root field `response_key` (items of `collection`): the
+    /// placeholder to answer the field with. `None` when no token could be made (the field is
+    /// then read the ordinary way).
+    pub fn add(&self, stream: tonic::Streaming<ReadChunk>, collection: &str, response_key: &str) -> Option<Value> {
+        let token = format!("\u{0}cdapi-list-{}", edge_http::random::hex128().ok()?);
+        let mut lists = self.lists.lock().ok()?;
+        lists.push(StreamedList { token: token.clone(), stream, collection: collection.to_owned(), response_key: response_key.to_owned() });
+        Some(Value::String(token))
+    }
+
+    /// Whether any list was streamed.
+    pub fn any(&self) -> bool {
+        self.lists.lock().is_ok_and(|l| !l.is_empty())
+    }
+}
+
+/// What building the items needs (owned: the body is written by a task of its own).
+pub struct Selection {
+    /// The caller's model.
+    pub model: Arc<Model>,
+    /// The request's document.
+    pub document: Arc<ExecutableDocument>,
+    /// The operation run.
+    pub operation: Option<String>,
+    /// The request's variables.
+    pub variables: async_graphql::Variables,
+}
+
+/// The response whose serialised body is `body` (status 200), with each placeholder of
+/// `streams` replaced by its list. Errors: an error before the first byte (the core's, a reply
+/// that does not parse).
+pub async fn respond(body: String, streams: &ListStreams, selection: Selection) -> Result<Response, ApiError> {
+    let mut lists = streams.lists.lock().map(|mut l| std::mem::take(&mut *l)).map_err(|_| ApiError::internal())?;
+    // In the order their placeholders appear; one that does not (its field nulled) is dropped.
+    let quoted = |l: &StreamedList| serde_json::to_string(&l.token).unwrap_or_default();
+    lists.retain(|l| body.contains(&quoted(l)));
+    lists.sort_by_key(|l| body.find(&quoted(l)));
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Bytes, ApiError>>(4);
+    tokio::spawn(write(body, lists, selection, tx));
+    let mut gathered: Vec<u8> = Vec::new();
+    while gathered.len() < BUFFER {
+        match rx.recv().await {
+            Some(Ok(b)) => gathered.extend_from_slice(&b),
+            Some(Err(e)) => return Err(e),
+            None => return Ok(edge_http::reply::with_body(http::StatusCode::OK, "application/json; charset=utf-8", gathered)),
+        }
+    }
+    let first = futures_util::stream::iter([Ok::<Bytes, std::io::Error>(Bytes::from(gathered))]);
+    let rest = futures_util::StreamExt::map(tokio_stream::wrappers::ReceiverStream::new(rx), |r| {
+        r.map_err(|e| {
+            tracing::error!(code = ?e.code, message = %e.message, "a streamed GraphQL list failed after its first byte: the response is cut off");
+            std::io::Error::other("list failed")
+        })
+    });
+    let mut res = warp::reply::Reply::into_response(warp::reply::stream(futures_util::StreamExt::chain(first, rest)));
+    res.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json; charset=utf-8"));
+    Ok(res)
+}
+
+/// Writes `body` to `tx` with each list's placeholder replaced by its items; an error ends it.
+async fn write(body: String, lists: Vec<StreamedList>, selection: Selection, tx: tokio::sync::mpsc::Sender<Result<Bytes, ApiError>>) {
+    let mut rest = body.as_str();
+    for mut list in lists {
+        let quoted = serde_json::to_string(&list.token).unwrap_or_default();
+        let Some(at) = rest.find(&quoted) else { continue };
+        if tx.send(Ok(Bytes::copy_from_slice(&rest.as_bytes()[..at]))).await.is_err() {
+            return;
+        }
+        rest = &rest[at + quoted.len()..];
+        if let Err(e) = send_items(&mut list, &selection, &tx).await {
+            let _ = tx.send(Err(e)).await;
+            return;
+        }
+    }
+    let _ = tx.send(Ok(Bytes::copy_from_slice(rest.as_bytes()))).await;
+}
+
+/// Sends `[`, the list's items as the field selects them, `]`. Errors: the core's, or a chunk
+/// that does not parse (INTERNAL).
+async fn send_items(list: &mut StreamedList, s: &Selection, tx: &tokio::sync::mpsc::Sender<Result<Bytes, ApiError>>) -> Result<(), ApiError> {
+    let operation = crate::selection::operation(&s.document, s.operation.as_deref()).ok_or_else(ApiError::internal)?;
+    let walker = crate::selection::Walker::of_document(&s.model, &s.document, operation, &s.variables);
+    let c = s.model.collection(&list.collection).ok_or_else(ApiError::internal)?;
+    let fields = crate::fast::root_fields(&walker, &operation.selection_set.node, &list.response_key);
+    let sets: Vec<_> = fields.iter().map(|f| &f.selection_set.node).collect();
+    let _ = tx.send(Ok(Bytes::from_static(b"["))).await;
+    let mut sent_items = false;
+    while let Some(chunk) = list.stream.message().await? {
+        if chunk.data.is_empty() {
+            continue;
+        }
+        let items: Json = serde_json::from_slice(&edge_http::list_chunks::array(&[chunk.data])).map_err(|_| ApiError::internal())?;
+        let mut out = Vec::new();
+        for item in items.as_array().into_iter().flatten() {
+            if std::mem::replace(&mut sent_items, true) {
+                out.push(b',');
+            }
+            let value = crate::fast::project(&walker, c, &c.name, &sets, None, item);
+            serde_json::to_writer(&mut out, &value).map_err(|_| ApiError::internal())?;
+        }
+        if tx.send(Ok(Bytes::from(out))).await.is_err() {
+            return Ok(()); // the client went away
+        }
+    }
+    let _ = tx.send(Ok(Bytes::from_static(b"]"))).await;
+    Ok(())
+}
