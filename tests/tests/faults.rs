@@ -13,7 +13,9 @@
 //!   is);
 //! - a rolling restart (SIGTERM, drain, start again; [`TestApp::roll`]) of both core and both
 //!   auth replicas, one at a time, under reads, writes and logins: no request fails, and every
-//!   write is stored once.
+//!   write is stored once;
+//! - a rolling restart of both edge-rest replicas behind a balancer that follows their readiness
+//!   ([`Edges`], as a Kubernetes Service): no request fails, every write is stored once.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
@@ -79,17 +81,64 @@ struct Load {
     workers: Vec<tokio::task::JoinHandle<Vec<Answer>>>,
 }
 
+/// Where a [`Load`]'s requests go: round-robin over the edge-rest processes marked ready, as a
+/// Kubernetes Service sends to the pods whose readiness probe passes ([`Edges::probe`]).
+#[derive(Clone)]
+struct Edges {
+    urls: Arc<Vec<String>>,
+    ready: Arc<Vec<AtomicBool>>,
+    next: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Edges {
+    /// All of `urls`, ready.
+    fn new(urls: Vec<String>) -> Self {
+        let ready = urls.iter().map(|_| AtomicBool::new(true)).collect();
+        Self { urls: Arc::new(urls), ready: Arc::new(ready), next: Arc::default() }
+    }
+
+    /// The next ready edge (the first one when none is).
+    fn pick(&self) -> String {
+        let n = self.urls.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let i = (0..n).map(|k| (start + k) % n).find(|&i| self.ready[i].load(Ordering::Relaxed)).unwrap_or(0);
+        self.urls[i].clone()
+    }
+
+    /// Probes each edge's `/server/health` every 100 ms (an answer within 500 ms, 200: ready),
+    /// until the task is aborted.
+    fn probe(&self) -> tokio::task::JoinHandle<()> {
+        let edges = self.clone();
+        tokio::spawn(async move {
+            let client = e2e_tests::http_client().timeout(Duration::from_millis(500)).build().expect("client");
+            loop {
+                for (i, url) in edges.urls.iter().enumerate() {
+                    let ok = client.get(format!("{url}/server/health")).send().await.is_ok_and(|r| r.status() == 200);
+                    edges.ready[i].store(ok, Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    }
+}
+
 impl Load {
     fn start(app: &TestApp, workers: usize, call: fn(usize, u32) -> Call) -> Self {
+        Self::start_on(Edges::new(vec![app.rest_url.clone()]), workers, call)
+    }
+
+    /// [`Load::start`] over `edges`.
+    fn start_on(edges: Edges, workers: usize, call: fn(usize, u32) -> Call) -> Self {
         let client = e2e_tests::http_client().build().expect("client");
         let (started, stop) = (Instant::now(), Arc::new(AtomicBool::new(false)));
         let workers = (0..workers)
             .map(|w| {
-                let (client, stop, base) = (client.clone(), stop.clone(), app.rest_url.clone());
+                let (client, stop, edges) = (client.clone(), stop.clone(), edges.clone());
                 tokio::spawn(async move {
                     let mut answers = Vec::new();
                     let mut n = 0u32;
                     while !stop.load(Ordering::Relaxed) {
+                        let base = edges.pick();
                         let (method, path, body) = call(w, n);
                         let wrote = body.as_ref().and_then(|b| b["name"].as_str().map(str::to_owned));
                         let mut req = client.request(method.clone(), format!("{base}{path}")).bearer_auth(ADMIN_TOKEN);
@@ -334,4 +383,43 @@ async fn a_rolling_restart_of_core_and_auth_fails_no_request_and_loses_no_write(
     assert_all(&answers, "200", Answer::is_ok);
     let answered: std::collections::BTreeSet<String> = answers.iter().filter_map(|a| a.wrote.clone()).collect();
     assert_eq!(stored_tags(&app, "roll-").await, answered, "every write answered 200 is stored");
+}
+
+/// Edge replicas rolled one at a time behind a balancer that follows their readiness (as a
+/// Kubernetes Service does): an edge given SIGTERM turns `/server/health` off at once, keeps
+/// serving for SHUTDOWN_DELAY_MS while the balancer stops sending to it, then finishes what it
+/// has; no request fails and every write is stored once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rolling_restart_of_the_edges_fails_no_request_behind_a_readiness_aware_balancer() {
+    let spec = Spec {
+        dataset: Dataset::DemoWrites,
+        name: Some("faults_edges".into()),
+        edges: 2,
+        edge_env: vec![("SHUTDOWN_DELAY_MS".into(), "1000".into())],
+        ..Spec::default()
+    };
+    let mut app = tokio::task::spawn_blocking(|| start(spec)).await.expect("join");
+    let edges = Edges::new(app.rest_urls.clone());
+    let probe = edges.probe();
+    let load = Load::start_on(edges, 8, |w, n| match n % 2 {
+        0 => (Method::GET, format!("/items/articles/{}", 1 + (w as u32 + n) % 20), None),
+        _ => (Method::POST, "/items/tags".to_owned(), Some(json!({"name": format!("edge-{w}-{n}")}))),
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for index in [0, 1] {
+        app = tokio::task::spawn_blocking(move || {
+            app.roll("edge", index).unwrap_or_else(|e| panic!("rolling edge {index}: {e:#}"));
+            app
+        })
+        .await
+        .expect("join");
+        // The probe sees it ready again before the next one goes.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+    }
+    let answers = load.finish().await;
+    probe.abort();
+    assert!(answers.len() > 100, "the load ran: {} requests", answers.len());
+    assert_all(&answers, "200", Answer::is_ok);
+    let answered: std::collections::BTreeSet<String> = answers.iter().filter_map(|a| a.wrote.clone()).collect();
+    assert_eq!(stored_tags(&app, "edge-").await, answered, "every write answered 200 is stored, once");
 }
