@@ -291,10 +291,19 @@ impl ApiError {
             .and_then(|v| v.to_str().ok())
             .and_then(ErrorCode::parse);
         let Some(code) = code else {
-            let code = ErrorCode::from_grpc_code(status.code());
+            // No `error-code`: the transport's or the framework's status, not a service's
+            // answer. UNKNOWN is how a connection lost in the middle of a call surfaces (a
+            // replica killed): the backend failed, so 503, not a 500 that reads as our bug.
+            let code = match status.code() {
+                tonic::Code::Unknown => ErrorCode::ServiceUnavailable,
+                other => ErrorCode::from_grpc_code(other),
+            };
             return match code {
                 ErrorCode::ServiceUnavailable => {
-                    Self::new(code, "Service unavailable: a backend service could not be reached.")
+                    // Worth another try soon: the edges send `Retry-After: 1`.
+                    let mut e = Self::new(code, "Service unavailable: a backend service could not be reached.");
+                    e.extensions.insert("retry_after".into(), 1.into());
+                    e
                 }
                 ErrorCode::InternalServerError => Self::internal(),
                 _ => Self::new(code, status.message()),
@@ -379,5 +388,11 @@ mod tests {
         let e = ApiError::from_status(&tonic::Status::unavailable("connection refused"));
         assert_eq!(e.code, ErrorCode::ServiceUnavailable);
         assert!(!e.message.contains("refused"));
+        let e = ApiError::from_status(&tonic::Status::unknown("h2 protocol error: connection reset"));
+        assert_eq!(e.code, ErrorCode::ServiceUnavailable, "a connection lost mid-call");
+        assert_eq!(e.extensions.get("retry_after"), Some(&serde_json::json!(1)), "answered with Retry-After");
+        // A service's own error keeps its code.
+        let e = ApiError::from_status(&ApiError::internal().to_status());
+        assert_eq!(e.code, ErrorCode::InternalServerError);
     }
 }

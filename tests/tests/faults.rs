@@ -3,6 +3,9 @@
 //!   creates and updates; no request fails and none takes 2 s or more, because the edge hedges
 //!   a read, or an item write with its write key, that has no reply after GRPC_HEDGE_AFTER_MS on
 //!   the other replica and then skips the frozen one; every create is stored exactly once;
+//! - a core replica killed (SIGKILL) and started again, three times, under reads, creates and
+//!   updates: no request fails or takes 2 s (item writes are retried under their write key),
+//!   every create is stored exactly once;
 //! - the database connections cut under the services (as a database restart cuts them): every
 //!   answer is 200 or 503 with `Retry-After`, never a 500 or a hang, and full service follows
 //!   within 2 s;
@@ -222,6 +225,38 @@ async fn a_hung_core_replica_fails_no_request_and_applies_each_write_once() {
     assert!(slowest.took < Duration::from_secs(2), "the slowest of {} requests took {:?}: {slowest:?}", answers.len(), slowest.took);
     let answered: std::collections::BTreeSet<String> = answers.iter().filter_map(|a| a.wrote.clone()).collect();
     assert_eq!(stored_tags(&app, "hang-").await, answered, "every create answered 200 is stored, once");
+}
+
+/// A core replica killed (SIGKILL: no drain) under reads and writes, then started again: the
+/// calls it had are sent to the other replica (reads as always; item writes because their write
+/// key makes a second attempt safe), so no request fails or takes 2 s, and every create is
+/// stored exactly once, also one the killed replica had committed without answering.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_killed_core_replica_fails_no_request_and_applies_each_write_once() {
+    let spec = Spec { dataset: Dataset::DemoWrites, name: Some("faults_kill".into()), replicas: 2, ..Spec::default() };
+    let mut app = tokio::task::spawn_blocking(|| start(spec)).await.expect("join");
+    let load = Load::start(&app, 8, |w, n| match n % 3 {
+        0 => (Method::GET, format!("/items/articles/{}", 1 + (w as u32 + n) % 20), None),
+        1 => (Method::POST, "/items/tags".to_owned(), Some(json!({"name": format!("kill-{w}-{n}")}))),
+        _ => (Method::PATCH, format!("/items/articles/{}", 1 + w % 4), Some(json!({"title": format!("Killed {w}-{n}")}))),
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for index in [0, 1, 0] {
+        app = tokio::task::spawn_blocking(move || {
+            app.kill_and_restart("core", index).unwrap_or_else(|e| panic!("killing core {index}: {e:#}"));
+            app
+        })
+        .await
+        .expect("join");
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    let answers = load.finish().await;
+    assert!(answers.len() > 100, "the load ran: {} requests", answers.len());
+    assert_all(&answers, "200", Answer::is_ok);
+    let slowest = answers.iter().max_by_key(|a| a.took).expect("answers");
+    assert!(slowest.took < Duration::from_secs(2), "the slowest of {} requests took {:?}: {slowest:?}", answers.len(), slowest.took);
+    let answered: std::collections::BTreeSet<String> = answers.iter().filter_map(|a| a.wrote.clone()).collect();
+    assert_eq!(stored_tags(&app, "kill-").await, answered, "every create answered 200 is stored, once");
 }
 
 /// auth-service settings for a load with logins: they are attempts to the brute-force limiter,

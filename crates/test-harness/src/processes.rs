@@ -67,6 +67,13 @@ impl TestApp {
         self.relaunch("auth", 0, env, false)
     }
 
+    /// Kills replica `index` of `name` (`core`, `auth` or `edge`: SIGKILL, no drain, as a crash
+    /// or an OOM kill) and starts it again as it was launched, on the same address; returns once
+    /// it listens. Errors: no such replica, or it did not come back.
+    pub fn kill_and_restart(&mut self, name: &str, index: usize) -> Result<()> {
+        self.relaunch(name, index, &[], false)
+    }
+
     /// Stops every auth-service replica (as if the service went away). Errors: none runs.
     pub fn stop_auth(&mut self) -> Result<()> {
         let before = self.children.len();
