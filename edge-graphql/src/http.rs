@@ -156,11 +156,7 @@ async fn route(
             let headers = response.http_headers.clone();
             let (_, body) = rendered(response);
             let selection = crate::list_stream::Selection { model: built.model.clone(), document, operation, variables };
-            let mut res = crate::list_stream::respond(body, &streams, selection).await?;
-            for (name, value) in headers.iter() {
-                res.headers_mut().append(name, value.clone());
-            }
-            Ok(res)
+            Ok(with_headers(crate::list_stream::respond(body, &streams, selection).await?, &headers))
         }
         _ => Ok(render(response)),
     }
@@ -298,7 +294,11 @@ pub(crate) fn with_codes(response: &mut async_graphql::Response) -> bool {
 fn render(response: async_graphql::Response) -> Response {
     let headers = response.http_headers.clone();
     let (status, body) = rendered(response);
-    let mut res = with_body(status, "application/json; charset=utf-8", body);
+    with_headers(with_body(status, "application/json; charset=utf-8", body), &headers)
+}
+
+/// `res` with the headers the operation set (`Set-Cookie` of the `auth_*` mutations).
+fn with_headers(mut res: Response, headers: &HeaderMap) -> Response {
     for (name, value) in headers.iter() {
         res.headers_mut().append(name, value.clone());
     }

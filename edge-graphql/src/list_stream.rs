@@ -8,9 +8,9 @@
 //! it. Over WebSocket nothing is streamed.
 //!
 //! Errors: the core's refusals (FORBIDDEN, INVALID_QUERY) come when the stream is asked for, so
-//! they are ordinary GraphQL errors at the field's path. The first [`BUFFER`] bytes are
-//! gathered before anything is sent, so an error within them is an ordinary error reply; after
-//! the first byte, the body is cut off (see [`edge_http::list_chunks`]).
+//! they are ordinary GraphQL errors at the field's path. Later ones follow
+//! [`edge_http::list_chunks`]: an ordinary error reply within the first 256 KiB, a cut-off body
+//! after them.
 
 use crate::model::Model;
 use async_graphql::Value;
@@ -18,7 +18,6 @@ use async_graphql::parser::types::ExecutableDocument;
 use bytes::Bytes;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{Query, ReadChunk};
-use edge_http::list_chunks::BUFFER;
 use serde_json::Value as Json;
 use std::sync::{Arc, Mutex};
 use warp::reply::Response;
@@ -88,26 +87,9 @@ pub async fn respond(body: String, streams: &ListStreams, selection: Selection) 
     let quoted = |l: &StreamedList| serde_json::to_string(&l.token).unwrap_or_default();
     lists.retain(|l| body.contains(&quoted(l)));
     lists.sort_by_key(|l| body.find(&quoted(l)));
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Bytes, ApiError>>(4);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, ApiError>>(4);
     tokio::spawn(write(body, lists, selection, tx));
-    let mut gathered: Vec<u8> = Vec::new();
-    while gathered.len() < BUFFER {
-        match rx.recv().await {
-            Some(Ok(b)) => gathered.extend_from_slice(&b),
-            Some(Err(e)) => return Err(e),
-            None => return Ok(edge_http::reply::with_body(http::StatusCode::OK, "application/json; charset=utf-8", gathered)),
-        }
-    }
-    let first = futures_util::stream::iter([Ok::<Bytes, std::io::Error>(Bytes::from(gathered))]);
-    let rest = futures_util::StreamExt::map(tokio_stream::wrappers::ReceiverStream::new(rx), |r| {
-        r.map_err(|e| {
-            tracing::error!(code = ?e.code, message = %e.message, "a streamed GraphQL list failed after its first byte: the response is cut off");
-            std::io::Error::other("list failed")
-        })
-    });
-    let mut res = warp::reply::Reply::into_response(warp::reply::stream(futures_util::StreamExt::chain(first, rest)));
-    res.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json; charset=utf-8"));
-    Ok(res)
+    edge_http::list_chunks::respond(rx, "GraphQL").await
 }
 
 /// Writes `body` to `tx` with each list's placeholder replaced by its items; an error ends it.

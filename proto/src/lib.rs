@@ -22,6 +22,10 @@ pub mod v1 {
     tonic::include_proto!("cdapi.v1");
 }
 
+/// The gRPC metadata key of an item write's write key (docs/grpc-api.md "Write keys"): the
+/// edges stamp it, core-service records it.
+pub const WRITE_KEY_METADATA: &str = "x-write-key";
+
 /// Encoded `FileDescriptorSet` of every `cdapi.v1` file, for gRPC server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cdapi_descriptor.bin"));
 

@@ -1,6 +1,6 @@
 //! Write keys (issue 21: a write sent again to another replica is applied once).
 //!
-//! An item write may carry a key in the gRPC metadata [`METADATA_KEY`]; the edges stamp every
+//! An item write may carry a key in the gRPC metadata [`WRITE_KEY_METADATA`]; the edges stamp every
 //! item write with a random one and may then send it to a second replica when the first one
 //! hangs (their balancer hedges it as it hedges reads). The key is recorded with the write's
 //! answer in `cdapi.write_keys`, as the last statement of the write's transaction
@@ -14,11 +14,9 @@
 //! two statements) is ended by PostgreSQL, so the locks and key it holds stop blocking the
 //! attempt sent elsewhere. Keys are deleted after WRITE_KEY_TTL_SECS ([`prune`]).
 
-use cdapi_proto::{ApiError, ErrorCode};
+use cdapi_proto::{ApiError, ErrorCode, WRITE_KEY_METADATA};
 use sqlx::PgConnection;
 
-/// The gRPC metadata key of a write key.
-pub const METADATA_KEY: &str = "x-write-key";
 
 /// What the write settings of core-service say.
 #[derive(Debug, Clone, Copy)]
@@ -52,11 +50,11 @@ pub struct WriteKey(String);
 impl WriteKey {
     /// The key in `md`, if any. Errors: INVALID_PAYLOAD for a malformed one.
     pub fn from_metadata(md: &tonic::metadata::MetadataMap) -> Result<Option<Self>, ApiError> {
-        let Some(v) = md.get(METADATA_KEY) else { return Ok(None) };
+        let Some(v) = md.get(WRITE_KEY_METADATA) else { return Ok(None) };
         let ok = |s: &str| (16..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
         match v.to_str() {
             Ok(s) if ok(s) => Ok(Some(Self(s.to_owned()))),
-            _ => Err(ApiError::invalid_payload(format!("\"{METADATA_KEY}\" must be 16 to 64 characters of A-Z, a-z, 0-9, - and _"))),
+            _ => Err(ApiError::invalid_payload(format!("\"{WRITE_KEY_METADATA}\" must be 16 to 64 characters of A-Z, a-z, 0-9, - and _"))),
         }
     }
 }
@@ -111,7 +109,7 @@ pub async fn record(conn: &mut PgConnection, key: &WriteKey, caller: &str, rpc: 
 /// The answer recorded under `key`. Errors: INVALID_PAYLOAD when the key was recorded for
 /// another caller or RPC (or is gone after WRITE_KEY_TTL_SECS); the database's.
 pub async fn recorded(pool: &sqlx::PgPool, key: &WriteKey, caller: &str, rpc: &str) -> Result<Vec<u8>, ApiError> {
-    recorded_if_any(pool, key, caller, rpc).await?.ok_or_else(|| ApiError::new(ErrorCode::InvalidPayload, format!("This \"{METADATA_KEY}\" belongs to another write.")))
+    recorded_if_any(pool, key, caller, rpc).await?.ok_or_else(|| ApiError::new(ErrorCode::InvalidPayload, format!("This \"{WRITE_KEY_METADATA}\" belongs to another write.")))
 }
 
 /// The answer recorded under `key` for this caller and RPC, if any (`None` also when it was
@@ -128,8 +126,7 @@ pub async fn prune(pool: sqlx::PgPool, ttl_secs: u64) {
     let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
     loop {
         every.tick().await;
-        let ttl = i64::try_from(ttl_secs).unwrap_or(i64::MAX);
-        if let Err(e) = sqlx::query("DELETE FROM cdapi.write_keys WHERE created_at < now() - make_interval(secs => $1)").bind(ttl as f64).execute(&pool).await {
+        if let Err(e) = sqlx::query("DELETE FROM cdapi.write_keys WHERE created_at < now() - make_interval(secs => $1)").bind(ttl_secs as f64).execute(&pool).await {
             tracing::debug!(error = %e, "pruning write keys failed");
         }
     }
@@ -141,7 +138,7 @@ mod tests {
 
     fn md(v: &'static str) -> tonic::metadata::MetadataMap {
         let mut m = tonic::metadata::MetadataMap::new();
-        m.insert(METADATA_KEY, tonic::metadata::MetadataValue::from_static(v));
+        m.insert(WRITE_KEY_METADATA, tonic::metadata::MetadataValue::from_static(v));
         m
     }
 

@@ -38,6 +38,7 @@
 //! sent once, as they arrive.
 
 use arc_swap::ArcSwap;
+use cdapi_proto::WRITE_KEY_METADATA;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use std::collections::BTreeSet;
@@ -71,8 +72,6 @@ pub fn is_keyed_write(path: &str) -> bool {
     ["CreateItem", "CreateItems", "UpdateItem", "UpdateItems", "UpdateBatch", "UpdateSingleton", "DeleteItem", "DeleteItems"].contains(&method)
 }
 
-/// The gRPC metadata key of a write key (core-service's `write::keys::METADATA_KEY`).
-const WRITE_KEY: &str = "x-write-key";
 
 /// A fresh write key: 128 random bits as 32 hex digits. Errors: the system has no randomness.
 fn new_write_key() -> Result<http::HeaderValue, BoxError> {
@@ -389,8 +388,8 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Balanced {
             let body: Bytes = body.collect().await?.to_bytes();
             // Safe to send twice: a read, or an item write carrying its write key.
             let keyed = is_keyed_write(&rpc);
-            if keyed && !parts.headers.contains_key(WRITE_KEY) {
-                parts.headers.insert(WRITE_KEY, new_write_key()?);
+            if keyed && !parts.headers.contains_key(WRITE_KEY_METADATA) {
+                parts.headers.insert(WRITE_KEY_METADATA, new_write_key()?);
             }
             let idempotent = is_idempotent(&rpc) || keyed;
             let order = shared.order();

@@ -11,7 +11,10 @@
 //! broken transfer, never a truncated body that parses; the edge logs the error.
 
 use bytes::Bytes;
+use cdapi_proto::ApiError;
 use cdapi_proto::v1::Query;
+use futures_util::StreamExt as _;
+use warp::reply::Response;
 
 /// Bytes gathered before the response starts (256 KiB).
 pub const BUFFER: usize = 256 * 1024;
@@ -47,6 +50,36 @@ pub fn array(parts: &[Bytes]) -> Vec<u8> {
     }
     out.push(b']');
     out
+}
+
+/// What a producer task writes a streamed body through: its bytes in order, or the error
+/// that ends it.
+pub type Pieces = tokio::sync::mpsc::Receiver<Result<Bytes, ApiError>>;
+
+/// The JSON response whose body a producer writes through `pieces` (status 200), by the rule of
+/// this module: the first [`BUFFER`] bytes are gathered, so a body that ends within them is
+/// answered whole (with its length); past them it is streamed, and a later error cuts it off
+/// and is logged (`list`: which edge's list, for the log). Errors: one the producer sent before
+/// [`BUFFER`] bytes.
+pub async fn respond(mut pieces: Pieces, list: &'static str) -> Result<Response, ApiError> {
+    let mut gathered: Vec<u8> = Vec::new();
+    while gathered.len() < BUFFER {
+        match pieces.recv().await {
+            Some(Ok(b)) => gathered.extend_from_slice(&b),
+            Some(Err(e)) => return Err(e),
+            None => return Ok(crate::reply::with_body(http::StatusCode::OK, "application/json; charset=utf-8", gathered)),
+        }
+    }
+    let first = futures_util::stream::iter([Ok::<Bytes, std::io::Error>(Bytes::from(gathered))]);
+    let rest = futures_util::stream::poll_fn(move |cx| pieces.poll_recv(cx)).map(move |r| {
+        r.map_err(|e| {
+            tracing::error!(list, code = ?e.code, message = %e.message, "a streamed list failed after its first byte: the response is cut off");
+            std::io::Error::other("list failed")
+        })
+    });
+    let mut res = warp::reply::Reply::into_response(warp::reply::stream(first.chain(rest)));
+    res.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json; charset=utf-8"));
+    Ok(res)
 }
 
 #[cfg(test)]
