@@ -222,6 +222,47 @@ pub fn header_text<'a>(headers: &'a reqwest::header::HeaderMap, name: &str) -> &
     headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default()
 }
 
+/// `POST /files` (multipart) with text `fields`, then one file part `filename` of media type
+/// `mime` holding `data`; returns the status and the JSON body (`Value::Null` when not JSON).
+pub async fn upload_file(app: &TestApp, token: Option<&str>, fields: &[(&str, &str)], filename: &str, mime: &str, data: Vec<u8>) -> (u16, Value) {
+    let mut form = reqwest::multipart::Form::new();
+    for (k, v) in fields {
+        form = form.text(k.to_string(), v.to_string());
+    }
+    let part = reqwest::multipart::Part::bytes(data).file_name(filename.to_owned()).mime_str(mime).unwrap_or_else(|e| panic!("mime {mime}: {e}"));
+    form = form.part("file", part);
+    let client = http_client().build().unwrap_or_else(|e| panic!("http client: {e}"));
+    let mut req = client.post(format!("{}/files", app.rest_url)).multipart(form);
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let res = req.send().await.unwrap_or_else(|e| panic!("upload {filename}: {e}"));
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+/// `GET <rest_url><path>` with `token` and `headers`: status, headers and the body's bytes.
+pub async fn get_raw(app: &TestApp, path: &str, token: Option<&str>, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+    let client = http_client().build().unwrap_or_else(|e| panic!("http client: {e}"));
+    let mut req = client.get(format!("{}{path}", app.rest_url));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let res = req.send().await.unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    let (status, headers) = (res.status().as_u16(), res.headers().clone());
+    (status, headers, res.bytes().await.unwrap_or_else(|e| panic!("body of {path}: {e}")).to_vec())
+}
+
+/// The TOTP code (RFC 6238: SHA-1, 6 digits, 30 s steps, as auth-service) of the base32
+/// `secret` at `t` (Unix seconds).
+pub fn totp_code(secret: &str, t: u64) -> String {
+    let bytes = totp_rs::Secret::Encoded(secret.to_owned()).to_bytes().unwrap_or_else(|e| panic!("base32 secret: {e:?}"));
+    totp_rs::TOTP::new(totp_rs::Algorithm::SHA1, 6, 1, 30, bytes, None, "x".into()).unwrap_or_else(|e| panic!("totp: {e}")).generate(t)
+}
+
 /// The blobs (finished or `.incoming`) whose first bytes begin `head`, the start of a file's
 /// content: other tests upload meanwhile, so a file's blobs are told apart by content, not by
 /// name; a blob cut short still counts.

@@ -7,7 +7,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::{blobs, blobs_holding, header_text as header, noise as bytes};
+use e2e_tests::{blobs, blobs_holding, get_raw, header_text as header, noise as bytes};
 use e2e_tests::fixture::{admin, call, eventually, role};
 use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, exec, gql_data, graphql, repo_root, send, sql_json};
 use reqwest::Method;
@@ -37,35 +37,7 @@ async fn upload(app: &TestApp, token: Option<&str>, fields: &[(&str, &str)], fil
 
 /// [`upload`] with the file part's media type.
 async fn upload_typed(app: &TestApp, token: Option<&str>, fields: &[(&str, &str)], filename: &str, mime: &str, data: Vec<u8>) -> (u16, Value) {
-    let mut form = reqwest::multipart::Form::new();
-    for (k, v) in fields {
-        form = form.text(k.to_string(), v.to_string());
-    }
-    let part = reqwest::multipart::Part::bytes(data).file_name(filename.to_owned()).mime_str(mime).expect("mime");
-    form = form.part("file", part);
-    let client = e2e_tests::http_client().build().expect("client");
-    let mut req = client.post(format!("{}/files", app.rest_url)).multipart(form);
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    let res = req.send().await.expect("upload");
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
-
-async fn get_raw(app: &TestApp, path: &str, token: Option<&str>, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
-    let client = e2e_tests::http_client().build().expect("client");
-    let mut req = client.get(format!("{}{path}", app.rest_url));
-    if let Some(t) = token {
-        req = req.bearer_auth(t);
-    }
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let res = req.send().await.expect("get");
-    let (status, headers) = (res.status().as_u16(), res.headers().clone());
-    (status, headers, res.bytes().await.expect("body").to_vec())
+    e2e_tests::upload_file(app, token, fields, filename, mime, data).await
 }
 
 #[tokio::test]

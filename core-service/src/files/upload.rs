@@ -17,11 +17,9 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt as _, WriteMultipart};
 use serde_json::{Map, Value};
 
-/// Fields of a file item only the server sets; sent by a client, they are dropped.
-const SERVER_FIELDS: &[&str] = &[
-    "id", "storage", "filename_disk", "filename_download", "type", "filesize", "uploaded_by", "uploaded_on", "created_on", "modified_on",
-    "modified_by", "width", "height", "duration", "charset",
-];
+/// Fields of a file item an upload takes from the file part itself (besides the server-owned
+/// ones, [`crate::write::server_owned`]); sent by a client as text parts, they are dropped.
+const FROM_FILE_PART: &[&str] = &["id", "filename_download", "type"];
 
 /// A file's extension as its blob keeps it: `.` and up to 16 ASCII letters or digits, lower
 /// case; none when the name has no such extension.
@@ -251,7 +249,7 @@ async fn create_item(
             _ => return Err(ApiError::invalid_payload("The file's fields must be a JSON object")),
         }
     };
-    item.retain(|k, _| !SERVER_FIELDS.contains(&k.as_str()));
+    item.retain(|k, _| !FROM_FILE_PART.contains(&k.as_str()) && !crate::write::server_owned::is_server_owned("directus_files", k));
     let filename = start.filename.chars().filter(|c| !c.is_control()).take(255).collect::<String>();
     if !item.contains_key("title") && !filename.is_empty() {
         // Directus titles a file after its name without the extension.

@@ -5,13 +5,14 @@
 //! items is one INSERT with 1,000 rows.
 //!
 //! Layout: [`payload`] (validation and values), [`relational`] (nested relational data),
-//! [`keys`] (write keys: a write sent to two replicas is applied once), this module
-//! (statements and their order).
+//! [`keys`] (write keys: a write sent to two replicas is applied once), [`server_owned`]
+//! (fields no client writes), this module (statements and their order).
 //! Database constraint errors map to API codes in [`crate::db::map_write_error`].
 
 pub mod keys;
 pub mod payload;
 pub mod relational;
+pub mod server_owned;
 
 use crate::query::keys::pk_expr;
 use crate::permissions::{Access, Action, Grant, scope, validate};
@@ -81,9 +82,13 @@ impl<'w> Writer<'w> {
     /// fields) must be granted by a row whose validation the payload passes (rules evaluated by
     /// Postgres on the typed values, [`validate`]); presets are applied under the payload on
     /// create. Returns the payload to write and the condition every item written must meet
-    /// (`None` = any), for [`Self::scoped`]. Errors: FORBIDDEN (a field no row grants, worded
-    /// as Directus), FAILED_VALIDATION, INVALID_PAYLOAD (a rule that cannot be evaluated).
+    /// (`None` = any), for [`Self::scoped`]. Every payload a write stores passes here, so the
+    /// fields only the server writes are refused here, for every caller
+    /// ([`server_owned::refuse`]). Errors: FORBIDDEN (a field no row grants, worded as
+    /// Directus), FAILED_VALIDATION, INVALID_PAYLOAD (a server-owned field, a rule that cannot
+    /// be evaluated).
     async fn permitted(&mut self, collection: &Collection, action: Action, obj: &Map<String, Value>, extra: &[&str]) -> Result<(Map<String, Value>, Option<Arc<Filter>>), ApiError> {
+        server_owned::refuse(&collection.name, obj)?;
         if matches!(self.access, Access::Admin) {
             return Ok((obj.clone(), None));
         }

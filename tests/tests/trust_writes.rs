@@ -1,0 +1,413 @@
+//! Trust, round two, from the attacker's side: writes that went around the rules the single
+//! write paths keep. Server-owned fields (a file's blob name, storage, size, uploader; a user's
+//! last access) written by a client on any path, and user rules (password hashing and policy,
+//! session ends, token hashing) skipped by batch and by-query writes. Each test failed on the
+//! code before its fix (docs/security.md "Server-owned fields", "Sessions").
+
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
+use e2e_tests::fixture::{admin, call, role};
+use e2e_tests::{
+    ADMIN_TOKEN, Dataset, Reply, TestApp, app, assert_error, blobs, get_raw, graphql, noise,
+    sql_json, upload_file,
+};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// Uploads `data` as `token`; returns the new file's id (the upload must succeed).
+async fn upload(app: &TestApp, token: &str, name: &str, data: Vec<u8>) -> String {
+    let (status, body) = upload_file(
+        app,
+        Some(token),
+        &[("title", name)],
+        name,
+        "application/octet-stream",
+        data,
+    )
+    .await;
+    assert_eq!(status, 200, "upload {name}: {body}");
+    body["data"]["id"].as_str().expect("file id").to_owned()
+}
+
+/// A file row's server-owned columns as they are stored.
+async fn file_row(app: &TestApp, id: &str) -> Value {
+    sql_json(
+        app,
+        &format!(
+            "SELECT to_json(x)::text FROM (SELECT storage, filename_disk, filesize, uploaded_by, uploaded_on, created_on, modified_by, \
+             modified_on, width, height, duration, charset FROM cdapi.files WHERE id = '{id}') x"
+        ),
+    )
+    .await
+}
+
+/// A user row's server-owned columns as they are stored.
+async fn user_row(app: &TestApp, id: &str) -> Value {
+    sql_json(app, &format!("SELECT to_json(x)::text FROM (SELECT last_access, created_at FROM cdapi.users WHERE id = '{id}') x")).await
+}
+
+/// How many rows of `table` `condition` matches (other tests write meanwhile: count only this
+/// test's rows).
+async fn count(app: &TestApp, table: &str, condition: &str) -> Value {
+    sql_json(
+        app,
+        &format!("SELECT count(*)::text FROM cdapi.{table} WHERE {condition}"),
+    )
+    .await
+}
+
+/// The code of a GraphQL reply's first error (`Value::Null` when there is none).
+fn gql_code(r: &Reply) -> Value {
+    r.body["errors"][0]["extensions"]["code"].clone()
+}
+
+/// Finding 5: a user who may update and delete her own files pointed her file's
+/// `filename_disk` at the admin's private blob; `/assets/<her file>` then served the admin's
+/// bytes, and deleting her file removed the admin's blob. Server-owned fields are not the
+/// client's to write, on update as on upload.
+#[tokio::test]
+async fn a_user_cannot_point_her_file_at_the_admins_blob() {
+    let app = app(Dataset::DemoWrites);
+    let own = json!({"uploaded_by": {"_eq": "$CURRENT_USER"}});
+    let (mallory, _, _) = role(
+        app,
+        "FileKeepers",
+        json!([
+            {"collection": "directus_files", "action": "create", "fields": ["*"]},
+            {"collection": "directus_files", "action": "read", "permissions": own, "fields": ["*"]},
+            {"collection": "directus_files", "action": "update", "permissions": own, "fields": ["*"]},
+            {"collection": "directus_files", "action": "delete", "permissions": own},
+        ]),
+    )
+    .await;
+    let secret = noise(4000, 501);
+    let payroll = upload(app, ADMIN_TOKEN, "payroll.bin", secret.clone()).await;
+    let disk = sql_json(
+        app,
+        &format!("SELECT to_json(filename_disk)::text FROM cdapi.files WHERE id = '{payroll}'"),
+    )
+    .await;
+    let disk = disk.as_str().expect("disk name").to_owned();
+    let hers = noise(1000, 502);
+    let mine = upload(app, &mallory, "mine.bin", hers.clone()).await;
+
+    let attack = call(
+        app,
+        Some(&mallory),
+        Method::PATCH,
+        &format!("/files/{mine}"),
+        Some(json!({"filename_disk": disk, "storage": "local"})),
+    )
+    .await;
+    let (status, _, body) = get_raw(app, &format!("/assets/{mine}"), Some(&mallory), &[]).await;
+    assert_eq!(status, 200);
+    assert!(body != secret, "her file serves the admin's private bytes");
+    assert_eq!(body, hers, "her file serves her own bytes");
+    let r = call(
+        app,
+        Some(&mallory),
+        Method::DELETE,
+        &format!("/files/{mine}"),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 204, "she deletes her own file: {}", r.body);
+    assert!(
+        blobs(app).contains(&disk),
+        "the admin's blob survives her delete"
+    );
+    let (status, _, body) =
+        get_raw(app, &format!("/assets/{payroll}"), Some(ADMIN_TOKEN), &[]).await;
+    assert_eq!(
+        (status, body == secret),
+        (200, true),
+        "the admin still downloads the file"
+    );
+    assert_error(
+        &attack,
+        400,
+        "INVALID_PAYLOAD",
+        "writing filename_disk and storage",
+    );
+}
+
+/// Values of every server-owned field of `directus_files` (valid for its type, so only the
+/// server-owned rule can refuse them); `admin` is a user id.
+fn file_values(admin: &str, disk: &str) -> Vec<(&'static str, Value)> {
+    vec![
+        ("storage", json!("elsewhere")),
+        ("filename_disk", json!(disk)),
+        ("filesize", json!(1)),
+        ("uploaded_by", json!(admin)),
+        ("uploaded_on", json!("2020-01-01T00:00:00Z")),
+        ("created_on", json!("2020-01-01T00:00:00Z")),
+        ("modified_by", json!(admin)),
+        ("modified_on", json!("2020-01-01T00:00:00Z")),
+        ("width", json!(1)),
+        ("height", json!(1)),
+        ("duration", json!(1)),
+        ("charset", json!("utf-16")),
+    ]
+}
+
+/// Finding 5, the class: every server-owned field of files and users on every write path —
+/// REST single update, batch update, update by keys, update by query, create; GraphQL update
+/// of one item, of several, batch, create, and through a nested relation — is refused with
+/// INVALID_PAYLOAD, for the administrator too, and nothing is written.
+#[tokio::test]
+async fn no_write_path_sets_a_server_owned_field() {
+    let app = app(Dataset::DemoWrites);
+    let me = call(
+        app,
+        Some(ADMIN_TOKEN),
+        Method::GET,
+        "/users/me?fields=id",
+        None,
+    )
+    .await;
+    let admin_id = me.body["data"]["id"].as_str().expect("admin id").to_owned();
+    let target = upload(app, ADMIN_TOKEN, "target.bin", noise(500, 503)).await;
+    let other = upload(app, ADMIN_TOKEN, "other.bin", noise(500, 504)).await;
+    let other_disk = sql_json(
+        app,
+        &format!("SELECT to_json(filename_disk)::text FROM cdapi.files WHERE id = '{other}'"),
+    )
+    .await;
+    let other_disk = other_disk.as_str().expect("disk").to_owned();
+    let before = file_row(app, &target).await;
+    let by_query = json!({"filter": {"id": {"_eq": target}}});
+    for (field, value) in file_values(&admin_id, &other_disk) {
+        let patch = json!({ field: value.clone() });
+        let mut item = patch.clone();
+        item["id"] = json!(target);
+        let rest = [
+            (
+                "PATCH /files/:id",
+                Method::PATCH,
+                format!("/files/{target}"),
+                patch.clone(),
+            ),
+            (
+                "PATCH /files [batch]",
+                Method::PATCH,
+                "/files".to_owned(),
+                json!([item]),
+            ),
+            (
+                "PATCH /files {keys}",
+                Method::PATCH,
+                "/files".to_owned(),
+                json!({"keys": [target], "data": patch}),
+            ),
+            (
+                "PATCH /files {query}",
+                Method::PATCH,
+                "/files".to_owned(),
+                json!({"query": by_query, "data": patch}),
+            ),
+            (
+                "POST /files (JSON)",
+                Method::POST,
+                "/files".to_owned(),
+                json!({"title": "forged", field: value}),
+            ),
+        ];
+        for (path, method, url, body) in rest {
+            let r = admin(app, method, &url, body).await;
+            assert_error(
+                &r,
+                400,
+                "INVALID_PAYLOAD",
+                &format!("{path} writing {field}"),
+            );
+        }
+        // GraphQL: an M2O takes the related item's input.
+        let gql_value = if matches!(field, "uploaded_by") {
+            json!({"id": admin_id})
+        } else {
+            value.clone()
+        };
+        let d = json!({ field: gql_value });
+        let mut batch_item = d.clone();
+        batch_item["id"] = json!(target);
+        let mut create = d.clone();
+        create["title"] = json!("forged");
+        let gql = [
+            (
+                "update_files_item",
+                "mutation($d: update_directus_files_input!, $id: ID!) { update_files_item(id: $id, data: $d) { id } }",
+                json!({"d": d, "id": target}),
+            ),
+            (
+                "update_files_items",
+                "mutation($d: update_directus_files_input!, $id: ID!) { update_files_items(ids: [$id], data: $d) { id } }",
+                json!({"d": d, "id": target}),
+            ),
+            (
+                "update_files_batch",
+                "mutation($d: [update_directus_files_input!]) { update_files_batch(data: $d) { id } }",
+                json!({"d": [batch_item]}),
+            ),
+            (
+                "create_files_item",
+                "mutation($d: create_directus_files_input!) { create_files_item(data: $d) { id } }",
+                json!({"d": create}),
+            ),
+        ];
+        for (name, query, variables) in gql {
+            let r = graphql(app, "/graphql/system", query, variables).await;
+            assert_eq!(
+                gql_code(&r),
+                json!("INVALID_PAYLOAD"),
+                "GraphQL {name} writing {field}: {}",
+                r.body
+            );
+        }
+        assert_eq!(
+            file_row(app, &target).await,
+            before,
+            "nothing written through {field}"
+        );
+        assert_eq!(
+            count(app, "files", "title = 'forged'").await,
+            json!(0),
+            "no file created with {field}"
+        );
+    }
+
+    // Through a relation: an uploader created inline (an M2O object) is still `uploaded_by`
+    // written, and the whole request rolls back.
+    let r = admin(
+        app,
+        Method::PATCH,
+        &format!("/files/{target}"),
+        json!({"uploaded_by": {"email": "inline@example.com"}}),
+    )
+    .await;
+    assert_error(&r, 400, "INVALID_PAYLOAD", "a nested uploader");
+    assert_eq!(
+        count(app, "users", "email = 'inline@example.com'").await,
+        json!(0)
+    );
+
+    // Users: last_access (set at sign-in) and created_at.
+    let user = admin(
+        app,
+        Method::POST,
+        "/users",
+        json!({"email": "owned@example.com", "password": "a-password-1"}),
+    )
+    .await;
+    assert_eq!(user.status, 200, "{}", user.body);
+    let user = user.body["data"]["id"]
+        .as_str()
+        .expect("user id")
+        .to_owned();
+    let before = user_row(app, &user).await;
+    for (field, value) in [
+        ("last_access", json!("2020-01-01T00:00:00Z")),
+        ("created_at", json!("2020-01-01T00:00:00Z")),
+    ] {
+        let patch = json!({ field: value.clone() });
+        let mut item = patch.clone();
+        item["id"] = json!(user);
+        let rest = [
+            (
+                "PATCH /users/:id",
+                Method::PATCH,
+                format!("/users/{user}"),
+                patch.clone(),
+            ),
+            (
+                "PATCH /users/me",
+                Method::PATCH,
+                "/users/me".to_owned(),
+                patch.clone(),
+            ),
+            (
+                "PATCH /users [batch]",
+                Method::PATCH,
+                "/users".to_owned(),
+                json!([item]),
+            ),
+            (
+                "PATCH /users {keys}",
+                Method::PATCH,
+                "/users".to_owned(),
+                json!({"keys": [user], "data": patch}),
+            ),
+            (
+                "PATCH /users {query}",
+                Method::PATCH,
+                "/users".to_owned(),
+                json!({"query": {"filter": {"id": {"_eq": user}}}, "data": patch}),
+            ),
+            (
+                "POST /users",
+                Method::POST,
+                "/users".to_owned(),
+                json!({"email": "forged@example.com", field: value}),
+            ),
+        ];
+        for (path, method, url, body) in rest {
+            let r = admin(app, method, &url, body).await;
+            assert_error(
+                &r,
+                400,
+                "INVALID_PAYLOAD",
+                &format!("{path} writing {field}"),
+            );
+        }
+        let d = json!({ field: value });
+        let mut batch_item = d.clone();
+        batch_item["id"] = json!(user);
+        let mut create = d.clone();
+        create["email"] = json!("forged@example.com");
+        let gql = [
+            (
+                "update_users_item",
+                "mutation($d: update_directus_users_input!, $id: ID!) { update_users_item(id: $id, data: $d) { id } }",
+                json!({"d": d, "id": user}),
+            ),
+            (
+                "update_users_batch",
+                "mutation($d: [update_directus_users_input!]) { update_users_batch(data: $d) { id } }",
+                json!({"d": [batch_item]}),
+            ),
+            (
+                "create_users_item",
+                "mutation($d: create_directus_users_input!) { create_users_item(data: $d) { id } }",
+                json!({"d": create}),
+            ),
+        ];
+        for (name, query, variables) in gql {
+            let r = graphql(app, "/graphql/system", query, variables).await;
+            assert_eq!(
+                gql_code(&r),
+                json!("INVALID_PAYLOAD"),
+                "GraphQL {name} writing {field}: {}",
+                r.body
+            );
+        }
+        assert_eq!(
+            user_row(app, &user).await,
+            before,
+            "nothing written through {field}"
+        );
+        assert_eq!(
+            count(app, "users", "email = 'forged@example.com'").await,
+            json!(0),
+            "no user created with {field}"
+        );
+    }
+
+    // What clients may write still is: a file's title, download name and focal point.
+    let r = admin(
+        app,
+        Method::PATCH,
+        &format!("/files/{target}"),
+        json!({"title": "Renamed", "filename_download": "renamed.bin", "focal_point_x": 3}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
