@@ -142,8 +142,11 @@ pub async fn update_keys(w: &mut Writer<'_>, c: &Collection, keys: &[String], mu
     Ok(keys)
 }
 
-/// Updates the items a query selects (exactly its keys, as [`Writer::update_query`]), with
-/// the handling of [`update_keys`].
+/// Updates the items a query selects (spec: Update items, `query`): exactly the keys its
+/// filter, search, sort, limit, offset and page select ([`Writer::query_keys`]), each of which
+/// must be within the caller's update rows (FORBIDDEN otherwise, nothing written), with the
+/// handling of [`update_keys`]. The one update by query: batches
+/// ([`Writer::update_batch`]) go through [`update_keys`] item by item.
 pub async fn update_query(w: &mut Writer<'_>, c: &Collection, selector: &Query, data: Value) -> Result<Vec<String>, ApiError> {
     let keys = w.query_keys(c, selector).await?;
     update_keys(w, c, &keys, data).await

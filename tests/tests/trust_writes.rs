@@ -411,3 +411,202 @@ async fn no_write_path_sets_a_server_owned_field() {
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
 }
+/// `POST /auth/login` with `email` and `password` (JSON mode).
+async fn login(app: &TestApp, email: &str, password: &str) -> Reply {
+    call(
+        app,
+        None,
+        Method::POST,
+        "/auth/login",
+        Some(json!({"email": email, "password": password})),
+    )
+    .await
+}
+
+/// The refresh token of a successful sign-in.
+async fn refresh_token(app: &TestApp, email: &str, password: &str) -> String {
+    let r = login(app, email, password).await;
+    assert_eq!(r.status, 200, "sign-in of {email}: {}", r.body);
+    r.body["data"]["refresh_token"]
+        .as_str()
+        .expect("refresh token")
+        .to_owned()
+}
+
+async fn refresh(app: &TestApp, token: &str) -> Reply {
+    call(
+        app,
+        None,
+        Method::POST,
+        "/auth/refresh",
+        Some(json!({"refresh_token": token, "mode": "json"})),
+    )
+    .await
+}
+
+/// A new user with a password and a static token nobody has used yet; returns its id.
+async fn victim(app: &TestApp, email: &str, token: &str) -> String {
+    let r = admin(
+        app,
+        Method::POST,
+        "/users",
+        json!({"email": email, "password": "first-password-1", "token": token}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["data"]["id"].as_str().expect("user id").to_owned()
+}
+
+/// Finding 6: batch user updates (`PATCH /users` with an array, GraphQL `update_users_batch`)
+/// answered 200 for password, email and token changes yet skipped the user rules: the old
+/// password still signed in and the new one did not, a thief's refresh token still refreshed,
+/// and a nulled static token kept working. Batches now keep every rule of a single update.
+#[tokio::test]
+async fn a_stolen_session_does_not_outlive_a_batch_password_or_email_change() {
+    let app = app(Dataset::DemoWrites);
+    // REST batch: a new password and the static token removed.
+    let id = victim(app, "batch-victim@example.com", "batch-victim-token").await;
+    let stolen = refresh_token(app, "batch-victim@example.com", "first-password-1").await;
+    let r = admin(
+        app,
+        Method::PATCH,
+        "/users",
+        json!([{"id": id, "password": "second-password-2", "token": null}]),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_error(
+        &login(app, "batch-victim@example.com", "first-password-1").await,
+        401,
+        "INVALID_CREDENTIALS",
+        "the old password after a batch change",
+    );
+    assert_eq!(
+        login(app, "batch-victim@example.com", "second-password-2")
+            .await
+            .status,
+        200,
+        "the new password signs in"
+    );
+    assert_error(
+        &refresh(app, &stolen).await,
+        401,
+        "INVALID_CREDENTIALS",
+        "the thief's refresh token after a batch password change",
+    );
+    let r = call(
+        app,
+        Some("batch-victim-token"),
+        Method::GET,
+        "/users/me",
+        None,
+    )
+    .await;
+    assert_error(
+        &r,
+        401,
+        "INVALID_CREDENTIALS",
+        "a static token nulled by a batch",
+    );
+    // A token set by a batch is stored hashed and works.
+    let r = admin(
+        app,
+        Method::PATCH,
+        "/users",
+        json!([{"id": id, "token": "batch-new-token"}]),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        call(app, Some("batch-new-token"), Method::GET, "/users/me", None)
+            .await
+            .status,
+        200,
+        "the token set by a batch"
+    );
+    let stored = sql_json(app, &format!("SELECT to_json(token_hash <> 'batch-new-token')::text FROM cdapi.users WHERE id = '{id}'")).await;
+    assert_eq!(stored, json!(true), "the token is stored hashed");
+    // The password policy holds in a batch.
+    let r = admin(
+        app,
+        Method::PATCH,
+        "/users",
+        json!([{"id": id, "password": "short"}]),
+    )
+    .await;
+    assert_error(
+        &r,
+        400,
+        "FAILED_VALIDATION",
+        "a too short password in a batch",
+    );
+
+    // GraphQL batch: an email change ends the sessions too.
+    let id = victim(app, "gql-victim@example.com", "gql-victim-token").await;
+    let stolen = refresh_token(app, "gql-victim@example.com", "first-password-1").await;
+    let q = "mutation($d: [update_directus_users_input!]) { update_users_batch(data: $d) { id } }";
+    let r = graphql(app, "/graphql/system", q, json!({"d": [{"id": id, "email": "gql-victim-moved@example.com", "password": "third-password-3"}]})).await;
+    assert!(r.body.get("errors").is_none(), "{}", r.body);
+    assert_error(
+        &refresh(app, &stolen).await,
+        401,
+        "INVALID_CREDENTIALS",
+        "the thief's refresh token after a GraphQL batch",
+    );
+    assert_eq!(
+        login(app, "gql-victim-moved@example.com", "third-password-3")
+            .await
+            .status,
+        200,
+        "the new email and password sign in"
+    );
+
+    // By query: the same rules.
+    let stolen = refresh_token(app, "gql-victim-moved@example.com", "third-password-3").await;
+    let by_query = json!({"query": {"filter": {"id": {"_eq": id}}}, "data": {"password": "fourth-password-4"}});
+    assert_eq!(
+        admin(app, Method::PATCH, "/users", by_query).await.status,
+        200
+    );
+    assert_error(
+        &refresh(app, &stolen).await,
+        401,
+        "INVALID_CREDENTIALS",
+        "the thief's refresh token after an update by query",
+    );
+    assert_eq!(
+        login(app, "gql-victim-moved@example.com", "fourth-password-4")
+            .await
+            .status,
+        200
+    );
+
+    // A role that may edit users' names only cannot set a password through a batch.
+    let (editor, _, _) = role(
+        app,
+        "BatchNameEditors",
+        json!([{"collection": "directus_users", "action": "update", "fields": ["first_name"]}]),
+    )
+    .await;
+    let r = call(
+        app,
+        Some(&editor),
+        Method::PATCH,
+        "/users",
+        Some(json!([{"id": id, "first_name": "X", "password": "taken-over-5"}])),
+    )
+    .await;
+    assert_error(
+        &r,
+        403,
+        "FORBIDDEN",
+        "a password through a name grant in a batch",
+    );
+    assert_eq!(
+        login(app, "gql-victim-moved@example.com", "fourth-password-4")
+            .await
+            .status,
+        200,
+        "the password is unchanged"
+    );
+}

@@ -366,7 +366,10 @@ impl<'w> Writer<'w> {
     }
 
     /// Updates a batch of items, each object carrying its own primary key (single-column keys).
-    /// FORBIDDEN when a key does not exist; INVALID_PAYLOAD when an object has no key.
+    /// Each item is one update of [`crate::users::update_keys`], so a batch of users keeps every
+    /// rule of a single user update (password hashing and policy, token hashing, sessions ended,
+    /// sensitive fields; docs/security.md "Sessions"). FORBIDDEN when a key does not exist;
+    /// INVALID_PAYLOAD when an object has no key.
     pub async fn update_batch(&mut self, collection: &Collection, data: &Value) -> Result<Vec<String>, ApiError> {
         writable(collection)?;
         let [pk] = collection.primary_key.as_slice() else {
@@ -385,18 +388,10 @@ impl<'w> Writer<'w> {
             };
             let mut rest = item.clone();
             rest.remove(pk);
-            keys.push(self.save(collection, &rest, Some(key), 0).await?);
+            let done = crate::users::update_keys(self, collection, std::slice::from_ref(&key), Value::Object(rest)).await?;
+            keys.push(done.into_iter().next().ok_or_else(ApiError::forbidden)?);
         }
         Ok(keys)
-    }
-
-    /// Updates the items a query selects (spec: Update items, `query`): exactly the keys its
-    /// filter, search, sort, limit, offset and page select ([`Self::query_keys`]), each of
-    /// which must be within the caller's update rows (FORBIDDEN otherwise, nothing written).
-    pub async fn update_query(&mut self, collection: &Collection, selector: &Query, data: &Value) -> Result<Vec<String>, ApiError> {
-        writable(collection)?;
-        let keys = self.query_keys(collection, selector).await?;
-        self.update_keys(collection, &keys, data).await
     }
 
     /// Updates the singleton's row, creating it on the first write. The row is locked first;
