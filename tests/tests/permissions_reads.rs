@@ -164,18 +164,19 @@ async fn versions_are_read_with_the_callers_permissions() {
         let r = fixture::admin(app, Method::POST, &format!("/versions/{id}/save"), json!({"title": "Versioned title", "body": "Versioned body"})).await;
         assert_eq!(r.status, 200, "{}", r.body);
     }
+    // The version records themselves are not the public's, and so neither is what they hold.
+    forbidden(app, None, "/versions").await;
+    forbidden(app, None, &format!("/items/articles/{published}?version=edit&fields=id,title")).await;
+    // Given read access to versions, the public sees only those of items it can read, and in
+    // their deltas only the fields it can read.
+    let r = fixture::admin(app, Method::POST, "/permissions", json!({"policy": fixture::PUBLIC_POLICY, "collection": "directus_versions", "action": "read", "fields": ["*"]})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let path = "/versions?filter[collection][_eq]=articles";
+    fixture::eventually("the versions grant reaches the core", || async { call(app, None, Method::GET, path, None).await.status == 200 }).await;
     let v = get_as(app, None, &format!("/items/articles/{published}?version=edit&fields=id,title")).await;
     assert_eq!(v["data"], json!({"id": published, "title": "Versioned title"}));
     forbidden(app, None, &format!("/items/articles/{published}?version=edit&fields=body")).await;
     forbidden(app, None, &format!("/items/articles/{draft}?version=edit")).await;
-    // The version records themselves are not the public's.
-    forbidden(app, None, "/versions").await;
-    // Given read access to versions, the public sees only those of items it can read, and in
-    // their deltas only the fields it can read.
-    let r = fixture::admin(app, Method::POST, "/permissions", json!({"policy": fixture::PUBLIC_POLICY, "collection": "directus_versions", "action": "read"})).await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    let path = "/versions?filter[collection][_eq]=articles";
-    fixture::eventually("the versions grant reaches the core", || async { call(app, None, Method::GET, path, None).await.status == 200 }).await;
     let listed = get_as(app, None, path).await;
     let items: Vec<Value> = listed["data"].as_array().expect("versions").iter().map(|v| v["item"].clone()).collect();
     assert_eq!(items, vec![Value::String(published.to_string())], "{listed}");
@@ -187,7 +188,7 @@ async fn versions_are_read_with_the_callers_permissions() {
     // Saving into a version keeps the fields the saver cannot read; versions of items they
     // cannot read cannot be changed; what a save adds must be an update the saver may make on
     // the item (issue 15).
-    let r = fixture::admin(app, Method::POST, "/permissions", json!({"policy": fixture::PUBLIC_POLICY, "collection": "directus_versions", "action": "update"})).await;
+    let r = fixture::admin(app, Method::POST, "/permissions", json!({"policy": fixture::PUBLIC_POLICY, "collection": "directus_versions", "action": "update", "fields": ["*"]})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let published_version_id = all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(published.to_string())).expect("version")["id"].as_str().expect("id").to_owned();
     let r = call(app, None, Method::POST, &format!("/versions/{published_version_id}/save"), Some(json!({"title": "Public edit"}))).await;

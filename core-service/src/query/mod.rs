@@ -24,6 +24,7 @@ pub mod select;
 pub mod sql;
 pub mod values;
 pub mod variables;
+pub mod version_rows;
 
 use crate::schema::Schema;
 use cdapi_proto::ApiError;
@@ -130,7 +131,14 @@ impl<'a> Planner<'a> {
     /// goes through here, so permissions hold at every depth, in selects, filters, sorts,
     /// searches and aggregates alike. Each row's filter is compiled once (against the whole
     /// snapshot: it may name fields the caller cannot read) and its text reused.
+    /// For `directus_versions`, see [`version_rows`].
     pub fn source(&mut self, collection: &crate::schema::Collection) -> Result<String, ApiError> {
+        let rows = self.permitted_rows(collection)?;
+        self.version_rows(collection, rows)
+    }
+
+    /// [`Self::source`] before what is particular to versions.
+    fn permitted_rows(&mut self, collection: &crate::schema::Collection) -> Result<String, ApiError> {
         let Some(access) = collection.row_access.clone() else { return Ok(collection.table.clone()) };
         let alias = self.sql.next_alias('p');
         let conds = access

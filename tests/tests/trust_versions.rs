@@ -1,0 +1,186 @@
+//! Content versions, from the attacker's side: each test reproduces one way a caller reached
+//! through `/versions`, `?version=` or GraphQL what their permission rows deny them (another
+//! user's version, version content without read on `directus_versions`, a delta field hidden
+//! from them, a hidden field recovered from a hash, junction rows of items they cannot read),
+//! and failed on the code before the fix.
+
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
+use e2e_tests::fixture::{PUBLIC_POLICY, admin, call, eventually, id_of, role};
+use e2e_tests::{Dataset, TestApp, app, assert_error, graphql_as, sql_json};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// A version `key` of the article `item` made by the admin, with `delta` saved into it; its id.
+async fn admin_version(app: &TestApp, key: &str, item: i64, delta: Value) -> String {
+    let r = admin(app, Method::POST, "/versions", json!({"key": key, "name": key, "collection": "articles", "item": item.to_string()})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = id_of(&r.body["data"]);
+    let r = admin(app, Method::POST, &format!("/versions/{id}/save"), delta).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    id
+}
+
+/// The GraphQL error code of a reply's first error (`""` when there is none).
+fn gql_code(r: &e2e_tests::Reply) -> String {
+    r.body["errors"][0]["extensions"]["code"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Reading an item in a version (`?version=`, GraphQL `<collection>_by_version`) needs read on
+/// that version's `directus_versions` row, not only on the live item: the public, a role
+/// without any grant on versions and a role reading only its own versions never see another
+/// user's unpublished changes.
+#[tokio::test]
+async fn reading_the_live_item_does_not_open_its_unpublished_versions() {
+    let app = app(Dataset::DemoWrites);
+    let published = json!({"status": {"_eq": "published"}});
+    let r = admin(app, Method::POST, "/permissions", json!({"policy": PUBLIC_POLICY, "collection": "articles", "action": "read", "permissions": published, "fields": ["*"]})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    eventually("the public reads articles", || async { call(app, None, Method::GET, "/items/articles/1", None).await.status == 200 }).await;
+    admin_version(app, "embargo", 1, json!({"title": "Embargoed title"})).await;
+    let article_reader = json!({"collection": "articles", "action": "read", "permissions": published, "fields": ["*"]});
+    let (plain, _, _) = role(app, "PlainReaders11", json!([article_reader])).await;
+    let own = json!({"user_created": {"_eq": "$CURRENT_USER"}});
+    let (own_only, _, _) = role(app, "OwnVersionReaders11", json!([article_reader, {"collection": "directus_versions", "action": "read", "permissions": own, "fields": ["*"]}])).await;
+    let (all, _, _) = role(app, "VersionReaders11", json!([article_reader, {"collection": "directus_versions", "action": "read", "fields": ["*"]}])).await;
+    for (who, token) in [("the public", None), ("a role without versions", Some(plain.as_str())), ("a role reading its own versions", Some(own_only.as_str()))] {
+        let r = call(app, token, Method::GET, "/items/articles/1", None).await;
+        assert_eq!(r.status, 200, "{who} reads the live item: {}", r.body);
+        let r = call(app, token, Method::GET, "/items/articles/1?version=embargo&fields=title", None).await;
+        assert_error(&r, 403, "FORBIDDEN", &format!("{who} reading another's version through REST"));
+        let q = "{ articles_by_version(id: 1, version: \"embargo\") { title } }";
+        let g = graphql_as(app, "/graphql", token, q, json!({})).await;
+        assert_eq!(gql_code(&g), "FORBIDDEN", "{who} through GraphQL: {}", g.body);
+        assert!(!g.body.to_string().contains("Embargoed"), "{who}: {}", g.body);
+    }
+    // With read on the version row, the preview works as before.
+    let r = call(app, Some(&all), Method::GET, "/items/articles/1?version=embargo&fields=title", None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["data"]["title"], "Embargoed title");
+}
+
+/// The item rules (row filter and fields) of the caller's permissions on `directus_versions`
+/// hold on every version endpoint: a role allowed only its own versions can neither list, read,
+/// rename, save into, compare, promote nor delete another user's version, and its own version
+/// still goes through the whole flow.
+#[tokio::test]
+async fn a_role_limited_to_its_own_versions_cannot_touch_another_users_version() {
+    let app = app(Dataset::DemoWrites);
+    let own = json!({"user_created": {"_eq": "$CURRENT_USER"}});
+    let (token, _, _) = role(
+        app,
+        "OwnVersionEditors7",
+        json!([
+            {"collection": "articles", "action": "read", "fields": ["*"]},
+            {"collection": "articles", "action": "update", "fields": ["*"]},
+            {"collection": "directus_versions", "action": "create", "fields": ["*"]},
+            {"collection": "directus_versions", "action": "read", "permissions": own, "fields": ["*"]},
+            {"collection": "directus_versions", "action": "update", "permissions": own, "fields": ["*"]},
+            {"collection": "directus_versions", "action": "delete", "permissions": own},
+        ]),
+    )
+    .await;
+    let theirs = admin_version(app, "theirs7", 2, json!({"title": "The admin's draft"})).await;
+    let title = || sql_json(app, "SELECT to_json(title)::text FROM articles WHERE id = 2");
+    let before = title().await;
+    let stored_sql = format!("SELECT json_build_array(name, delta)::text FROM cdapi.versions WHERE id = '{theirs}'");
+    let stored = || sql_json(app, &stored_sql);
+    let kept = stored().await;
+    let t = Some(token.as_str());
+    let r = call(app, t, Method::GET, "/versions", None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(!r.body.to_string().contains(&theirs), "the list shows another's version: {}", r.body);
+    let r = call(app, t, Method::GET, "/versions?filter[collection][_eq]=articles&filter[item][_eq]=2", None).await;
+    assert_eq!(r.body["data"], json!([]), "{}", r.body);
+    assert_error(&call(app, t, Method::GET, &format!("/versions/{theirs}"), None).await, 403, "FORBIDDEN", "read another's version");
+    assert_error(&call(app, t, Method::PATCH, &format!("/versions/{theirs}"), Some(json!({"name": "Mine now"}))).await, 403, "FORBIDDEN", "rename");
+    assert_error(&call(app, t, Method::POST, &format!("/versions/{theirs}/save"), Some(json!({"title": "Hijacked"}))).await, 403, "FORBIDDEN", "save into");
+    assert_error(&call(app, t, Method::GET, &format!("/versions/{theirs}/compare"), None).await, 403, "FORBIDDEN", "compare");
+    assert_error(&call(app, t, Method::POST, &format!("/versions/{theirs}/promote"), Some(json!({"force": true}))).await, 403, "FORBIDDEN", "promote");
+    assert_error(&call(app, t, Method::DELETE, &format!("/versions/{theirs}"), None).await, 403, "FORBIDDEN", "delete");
+    assert_eq!(title().await, before, "the item is unchanged");
+    assert_eq!(stored().await, kept, "the version is unchanged");
+    let g = graphql_as(app, "/graphql/system", t, "{ versions { id } }", json!({})).await;
+    assert!(!g.body.to_string().contains(&theirs), "GraphQL lists another's version: {}", g.body);
+
+    // Their own version: the whole flow.
+    let r = call(app, t, Method::POST, "/versions", Some(json!({"key": "mine7", "collection": "articles", "item": "2"}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mine = id_of(&r.body["data"]);
+    let r = call(app, t, Method::GET, "/versions", None).await;
+    assert!(r.body.to_string().contains(&mine), "{}", r.body);
+    let r = call(app, t, Method::PATCH, &format!("/versions/{mine}"), Some(json!({"name": "Mine"}))).await;
+    assert_eq!(r.body["data"]["name"], "Mine", "{}", r.body);
+    let r = call(app, t, Method::POST, &format!("/versions/{mine}/save"), Some(json!({"title": "Editor's title"}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(app, t, Method::GET, &format!("/versions/{mine}/compare"), None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["data"]["outdated"], false, "{}", r.body);
+    let r = call(app, t, Method::POST, &format!("/versions/{mine}/promote"), Some(json!({}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(title().await, json!("Editor's title"));
+}
+
+/// The field list of the caller's rows on `directus_versions` holds on `/versions` as on any
+/// collection: fields outside their read rows are absent, and a rename writing a field outside
+/// their update rows is refused.
+#[tokio::test]
+async fn a_version_field_outside_the_roles_field_list_stays_out_of_reach() {
+    let app = app(Dataset::DemoWrites);
+    let (token, _, _) = role(
+        app,
+        "VersionNamers7",
+        json!([
+            {"collection": "articles", "action": "read", "fields": ["*"]},
+            {"collection": "directus_versions", "action": "read", "fields": ["id", "key", "name", "collection", "item"]},
+            {"collection": "directus_versions", "action": "update", "fields": ["name"]},
+        ]),
+    )
+    .await;
+    let id = admin_version(app, "fields7", 12, json!({"title": "Not for namers"})).await;
+    let t = Some(token.as_str());
+    for path in [format!("/versions/{id}"), "/versions?filter[item][_eq]=12".to_owned()] {
+        let r = call(app, t, Method::GET, &path, None).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(!r.body.to_string().contains("Not for namers") && !r.body.to_string().contains("hash"), "{path}: {}", r.body);
+    }
+    let r = call(app, t, Method::PATCH, &format!("/versions/{id}"), Some(json!({"key": "renamed7"}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "writing a field outside the update rows");
+    let r = call(app, t, Method::PATCH, &format!("/versions/{id}"), Some(json!({"name": "Named"}))).await;
+    assert_eq!(r.body["data"]["name"], "Named", "{}", r.body);
+    assert_eq!(r.body["data"]["key"], "fields7", "{}", r.body);
+    let r = call(app, t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"title": "x"}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "saving needs `delta` within the update rows");
+}
+
+/// GraphQL `versions { delta }` answers what REST `GET /versions/:id` answers: the delta cut to
+/// the fields the caller may read on the versioned item, never a hidden field's saved value.
+#[tokio::test]
+async fn graphql_shows_no_delta_field_that_rest_hides() {
+    let app = app(Dataset::DemoWrites);
+    let (token, _, _) = role(
+        app,
+        "Critics9",
+        json!([
+            {"collection": "articles", "action": "read", "fields": ["id", "title", "status"]},
+            {"collection": "directus_versions", "action": "read", "fields": ["*"]},
+        ]),
+    )
+    .await;
+    let id = admin_version(app, "hidden9", 4, json!({"title": "Seen", "rating": 5})).await;
+    let t = Some(token.as_str());
+    let rest = call(app, t, Method::GET, &format!("/versions/{id}"), None).await;
+    assert_eq!(rest.status, 200, "{}", rest.body);
+    assert_eq!(rest.body["data"]["delta"], json!({"title": "Seen"}), "{}", rest.body);
+    let fields = "id key name collection item hash delta date_created date_updated";
+    let q = format!("query($id: ID!) {{ versions_by_id(id: $id) {{ {fields} }} versions(filter: {{id: {{_eq: $id}}}}) {{ {fields} }} }}");
+    let g = graphql_as(app, "/graphql/system", t, &q, json!({"id": id})).await;
+    assert_eq!(g.status, 200, "{}", g.body);
+    assert!(g.body.get("errors").is_none(), "{}", g.body);
+    for (what, v) in [("versions_by_id", &g.body["data"]["versions_by_id"]), ("versions", &g.body["data"]["versions"][0])] {
+        for f in fields.split(' ') {
+            assert_eq!(v[f], rest.body["data"][f], "{what}.{f}: GraphQL {} REST {}", g.body, rest.body);
+        }
+    }
+    assert!(!g.body.to_string().contains("rating"), "{}", g.body);
+}
