@@ -82,6 +82,7 @@ pub fn take_secrets(w: &Writer<'_>, collection: &str, data: &mut Value) -> Resul
                     w.accounts.policy.check_new(&p)?;
                     s.password = Some(p);
                 }
+                ("token", Value::String(t)) if t.contains('\0') => return Err(ApiError::invalid_payload("\"token\" holds a NUL character")),
                 ("token", Value::String(t)) if !t.is_empty() => s.token = Some(Some(t)),
                 ("token", Value::Null) => s.token = Some(None),
                 (name, _) => return Err(ApiError::invalid_payload(format!("\"{name}\" must be a non-empty string"))),

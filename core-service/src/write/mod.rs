@@ -83,12 +83,14 @@ impl<'w> Writer<'w> {
     /// Postgres on the typed values, [`validate`]); presets are applied under the payload on
     /// create. Returns the payload to write and the condition every item written must meet
     /// (`None` = any), for [`Self::scoped`]. Every payload a write stores passes here, so the
-    /// fields only the server writes are refused here, for every caller
-    /// ([`server_owned::refuse`]). Errors: FORBIDDEN (a field no row grants, worded as
-    /// Directus), FAILED_VALIDATION, INVALID_PAYLOAD (a server-owned field, a rule that cannot
-    /// be evaluated).
+    /// fields only the server writes ([`server_owned::refuse`]) and text PostgreSQL cannot
+    /// store ([`payload::refuse_nul`]) are refused here, for every caller, before any
+    /// statement sees the payload. Errors: FORBIDDEN (a field no row grants, worded as
+    /// Directus), FAILED_VALIDATION, INVALID_PAYLOAD (a server-owned field, a NUL character, a
+    /// rule that cannot be evaluated).
     async fn permitted(&mut self, collection: &Collection, action: Action, obj: &Map<String, Value>, extra: &[&str]) -> Result<(Map<String, Value>, Option<Arc<Filter>>), ApiError> {
         server_owned::refuse(&collection.name, obj)?;
+        payload::refuse_nul(obj)?;
         if matches!(self.access, Access::Admin) {
             return Ok((obj.clone(), None));
         }

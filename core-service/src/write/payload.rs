@@ -64,6 +64,28 @@ pub fn columns<'a>(collection: &'a Collection, obj: &Map<String, Value>, mode: M
     Ok(out)
 }
 
+/// INVALID_PAYLOAD when a string of the payload object `obj` (a value or an object key, at any
+/// depth: text, JSON and CSV values alike) holds a NUL character, which PostgreSQL refuses in
+/// text and JSON (docs/security.md "Invalid text"); the field is named. Checked before any
+/// statement sees the payload.
+pub fn refuse_nul(obj: &Map<String, Value>) -> Result<(), ApiError> {
+    fn holds_nul(v: &Value) -> bool {
+        match v {
+            Value::String(s) => s.contains('\0'),
+            Value::Array(items) => items.iter().any(holds_nul),
+            Value::Object(o) => o.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+            _ => false,
+        }
+    }
+    match obj.iter().find(|(k, v)| k.contains('\0') || holds_nul(v)) {
+        Some((field, _)) => Err(ApiError::invalid_payload(format!(
+            "Field \"{}\" holds a NUL character, which cannot be stored.",
+            field.replace('\0', "\\0")
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A JSON value as the text Postgres casts to the field's type; `None` for null.
 pub(crate) fn text(field: &Field, value: &Value) -> Result<Option<String>, ApiError> {
     let kind = field.field_type;
@@ -200,6 +222,16 @@ mod tests {
         assert_eq!(kind(columns(&c, &obj(json!({"rating": "X"})), Mode::Update)), "in");
         assert_eq!(kind(columns(&c, &obj(json!({"id": 5, "title": "a"})), Mode::Create)), "ok", "a generated key may be given");
         assert_eq!(columns(&c, &obj(json!({"id": 5, "title": "b"})), Mode::Update).map(|c| c.len()).ok(), Some(1), "the key is left out of updates");
+    }
+
+    #[test]
+    fn a_nul_anywhere_in_a_payload_is_refused() {
+        let obj = |v: Value| v.as_object().cloned().unwrap_or_default();
+        assert!(refuse_nul(&obj(json!({"title": "a\u{0}b"}))).is_err());
+        assert!(refuse_nul(&obj(json!({"meta": {"k": ["x", "\u{0}"]}}))).is_err());
+        assert!(refuse_nul(&obj(json!({"meta": {"k\u{0}": 1}}))).is_err());
+        assert_eq!(refuse_nul(&obj(json!({"t\u{0}": 1}))).err().map(|e| e.message.contains("t\\0")), Some(true));
+        assert!(refuse_nul(&obj(json!({"title": "a\\0b", "n": 0}))).is_ok());
     }
 
     #[test]

@@ -169,8 +169,15 @@ pub mod passwords {
         }
 
         /// Checks a password being set. Errors: FAILED_VALIDATION on `password` (type
-        /// `min_length` or `max_length`, `valid` the bound).
+        /// `min_length` or `max_length`, `valid` the bound; type `characters` for a NUL
+        /// character, which no sign-in could present).
         pub fn check_new(&self, password: &str) -> Result<(), ApiError> {
+            if password.contains('\0') {
+                let mut e = ApiError::new(ErrorCode::FailedValidation, "Validation failed for field \"password\": the NUL character is not allowed.");
+                e.extensions.insert("field".into(), "password".into());
+                e.extensions.insert("type".into(), "characters".into());
+                return Err(e);
+            }
             if password.chars().count() < self.min_length {
                 return Err(failed("min_length", format!("at least {} characters are required", self.min_length), self.min_length));
             }
@@ -226,17 +233,24 @@ pub mod passwords {
             assert_eq!(p.check_new(&"x".repeat(17)).err().map(|e| e.extensions["type"].clone()), Some("max_length".into()));
             assert_eq!(p.check_presented(&"x".repeat(17)).err().map(|e| e.code), Some(ErrorCode::InvalidPayload));
             assert!(p.check_presented("x").is_ok());
+            assert_eq!(p.check_new(&"\u{0}".repeat(8)).err().map(|e| e.extensions["type"].clone()), Some("characters".into()));
+            assert_eq!(p.check_presented("a\u{0}").err().map(|e| e.code), Some(ErrorCode::InvalidPayload));
         }
     }
 }
 
-/// INVALID_PAYLOAD when `value` (the field `field`) is longer than `max` bytes: the input
-/// budgets of issue 15, checked before any hashing, Redis or database work.
+/// INVALID_PAYLOAD when `value` (the field `field`) is longer than `max` bytes (the input
+/// budgets, docs/security.md "Budgets") or holds a NUL character, which PostgreSQL refuses in
+/// text (docs/security.md "Invalid text"): the one check of every sign-in, refresh, reset and
+/// TOTP input, made before any hashing, Redis or database work.
 pub fn within_budget(field: &str, value: &str, max: usize) -> Result<(), cdapi_proto::ApiError> {
-    if value.len() <= max {
-        return Ok(());
+    if value.len() > max {
+        return Err(cdapi_proto::ApiError::invalid_payload(format!("\"{field}\" is longer than {max} bytes")));
     }
-    Err(cdapi_proto::ApiError::invalid_payload(format!("\"{field}\" is longer than {max} bytes")))
+    if value.contains('\0') {
+        return Err(cdapi_proto::ApiError::invalid_payload(format!("\"{field}\" holds a NUL character")));
+    }
+    Ok(())
 }
 
 /// SHA-256 of `text`, lower-case hex: how static tokens, refresh tokens and reset-token ids are
