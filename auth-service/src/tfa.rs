@@ -2,6 +2,12 @@
 //! authenticator apps expect; one step of clock skew either way). Directus's flow: generate a
 //! secret (password required), enable it with a first code, disable it with a current code. A
 //! code is accepted once: the last used step is kept in Redis (`totp-used:<user>`).
+//!
+//! The secret `generate` makes is kept pending in Redis (`tfa-pending:<user>`, for
+//! [`PENDING_TTL`]); `enable` accepts only that secret (the client sends it back, as the
+//! Directus SDK's `enableTwoFactor(secret, otp)` does), so a stolen access token alone, without
+//! the password, cannot switch TOTP on with a secret of the thief's choosing and lock the owner
+//! out (docs/security.md "Sessions").
 
 use crate::Auth;
 use cdapi_proto::v1::TfaSecret;
@@ -12,6 +18,17 @@ use totp_rs::{Algorithm, Secret, TOTP};
 
 /// Steps of 30 s.
 const STEP: u64 = 30;
+
+/// How long a generated secret waits for `enable` (10 minutes: time to scan it and type a
+/// first code).
+pub const PENDING_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// INVALID_PAYLOAD for an `enable` whose secret is not the one `generate` made for the user.
+fn not_generated() -> ApiError {
+    ApiError::invalid_payload(
+        "\"secret\" is not the secret generated for this user: generate one first (it expires after 10 minutes)",
+    )
+}
 
 /// INVALID_OTP with Directus's message.
 pub fn invalid_otp() -> ApiError {
@@ -60,12 +77,22 @@ impl Auth {
         if fresh == 1 { Ok(()) } else { Err(invalid_otp()) }
     }
 
-    /// `GenerateTfa`: a new secret and its otpauth URL for the signed-in user; nothing is stored
-    /// until [`Self::enable_tfa`]. Errors: FORBIDDEN (no user), INVALID_PAYLOAD (TOTP already on),
-    /// INVALID_CREDENTIALS (wrong password), REQUESTS_EXCEEDED.
-    pub async fn generate_tfa(&self, user: &Identity, password: String, ip: Option<IpAddr>) -> Result<TfaSecret, ApiError> {
+    /// `GenerateTfa`: a new secret and its otpauth URL for the signed-in user, kept pending
+    /// (the only secret [`Self::enable_tfa`] accepts, for [`PENDING_TTL`]; a new one replaces
+    /// it). Errors: FORBIDDEN (no user), INVALID_PAYLOAD (TOTP already on, no
+    /// password), INVALID_CREDENTIALS (wrong password), REQUESTS_EXCEEDED,
+    /// SERVICE_UNAVAILABLE (Redis).
+    pub async fn generate_tfa(
+        &self,
+        user: &Identity,
+        password: String,
+        ip: Option<IpAddr>,
+    ) -> Result<TfaSecret, ApiError> {
         if user.tfa_secret.is_some() {
             return Err(ApiError::invalid_payload("TFA is already enabled for this user"));
+        }
+        if password.is_empty() {
+            return Err(ApiError::invalid_payload("\"password\" is required"));
         }
         self.settings.password_policy.check_presented(&password)?;
         self.attempts.check("login", &user.email, ip).await?;
@@ -78,21 +105,58 @@ impl Auth {
         }
         let secret = Secret::generate_secret().to_encoded().to_string();
         let url = totp(&secret, &self.settings.project_name, &user.email)?.get_url();
-        Ok(TfaSecret { secret, otpauth_url: url })
+        let redis = self.sessions.redis();
+        redis::cmd("SET")
+            .arg(redis.key("tfa-pending", &user.id))
+            .arg(&secret)
+            .arg("PX")
+            .arg(PENDING_TTL.as_millis() as u64)
+            .query_async::<()>(&mut redis.conn())
+            .await
+            .map_err(access_token::sessions::unavailable)?;
+        Ok(TfaSecret {
+            secret,
+            otpauth_url: url,
+        })
     }
 
-    /// `EnableTfa`: stores `secret` once `otp` proves the app has it. Errors: FORBIDDEN,
-    /// INVALID_PAYLOAD (already on, bad secret), INVALID_OTP, REQUESTS_EXCEEDED.
-    pub async fn enable_tfa(&self, user: &Identity, secret: &str, otp: &str, ip: Option<IpAddr>) -> Result<(), ApiError> {
+    /// `EnableTfa`: stores `secret` once `otp` proves the app has it; `secret` must be the one
+    /// [`Self::generate_tfa`] made for this user (pending, not expired), which it then stops
+    /// being. Errors: FORBIDDEN, INVALID_PAYLOAD (already on, a secret not generated for the
+    /// user, or expired), INVALID_OTP, REQUESTS_EXCEEDED, SERVICE_UNAVAILABLE (Redis).
+    pub async fn enable_tfa(
+        &self,
+        user: &Identity,
+        secret: &str,
+        otp: &str,
+        ip: Option<IpAddr>,
+    ) -> Result<(), ApiError> {
         if user.tfa_secret.is_some() {
             return Err(ApiError::invalid_payload("TFA is already enabled for this user"));
         }
         access_token::within_budget("secret", secret, self.settings.budgets.token)?;
         access_token::within_budget("otp", otp, self.settings.budgets.otp)?;
-        totp(secret, &self.settings.project_name, &user.email)?;
+        let secret = secret.trim();
+        let redis = self.sessions.redis();
+        let pending_key = redis.key("tfa-pending", &user.id);
+        let pending: Option<String> = redis::cmd("GET")
+            .arg(&pending_key)
+            .query_async(&mut redis.conn())
+            .await
+            .map_err(access_token::sessions::unavailable)?;
+        // Compared through their hashes: the time taken tells nothing of the pending secret.
+        if pending.is_none_or(|p| access_token::sha256_hex(&p) != access_token::sha256_hex(secret))
+        {
+            return Err(not_generated());
+        }
         self.attempts.check("otp", &user.id, ip).await?;
         self.check_otp(&user.id, secret, otp).await?;
-        self.set_tfa_secret(&user.id, Some(secret.trim())).await
+        self.set_tfa_secret(&user.id, Some(secret)).await?;
+        redis::cmd("DEL")
+            .arg(&pending_key)
+            .query_async::<()>(&mut redis.conn())
+            .await
+            .map_err(access_token::sessions::unavailable)
     }
 
     /// `DisableTfa`: removes the secret once `otp` is right. Errors: FORBIDDEN,

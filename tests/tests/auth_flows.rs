@@ -290,8 +290,7 @@ async fn default_reset_link_points_at_public_url() {
 
 /// The TOTP code of `secret` at `t` (seconds).
 fn code(secret: &str, t: u64) -> String {
-    let bytes = totp_rs::Secret::Encoded(secret.to_owned()).to_bytes().expect("base32");
-    totp_rs::TOTP::new(totp_rs::Algorithm::SHA1, 6, 1, 30, bytes, None, "x".into()).expect("totp").generate(t)
+    e2e_tests::totp_code(secret, t)
 }
 
 #[tokio::test]

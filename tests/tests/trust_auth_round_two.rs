@@ -9,7 +9,7 @@
 use e2e_tests::fixture::{admin, call};
 use e2e_tests::{
     ADMIN_TOKEN, Dataset, Reply, TestApp, app, assert_error, graphql_as, noise, post_json,
-    upload_file,
+    totp_code, upload_file,
 };
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -200,5 +200,107 @@ async fn a_nul_character_is_a_bad_request_never_a_server_error() {
         login(app, email, "nul-password-1").await.status,
         200,
         "the password is unchanged"
+    );
+}
+
+/// Seconds since the epoch.
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Finding 13: with only a stolen access token, `POST /users/me/tfa/enable` with a secret of
+/// the attacker's choosing and its code switched TOTP on (no password, no `generate` first),
+/// locking the owner out at the next sign-in. Enabling now takes only the secret `generate`
+/// made for that user, which needs the password.
+#[tokio::test]
+async fn a_stolen_access_token_cannot_switch_totp_on() {
+    let app = app(Dataset::DemoWrites);
+    let email = "totp-victim@example.com";
+    user(app, email, "totp-victim-1").await;
+    let stolen = access_token(app, email, "totp-victim-1").await;
+    let auth = format!("Bearer {stolen}");
+    let attackers = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP";
+    let r = post_json(
+        app,
+        "/users/me/tfa/enable",
+        json!({"secret": attackers, "otp": totp_code(attackers, now())}),
+        &[("authorization", &auth)],
+    )
+    .await;
+    assert_eq!(
+        login(app, email, "totp-victim-1").await.status,
+        200,
+        "the owner still signs in with the password alone"
+    );
+    assert_error(
+        &r,
+        400,
+        "INVALID_PAYLOAD",
+        "enabling a secret no `generate` made",
+    );
+
+    // `generate` needs the password; without it the thief learns no secret.
+    let r = post_json(
+        app,
+        "/users/me/tfa/generate",
+        json!({}),
+        &[("authorization", &auth)],
+    )
+    .await;
+    assert!(
+        r.status == 400 || r.status == 401,
+        "generate without the password: {} {}",
+        r.status,
+        r.body
+    );
+    // The owner generates a secret; the thief's own secret is still refused.
+    let owner = format!("Bearer {}", access_token(app, email, "totp-victim-1").await);
+    let r = post_json(
+        app,
+        "/users/me/tfa/generate",
+        json!({"password": "totp-victim-1"}),
+        &[("authorization", &owner)],
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let generated = r.body["data"]["secret"]
+        .as_str()
+        .expect("secret")
+        .to_owned();
+    let r = post_json(
+        app,
+        "/users/me/tfa/enable",
+        json!({"secret": attackers, "otp": totp_code(attackers, now())}),
+        &[("authorization", &auth)],
+    )
+    .await;
+    assert_error(
+        &r,
+        400,
+        "INVALID_PAYLOAD",
+        "another secret than the one generated",
+    );
+    assert_eq!(
+        login(app, email, "totp-victim-1").await.status,
+        200,
+        "still no TOTP"
+    );
+    // The generated one, with its code, switches TOTP on (Directus's flow, as the SDK drives it).
+    let r = post_json(
+        app,
+        "/users/me/tfa/enable",
+        json!({"secret": generated, "otp": totp_code(&generated, now())}),
+        &[("authorization", &owner)],
+    )
+    .await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_error(
+        &login(app, email, "totp-victim-1").await,
+        401,
+        "INVALID_OTP",
+        "TOTP is on",
     );
 }

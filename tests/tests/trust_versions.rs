@@ -184,3 +184,59 @@ async fn graphql_shows_no_delta_field_that_rest_hides() {
     }
     assert!(!g.body.to_string().contains("rating"), "{}", g.body);
 }
+
+/// A version's `hash` and compare's `mainHash` are keyed: from every value she can read, a
+/// caller cannot test guesses of a field hidden from her against them; the hash stays stable,
+/// so compare and promote with `mainHash` still work.
+#[tokio::test]
+async fn a_version_hash_does_not_confirm_guesses_of_a_hidden_field() {
+    let app = app(Dataset::DemoWrites);
+    let visible = ["id", "status", "title", "slug", "body", "published_at", "word_count", "author", "created_at"];
+    let (token, _, _) = role(
+        app,
+        "Critics10",
+        json!([
+            {"collection": "articles", "action": "read", "fields": visible},
+            {"collection": "articles", "action": "update", "fields": ["title"]},
+            {"collection": "directus_versions", "action": "create", "fields": ["*"]},
+            {"collection": "directus_versions", "action": "read", "fields": ["*"]},
+            {"collection": "directus_versions", "action": "update", "fields": ["*"]},
+        ]),
+    )
+    .await;
+    let t = Some(token.as_str());
+    let r = call(app, t, Method::POST, "/versions", Some(json!({"key": "guess10", "collection": "articles", "item": "5"}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = id_of(&r.body["data"]);
+    let hash = r.body["data"]["hash"].as_str().expect("hash").to_owned();
+    let r = call(app, t, Method::GET, &format!("/versions/{id}/compare"), None).await;
+    assert_eq!(r.body["data"]["outdated"], false, "stable for the same item state: {}", r.body);
+    let main_hash = r.body["data"]["mainHash"].as_str().expect("mainHash").to_owned();
+    assert_eq!(main_hash, hash);
+    // The attacker's offline search, done here in SQL on the row she reads with each guess of
+    // `rating` put in: no guess may reproduce either hash.
+    let guesses = sql_json(
+        app,
+        &format!(
+            "SELECT coalesce(json_agg(g), '[]')::text FROM (SELECT NULL::int AS g UNION ALL SELECT generate_series(0, 6)) gs, \
+             LATERAL (SELECT a.id, a.status, a.title, a.slug, a.body, a.published_at, gs.g AS rating, a.word_count, a.author, a.created_at \
+                      FROM articles a WHERE a.id = 5) t \
+             WHERE encode(sha256(convert_to(row_to_json(t)::text, 'UTF8')), 'hex') IN ('{hash}', '{main_hash}')"
+        ),
+    )
+    .await;
+    assert_eq!(guesses, json!([]), "a guess of the hidden rating matches the hash");
+    // The flow still works: the item changes, compare gives the new hash, promote accepts it.
+    let r = admin(app, Method::PATCH, "/items/articles/5", json!({"rating": 2})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(app, t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"title": "Guessed"}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(app, t, Method::GET, &format!("/versions/{id}/compare"), None).await;
+    assert_eq!(r.body["data"]["outdated"], true, "{}", r.body);
+    let main_hash = r.body["data"]["mainHash"].as_str().expect("mainHash").to_owned();
+    let r = call(app, t, Method::POST, &format!("/versions/{id}/promote"), Some(json!({}))).await;
+    assert_error(&r, 422, "UNPROCESSABLE_CONTENT", "promote an outdated version");
+    let r = call(app, t, Method::POST, &format!("/versions/{id}/promote"), Some(json!({"mainHash": main_hash}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(sql_json(app, "SELECT to_json(title)::text FROM articles WHERE id = 5").await, json!("Guessed"));
+}

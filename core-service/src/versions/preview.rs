@@ -21,10 +21,14 @@ use serde_json::{Map, Value};
 use sqlx::Row;
 
 impl Versions<'_> {
-    /// SHA-256 (hex) of the main item's row as JSON. FORBIDDEN when the item does not exist.
+    /// The main item's state, as a version's `hash` and compare's `mainHash`: HMAC-SHA-256
+    /// (hex) of its row as JSON under the database's version hash key (migration
+    /// `0012_version_hash_key.sql`), computed by Postgres. The same for every caller while the
+    /// row is unchanged (Directus's compare and promote flow), and keyed so that nobody can test
+    /// guesses of a field hidden from them against it. FORBIDDEN when the item does not exist.
     pub async fn item_hash(&mut self, collection: &Collection, key: &str) -> Result<String, ApiError> {
         let planner = Planner::new(self.schema, self.limits, self.vars);
-        let expr = "encode(sha256(convert_to(row_to_json(t0)::text, 'UTF8')), 'hex')";
+        let expr = "(SELECT encode(sha256(k.opad || sha256(k.ipad || convert_to(row_to_json(t0)::text, 'UTF8'))), 'hex') FROM cdapi.version_hash_key k)";
         crate::write::item_text(&mut *self.conn, planner, collection, key, expr).await?.ok_or_else(ApiError::internal)
     }
 
