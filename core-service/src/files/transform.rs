@@ -5,6 +5,12 @@
 //! - ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION (default 6000): a source image wider or taller is
 //!   refused (ILLEGAL_ASSET_TRANSFORMATION) from its header, before any pixel is decoded; so is
 //!   a requested `width`/`height` above it.
+//! - ASSETS_TRANSFORM_MAX_OUTPUT_PIXELS (default 36,000,000, 6000²): the largest image a
+//!   transformation makes (the resized image before a `cover` crop, or the output) is computed
+//!   from the source's header and the parameters, and a transformation whose image would be
+//!   wider or taller than ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION or hold more pixels than this is
+//!   refused (ILLEGAL_ASSET_TRANSFORMATION) before any pixel is decoded: `width=300` on a 1×6000
+//!   image would otherwise be 300×1,800,000 pixels (2 GiB).
 //! - ASSETS_TRANSFORM_MAX_INPUT_BYTES (default 64 MiB): larger sources are refused the same way.
 //! - ASSETS_TRANSFORM_MAX_CONCURRENT (default 2): transformations running at once (each on the
 //!   blocking pool); others wait their turn.
@@ -39,6 +45,8 @@ pub struct TransformSettings {
     pub max_dimension: u32,
     /// ASSETS_TRANSFORM_MAX_INPUT_BYTES.
     pub max_input_bytes: u64,
+    /// ASSETS_TRANSFORM_MAX_OUTPUT_PIXELS.
+    pub max_output_pixels: u64,
     /// ASSETS_TRANSFORM_MAX_CONCURRENT.
     pub max_concurrent: usize,
     /// ASSETS_CACHE_MAX_BYTES.
@@ -66,6 +74,7 @@ impl TransformSettings {
         Ok(Self {
             max_dimension: service_runtime::env_or("ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION", 6000u32)?,
             max_input_bytes: service_runtime::env_or("ASSETS_TRANSFORM_MAX_INPUT_BYTES", 64u64 << 20)?,
+            max_output_pixels: service_runtime::env_or("ASSETS_TRANSFORM_MAX_OUTPUT_PIXELS", 36_000_000u64)?,
             max_concurrent: service_runtime::env_or("ASSETS_TRANSFORM_MAX_CONCURRENT", 2usize)?.max(1),
             cache_bytes: service_runtime::env_or("ASSETS_CACHE_MAX_BYTES", 64usize << 20)?,
             presets,
@@ -221,8 +230,8 @@ impl Transformer {
         }
         let source = load().await?;
         let _permit = self.permits.acquire().await.map_err(|_| ApiError::internal())?;
-        let (t2, max) = (t.clone(), self.settings.max_dimension);
-        let (out, format) = tokio::task::spawn_blocking(move || transform(&source, &t2, max))
+        let (t2, max, pixels) = (t.clone(), self.settings.max_dimension, self.settings.max_output_pixels);
+        let (out, format) = tokio::task::spawn_blocking(move || transform(&source, &t2, max, pixels))
             .await
             .map_err(|_| ApiError::internal())??;
         self.cache.put(key, (out.clone(), mime(format)));
@@ -242,8 +251,10 @@ fn mime(format: ImageFormat) -> &'static str {
 }
 
 /// Decodes, resizes and encodes (blocking). The source's dimensions are read from its header
-/// first: past `max` on a side it is refused without decoding a pixel.
-fn transform(source: &[u8], t: &Transform, max: u32) -> Result<(Bytes, ImageFormat), ApiError> {
+/// first: past `max` on a side it is refused without decoding a pixel, and so is a
+/// transformation whose largest image ([`largest_image`]) is past `max` on a side or holds more
+/// than `max_pixels` pixels.
+fn transform(source: &[u8], t: &Transform, max: u32, max_pixels: u64) -> Result<(Bytes, ImageFormat), ApiError> {
     let illegal = |why: String| ApiError::new(ErrorCode::IllegalAssetTransformation, why);
     let reader = || image::ImageReader::new(std::io::Cursor::new(source)).with_guessed_format().map_err(|e| illegal(format!("Not a readable image: {e}")));
     let r = reader()?;
@@ -251,6 +262,12 @@ fn transform(source: &[u8], t: &Transform, max: u32) -> Result<(Bytes, ImageForm
     let (w, h) = r.into_dimensions().map_err(|e| illegal(format!("Not a readable image: {e}")))?;
     if w > max || h > max {
         return Err(illegal(format!("The image is {w}×{h}: larger than {max} on a side (ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION).")));
+    }
+    let (ow, oh) = largest_image(w, h, t);
+    if ow > u64::from(max) || oh > u64::from(max) || ow.saturating_mul(oh) > max_pixels {
+        return Err(illegal(format!(
+            "The transformation would make a {ow}×{oh} image: over {max} on a side or {max_pixels} pixels (ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION, ASSETS_TRANSFORM_MAX_OUTPUT_PIXELS)."
+        )));
     }
     let mut r = reader()?;
     let mut limits = image::Limits::default();
@@ -291,18 +308,40 @@ fn transform(source: &[u8], t: &Transform, max: u32) -> Result<(Bytes, ImageForm
     Ok((Bytes::from(out), format))
 }
 
-/// The image resized to the requested box (see the module docs for `fit`).
+/// The box a `w`×`h` image is resized to: the requested width and height, the missing one
+/// following the image's proportions (not capped: it may be far past any budget); `None` when
+/// neither is asked for or `withoutEnlargement` keeps the image as it is.
+fn resize_box(w: u32, h: u32, t: &Transform) -> Option<(u64, u64)> {
+    let (w64, h64) = (u64::from(w.max(1)), u64::from(h.max(1)));
+    let (bw, bh) = match (t.width, t.height) {
+        (None, None) => return None,
+        (Some(bw), None) => (u64::from(bw), (h64 * u64::from(bw)).div_ceil(w64).max(1)),
+        (None, Some(bh)) => ((w64 * u64::from(bh)).div_ceil(h64).max(1), u64::from(bh)),
+        (Some(bw), Some(bh)) => (u64::from(bw), u64::from(bh)),
+    };
+    (!(t.without_enlargement && bw >= u64::from(w) && bh >= u64::from(h))).then_some((bw, bh))
+}
+
+/// The largest image (width, height) that transforming a `w`×`h` source by `t` makes, computed
+/// without decoding: the resize box, or for `cover`/`outside` with both sides the image scaled
+/// to cover the box (`cover` crops it afterwards). An upper bound of what [`resize`] allocates.
+fn largest_image(w: u32, h: u32, t: &Transform) -> (u64, u64) {
+    let Some((bw, bh)) = resize_box(w, h, t) else { return (u64::from(w), u64::from(h)) };
+    match (t.fit, t.width.is_some() && t.height.is_some()) {
+        (Fit::Cover | Fit::Outside, true) => {
+            let scale = (bw as f64 / f64::from(w.max(1))).max(bh as f64 / f64::from(h.max(1)));
+            (((f64::from(w) * scale).ceil() as u64).max(bw), ((f64::from(h) * scale).ceil() as u64).max(bh))
+        }
+        _ => (bw, bh),
+    }
+}
+
+/// The image resized to the requested box (see the module docs for `fit`). Callers check
+/// [`largest_image`] against the budgets first, so the box fits in `u32`.
 fn resize(img: DynamicImage, t: &Transform) -> DynamicImage {
     let (w, h) = img.dimensions();
-    let (bw, bh) = match (t.width, t.height) {
-        (None, None) => return img,
-        (Some(bw), None) => (bw, ((u64::from(h) * u64::from(bw)).div_ceil(u64::from(w.max(1))) as u32).max(1)),
-        (None, Some(bh)) => (((u64::from(w) * u64::from(bh)).div_ceil(u64::from(h.max(1))) as u32).max(1), bh),
-        (Some(bw), Some(bh)) => (bw, bh),
-    };
-    if t.without_enlargement && bw >= w && bh >= h {
-        return img;
-    }
+    let Some((bw, bh)) = resize_box(w, h, t) else { return img };
+    let (Ok(bw), Ok(bh)) = (u32::try_from(bw), u32::try_from(bh)) else { return img };
     let filter = FilterType::Triangle;
     match (t.fit, t.width.is_some() && t.height.is_some()) {
         (_, false) | (Fit::Inside, true) => img.resize(bw, bh, filter),
@@ -326,7 +365,14 @@ mod tests {
     use super::*;
 
     fn settings() -> TransformSettings {
-        TransformSettings { max_dimension: 6000, max_input_bytes: 1 << 20, max_concurrent: 1, cache_bytes: 1 << 20, presets: BTreeMap::new() }
+        TransformSettings {
+            max_dimension: 6000,
+            max_input_bytes: 1 << 20,
+            max_output_pixels: 36_000_000,
+            max_concurrent: 1,
+            cache_bytes: 1 << 20,
+            presets: BTreeMap::new(),
+        }
     }
 
     fn params(list: &[(&str, &str)]) -> HashMap<String, String> {
@@ -356,6 +402,50 @@ mod tests {
         assert_eq!(resize(img.clone(), &t(Some(100), Some(100), Fit::Inside)).dimensions(), (100, 67));
         assert_eq!(resize(img.clone(), &t(Some(100), Some(100), Fit::Contain)).dimensions(), (100, 100));
         assert_eq!(resize(img.clone(), &t(Some(100), Some(100), Fit::Outside)).dimensions(), (150, 100));
+    }
+
+    /// A 1×6000 PNG resized to `width=300` would be 300×1,800,000 pixels: refused from its
+    /// header, before a pixel is decoded; so is `cover` into a box that scales it past the
+    /// budget. A transformation within the budget still runs.
+    #[test]
+    fn extreme_aspect_ratios_are_refused_before_decoding() {
+        let mut png = Vec::new();
+        DynamicImage::new_luma8(1, 6000)
+            .write_to(&mut std::io::Cursor::new(&mut png), ImageFormat::Png)
+            .expect("png");
+        let s = settings();
+        let t = |list: &[(&str, &str)]| {
+            Transform::parse(&params(list), &s)
+                .expect("ok")
+                .expect("some")
+        };
+        for asked in [
+            t(&[("width", "300")]),
+            t(&[("width", "2500")]),
+            t(&[("width", "300"), ("height", "300")]),
+            t(&[("width", "300"), ("height", "300"), ("fit", "outside")]),
+        ] {
+            let e =
+                transform(&png, &asked, s.max_dimension, s.max_output_pixels).expect_err("refused");
+            assert_eq!(e.code, ErrorCode::IllegalAssetTransformation, "{asked:?}");
+        }
+        assert_eq!(
+            largest_image(1, 6000, &t(&[("width", "300")])),
+            (300, 1_800_000)
+        );
+        // Within the budget: 1×6000 inside a 300×300 box is 1×300 (rounded up to one pixel wide).
+        let (out, _) = transform(
+            &png,
+            &t(&[("height", "300")]),
+            s.max_dimension,
+            s.max_output_pixels,
+        )
+        .expect("runs");
+        let img = image::load_from_memory(&out).expect("decodes");
+        assert_eq!(img.dimensions(), (1, 300));
+        // The pixel budget on its own: 1×200 is 200 pixels.
+        assert!(transform(&png, &t(&[("height", "200")]), s.max_dimension, 200).is_ok());
+        assert!(transform(&png, &t(&[("height", "200")]), s.max_dimension, 199).is_err());
     }
 
     #[test]
