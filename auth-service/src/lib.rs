@@ -73,7 +73,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(settings.pool_max)
         .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
-        .connect_with(<sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(&settings.database_url)?.application_name("cdapi-auth"))
+        .connect_with(<sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(&settings.database_url)?.application_name("cdapi-auth").options([("jit", "off")]))
         .await?;
     system_tables::migrate_or_wait(&settings.database_url).await?;
     let keys = keys::Keys::load(settings.keys_file.as_deref(), settings.signing_kid.as_deref())?;

@@ -54,6 +54,9 @@ pub struct Settings {
     pub realtime: crate::realtime::RealtimeSettings,
     /// DB_WRITE_IDLE_TIMEOUT_MS, WRITE_KEY_TTL_SECS: see [`crate::write::keys::WriteSettings`].
     pub writes: crate::write::keys::WriteSettings,
+    /// STREAMS_MAX, STREAMS_PER_CALLER, STREAM_STALL_TIMEOUT_MS: see
+    /// [`crate::grpc::stream_budget::StreamSettings`].
+    pub streams: crate::grpc::stream_budget::StreamSettings,
 }
 
 impl Settings {
@@ -64,10 +67,11 @@ impl Settings {
         let max = env_or("QUERY_LIMIT_MAX", 10_000i64)?;
         let max_bytes = env_or("RESPONSE_MAX_BYTES", 32usize << 20)?;
         let max_rows = env_or("RESPONSE_MAX_ROWS", 10_000_000u64)?;
+        let pool_max = env_or("DB_POOL_MAX", 16u32)?;
         Ok(Self {
             database_url,
             database_schema: env_or("DATABASE_SCHEMA", "public".to_string())?,
-            pool_max: env_or("DB_POOL_MAX", 16u32)?,
+            pool_max,
             statement_timeout_ms: env_or("DB_STATEMENT_TIMEOUT_MS", 25_000u64)?,
             acquire_timeout_ms: env_or("DB_ACQUIRE_TIMEOUT_MS", 5_000u64)?.max(1),
             grpc_addr: env_or("CORE_GRPC_ADDR", SocketAddr::from(([127, 0, 0, 1], 50051)))?,
@@ -81,6 +85,8 @@ impl Settings {
                 max_bytes: (max_bytes > 0).then_some(max_bytes),
                 max_rows: (max_rows > 0).then_some(max_rows),
                 max_depth: env_or("MAX_RELATIONAL_DEPTH", 10usize)?,
+                max_conditions: budget(env_or("FILTER_MAX_CONDITIONS", 1_000i64)?),
+                max_conditions_public: budget(env_or("FILTER_MAX_CONDITIONS_PUBLIC", 100i64)?),
             },
             password_policy: access_token::passwords::Policy::from_env()?,
             password_hasher: access_token::passwords::Hasher::from_env()?,
@@ -91,6 +97,7 @@ impl Settings {
             files: crate::files::StorageSettings::from_env()?,
             realtime: crate::realtime::RealtimeSettings::from_env()?,
             writes: crate::write::keys::WriteSettings::from_env()?,
+            streams: crate::grpc::stream_budget::StreamSettings::from_env(pool_max)?,
         })
     }
 }
@@ -123,6 +130,11 @@ impl std::fmt::Debug for Settings {
 }
 
 /// A service URL from `name`: its default when unset, `None` when set to `off`.
+/// A count budget from its setting: a negative value means unlimited.
+fn budget(n: i64) -> Option<usize> {
+    usize::try_from(n).ok()
+}
+
 fn service_url(name: &str, default: &str) -> Option<String> {
     match env_opt(name) {
         Some(v) if v.eq_ignore_ascii_case("off") => None,

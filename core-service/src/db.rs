@@ -8,11 +8,14 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// Opens the pool (`max` connections, waits for one at most `acquire_timeout_ms`); every
-/// statement is cancelled after `statement_timeout_ms` milliseconds (0 = never).
+/// statement is cancelled after `statement_timeout_ms` milliseconds (0 = never). PostgreSQL's
+/// JIT is off on every connection: compiling a long filter's expressions takes minutes in which
+/// neither the statement timeout nor `pg_cancel_backend` can stop the backend, and our
+/// statements are index lookups that never gain from it (docs/security.md "Budgets").
 pub async fn connect(url: &str, max: u32, statement_timeout_ms: u64, acquire_timeout_ms: u64) -> Result<PgPool, sqlx::Error> {
     let options = PgConnectOptions::from_str(url)?
         .application_name("cdapi-core")
-        .options([("statement_timeout", format!("{statement_timeout_ms}ms"))]);
+        .options([("statement_timeout", format!("{statement_timeout_ms}ms")), ("jit", "off".to_owned())]);
     PgPoolOptions::new()
         .max_connections(max)
         .acquire_timeout(Duration::from_millis(acquire_timeout_ms))
@@ -173,7 +176,26 @@ pub fn map_error(e: sqlx::Error) -> ApiError {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_field, collection_of, key_field, referenced_table};
+    use super::{check_field, collection_of, connect, key_field, referenced_table};
+
+    /// The pool's connections run with JIT off and the statement timeout (against the
+    /// PostgreSQL of TEST_DATABASE_ADMIN_URL, which deploy/local/test always sets).
+    #[tokio::test]
+    async fn connections_run_without_jit_and_with_the_statement_timeout() {
+        let Ok(url) = std::env::var("TEST_DATABASE_ADMIN_URL") else {
+            println!("SKIPPED connections_run_without_jit_and_with_the_statement_timeout: TEST_DATABASE_ADMIN_URL is not set");
+            return;
+        };
+        let pool = match connect(&url, 1, 1234, 5000).await {
+            Ok(pool) => pool,
+            Err(e) => panic!("connect: {e}"),
+        };
+        let settings: (String, String) = match sqlx::query_as("SELECT current_setting('jit'), current_setting('statement_timeout')").fetch_one(&pool).await {
+            Ok(row) => row,
+            Err(e) => panic!("settings: {e}"),
+        };
+        assert_eq!(settings, ("off".to_owned(), "1234ms".to_owned()));
+    }
 
     #[test]
     fn database_names_become_collection_and_field_names() {

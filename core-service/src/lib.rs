@@ -56,6 +56,8 @@ pub struct AppState {
     pub limits: query::Limits,
     /// Write transactions' idle timeout and write keys' lifetime.
     pub writes: write::keys::WriteSettings,
+    /// The places of long streams (lists, exports) on this replica.
+    pub streams: Arc<grpc::stream_budget::StreamBudget>,
     /// What user writes need: session store, password policy and hasher (`own` is filled per
     /// caller).
     pub accounts: users::Accounts,
@@ -226,6 +228,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         schema: ArcSwap::from_pointee(schema::Schema::default()),
         limits: settings.limits,
         writes: settings.writes,
+        streams: grpc::stream_budget::StreamBudget::new(settings.streams),
         schema_changed: tokio::sync::watch::Sender::new(0),
         stopping: tokio::sync::watch::Sender::new(false),
         database_away: Arc::default(),

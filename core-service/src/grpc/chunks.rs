@@ -2,12 +2,19 @@
 //! rows flow from the database cursor into a buffer that is sent every [`CHUNK`] bytes through
 //! a channel of [`DEPTH`] chunks, so a reply's memory is bounded by `CHUNK × DEPTH` whatever its
 //! length. Used by `ExportItems` (NDJSON lines) and `ReadStream` (a list's items).
+//!
+//! A stream holds a pooled connection while its cursor runs, so it runs only with a place of
+//! [`super::stream_budget`], and a chunk its reader does not take within STREAM_STALL_TIMEOUT_MS
+//! ends the stream: the cursor is dropped and its connection given back (a reader that stopped
+//! reading never holds one for longer).
 
+use super::stream_budget::StreamPass;
 use crate::query::sql::Sql;
 use bytes::Bytes;
 use cdapi_proto::ApiError;
 use futures_util::StreamExt;
 use sqlx::postgres::PgRow;
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tonic::Status;
 use tracing::Instrument;
@@ -31,13 +38,15 @@ pub trait Rows: Send + 'static {
     fn chunk(&mut self, data: Bytes) -> Self::Chunk;
 }
 
-/// Runs `sql` on `pool` in a task of its own and returns the receiving end of its chunks; a
-/// database error or [`Rows::row`]'s error is the stream's last item. The task stops when the
-/// client goes away (the receiver is dropped).
-pub fn pump<R: Rows>(pool: sqlx::PgPool, sql: Sql, mut rows: R, span: tracing::Span) -> mpsc::Receiver<Result<R::Chunk, Status>> {
+/// Runs `sql` on `pool` in a task of its own, holding `pass` until it ends, and returns the
+/// receiving end of its chunks; a database error or [`Rows::row`]'s error is the stream's last
+/// item. The task stops when the client goes away (the receiver is dropped) or takes no chunk
+/// for `stall` (logged; the client sees the stream end without its last chunk).
+pub fn pump<R: Rows>(pool: sqlx::PgPool, sql: Sql, mut rows: R, pass: StreamPass, stall: Duration, span: tracing::Span) -> mpsc::Receiver<Result<R::Chunk, Status>> {
     let (tx, rx) = mpsc::channel(DEPTH);
     tokio::spawn(
         async move {
+            let _pass = pass;
             let mut cursor = sql.query().fetch(&pool);
             let mut buf = Vec::with_capacity(CHUNK + 4096);
             let mut sent = false;
@@ -49,14 +58,19 @@ pub fn pump<R: Rows>(pool: sqlx::PgPool, sql: Sql, mut rows: R, span: tracing::S
                 }
                 if buf.len() >= CHUNK {
                     let chunk = rows.chunk(Bytes::from(std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 4096))));
-                    if tx.send(Ok(chunk)).await.is_err() {
-                        return; // the client went away
+                    match tokio::time::timeout(stall, tx.send(Ok(chunk))).await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(_)) => return, // the client went away
+                        Err(_) => {
+                            tracing::warn!(stall_ms = stall.as_millis() as u64, "a stream's reader took no chunk in STREAM_STALL_TIMEOUT_MS: ended");
+                            return;
+                        }
                     }
                     sent = true;
                 }
             }
             if !buf.is_empty() || (R::ALWAYS_ONE && !sent) {
-                let _ = tx.send(Ok(rows.chunk(Bytes::from(buf)))).await;
+                let _ = tokio::time::timeout(stall, tx.send(Ok(rows.chunk(Bytes::from(buf))))).await;
             }
         }
         .instrument(span),

@@ -197,7 +197,8 @@ impl ItemsService for Items {
                 let collection = readable_in(&caller, &r.collection)?;
                 if matches!(ReadShape::of(&collection, None, &q), ReadShape::Many) {
                     let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_many_rows(&collection, &q)?;
-                    return Ok(Streamed::List(st));
+                    let pass = self.state.streams.admit(stream_owner(&caller, req.metadata()))?;
+                    return Ok(Streamed::List(st, pass));
                 }
             }
             Ok::<_, ApiError>(Streamed::Whole(self.read_reply(&caller, r).await?))
@@ -205,9 +206,9 @@ impl ItemsService for Items {
         .instrument(span.clone())
         .await?;
         let rx = match planned {
-            Streamed::List(st) => {
+            Streamed::List(st, pass) => {
                 let rows = ListRows { total_count: st.total_count, filter_count: st.filter_count, meta: None, first: true, bytes: 0, limits: self.state.limits };
-                super::chunks::pump(self.state.pool.clone(), st.sql, rows, span)
+                super::chunks::pump(self.state.pool.clone(), st.sql, rows, pass, self.state.streams.settings.stall, span)
             }
             Streamed::Whole(reply) => {
                 let (tx, rx) = tokio::sync::mpsc::channel(1);
@@ -240,7 +241,8 @@ impl ItemsService for Items {
         // Exports stream with flat memory: QUERY_LIMIT_MAX and the response budgets do not apply.
         let limits = crate::query::Limits { max: None, max_rows: None, max_bytes: None, ..self.state.limits };
         let sql = Planner::new(&caller.read, limits, &caller.vars).export_rows(&collection, &q)?;
-        let rx = super::chunks::pump(self.state.pool.clone(), sql, NdjsonRows, span);
+        let pass = self.state.streams.admit(stream_owner(&caller, req.metadata()))?;
+        let rx = super::chunks::pump(self.state.pool.clone(), sql, NdjsonRows, pass, self.state.streams.settings.stall, span);
         Ok(Response::new(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }
 
@@ -404,8 +406,18 @@ fn collection_in(caller: &Caller, schema: &crate::schema::Schema, name: &str) ->
 
 /// What ReadStream sends: a list's rows from the cursor, or another read's one reply.
 enum Streamed {
-    List(ReadStatement),
+    /// A list streamed from the cursor, with its place in the stream budget.
+    List(ReadStatement, super::stream_budget::StreamPass),
     Whole(ReadResponse),
+}
+
+/// Whom a stream counts against in [`super::stream_budget`]: the user, or for the public the
+/// client's address (as the edge reports it).
+fn stream_owner(caller: &Caller, md: &tonic::metadata::MetadataMap) -> String {
+    match &caller.vars.user {
+        Some(user) => user.clone(),
+        None => format!("ip:{}", access_token::ip::client_ip(md).map(|ip| ip.to_string()).unwrap_or_default()),
+    }
 }
 
 /// ExportItems' rows: each row's `item`, one per line.

@@ -6,6 +6,7 @@ pub mod files;
 pub mod items;
 pub mod model;
 pub mod schema;
+pub mod stream_budget;
 pub mod versions;
 
 use tracing::Span;

@@ -23,6 +23,7 @@ impl Planner<'_> {
         if depth > self.limits.max_depth {
             return Err(ApiError::invalid_query("Max relational depth exceeded"));
         }
+        self.count_condition()?;
         match &f.node {
             None => Ok("TRUE".into()),
             Some(filter::Node::And(g)) | Some(filter::Node::Or(g)) => {

@@ -51,11 +51,27 @@ pub struct Limits {
     /// MAX_RELATIONAL_DEPTH, default 10 as Directus; more is INVALID_QUERY / INVALID_PAYLOAD
     /// "Max relational depth exceeded").
     pub max_depth: usize,
+    /// Most conditions one request's filters may hold, counting every field condition,
+    /// relational step and `_and`/`_or` group of `filter` and `deep` (FILTER_MAX_CONDITIONS,
+    /// default 1,000; `None` = unlimited). Permission filters do not count. Past it:
+    /// INVALID_QUERY before any SQL runs (docs/security.md "Budgets").
+    pub max_conditions: Option<usize>,
+    /// The same for the public role (FILTER_MAX_CONDITIONS_PUBLIC, default 100).
+    pub max_conditions_public: Option<usize>,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { default: 100, max: Some(10_000), nested_default: 100, max_rows: Some(10_000_000), max_bytes: Some(32 << 20), max_depth: 10 }
+        Self {
+            default: 100,
+            max: Some(10_000),
+            nested_default: 100,
+            max_rows: Some(10_000_000),
+            max_bytes: Some(32 << 20),
+            max_depth: 10,
+            max_conditions: Some(1_000),
+            max_conditions_public: Some(100),
+        }
     }
 }
 
@@ -110,6 +126,10 @@ pub struct Planner<'a> {
     pub sql: sql::Sql,
     /// Relations expanded so far (bounded by [`MAX_EXPANSIONS`]).
     expansions: std::cell::Cell<usize>,
+    /// Conditions of the request's filters so far (bounded by [`Limits::max_conditions`]).
+    conditions: usize,
+    /// Whether a permission's filter is being compiled (its conditions are not counted).
+    in_permission: bool,
     /// Items the read may return at worst (bounded by [`Limits::max_rows`]).
     pub fanout: Fanout,
     /// Whether `*` at a nested level includes the field pointing back to its parent (the
@@ -120,7 +140,18 @@ pub struct Planner<'a> {
 impl<'a> Planner<'a> {
     /// A planner with an empty statement.
     pub fn new(schema: &'a Schema, limits: Limits, vars: &'a Variables) -> Self {
-        Self { schema, base: schema.base(), limits, vars, sql: sql::Sql::default(), expansions: std::cell::Cell::new(0), fanout: Fanout::default(), backlink: true }
+        Self {
+            schema,
+            base: schema.base(),
+            limits,
+            vars,
+            sql: sql::Sql::default(),
+            expansions: std::cell::Cell::new(0),
+            conditions: 0,
+            in_permission: false,
+            fanout: Fanout::default(),
+            backlink: true,
+        }
     }
 
     /// The rows of `collection` the caller may see, as a FROM item (issue 15): the table, or,
@@ -177,9 +208,31 @@ impl<'a> Planner<'a> {
     pub fn row_condition(&mut self, collection: &crate::schema::Collection, alias: &str, f: &cdapi_proto::v1::Filter) -> Result<String, ApiError> {
         let whole = self.base.collection(&collection.name).cloned().ok_or_else(ApiError::internal)?;
         let view = std::mem::replace(&mut self.schema, self.base);
+        let counting = std::mem::replace(&mut self.in_permission, true);
         let cond = self.filter(&whole, alias, f, 0);
+        self.in_permission = counting;
         self.schema = view;
         cond
+    }
+
+    /// Counts one node of a request's filter; INVALID_QUERY past the caller's budget
+    /// ([`Limits::max_conditions`], or [`Limits::max_conditions_public`] for the public): a
+    /// long filter costs the database time to plan and evaluate that nothing can cancel.
+    pub fn count_condition(&mut self) -> Result<(), ApiError> {
+        if self.in_permission {
+            return Ok(());
+        }
+        self.conditions += 1;
+        let (max, setting) = match self.vars.user {
+            None => (self.limits.max_conditions_public, "FILTER_MAX_CONDITIONS_PUBLIC"),
+            Some(_) => (self.limits.max_conditions, "FILTER_MAX_CONDITIONS"),
+        };
+        match max {
+            Some(max) if self.conditions > max => Err(ApiError::invalid_query(format!(
+                "The filters hold more than {max} conditions ({setting}); split the request or use \"_in\""
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Counts one expanded relation; INVALID_QUERY past [`MAX_EXPANSIONS`] (`*.*.*...` on a
