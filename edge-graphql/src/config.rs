@@ -23,6 +23,9 @@ pub struct Settings {
     /// GRAPHQL_STREAM_LIMIT (default 1000; 0 = never): a root list asked with a larger `limit`,
     /// or `-1`, is written as its items arrive (HTTP, fast path; see [`crate::list_stream`]).
     pub stream_limit: i64,
+    /// GRAPHQL_STREAM_LISTS_MAX (default 4, at least 1): most root lists of one request that are
+    /// streamed; a further one is INVALID_QUERY at its path (see [`crate::list_stream`]).
+    pub stream_lists_max: usize,
     /// GRAPHQL_QUERY_COMPLEXITY_LIMIT (default 20000): most fields one operation may select,
     /// counted over the query text (each field 1).
     pub complexity_limit: usize,
@@ -44,6 +47,7 @@ impl Settings {
             depth_limit: env_or("GRAPHQL_QUERY_DEPTH_LIMIT", 20usize)?.max(1),
             fast_path: env_or("GRAPHQL_FAST_PATH", true)?,
             stream_limit: env_or("GRAPHQL_STREAM_LIMIT", 1000i64)?.max(0),
+            stream_lists_max: env_or("GRAPHQL_STREAM_LISTS_MAX", 4usize)?.max(1),
             complexity_limit: env_or("GRAPHQL_QUERY_COMPLEXITY_LIMIT", 20_000usize)?.max(1),
             document: {
                 let d = crate::budget::DocumentLimits::default();

@@ -14,10 +14,12 @@ use crate::model::{Collection, FieldKind, Model, Scalar};
 use crate::root::{Op, item_query, read};
 use crate::selection::{Walker, json_key};
 use crate::values::{key_text, output};
+use crate::list_stream::{Claim, Source};
 use crate::{Backend, RequestData};
 use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextResolve, ResolveInfo};
 use async_graphql::parser::types::{Field, SelectionSet};
 use async_graphql::{Name, ServerResult, Value};
+use cdapi_proto::ApiError;
 use cdapi_proto::v1::ReadRequest;
 use serde_json::Value as Json;
 use std::collections::HashMap;
@@ -61,14 +63,16 @@ impl Extension for FastReads {
         }
         let Some((collection, op)) = self.roots.get(info.name) else { return next.run(ctx, info).await };
         match answer(ctx, info.field, collection, *op).await {
-            Some(v) => Ok(Some(v)),
+            Some(Ok(v)) => Ok(Some(v)),
+            Some(Err(e)) => Err(crate::values::gql_error(e).into_server_error(info.field.name.pos)),
             None => next.run(ctx, info).await,
         }
     }
 }
 
-/// The whole value of a fast-path root field, or `None` to go the ordinary way.
-async fn answer(ctx: &ExtensionContext<'_>, field: &Field, collection: &str, op: Op) -> Option<Value> {
+/// The whole value of a fast-path root field, or `None` to go the ordinary way. Errors: a long
+/// list the request's stream budget refuses, or whose stream the core refuses.
+async fn answer(ctx: &ExtensionContext<'_>, field: &Field, collection: &str, op: Op) -> Option<Result<Value, ApiError>> {
     let req = ctx.data::<RequestData>().ok()?;
     let backend = ctx.data::<Arc<Backend>>().ok()?;
     let model = ctx.data::<Arc<Model>>().ok()?;
@@ -86,20 +90,28 @@ async fn answer(ctx: &ExtensionContext<'_>, field: &Field, collection: &str, op:
     if let (Op::List, Some(streams)) = (op, &req.streams)
         && streams.wanted(&q)
     {
-        // A long list: its items are written as they arrive (crate::list_stream); a refusal
-        // goes the ordinary way, which reports it at the field's path.
+        // A long list: its items are written as they arrive (crate::list_stream), the first
+        // asked for now (its refusal reported at the field's path), later ones when the body
+        // reaches them.
         let call = req.caller.request(ReadRequest { collection: collection.to_owned(), key: None, query: Some(q) }).ok()?;
-        let stream = backend.items.clone().read_stream(call).await.ok()?.into_inner();
-        return streams.add(stream, collection, field.response_key().node.as_str());
+        let source = match streams.claim() {
+            Claim::Over(e) => return Some(Err(e)),
+            Claim::First => match backend.items.clone().read_stream(call).await {
+                Ok(stream) => Source::Open(Box::new(stream.into_inner())),
+                Err(status) => return Some(Err(ApiError::from_status(&status))),
+            },
+            Claim::Later => Source::Later { backend: backend.clone(), call: Box::new(call) },
+        };
+        return streams.add(source, collection, field.response_key().node.as_str()).map(Ok);
     }
     let bytes = read(backend, &req.caller, collection.to_owned(), q, key).await.ok()?;
     let json: Json = serde_json::from_slice(&bytes).ok()?;
     let sets = [&field.selection_set.node];
-    Some(match &json {
+    Some(Ok(match &json {
         Json::Array(items) => Value::List(items.iter().map(|item| project(&walker, c, &c.name, &sets, None, item)).collect()),
         Json::Null => Value::Null,
         item => project(&walker, c, &c.name, &sets, None, item),
-    })
+    }))
 }
 
 /// Fields of `sets` grouped by response key in selection order (GraphQL's CollectFields). In a

@@ -131,7 +131,7 @@ async fn route(
         request = request.operation_name(op.clone());
     }
     let document = document.map(Arc::new);
-    let streams = crate::list_stream::ListStreams::new(settings.stream_limit);
+    let streams = crate::list_stream::ListStreams::new(settings.stream_limit, settings.stream_lists_max);
     let data = RequestData {
         caller,
         refresh_cookie: cookie(headers, settings.edge.cookies.name(Kind::Refresh)),

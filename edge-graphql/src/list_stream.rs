@@ -7,42 +7,87 @@
 //! the items as they arrive, each built from the field's selection set as the fast path builds
 //! it. Over WebSocket nothing is streamed.
 //!
-//! Errors: the core's refusals (FORBIDDEN, INVALID_QUERY) come when the stream is asked for, so
-//! they are ordinary GraphQL errors at the field's path. Later ones follow
-//! [`edge_http::list_chunks`]: an ordinary error reply within the first 256 KiB, a cut-off body
-//! after them.
+//! Budgets (docs/security.md): at most GRAPHQL_STREAM_LISTS_MAX (default 4) lists of one
+//! request are streamed; a further one is an INVALID_QUERY error at its path. Only the first is
+//! asked for while the operation runs; the others are asked for one after another as the body
+//! reaches them, so the lists of one request never wait on each other (each open stream holds a
+//! database connection and a share of the core channel's flow-control window).
+//!
+//! Errors: the first list's refusals (FORBIDDEN, INVALID_QUERY, a stream budget) come when it is
+//! asked for, so they are GraphQL errors at the field's path. A later list's refusal, and any
+//! later error, follows [`edge_http::list_chunks`]: an ordinary error reply within the first
+//! 256 KiB of the body, a cut-off body after them.
 
+use crate::Backend;
 use crate::model::Model;
 use async_graphql::Value;
 use async_graphql::parser::types::ExecutableDocument;
 use bytes::Bytes;
 use cdapi_proto::ApiError;
-use cdapi_proto::v1::{Query, ReadChunk};
+use cdapi_proto::v1::{Query, ReadChunk, ReadRequest};
 use serde_json::Value as Json;
 use std::sync::{Arc, Mutex};
 use warp::reply::Response;
+
+/// Where a streamed list's items come from.
+pub enum Source {
+    /// A stream asked for while the operation ran.
+    Open(Box<tonic::Streaming<ReadChunk>>),
+    /// A call made when the body reaches the list.
+    Later {
+        /// The core clients.
+        backend: Arc<Backend>,
+        /// The `ReadStream` call (with the caller's metadata).
+        call: Box<tonic::Request<ReadRequest>>,
+    },
+}
+
+impl Source {
+    /// The stream, asking for it now if it was not yet. Errors: the core's refusal.
+    async fn open(self) -> Result<tonic::Streaming<ReadChunk>, ApiError> {
+        match self {
+            Source::Open(stream) => Ok(*stream),
+            Source::Later { backend, call } => Ok(backend.items.clone().read_stream(*call).await.map_err(|s| ApiError::from_status(&s))?.into_inner()),
+        }
+    }
+}
 
 /// One root list field answered by a stream.
 struct StreamedList {
     /// The placeholder's text.
     token: String,
-    stream: tonic::Streaming<ReadChunk>,
+    source: Source,
     collection: String,
     /// The field's response key (alias or name).
     response_key: String,
+}
+
+/// What a root list that wants streaming gets ([`ListStreams::claim`]).
+pub enum Claim {
+    /// The request's first: ask for the stream now.
+    First,
+    /// A later one, within the budget: ask for it when the body reaches it.
+    Later,
+    /// Over GRAPHQL_STREAM_LISTS_MAX: refused with this error.
+    Over(ApiError),
 }
 
 /// The streamed lists of one HTTP request (in [`crate::RequestData`]).
 pub struct ListStreams {
     /// GRAPHQL_STREAM_LIMIT (0 = never).
     limit: i64,
+    /// GRAPHQL_STREAM_LISTS_MAX.
+    max_lists: usize,
+    /// Lists claimed so far.
+    claimed: std::sync::atomic::AtomicUsize,
     lists: Mutex<Vec<StreamedList>>,
 }
 
 impl ListStreams {
-    /// Lists asked with a `limit` over `limit` (or `-1`) will be streamed (`0`: none).
-    pub fn new(limit: i64) -> Arc<Self> {
-        Arc::new(Self { limit, lists: Mutex::default() })
+    /// Lists asked with a `limit` over `limit` (or `-1`) will be streamed (`0`: none), at most
+    /// `max_lists` of them.
+    pub fn new(limit: i64, max_lists: usize) -> Arc<Self> {
+        Arc::new(Self { limit, max_lists, claimed: Default::default(), lists: Mutex::default() })
     }
 
     /// Whether a list read with `query` is streamed.
@@ -50,13 +95,25 @@ impl ListStreams {
         edge_http::list_chunks::wanted(query, self.limit)
     }
 
-    /// Takes `stream` as the value of root field `response_key` (items of `collection`): the
+    /// Counts one list that wants streaming against the request's budget.
+    pub fn claim(&self) -> Claim {
+        match self.claimed.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+            0 => Claim::First,
+            n if n < self.max_lists => Claim::Later,
+            _ => Claim::Over(ApiError::invalid_query(format!(
+                "At most {} long lists (limit -1 or over GRAPHQL_STREAM_LIMIT) may be read in one request (GRAPHQL_STREAM_LISTS_MAX); ask for the others in another request",
+                self.max_lists
+            ))),
+        }
+    }
+
+    /// Takes `source` as the value of root field `response_key` (items of `collection`): the
     /// placeholder to answer the field with. `None` when no token could be made (the field is
     /// then read the ordinary way).
-    pub fn add(&self, stream: tonic::Streaming<ReadChunk>, collection: &str, response_key: &str) -> Option<Value> {
+    pub fn add(&self, source: Source, collection: &str, response_key: &str) -> Option<Value> {
         let token = format!("\u{0}cdapi-list-{}", edge_http::random::hex128().ok()?);
         let mut lists = self.lists.lock().ok()?;
-        lists.push(StreamedList { token: token.clone(), stream, collection: collection.to_owned(), response_key: response_key.to_owned() });
+        lists.push(StreamedList { token: token.clone(), source, collection: collection.to_owned(), response_key: response_key.to_owned() });
         Some(Value::String(token))
     }
 
@@ -95,14 +152,14 @@ pub async fn respond(body: String, streams: &ListStreams, selection: Selection) 
 /// Writes `body` to `tx` with each list's placeholder replaced by its items; an error ends it.
 async fn write(body: String, lists: Vec<StreamedList>, selection: Selection, tx: tokio::sync::mpsc::Sender<Result<Bytes, ApiError>>) {
     let mut rest = body.as_str();
-    for mut list in lists {
+    for list in lists {
         let quoted = serde_json::to_string(&list.token).unwrap_or_default();
         let Some(at) = rest.find(&quoted) else { continue };
         if tx.send(Ok(Bytes::copy_from_slice(&rest.as_bytes()[..at]))).await.is_err() {
             return;
         }
         rest = &rest[at + quoted.len()..];
-        if let Err(e) = send_items(&mut list, &selection, &tx).await {
+        if let Err(e) = send_items(list, &selection, &tx).await {
             let _ = tx.send(Err(e)).await;
             return;
         }
@@ -112,15 +169,16 @@ async fn write(body: String, lists: Vec<StreamedList>, selection: Selection, tx:
 
 /// Sends `[`, the list's items as the field selects them, `]`. Errors: the core's, or a chunk
 /// that does not parse (INTERNAL).
-async fn send_items(list: &mut StreamedList, s: &Selection, tx: &tokio::sync::mpsc::Sender<Result<Bytes, ApiError>>) -> Result<(), ApiError> {
+async fn send_items(list: StreamedList, s: &Selection, tx: &tokio::sync::mpsc::Sender<Result<Bytes, ApiError>>) -> Result<(), ApiError> {
     let operation = crate::selection::operation(&s.document, s.operation.as_deref()).ok_or_else(ApiError::internal)?;
     let walker = crate::selection::Walker::of_document(&s.model, &s.document, operation, &s.variables);
     let c = s.model.collection(&list.collection).ok_or_else(ApiError::internal)?;
     let fields = crate::fast::root_fields(&walker, &operation.selection_set.node, &list.response_key);
     let sets: Vec<_> = fields.iter().map(|f| &f.selection_set.node).collect();
+    let mut stream = list.source.open().await?;
     let _ = tx.send(Ok(Bytes::from_static(b"["))).await;
     let mut sent_items = false;
-    while let Some(chunk) = list.stream.message().await? {
+    while let Some(chunk) = stream.message().await? {
         if chunk.data.is_empty() {
             continue;
         }

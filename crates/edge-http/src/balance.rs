@@ -79,6 +79,16 @@ fn new_write_key() -> Result<http::HeaderValue, BoxError> {
     Ok(http::HeaderValue::from_str(&key)?)
 }
 
+/// HTTP/2 flow-control window of one call on a core or auth channel (512 KiB). Data a call has
+/// received but the edge has not read (a streamed list whose client reads slowly) holds the
+/// channel's shared connection window too: hyper's defaults (2 MiB a call, 5 MiB the
+/// connection) let three stalled lists stop every other call on the channel. With these, it
+/// takes 64, while a core replica runs at most STREAMS_MAX (default 8) streams.
+pub const STREAM_WINDOW: u32 = 512 * 1024;
+
+/// HTTP/2 flow-control window of a whole core or auth channel (32 MiB); see [`STREAM_WINDOW`].
+pub const CONNECTION_WINDOW: u32 = 32 * 1024 * 1024;
+
 /// How to open a connection to one address.
 #[derive(Debug, Clone)]
 struct Template {
@@ -91,7 +101,9 @@ impl Template {
         let mut e = Endpoint::from_shared(uri.to_owned())?
             .tcp_nodelay(true)
             .connect_timeout(Duration::from_secs(5))
-            .http2_keep_alive_interval(Duration::from_secs(30));
+            .http2_keep_alive_interval(Duration::from_secs(30))
+            .initial_stream_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW);
         if let Some(d) = self.deadline {
             e = e.timeout(d);
         }

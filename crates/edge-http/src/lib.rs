@@ -33,3 +33,4 @@ pub mod observe;
 pub mod settings;
 pub mod upgrade;
 pub mod websocket;
+pub mod write_stall;

@@ -11,6 +11,7 @@
 //! shutdown, the catch-all [`incoming`] filter, and [`serve`].
 
 use crate::request_target::LenientTarget;
+use crate::write_stall::WriteStall;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -63,8 +64,9 @@ pub fn incoming() -> impl Filter<Extract = (Incoming,), Error = warp::Rejection>
 }
 
 /// Serves `filter` on `listener` until `shutdown` resolves; then closes the listener and waits
-/// for the open connections' in-flight requests (idle keep-alive connections are closed).
-pub async fn serve<F>(listener: TcpListener, filter: F, shutdown: impl Future<Output = ()> + Send + 'static)
+/// for the open connections' in-flight requests (idle keep-alive connections are closed). A
+/// connection whose client takes no bytes for `stall` is cut off ([`WriteStall`]).
+pub async fn serve<F>(listener: TcpListener, filter: F, stall: std::time::Duration, shutdown: impl Future<Output = ()> + Send + 'static)
 where
     F: Filter<Extract = (Response,), Error = warp::Rejection> + Clone + Send + Sync + 'static,
 {
@@ -91,7 +93,7 @@ where
             let mut service = service.clone();
             tower_service::Service::call(&mut service, req)
         });
-        let io = hyper_util::rt::TokioIo::new(LenientTarget::new(stream));
+        let io = hyper_util::rt::TokioIo::new(WriteStall::new(LenientTarget::new(stream), stall));
         let conn = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
             .serve_connection_with_upgrades(io, per_request)
             .into_owned();
@@ -109,7 +111,8 @@ where
 /// Serves an edge on `listener`: the metrics listener (METRICS_ADDR), then every request as an
 /// [`Incoming`] to `handler`, until `shutdown` resolves; then `readiness` turns off at once, the
 /// listener stays open SHUTDOWN_DELAY_MS longer (so balancers stop routing here), and in-flight
-/// requests finish. Errors: an invalid METRICS_ADDR or SHUTDOWN_DELAY_MS.
+/// requests finish. Errors: an invalid METRICS_ADDR, SHUTDOWN_DELAY_MS or
+/// STREAM_STALL_TIMEOUT_MS.
 pub async fn run<H, F>(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -122,7 +125,9 @@ where
 {
     service_runtime::metrics::serve_from_env().await?;
     let delay = service_runtime::shutdown::delay_from_env()?;
-    let shutdown = service_runtime::shutdown::drain_after(shutdown, delay, move || readiness.stop());
-    serve(listener, incoming().then(handler), shutdown).await;
+    let stall = crate::write_stall::limit_from_env()?;
+    let shutdown =
+        service_runtime::shutdown::drain_after(shutdown, delay, move || readiness.stop());
+    serve(listener, incoming().then(handler), stall, shutdown).await;
     Ok(())
 }
