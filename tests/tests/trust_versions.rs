@@ -240,3 +240,52 @@ async fn a_version_hash_does_not_confirm_guesses_of_a_hidden_field() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(sql_json(app, "SELECT to_json(title)::text FROM articles WHERE id = 5").await, json!("Guessed"));
 }
+
+/// Saving into a version checks nested (relational) data as a write would: an editor who may
+/// not read or update the junction rows of draft articles cannot pull one into her version of
+/// a published article, and the version preview never shows it to her.
+#[tokio::test]
+async fn a_version_save_cannot_pull_in_junction_rows_the_editor_cannot_read() {
+    let app = app(Dataset::DemoWrites);
+    let published = json!({"status": {"_eq": "published"}});
+    let junction_of_published = json!({"articles_id": {"status": {"_eq": "published"}}});
+    let (token, _, _) = role(
+        app,
+        "TagEditors8",
+        json!([
+            {"collection": "articles", "action": "read", "permissions": published, "fields": ["*"]},
+            {"collection": "articles", "action": "update", "permissions": published, "fields": ["*"]},
+            {"collection": "articles_tags", "action": "read", "permissions": junction_of_published, "fields": ["*"]},
+            {"collection": "articles_tags", "action": "update", "permissions": junction_of_published, "fields": ["*"]},
+            {"collection": "articles_tags", "action": "delete", "permissions": junction_of_published},
+            {"collection": "tags", "action": "read", "fields": ["*"]},
+            {"collection": "directus_versions", "action": "create", "fields": ["*"]},
+            {"collection": "directus_versions", "action": "read", "fields": ["*"]},
+            {"collection": "directus_versions", "action": "update", "fields": ["*"]},
+        ]),
+    )
+    .await;
+    let t = Some(token.as_str());
+    let hidden = sql_json(app, "SELECT to_json(min(j.id))::text FROM articles_tags j JOIN articles a ON a.id = j.articles_id WHERE a.status = 'draft'").await;
+    let own = sql_json(app, "SELECT json_agg(id ORDER BY id)::text FROM articles_tags WHERE articles_id = 3").await;
+    let mut tags = own.as_array().cloned().unwrap_or_default();
+    tags.push(hidden.clone());
+    // A direct write of the same payload is refused.
+    let r = call(app, t, Method::PATCH, "/items/articles/3", Some(json!({"tags": tags}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "a direct write pulling in a draft's junction row");
+    let r = call(app, t, Method::POST, "/versions", Some(json!({"key": "tags8", "collection": "articles", "item": "3"}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = id_of(&r.body["data"]);
+    let r = call(app, t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"tags": tags}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "saving the same payload into a version");
+    let r = call(app, t, Method::GET, "/items/articles/3?version=tags8&fields=tags.id,tags.articles_id,tags.tags_id.name", None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let seen: Vec<Value> = r.body["data"]["tags"].as_array().cloned().unwrap_or_default().iter().map(|j| j["id"].clone()).collect();
+    assert!(!seen.contains(&hidden), "the preview shows a draft's junction row {hidden}: {}", r.body);
+    // Her own junction rows can be written, and so saved into the version.
+    let r = call(app, t, Method::PATCH, "/items/articles/3", Some(json!({"tags": own}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(app, t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"tags": own}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(sql_json(app, "SELECT json_agg(id ORDER BY id)::text FROM articles_tags WHERE articles_id = 3").await, own, "nothing moved");
+}

@@ -9,8 +9,9 @@
 //! and `?version=` reads); renaming, saving into and promoting a version need it visible and
 //! within their update rows (renaming: for the fields written), deleting within their delete
 //! rows. Creating a version, and saving into one, need the item readable and updatable by the
-//! caller, and what a save adds must be an update the caller's rows allow on the item; promoting
-//! is an update under them too. Promotion applies the delta for real and deletes the version; it
+//! caller, and what a save adds must be a write the caller's rows allow on the item, nested
+//! relational data included (checked by writing it as theirs, then undoing it); promoting is an
+//! update under them too. Promotion applies the delta for real and deletes the version; it
 //! refuses (UNPROCESSABLE_CONTENT) when the main item changed since the version was made,
 //! unless the caller passes the current hash or `force`. Reading an item in a version:
 //! [`preview`].
@@ -254,14 +255,16 @@ impl<'a> Versions<'a> {
         let v = self.stored(id).await?;
         self.require_update(id, &Map::new(), &["delta"]).await?;
         let c = self.collection(&v.collection)?;
-        // What the caller adds must be an update their rows allow on the item.
+        // Keys that are no field are left out, as item writes leave them out.
+        let added: Map<String, Value> = data.iter().filter(|(k, _)| c.field(k).is_some()).map(|(k, v)| (k.clone(), v.clone())).collect();
+        // What the caller adds must be a write their rows allow on the item.
         self.require_live(c, &v.item, false).await?;
         if !matches!(self.access, Access::Admin) {
-            self.writer().require_update(c, &v.item, data, &[]).await?;
+            self.writer().require_update(c, &v.item, &added, &[]).await?;
+            self.require_write(c, &v.item, &added).await?;
         }
         let mut delta = v.delta;
-        // Keys that are no field are left out, as item writes leave them out.
-        delta.extend(data.iter().filter(|(k, _)| c.field(k).is_some()).map(|(k, v)| (k.clone(), v.clone())));
+        delta.extend(added);
         // The merged delta must be a writable payload: checked by applying it on a savepoint,
         // then rolled back.
         sqlx::query("SAVEPOINT version_check").execute(&mut *self.conn).await.map_err(crate::db::map_error)?;
@@ -274,6 +277,16 @@ impl<'a> Versions<'a> {
         sql.text = format!("UPDATE cdapi.versions SET delta = CAST({d} AS jsonb), date_updated = now() WHERE id = CAST({p} AS uuid) RETURNING id::text");
         self.one_json(sql).await?;
         Ok(item)
+    }
+
+    /// The error the write of `data` to the item `key` of `c` by the caller would end in, if
+    /// any: nested relational data is checked as in any item write (the related items' rows,
+    /// e.g. junction rows moved to this item), by applying it on a savepoint, then undoing it.
+    async fn require_write(&mut self, c: &Collection, key: &str, data: &Map<String, Value>) -> Result<(), ApiError> {
+        sqlx::query("SAVEPOINT version_write").execute(&mut *self.conn).await.map_err(crate::db::map_error)?;
+        let written = self.writer().save(c, data, Some(key.to_owned()), 0).await.map(|_| ());
+        sqlx::query("ROLLBACK TO SAVEPOINT version_write").execute(&mut *self.conn).await.map_err(crate::db::map_error)?;
+        written
     }
 
     /// A writer acting for the caller on this connection.
