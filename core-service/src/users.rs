@@ -121,8 +121,16 @@ pub fn resolve_me(collection: &str, key: &str, user: Option<&str>) -> Result<Str
 }
 
 /// Creates the users (or any items) of `data`, storing passwords and tokens; returns the keys.
-pub async fn create(w: &mut Writer<'_>, c: &Collection, mut data: Value) -> Result<Vec<String>, ApiError> {
-    let (secrets, names) = take_secrets(w, &c.name, &mut data)?;
+pub async fn create(w: &mut Writer<'_>, c: &Collection, data: Value) -> Result<Vec<String>, ApiError> {
+    create_with(w, c, data, &[]).await
+}
+
+/// [`create`], where the caller must also be granted the fields `extra` (relational lists
+/// written by other statements: a user nested in another item's payload,
+/// [`Writer::save_with`]).
+pub async fn create_with(w: &mut Writer<'_>, c: &Collection, mut data: Value, extra: &[&str]) -> Result<Vec<String>, ApiError> {
+    let (secrets, mut names) = take_secrets(w, &c.name, &mut data)?;
+    names.extend_from_slice(extra);
     let keys = w.create_with(c, &data, &names).await?;
     store(w, &keys, &secrets).await?;
     Ok(keys)
@@ -131,12 +139,19 @@ pub async fn create(w: &mut Writer<'_>, c: &Collection, mut data: Value) -> Resu
 /// Updates the items with `keys` with `data`, storing a user's password and token (which the
 /// caller's update rows must grant on each item) and ending the sessions a change of password,
 /// email, status or role invalidates. Returns the keys.
-pub async fn update_keys(w: &mut Writer<'_>, c: &Collection, keys: &[String], mut data: Value) -> Result<Vec<String>, ApiError> {
-    let (secrets, names) = take_secrets(w, &c.name, &mut data)?;
+pub async fn update_keys(w: &mut Writer<'_>, c: &Collection, keys: &[String], data: Value) -> Result<Vec<String>, ApiError> {
+    update_keys_with(w, c, keys, data, &[]).await
+}
+
+/// [`update_keys`], where the caller must also be granted the fields `extra` (as
+/// [`create_with`]).
+pub async fn update_keys_with(w: &mut Writer<'_>, c: &Collection, keys: &[String], mut data: Value, extra: &[&str]) -> Result<Vec<String>, ApiError> {
+    let (secrets, mut names) = take_secrets(w, &c.name, &mut data)?;
+    let password = secrets.iter().any(|s| s.password.is_some());
+    names.extend_from_slice(extra);
     let keys = w.update_keys_with(c, keys, &data, &names).await?;
     store(w, &keys, &secrets).await?;
-    let ends_sessions = !names.is_empty() && secrets.iter().any(|s| s.password.is_some())
-        || data.as_object().is_some_and(|o| SESSION_FIELDS.iter().any(|f| o.contains_key(*f)));
+    let ends_sessions = password || data.as_object().is_some_and(|o| SESSION_FIELDS.iter().any(|f| o.contains_key(*f)));
     if c.name == USERS && ends_sessions {
         end_sessions(w, &keys).await?;
     }

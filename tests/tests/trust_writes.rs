@@ -610,3 +610,80 @@ async fn a_stolen_session_does_not_outlive_a_batch_password_or_email_change() {
         "the password is unchanged"
     );
 }
+
+/// Finding 6, nested: a user written inside another item's payload (a role's `users`) skipped
+/// the user rules the same way (the password dropped unstored, sessions left alive). Nested
+/// users now keep every rule of a single update.
+#[tokio::test]
+async fn a_stolen_session_does_not_outlive_a_nested_user_change() {
+    let app = app(Dataset::DemoWrites);
+    let r = admin(app, Method::POST, "/roles", json!({"name": "NestedUsers"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let role_id = r.body["data"]["id"].as_str().expect("role id").to_owned();
+    let id = victim(app, "nested-victim@example.com", "nested-victim-token").await;
+    let r = admin(
+        app,
+        Method::PATCH,
+        &format!("/users/{id}"),
+        json!({"role": role_id}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let stolen = refresh_token(app, "nested-victim@example.com", "first-password-1").await;
+    let change =
+        json!({"users": {"update": [{"id": id, "password": "nested-password-2", "token": null}]}});
+    let r = admin(app, Method::PATCH, &format!("/roles/{role_id}"), change).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_error(
+        &login(app, "nested-victim@example.com", "first-password-1").await,
+        401,
+        "INVALID_CREDENTIALS",
+        "the old password after a nested change",
+    );
+    assert_eq!(
+        login(app, "nested-victim@example.com", "nested-password-2")
+            .await
+            .status,
+        200,
+        "the new password signs in"
+    );
+    assert_error(
+        &refresh(app, &stolen).await,
+        401,
+        "INVALID_CREDENTIALS",
+        "the thief's refresh token after a nested change",
+    );
+    let r = call(
+        app,
+        Some("nested-victim-token"),
+        Method::GET,
+        "/users/me",
+        None,
+    )
+    .await;
+    assert_error(
+        &r,
+        401,
+        "INVALID_CREDENTIALS",
+        "a static token nulled in a nested change",
+    );
+    // A user created nested in a role gets a hashed password that signs in.
+    let create = json!({"users": {"create": [{"email": "nested-new@example.com", "password": "nested-password-3"}]}});
+    let r = admin(app, Method::PATCH, &format!("/roles/{role_id}"), create).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        login(app, "nested-new@example.com", "nested-password-3")
+            .await
+            .status,
+        200,
+        "a nested new user signs in"
+    );
+    let short =
+        json!({"users": {"create": [{"email": "nested-short@example.com", "password": "short"}]}});
+    assert_error(
+        &admin(app, Method::PATCH, &format!("/roles/{role_id}"), short).await,
+        400,
+        "FAILED_VALIDATION",
+        "the password policy when nested",
+    );
+}

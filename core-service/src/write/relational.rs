@@ -106,15 +106,26 @@ impl<'w> Writer<'w> {
             }
             // Relational fields are granted like the columns, by the same permission rows.
             let names: Vec<&str> = to_many.iter().map(|(n, _)| n.as_str()).chain(extra.iter().copied()).collect();
-            let key = match key {
-                Some(k) if own.is_empty() => {
-                    self.require_update(collection, &k, &Map::new(), &names).await?;
-                    k
-                }
-                Some(k) => self.update_keys_with(collection, std::slice::from_ref(&k), &Value::Object(own), &names).await?.remove(0),
-                None => {
-                    let mut keys = self.create_with(collection, &Value::Object(own), &names).await?;
-                    keys.pop().ok_or_else(ApiError::internal)?
+            let key = if depth > 0 && collection.name == crate::users::USERS {
+                // A user nested in another item's payload keeps every user rule (password and
+                // token stored hashed, sessions ended; docs/security.md "Sessions"). At depth 0
+                // the request's own user write (crate::users) has applied them already.
+                let done = match key {
+                    Some(k) => crate::users::update_keys_with(self, collection, std::slice::from_ref(&k), Value::Object(own), &names).await?,
+                    None => crate::users::create_with(self, collection, Value::Object(own), &names).await?,
+                };
+                done.into_iter().next().ok_or_else(ApiError::internal)?
+            } else {
+                match key {
+                    Some(k) if own.is_empty() => {
+                        self.require_update(collection, &k, &Map::new(), &names).await?;
+                        k
+                    }
+                    Some(k) => self.update_keys_with(collection, std::slice::from_ref(&k), &Value::Object(own), &names).await?.remove(0),
+                    None => {
+                        let mut keys = self.create_with(collection, &Value::Object(own), &names).await?;
+                        keys.pop().ok_or_else(ApiError::internal)?
+                    }
                 }
             };
             for (name, value) in to_many {
