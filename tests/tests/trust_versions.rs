@@ -119,6 +119,10 @@ async fn a_role_limited_to_its_own_versions_cannot_touch_another_users_version()
     let r = call(app, t, Method::POST, &format!("/versions/{mine}/promote"), Some(json!({}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(title().await, json!("Editor's title"));
+    let r = call(app, t, Method::POST, "/versions", Some(json!({"key": "mine7b", "collection": "articles", "item": "2"}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(app, t, Method::DELETE, &format!("/versions/{}", id_of(&r.body["data"])), None).await;
+    assert_eq!(r.status, 204, "their own version: {}", r.body);
 }
 
 /// The field list of the caller's rows on `directus_versions` holds on `/versions` as on any
