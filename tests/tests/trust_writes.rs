@@ -1,7 +1,7 @@
 //! Trust, round two, from the attacker's side: writes that went around the rules the single
 //! write paths keep. Server-owned fields (a file's blob name, storage, size, uploader; a user's
 //! last access) written by a client on any path, and user rules (password hashing and policy,
-//! session ends, token hashing) skipped by batch and by-query writes. Each test failed on the
+//! session ends, token hashing) skipped by batch, by-query and nested writes. Each test failed on the
 //! code before its fix (docs/security.md "Server-owned fields", "Sessions").
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
@@ -59,6 +59,95 @@ async fn count(app: &TestApp, table: &str, condition: &str) -> Value {
 /// The code of a GraphQL reply's first error (`Value::Null` when there is none).
 fn gql_code(r: &Reply) -> Value {
     r.body["errors"][0]["extensions"]["code"].clone()
+}
+
+/// A direct gRPC caller (an internal service) writing `{field: value}` on the file `target`
+/// as the admin: UpdateItem, UpdateItems by keys, UpdateBatch and CreateItem must each answer
+/// INVALID_PAYLOAD.
+async fn grpc_refuses(app: &TestApp, target: &str, field: &str, value: &Value) {
+    use cdapi_proto::v1::items_service_client::ItemsServiceClient;
+    use cdapi_proto::v1::{
+        CreateItemRequest, KeyList, UpdateBatchRequest, UpdateItemRequest, UpdateItemsRequest,
+        update_items_request,
+    };
+    fn authorized<T>(body: T) -> tonic::Request<T> {
+        let mut req = tonic::Request::new(body);
+        req.metadata_mut().insert(
+            "authorization",
+            format!("Bearer {ADMIN_TOKEN}").parse().expect("header"),
+        );
+        req
+    }
+    let mut items = ItemsServiceClient::connect(app.grpc_url.clone())
+        .await
+        .expect("connect");
+    let patch = json!({ field: value.clone() });
+    let mut item = patch.clone();
+    item["id"] = json!(target);
+    let mut created = patch.clone();
+    created["title"] = json!("forged");
+    let c = "directus_files".to_owned();
+    let keys = update_items_request::Selector::Keys(KeyList {
+        keys: vec![target.to_owned()],
+    });
+    let calls = [
+        (
+            "UpdateItem",
+            items
+                .update_item(authorized(UpdateItemRequest {
+                    collection: c.clone(),
+                    key: target.to_owned(),
+                    data: patch.to_string().into(),
+                    query: None,
+                }))
+                .await
+                .map(|_| ()),
+        ),
+        (
+            "UpdateItems",
+            items
+                .update_items(authorized(UpdateItemsRequest {
+                    collection: c.clone(),
+                    selector: Some(keys),
+                    data: patch.to_string().into(),
+                    query: None,
+                }))
+                .await
+                .map(|_| ()),
+        ),
+        (
+            "UpdateBatch",
+            items
+                .update_batch(authorized(UpdateBatchRequest {
+                    collection: c.clone(),
+                    data: json!([item]).to_string().into(),
+                    query: None,
+                }))
+                .await
+                .map(|_| ()),
+        ),
+        (
+            "CreateItem",
+            items
+                .create_item(authorized(CreateItemRequest {
+                    collection: c,
+                    data: created.to_string().into(),
+                    query: None,
+                }))
+                .await
+                .map(|_| ()),
+        ),
+    ];
+    for (rpc, answer) in calls {
+        let code = answer
+            .err()
+            .map(|s| cdapi_proto::ApiError::from_status(&s).code);
+        assert_eq!(
+            code,
+            Some(cdapi_proto::ErrorCode::InvalidPayload),
+            "gRPC {rpc} writing {field}"
+        );
+    }
 }
 
 /// Finding 5: a user who may update and delete her own files pointed her file's
@@ -177,6 +266,7 @@ async fn no_write_path_sets_a_server_owned_field() {
     let before = file_row(app, &target).await;
     let by_query = json!({"filter": {"id": {"_eq": target}}});
     for (field, value) in file_values(&admin_id, &other_disk) {
+        grpc_refuses(app, &target, field, &value).await;
         let patch = json!({ field: value.clone() });
         let mut item = patch.clone();
         item["id"] = json!(target);
