@@ -40,18 +40,14 @@ pub const SERVER_OWNED: &[(&str, &[&str])] = &[
 
 /// Whether `field` of `collection` is one only the server writes ([`SERVER_OWNED`]).
 pub fn is_server_owned(collection: &str, field: &str) -> bool {
-    SERVER_OWNED
-        .iter()
-        .any(|(c, fields)| *c == collection && fields.contains(&field))
+    SERVER_OWNED.iter().any(|(c, fields)| *c == collection && fields.contains(&field))
 }
 
 /// INVALID_PAYLOAD when the payload object `obj` for `collection` names a server-owned field
 /// (whatever its value, whoever the caller); the first such field is named.
 pub fn refuse(collection: &str, obj: &Map<String, Value>) -> Result<(), ApiError> {
     match obj.keys().find(|k| is_server_owned(collection, k)) {
-        Some(field) => Err(ApiError::invalid_payload(format!(
-            "Field \"{field}\" of \"{collection}\" is set by the server and cannot be written."
-        ))),
+        Some(field) => Err(ApiError::invalid_payload(format!("Field \"{field}\" of \"{collection}\" is set by the server and cannot be written."))),
         None => Ok(()),
     }
 }
@@ -63,27 +59,9 @@ mod tests {
     #[test]
     fn only_the_listed_fields_of_the_listed_collections_are_refused() {
         let obj = |v: serde_json::Value| v.as_object().cloned().unwrap_or_default();
-        assert!(
-            super::refuse(
-                "directus_files",
-                &obj(json!({"title": "a", "filename_disk": "x"}))
-            )
-            .is_err()
-        );
-        assert!(
-            super::refuse(
-                "directus_files",
-                &obj(json!({"title": "a", "filename_download": "a.txt", "focal_point_x": 1}))
-            )
-            .is_ok()
-        );
+        assert!(super::refuse("directus_files", &obj(json!({"title": "a", "filename_disk": "x"}))).is_err());
+        assert!(super::refuse("directus_files", &obj(json!({"title": "a", "filename_download": "a.txt", "focal_point_x": 1}))).is_ok());
         assert!(super::refuse("directus_users", &obj(json!({"last_access": null}))).is_err());
-        assert!(
-            super::refuse(
-                "articles",
-                &obj(json!({"filename_disk": "x", "last_access": 1}))
-            )
-            .is_ok()
-        );
+        assert!(super::refuse("articles", &obj(json!({"filename_disk": "x", "last_access": 1}))).is_ok());
     }
 }
