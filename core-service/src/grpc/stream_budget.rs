@@ -30,9 +30,7 @@ impl StreamSettings {
         Ok(Self {
             max: service_runtime::env_or("STREAMS_MAX", half)?.max(1),
             per_caller: service_runtime::env_or("STREAMS_PER_CALLER", 4usize)?.max(1),
-            stall: Duration::from_millis(
-                service_runtime::env_or("STREAM_STALL_TIMEOUT_MS", 10_000u64)?.max(1),
-            ),
+            stall: Duration::from_millis(service_runtime::env_or("STREAM_STALL_TIMEOUT_MS", 10_000u64)?.max(1)),
         })
     }
 }
@@ -68,11 +66,7 @@ impl Drop for StreamPass {
 impl StreamBudget {
     /// A budget with `settings`.
     pub fn new(settings: StreamSettings) -> Arc<Self> {
-        Arc::new(Self {
-            settings,
-            permits: Arc::new(Semaphore::new(settings.max)),
-            callers: Mutex::default(),
-        })
+        Arc::new(Self { settings, permits: Arc::new(Semaphore::new(settings.max)), callers: Mutex::default() })
     }
 
     /// A place for a stream of `caller` (a user id, or `ip:<address>` for the public). Errors:
@@ -88,24 +82,15 @@ impl StreamBudget {
         if running >= self.settings.per_caller {
             return Err(retry(ApiError::new(
                 ErrorCode::RequestsExceeded,
-                format!(
-                    "At most {} long lists or exports may run at once for one caller (STREAMS_PER_CALLER).",
-                    self.settings.per_caller
-                ),
+                format!("At most {} long lists or exports may run at once for one caller (STREAMS_PER_CALLER).", self.settings.per_caller),
             )));
         }
-        let permit = self.permits.clone().try_acquire_owned().map_err(|_| {
-            retry(ApiError::new(
-                ErrorCode::ServiceUnavailable,
-                "Too many long lists or exports are running; try again shortly (STREAMS_MAX).",
-            ))
-        })?;
+        let permit =
+            self.permits.clone().try_acquire_owned().map_err(|_| {
+                retry(ApiError::new(ErrorCode::ServiceUnavailable, "Too many long lists or exports are running; try again shortly (STREAMS_MAX)."))
+            })?;
         callers.insert(caller.clone(), running + 1);
-        Ok(StreamPass {
-            _permit: permit,
-            budget: self.clone(),
-            caller,
-        })
+        Ok(StreamPass { _permit: permit, budget: self.clone(), caller })
     }
 }
 
@@ -115,22 +100,12 @@ mod tests {
 
     #[test]
     fn places_are_bounded_per_caller_and_in_all_and_given_back() {
-        let b = StreamBudget::new(StreamSettings {
-            max: 3,
-            per_caller: 2,
-            stall: Duration::from_secs(1),
-        });
+        let b = StreamBudget::new(StreamSettings { max: 3, per_caller: 2, stall: Duration::from_secs(1) });
         let a1 = b.admit("a".into()).expect("first");
         let _a2 = b.admit("a".into()).expect("second");
-        assert_eq!(
-            b.admit("a".into()).err().map(|e| e.code),
-            Some(ErrorCode::RequestsExceeded)
-        );
+        assert_eq!(b.admit("a".into()).err().map(|e| e.code), Some(ErrorCode::RequestsExceeded));
         let _b1 = b.admit("b".into()).expect("another caller");
-        assert_eq!(
-            b.admit("c".into()).err().map(|e| e.code),
-            Some(ErrorCode::ServiceUnavailable)
-        );
+        assert_eq!(b.admit("c".into()).err().map(|e| e.code), Some(ErrorCode::ServiceUnavailable));
         drop(a1);
         let _a3 = b.admit("a".into()).expect("a place given back");
     }

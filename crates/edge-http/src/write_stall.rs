@@ -16,9 +16,7 @@ use tokio::time::Sleep;
 /// The stall limit from STREAM_STALL_TIMEOUT_MS (milliseconds, default 10,000; at least 1).
 /// Errors: a value that does not parse.
 pub fn limit_from_env() -> anyhow::Result<Duration> {
-    Ok(Duration::from_millis(
-        service_runtime::env_or("STREAM_STALL_TIMEOUT_MS", 10_000u64)?.max(1),
-    ))
+    Ok(Duration::from_millis(service_runtime::env_or("STREAM_STALL_TIMEOUT_MS", 10_000u64)?.max(1)))
 }
 
 /// A connection whose writes fail with `TimedOut` once one has waited `limit` for the peer.
@@ -32,64 +30,39 @@ pub struct WriteStall<S> {
 impl<S> WriteStall<S> {
     /// Wraps `inner`.
     pub fn new(inner: S, limit: Duration) -> Self {
-        Self {
-            inner,
-            limit,
-            waiting: None,
-        }
+        Self { inner, limit, waiting: None }
     }
 
     /// What a write that made progress (`Ready`) or none (`Pending`) answers: the timer is reset
     /// by progress, armed by the first wait, and fails the write when it fires.
-    fn judge<T>(
-        &mut self,
-        cx: &mut Context<'_>,
-        polled: Poll<io::Result<T>>,
-    ) -> Poll<io::Result<T>> {
+    fn judge<T>(&mut self, cx: &mut Context<'_>, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
         if polled.is_ready() {
             self.waiting = None;
             return polled;
         }
         let limit = self.limit;
-        let timer = self
-            .waiting
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        let timer = self.waiting.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
         match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the client took no bytes for STREAM_STALL_TIMEOUT_MS",
-            ))),
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "the client took no bytes for STREAM_STALL_TIMEOUT_MS"))),
             Poll::Pending => Poll::Pending,
         }
     }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for WriteStall<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
     }
 }
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for WriteStall<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
         this.judge(cx, polled)
     }
 
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
         this.judge(cx, polled)
@@ -143,9 +116,7 @@ mod tests {
             got
         });
         for _ in 0..4 {
-            w.write_all(&chunk)
-                .await
-                .expect("a slow but steady reader is served");
+            w.write_all(&chunk).await.expect("a slow but steady reader is served");
         }
         assert!(reader.await.expect("reader") >= 16 * 1024);
         drop(far.read(&mut [0u8; 1]).await);

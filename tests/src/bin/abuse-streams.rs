@@ -31,10 +31,7 @@ struct Bench {
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len().max(1) as f64 - 1.0) * p).round() as usize;
-    sorted
-        .get(i.min(sorted.len().saturating_sub(1)))
-        .copied()
-        .unwrap_or(0.0)
+    sorted.get(i.min(sorted.len().saturating_sub(1))).copied().unwrap_or(0.0)
 }
 
 fn count(statuses: &Statuses, kind: &str, status: &str) {
@@ -48,11 +45,7 @@ async fn status_of(res: Result<reqwest::Response, reqwest::Error>) -> String {
     match res {
         Ok(r) => {
             let s = r.status().as_u16().to_string();
-            if r.bytes().await.is_ok() {
-                s
-            } else {
-                format!("{s}-cut")
-            }
+            if r.bytes().await.is_ok() { s } else { format!("{s}-cut") }
         }
         Err(_) => "error".to_owned(),
     }
@@ -60,24 +53,12 @@ async fn status_of(res: Result<reqwest::Response, reqwest::Error>) -> String {
 
 /// Sequential cheap reads on a thread and runtime of their own until `stop` (or `n` of them):
 /// their latencies in ms, sorted.
-fn cheap_reads(
-    url: String,
-    token: String,
-    n: Option<usize>,
-    stop: Arc<AtomicBool>,
-    statuses: Statuses,
-) -> std::thread::JoinHandle<Vec<f64>> {
+fn cheap_reads(url: String, token: String, n: Option<usize>, stop: Arc<AtomicBool>, statuses: Statuses) -> std::thread::JoinHandle<Vec<f64>> {
     std::thread::spawn(move || {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
             return Vec::new();
         };
-        let Ok(client) = reqwest::Client::builder()
-            .timeout(Duration::from_secs(60))
-            .build()
-        else {
+        let Ok(client) = reqwest::Client::builder().timeout(Duration::from_secs(60)).build() else {
             return Vec::new();
         };
         rt.block_on(async {
@@ -99,18 +80,8 @@ impl Bench {
     async fn recovery_ms(&self) -> u128 {
         let started = Instant::now();
         while started.elapsed() < Duration::from_secs(60) {
-            let cheap = self
-                .client
-                .get(&self.cheap)
-                .bearer_auth(&self.token)
-                .send()
-                .await;
-            let list = self
-                .client
-                .get(format!("{}{}", self.base, self.list_path))
-                .bearer_auth(&self.token)
-                .send()
-                .await;
+            let cheap = self.client.get(&self.cheap).bearer_auth(&self.token).send().await;
+            let list = self.client.get(format!("{}{}", self.base, self.list_path)).bearer_auth(&self.token).send().await;
             if status_of(cheap).await == "200" && status_of(list).await == "200" {
                 return started.elapsed().as_millis();
             }
@@ -120,21 +91,14 @@ impl Bench {
     }
 
     /// `attack` repeated by `width` tasks until `until`, each outcome counted under `kind`.
-    async fn repeat<F, Fut>(
-        &self,
-        kind: &'static str,
-        width: usize,
-        until: Instant,
-        statuses: &Statuses,
-        attack: F,
-    ) where
+    async fn repeat<F, Fut>(&self, kind: &'static str, width: usize, until: Instant, statuses: &Statuses, attack: F)
+    where
         F: Fn(reqwest::Client) -> Fut + Clone + Send + 'static,
         Fut: std::future::Future<Output = Result<reqwest::Response, reqwest::Error>> + Send,
     {
         let tasks: Vec<_> = (0..width)
             .map(|_| {
-                let (client, statuses, attack) =
-                    (self.client.clone(), statuses.clone(), attack.clone());
+                let (client, statuses, attack) = (self.client.clone(), statuses.clone(), attack.clone());
                 tokio::spawn(async move {
                     while Instant::now() < until {
                         let status = status_of(attack(client.clone()).await).await;
@@ -165,10 +129,7 @@ impl Bench {
                 count(statuses, "unread", "connect-error");
                 continue;
             };
-            let request = format!(
-                "GET {} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n",
-                self.list_path
-            );
+            let request = format!("GET {} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n", self.list_path);
             let _ = stream.write_all(request.as_bytes()).await;
             count(statuses, "unread", "sent");
             sockets.push(stream);
@@ -179,59 +140,35 @@ impl Bench {
 }
 
 fn graphql_lists(aliases: usize) -> String {
-    let fields: String = (0..aliases)
-        .map(|i| format!("a{i}: articles(limit: -1) {{ id title }} "))
-        .collect();
+    let fields: String = (0..aliases).map(|i| format!("a{i}: articles(limit: -1) {{ id title }} ")).collect();
     serde_json::json!({ "query": format!("{{ {fields} }}") }).to_string()
 }
 
 fn huge_filter() -> String {
-    let conditions: Vec<_> = (0..20_000)
-        .map(|i| serde_json::json!({"title": {"_ncontains": format!("x{i}")}}))
-        .collect();
-    serde_json::json!({"query": {"filter": {"_and": conditions}, "limit": -1, "fields": ["id"]}})
-        .to_string()
+    let conditions: Vec<_> = (0..20_000).map(|i| serde_json::json!({"title": {"_ncontains": format!("x{i}")}})).collect();
+    serde_json::json!({"query": {"filter": {"_and": conditions}, "limit": -1, "fields": ["id"]}}).to_string()
 }
 
 fn peak_rss_mib(pid: &str) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<u64>().ok()))
         .map_or_else(|| "?".to_owned(), |kb| format!("{:.1}", kb as f64 / 1024.0))
 }
 
 /// Uploads the PNG as the admin: its file id.
 async fn upload(b: &Bench, png: Vec<u8>) -> Result<String, Box<dyn std::error::Error>> {
-    let part = reqwest::multipart::Part::bytes(png)
-        .file_name("sliver.png")
-        .mime_str("image/png")?;
-    let res = b
-        .client
-        .post(format!("{}/files", b.base))
-        .bearer_auth(&b.token)
-        .multipart(reqwest::multipart::Form::new().part("file", part))
-        .send()
-        .await?;
+    let part = reqwest::multipart::Part::bytes(png).file_name("sliver.png").mime_str("image/png")?;
+    let res = b.client.post(format!("{}/files", b.base)).bearer_auth(&b.token).multipart(reqwest::multipart::Form::new().part("file", part)).send().await?;
     let body: serde_json::Value = res.json().await?;
-    Ok(body["data"]["id"]
-        .as_str()
-        .ok_or("the upload answered no id")?
-        .to_owned())
+    Ok(body["data"]["id"].as_str().ok_or("the upload answered no id")?.to_owned())
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 7 {
-        return Err(
-            "usage: abuse-streams BASE_URL TOKEN SECONDS LIST_PATH CHEAP_PATH PNG_FILE NAME=PID..."
-                .into(),
-        );
+        return Err("usage: abuse-streams BASE_URL TOKEN SECONDS LIST_PATH CHEAP_PATH PNG_FILE NAME=PID...".into());
     }
     let base = args[1].trim_end_matches('/').to_owned();
     let b = Bench {
@@ -239,83 +176,45 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         base,
         token: args[2].clone(),
         list_path: args[4].clone(),
-        client: reqwest::Client::builder()
-            .timeout(Duration::from_secs(60))
-            .build()?,
+        client: reqwest::Client::builder().timeout(Duration::from_secs(60)).build()?,
     };
     let seconds: u64 = args[3].parse()?;
     let image = upload(&b, std::fs::read(&args[6])?).await?;
-    let pids: Vec<(String, String)> = args[7..]
-        .iter()
-        .filter_map(|a| a.split_once('='))
-        .map(|(n, p)| (n.to_owned(), p.to_owned()))
-        .collect();
+    let pids: Vec<(String, String)> = args[7..].iter().filter_map(|a| a.split_once('=')).map(|(n, p)| (n.to_owned(), p.to_owned())).collect();
 
     let idle_statuses: Statuses = Arc::default();
-    let idle = cheap_reads(
-        b.cheap.clone(),
-        b.token.clone(),
-        Some(300),
-        Arc::default(),
-        idle_statuses,
-    )
-    .join()
-    .map_err(|_| "the cheap reader panicked")?;
+    let idle = cheap_reads(b.cheap.clone(), b.token.clone(), Some(300), Arc::default(), idle_statuses).join().map_err(|_| "the cheap reader panicked")?;
     let idle_p99 = percentile(&idle, 0.99);
-    println!(
-        "cheap_idle_p50_ms={:.2} cheap_idle_p99_ms={idle_p99:.2}",
-        percentile(&idle, 0.5)
-    );
+    println!("cheap_idle_p50_ms={:.2} cheap_idle_p99_ms={idle_p99:.2}", percentile(&idle, 0.5));
 
     for attack in ["graphql12", "graphql50", "unread", "filter", "image"] {
         let statuses: Statuses = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
-        let sampler = cheap_reads(
-            b.cheap.clone(),
-            b.token.clone(),
-            None,
-            stop.clone(),
-            statuses.clone(),
-        );
+        let sampler = cheap_reads(b.cheap.clone(), b.token.clone(), None, stop.clone(), statuses.clone());
         let until = Instant::now() + Duration::from_secs(seconds);
         let graphql = format!("{}/graphql", b.base);
         let search = format!("{}/items/articles", b.base);
         match attack {
             "graphql12" | "graphql50" => {
                 let body = graphql_lists(if attack == "graphql12" { 12 } else { 50 });
-                b.repeat("graphql", 8, until, &statuses, move |c| {
-                    c.post(graphql.clone())
-                        .header("content-type", "application/json")
-                        .body(body.clone())
-                        .send()
-                })
-                .await;
+                b.repeat("graphql", 8, until, &statuses, move |c| c.post(graphql.clone()).header("content-type", "application/json").body(body.clone()).send())
+                    .await;
             }
             "unread" => b.unread(until, &statuses).await,
             "filter" => {
                 let body = huge_filter();
                 let method = reqwest::Method::from_bytes(b"SEARCH")?;
                 b.repeat("filter", 4, until, &statuses, move |c| {
-                    c.request(method.clone(), search.clone())
-                        .header("content-type", "application/json")
-                        .body(body.clone())
-                        .send()
+                    c.request(method.clone(), search.clone()).header("content-type", "application/json").body(body.clone()).send()
                 })
                 .await;
             }
             _ => {
-                let (narrow, wide) = (
-                    format!("{}/assets/{image}?width=300", b.base),
-                    format!("{}/assets/{image}?width=2500", b.base),
-                );
+                let (narrow, wide) = (format!("{}/assets/{image}?width=300", b.base), format!("{}/assets/{image}?width=2500", b.base));
                 let token = b.token.clone();
                 let flip = Arc::new(AtomicBool::new(false));
                 b.repeat("image", 4, until, &statuses, move |c| {
-                    let url = if flip.fetch_xor(true, Ordering::Relaxed) {
-                        wide.clone()
-                    } else {
-                        narrow.clone()
-                    };
+                    let url = if flip.fetch_xor(true, Ordering::Relaxed) { wide.clone() } else { narrow.clone() };
                     c.get(url).bearer_auth(token.clone()).send()
                 })
                 .await;
