@@ -25,9 +25,7 @@ pub const PENDING_TTL: std::time::Duration = std::time::Duration::from_secs(600)
 
 /// INVALID_PAYLOAD for an `enable` whose secret is not the one `generate` made for the user.
 fn not_generated() -> ApiError {
-    ApiError::invalid_payload(
-        "\"secret\" is not the secret generated for this user: generate one first (it expires after 10 minutes)",
-    )
+    ApiError::invalid_payload("\"secret\" is not the secret generated for this user: generate one first (it expires after 10 minutes)")
 }
 
 /// INVALID_OTP with Directus's message.
@@ -82,12 +80,7 @@ impl Auth {
     /// it). Errors: FORBIDDEN (no user), INVALID_PAYLOAD (TOTP already on, no
     /// password), INVALID_CREDENTIALS (wrong password), REQUESTS_EXCEEDED,
     /// SERVICE_UNAVAILABLE (Redis).
-    pub async fn generate_tfa(
-        &self,
-        user: &Identity,
-        password: String,
-        ip: Option<IpAddr>,
-    ) -> Result<TfaSecret, ApiError> {
+    pub async fn generate_tfa(&self, user: &Identity, password: String, ip: Option<IpAddr>) -> Result<TfaSecret, ApiError> {
         if user.tfa_secret.is_some() {
             return Err(ApiError::invalid_payload("TFA is already enabled for this user"));
         }
@@ -114,23 +107,14 @@ impl Auth {
             .query_async::<()>(&mut redis.conn())
             .await
             .map_err(access_token::sessions::unavailable)?;
-        Ok(TfaSecret {
-            secret,
-            otpauth_url: url,
-        })
+        Ok(TfaSecret { secret, otpauth_url: url })
     }
 
     /// `EnableTfa`: stores `secret` once `otp` proves the app has it; `secret` must be the one
     /// [`Self::generate_tfa`] made for this user (pending, not expired), which it then stops
     /// being. Errors: FORBIDDEN, INVALID_PAYLOAD (already on, a secret not generated for the
     /// user, or expired), INVALID_OTP, REQUESTS_EXCEEDED, SERVICE_UNAVAILABLE (Redis).
-    pub async fn enable_tfa(
-        &self,
-        user: &Identity,
-        secret: &str,
-        otp: &str,
-        ip: Option<IpAddr>,
-    ) -> Result<(), ApiError> {
+    pub async fn enable_tfa(&self, user: &Identity, secret: &str, otp: &str, ip: Option<IpAddr>) -> Result<(), ApiError> {
         if user.tfa_secret.is_some() {
             return Err(ApiError::invalid_payload("TFA is already enabled for this user"));
         }
@@ -139,24 +123,15 @@ impl Auth {
         let secret = secret.trim();
         let redis = self.sessions.redis();
         let pending_key = redis.key("tfa-pending", &user.id);
-        let pending: Option<String> = redis::cmd("GET")
-            .arg(&pending_key)
-            .query_async(&mut redis.conn())
-            .await
-            .map_err(access_token::sessions::unavailable)?;
+        let pending: Option<String> = redis::cmd("GET").arg(&pending_key).query_async(&mut redis.conn()).await.map_err(access_token::sessions::unavailable)?;
         // Compared through their hashes: the time taken tells nothing of the pending secret.
-        if pending.is_none_or(|p| access_token::sha256_hex(&p) != access_token::sha256_hex(secret))
-        {
+        if pending.is_none_or(|p| access_token::sha256_hex(&p) != access_token::sha256_hex(secret)) {
             return Err(not_generated());
         }
         self.attempts.check("otp", &user.id, ip).await?;
         self.check_otp(&user.id, secret, otp).await?;
         self.set_tfa_secret(&user.id, Some(secret)).await?;
-        redis::cmd("DEL")
-            .arg(&pending_key)
-            .query_async::<()>(&mut redis.conn())
-            .await
-            .map_err(access_token::sessions::unavailable)
+        redis::cmd("DEL").arg(&pending_key).query_async::<()>(&mut redis.conn()).await.map_err(access_token::sessions::unavailable)
     }
 
     /// `DisableTfa`: removes the secret once `otp` is right. Errors: FORBIDDEN,

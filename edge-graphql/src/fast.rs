@@ -10,11 +10,11 @@
 //! Anything else, and any failure (a FORBIDDEN, an unreachable core), goes the ordinary way,
 //! which reports errors at the field's path.
 
+use crate::list_stream::{Claim, Source};
 use crate::model::{Collection, FieldKind, Model, Scalar};
 use crate::root::{Op, item_query, read};
 use crate::selection::{Walker, json_key};
 use crate::values::{key_text, output};
-use crate::list_stream::{Claim, Source};
 use crate::{Backend, RequestData};
 use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextResolve, ResolveInfo};
 use async_graphql::parser::types::{Field, SelectionSet};

@@ -42,7 +42,14 @@ pub trait Rows: Send + 'static {
 /// receiving end of its chunks; a database error or [`Rows::row`]'s error is the stream's last
 /// item. The task stops when the client goes away (the receiver is dropped) or takes no chunk
 /// for `stall` (logged; the client sees the stream end without its last chunk).
-pub fn pump<R: Rows>(pool: sqlx::PgPool, sql: Sql, mut rows: R, pass: StreamPass, stall: Duration, span: tracing::Span) -> mpsc::Receiver<Result<R::Chunk, Status>> {
+pub fn pump<R: Rows>(
+    pool: sqlx::PgPool,
+    sql: Sql,
+    mut rows: R,
+    pass: StreamPass,
+    stall: Duration,
+    span: tracing::Span,
+) -> mpsc::Receiver<Result<R::Chunk, Status>> {
     let (tx, rx) = mpsc::channel(DEPTH);
     tokio::spawn(
         async move {
