@@ -82,8 +82,12 @@ impl Bench {
         while started.elapsed() < Duration::from_secs(60) {
             let cheap = self.client.get(&self.cheap).bearer_auth(&self.token).send().await;
             let list = self.client.get(format!("{}{}", self.base, self.list_path)).bearer_auth(&self.token).send().await;
-            if status_of(cheap).await == "200" && status_of(list).await == "200" {
+            let (cheap, list) = (status_of(cheap).await, status_of(list).await);
+            if cheap == "200" && list == "200" {
                 return started.elapsed().as_millis();
+            }
+            if started.elapsed() > Duration::from_secs(10) {
+                eprintln!("not yet recovered: cheap read {cheap}, long list {list}");
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
