@@ -300,13 +300,15 @@ impl Connection {
         self.caller = caller;
         self.user = user;
         self.authenticated = true;
-        let expired = self.expired.swap(false, Ordering::SeqCst);
-        if switched {
-            // Another user on the same socket (an app's next user): nothing more as the previous one.
+        if switched || self.expired.load(Ordering::SeqCst) {
+            // Another user on the same socket (an app's next user): nothing more as the previous
+            // one. After an expiry: every running stream holds the expired token too and ends
+            // with TOKEN_EXPIRED in a moment, so all are opened again now, and the flag is
+            // cleared only once the old tasks are gone: a late one can neither announce the
+            // expiry a second time nor mark the connection expired again.
             self.reopen(out, true).await;
-        } else if expired {
-            self.reopen(out, false).await;
         }
+        self.expired.store(false, Ordering::SeqCst);
         let mut reply = json!({"type": "auth", "status": "ok"});
         if let Some(r) = refresh {
             reply["refresh_token"] = json!(r);
