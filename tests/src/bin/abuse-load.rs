@@ -7,25 +7,12 @@
 //! prints (key=value lines): the cheap read's idle and under-attack p50/p99 (ms), their ratio,
 //! the status codes seen per kind of request, and each process's peak RSS (MiB).
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use e2e_tests::load::{Statuses, count, peak_rss_mib, percentile};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-type Statuses = Arc<Mutex<BTreeMap<String, u64>>>;
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
 
-fn count(statuses: &Statuses, kind: &str, status: String) {
-    if let Ok(mut m) = statuses.lock() {
-        *m.entry(format!("{kind}:{status}")).or_default() += 1;
-    }
-}
 
 /// Sequential cheap reads until `stop`; their latencies in ms, sorted.
 async fn cheap_reads(client: reqwest::Client, url: String, token: String, n: Option<usize>, stop: Arc<std::sync::atomic::AtomicBool>, statuses: Statuses) -> Vec<f64> {
@@ -41,18 +28,12 @@ async fn cheap_reads(client: reqwest::Client, url: String, token: String, n: Opt
             Err(_) => "error".to_owned(),
         };
         out.push(t.elapsed().as_secs_f64() * 1000.0);
-        count(&statuses, "cheap", status);
+        count(&statuses, "cheap", &status);
     }
     out.sort_by(f64::total_cmp);
     out
 }
 
-fn peak_rss_mib(pid: &str) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<u64>().ok()))
-        .map_or_else(|| "?".to_owned(), |kb| format!("{:.1}", kb as f64 / 1024.0))
-}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -101,7 +82,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Ok(r) => r.status().as_u16().to_string(),
                 Err(_) => "error".to_owned(),
             };
-            count(&statuses, "login", status);
+            count(&statuses, "login", &status);
         }));
     }
     // The deep reads: all at once.
@@ -116,7 +97,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 Err(_) => "error".to_owned(),
             };
-            count(&statuses, "deep", status);
+            count(&statuses, "deep", &status);
         }));
     }
     for t in tasks {

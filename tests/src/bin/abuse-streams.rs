@@ -12,13 +12,12 @@
 //! the idle p99, the status codes each kind of request got, and the milliseconds from the
 //! attack's end until a cheap read and a long list both answer 200; then each process's peak RSS.
 
-use std::collections::BTreeMap;
+use e2e_tests::load::{Statuses, count, peak_rss_mib, percentile};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 
-type Statuses = Arc<Mutex<BTreeMap<String, u64>>>;
 
 /// What every attack shares.
 struct Bench {
@@ -29,16 +28,7 @@ struct Bench {
     client: reqwest::Client,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let i = ((sorted.len().max(1) as f64 - 1.0) * p).round() as usize;
-    sorted.get(i.min(sorted.len().saturating_sub(1))).copied().unwrap_or(0.0)
-}
 
-fn count(statuses: &Statuses, kind: &str, status: &str) {
-    if let Ok(mut m) = statuses.lock() {
-        *m.entry(format!("{kind}:{status}")).or_default() += 1;
-    }
-}
 
 /// The status of a response read to its end ("error" for a transport failure or a cut-off body).
 async fn status_of(res: Result<reqwest::Response, reqwest::Error>) -> String {
@@ -153,12 +143,6 @@ fn huge_filter() -> String {
     serde_json::json!({"query": {"filter": {"_and": conditions}, "limit": -1, "fields": ["id"]}}).to_string()
 }
 
-fn peak_rss_mib(pid: &str) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<u64>().ok()))
-        .map_or_else(|| "?".to_owned(), |kb| format!("{:.1}", kb as f64 / 1024.0))
-}
 
 /// Uploads the PNG as the admin: its file id.
 async fn upload(b: &Bench, png: Vec<u8>) -> Result<String, Box<dyn std::error::Error>> {
