@@ -36,6 +36,8 @@ pub struct EdgeState {
     pub max_payload_size: u64,
     /// Longest accepted query string (bytes, MAX_QUERY_STRING_SIZE).
     pub max_query_string_size: usize,
+    /// QUERY_MAX_NODES: most objects and arrays of a `SEARCH` body.
+    pub max_query_nodes: usize,
     /// Lists asked with a `limit` over this (or `-1`) are streamed (REST_STREAM_LIMIT; see
     /// [`crate::list_stream`]).
     pub stream_limit: i64,
@@ -78,6 +80,7 @@ impl EdgeState {
             health: tonic_health::pb::health_client::HealthClient::new(core),
             max_payload_size: settings.edge.max_payload_size,
             max_query_string_size: settings.edge.max_query_string_size,
+            max_query_nodes: settings.edge.max_query_nodes,
             stream_limit: settings.stream_limit,
             query_limit: settings.query_limit,
             cookies: settings.edge.cookies.clone(),

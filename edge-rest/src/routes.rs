@@ -119,7 +119,8 @@ async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, requ
     match req.method.clone() {
         Method::GET => read_items(state, req, request_id, collection, query, token).await,
         m if m == search => {
-            let query = search_query(&json_body(req, body, state.max_payload_size).await?)?;
+            let body = edge_http::body::read_json_query(&req.headers, body, state.max_payload_size, state.max_query_nodes).await?;
+            let query = search_query(&body)?;
             read_items(state, req, request_id, collection, query, token).await
         }
         Method::POST => {

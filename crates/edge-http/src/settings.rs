@@ -34,6 +34,11 @@ pub struct EdgeSettings {
     /// MAX_QUERY_STRING_SIZE (bytes, default 16384, Node's header limit that bounds Directus's
     /// URLs): longest query string accepted; longer ones answer 400 INVALID_QUERY.
     pub max_query_string_size: usize,
+    /// QUERY_MAX_NODES (default 3000): most JSON objects and arrays in a query sent as a body
+    /// (`SEARCH`); more answers 400 INVALID_QUERY before the body is parsed
+    /// ([`crate::body::read_json_query`]). The default fits a filter at FILTER_MAX_CONDITIONS'
+    /// default of 1,000 conditions; raise both together.
+    pub max_query_nodes: usize,
 }
 
 impl EdgeSettings {
@@ -53,6 +58,7 @@ impl EdgeSettings {
             hedge_after_ms: env_or("GRPC_HEDGE_AFTER_MS", 1000u64)?,
             internal_token: InternalToken::new(service_runtime::secret_env("INTERNAL_TOKEN")?.as_deref())?,
             max_query_string_size: env_or("MAX_QUERY_STRING_SIZE", 16_384usize)?,
+            max_query_nodes: env_or("QUERY_MAX_NODES", 3_000usize)?,
         })
     }
 
