@@ -30,7 +30,7 @@ impl StreamSettings {
         Ok(Self {
             max: service_runtime::env_or("STREAMS_MAX", half)?.max(1),
             per_caller: service_runtime::env_or("STREAMS_PER_CALLER", 4usize)?.max(1),
-            stall: Duration::from_millis(service_runtime::env_or("STREAM_STALL_TIMEOUT_MS", 10_000u64)?.max(1)),
+            stall: service_runtime::stall_timeout_from_env()?,
         })
     }
 }

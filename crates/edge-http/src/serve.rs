@@ -125,7 +125,7 @@ where
 {
     service_runtime::metrics::serve_from_env().await?;
     let delay = service_runtime::shutdown::delay_from_env()?;
-    let stall = crate::write_stall::limit_from_env()?;
+    let stall = service_runtime::stall_timeout_from_env()?;
     let shutdown =
         service_runtime::shutdown::drain_after(shutdown, delay, move || readiness.stop());
     serve(listener, incoming().then(handler), stall, shutdown).await;

@@ -13,12 +13,6 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 
-/// The stall limit from STREAM_STALL_TIMEOUT_MS (milliseconds, default 10,000; at least 1).
-/// Errors: a value that does not parse.
-pub fn limit_from_env() -> anyhow::Result<Duration> {
-    Ok(Duration::from_millis(service_runtime::env_or("STREAM_STALL_TIMEOUT_MS", 10_000u64)?.max(1)))
-}
-
 /// A connection whose writes fail with `TimedOut` once one has waited `limit` for the peer.
 pub struct WriteStall<S> {
     inner: S,

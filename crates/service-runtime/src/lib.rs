@@ -101,6 +101,13 @@ pub async fn shutdown_signal() {
     }
 }
 
+/// STREAM_STALL_TIMEOUT_MS (milliseconds, default 10,000; at least 1): how long a reader may take
+/// nothing before it is cut off, the same for the edges' clients and the core's stream readers
+/// (docs/security.md "Budgets"). Errors: the variable does not parse.
+pub fn stall_timeout_from_env() -> anyhow::Result<std::time::Duration> {
+    Ok(std::time::Duration::from_millis(env_or("STREAM_STALL_TIMEOUT_MS", 10_000u64)?.max(1)))
+}
+
 /// Reads env var `name` parsed as `T`, or `default` when unset or empty.
 /// Errors: the variable is set but does not parse (message names the variable).
 pub fn env_or<T: FromStr>(name: &str, default: T) -> anyhow::Result<T>
