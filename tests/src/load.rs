@@ -1,8 +1,10 @@
-//! What the load generators (`src/bin/*-load.rs`, `abuse-streams`) share: latency percentiles,
-//! status counts and a process's peak resident memory.
+//! What the abuse load generators (`abuse-load`, `abuse-streams`) share: the cheap reads they
+//! measure, latency percentiles, status counts and a process's peak resident memory.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Answers counted by `kind:status`.
 pub type Statuses = Arc<Mutex<BTreeMap<String, u64>>>;
@@ -26,4 +28,41 @@ pub fn peak_rss_mib(pid: &str) -> String {
         .ok()
         .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|kb| kb.parse::<u64>().ok()))
         .map_or_else(|| "?".to_owned(), |kb| format!("{:.1}", kb as f64 / 1024.0))
+}
+
+/// The status of a response read to its end: its code, `<code>-cut` when the body broke off, or
+/// `error` when no response came.
+pub async fn status_of(res: Result<reqwest::Response, reqwest::Error>) -> String {
+    match res {
+        Ok(r) => {
+            let s = r.status().as_u16().to_string();
+            if r.bytes().await.is_ok() { s } else { format!("{s}-cut") }
+        }
+        Err(_) => "error".to_owned(),
+    }
+}
+
+/// Sequential GETs of `url` with `token` until `stop` (or `n` of them), each counted as `cheap`:
+/// their latencies in ms, sorted.
+pub async fn cheap_reads(client: reqwest::Client, url: String, token: String, n: Option<usize>, stop: Arc<AtomicBool>, statuses: Statuses) -> Vec<f64> {
+    let mut out = Vec::new();
+    while !stop.load(Ordering::Relaxed) && n.is_none_or(|n| out.len() < n) {
+        let t = Instant::now();
+        let status = status_of(client.get(&url).bearer_auth(&token).send().await).await;
+        out.push(t.elapsed().as_secs_f64() * 1000.0);
+        count(&statuses, "cheap", &status);
+    }
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+/// [`cheap_reads`] as another user would make them: on a thread, runtime and connection pool of
+/// their own, so they measure the services' latency, not the attacking process's queue of
+/// tasks. Empty when no runtime or client can be made.
+pub fn cheap_reads_apart(url: String, token: String, n: Option<usize>, stop: Arc<AtomicBool>, statuses: Statuses) -> std::thread::JoinHandle<Vec<f64>> {
+    std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return Vec::new() };
+        let Ok(client) = reqwest::Client::builder().timeout(Duration::from_secs(60)).build() else { return Vec::new() };
+        rt.block_on(cheap_reads(client, url, token, n, stop, statuses))
+    })
 }

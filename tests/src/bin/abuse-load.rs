@@ -7,33 +7,9 @@
 //! prints (key=value lines): the cheap read's idle and under-attack p50/p99 (ms), their ratio,
 //! the status codes seen per kind of request, and each process's peak RSS (MiB).
 
-use e2e_tests::load::{Statuses, count, peak_rss_mib, percentile};
+use e2e_tests::load::{Statuses, cheap_reads, cheap_reads_apart, count, peak_rss_mib, percentile};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-
-
-
-/// Sequential cheap reads until `stop`; their latencies in ms, sorted.
-async fn cheap_reads(client: reqwest::Client, url: String, token: String, n: Option<usize>, stop: Arc<std::sync::atomic::AtomicBool>, statuses: Statuses) -> Vec<f64> {
-    let mut out = Vec::new();
-    while !stop.load(std::sync::atomic::Ordering::Relaxed) && n.is_none_or(|n| out.len() < n) {
-        let t = Instant::now();
-        let status = match client.get(&url).bearer_auth(&token).send().await {
-            Ok(r) => {
-                let s = r.status().as_u16().to_string();
-                let _ = r.bytes().await;
-                s
-            }
-            Err(_) => "error".to_owned(),
-        };
-        out.push(t.elapsed().as_secs_f64() * 1000.0);
-        count(&statuses, "cheap", &status);
-    }
-    out.sort_by(f64::total_cmp);
-    out
-}
-
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -55,16 +31,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
 
     let idle = cheap_reads(client.clone(), cheap.clone(), token.clone(), Some(300), stop.clone(), statuses.clone()).await;
-    // The cheap reader is another user: its own thread, runtime and connection pool, so what it
-    // measures is the services' latency, not this process's queue of attack tasks.
-    let sampler = {
-        let (cheap, token, stop, statuses) = (cheap.clone(), token.clone(), stop.clone(), statuses.clone());
-        std::thread::spawn(move || -> Vec<f64> {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return Vec::new() };
-            let Ok(own) = reqwest::Client::builder().timeout(Duration::from_secs(60)).build() else { return Vec::new() };
-            rt.block_on(cheap_reads(own, cheap, token, None, stop, statuses))
-        })
-    };
+    // The cheap reader is another user (see `cheap_reads_apart`).
+    let sampler = cheap_reads_apart(cheap.clone(), token.clone(), None, stop.clone(), statuses.clone());
     let started = Instant::now();
 
     // The login flood: LOGINS requests, LOGIN_CONNS at a time, each with a new huge email.

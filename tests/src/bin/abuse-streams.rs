@@ -12,12 +12,11 @@
 //! the idle p99, the status codes each kind of request got, and the milliseconds from the
 //! attack's end until a cheap read and a long list both answer 200; then each process's peak RSS.
 
-use e2e_tests::load::{Statuses, count, peak_rss_mib, percentile};
+use e2e_tests::load::{Statuses, cheap_reads_apart, count, peak_rss_mib, percentile, status_of};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
-
 
 /// What every attack shares.
 struct Bench {
@@ -26,43 +25,6 @@ struct Bench {
     list_path: String,
     cheap: String,
     client: reqwest::Client,
-}
-
-
-
-/// The status of a response read to its end ("error" for a transport failure or a cut-off body).
-async fn status_of(res: Result<reqwest::Response, reqwest::Error>) -> String {
-    match res {
-        Ok(r) => {
-            let s = r.status().as_u16().to_string();
-            if r.bytes().await.is_ok() { s } else { format!("{s}-cut") }
-        }
-        Err(_) => "error".to_owned(),
-    }
-}
-
-/// Sequential cheap reads on a thread and runtime of their own until `stop` (or `n` of them):
-/// their latencies in ms, sorted.
-fn cheap_reads(url: String, token: String, n: Option<usize>, stop: Arc<AtomicBool>, statuses: Statuses) -> std::thread::JoinHandle<Vec<f64>> {
-    std::thread::spawn(move || {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-            return Vec::new();
-        };
-        let Ok(client) = reqwest::Client::builder().timeout(Duration::from_secs(60)).build() else {
-            return Vec::new();
-        };
-        rt.block_on(async {
-            let mut out = Vec::new();
-            while !stop.load(Ordering::Relaxed) && n.is_none_or(|n| out.len() < n) {
-                let t = Instant::now();
-                let status = status_of(client.get(&url).bearer_auth(&token).send().await).await;
-                out.push(t.elapsed().as_secs_f64() * 1000.0);
-                count(&statuses, "cheap", &status);
-            }
-            out.sort_by(f64::total_cmp);
-            out
-        })
-    })
 }
 
 impl Bench {
@@ -143,7 +105,6 @@ fn huge_filter() -> String {
     serde_json::json!({"query": {"filter": {"_and": conditions}, "limit": -1, "fields": ["id"]}}).to_string()
 }
 
-
 /// Uploads the PNG as the admin: its file id.
 async fn upload(b: &Bench, png: Vec<u8>) -> Result<String, Box<dyn std::error::Error>> {
     let part = reqwest::multipart::Part::bytes(png).file_name("sliver.png").mime_str("image/png")?;
@@ -171,14 +132,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pids: Vec<(String, String)> = args[7..].iter().filter_map(|a| a.split_once('=')).map(|(n, p)| (n.to_owned(), p.to_owned())).collect();
 
     let idle_statuses: Statuses = Arc::default();
-    let idle = cheap_reads(b.cheap.clone(), b.token.clone(), Some(300), Arc::default(), idle_statuses).join().map_err(|_| "the cheap reader panicked")?;
+    let idle = cheap_reads_apart(b.cheap.clone(), b.token.clone(), Some(300), Arc::default(), idle_statuses).join().map_err(|_| "the cheap reader panicked")?;
     let idle_p99 = percentile(&idle, 0.99);
     println!("cheap_idle_p50_ms={:.2} cheap_idle_p99_ms={idle_p99:.2}", percentile(&idle, 0.5));
 
     for attack in ["graphql12", "graphql50", "unread", "filter", "image"] {
         let statuses: Statuses = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
-        let sampler = cheap_reads(b.cheap.clone(), b.token.clone(), None, stop.clone(), statuses.clone());
+        let sampler = cheap_reads_apart(b.cheap.clone(), b.token.clone(), None, stop.clone(), statuses.clone());
         let until = Instant::now() + Duration::from_secs(seconds);
         let graphql = format!("{}/graphql", b.base);
         let search = format!("{}/items/articles", b.base);
