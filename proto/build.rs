@@ -16,14 +16,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let fds = protox::compile(files, ["proto"])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
-    std::fs::write(
-        out.join("cdapi_descriptor.bin"),
-        prost::Message::encode_to_vec(&fds),
-    )?;
-    tonic_prost_build::configure()
-        .build_server(true)
-        .build_client(true)
-        .bytes(".cdapi.v1")
-        .compile_fds(fds)?;
+    std::fs::write(out.join("cdapi_descriptor.bin"), prost::Message::encode_to_vec(&fds))?;
+    tonic_prost_build::configure().build_server(true).build_client(true).bytes(".cdapi.v1").compile_fds(fds)?;
     Ok(())
 }

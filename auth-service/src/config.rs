@@ -125,9 +125,7 @@ pub fn env_duration(name: &str, default: &str) -> anyhow::Result<Duration> {
 
 /// A comma-separated list (empty entries dropped).
 pub fn env_list(name: &str) -> Vec<String> {
-    env_opt(name)
-        .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
-        .unwrap_or_default()
+    env_opt(name).map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()).unwrap_or_default()
 }
 
 impl Settings {

@@ -129,12 +129,9 @@ impl AuthService for AuthApi {
                 .map_err(access_token::authenticate::db_error)?
                 .ok_or_else(ApiError::forbidden)?;
             let role = match (p.role_id, p.role_name) {
-                (Some(id), Some(name)) => Some(UserRole {
-                    id,
-                    name,
-                    admin_access: p.role_admin_access.unwrap_or(false),
-                    app_access: p.role_app_access.unwrap_or(false),
-                }),
+                (Some(id), Some(name)) => {
+                    Some(UserRole { id, name, admin_access: p.role_admin_access.unwrap_or(false), app_access: p.role_app_access.unwrap_or(false) })
+                }
                 _ => None,
             };
             Ok(CurrentUser {

@@ -51,7 +51,9 @@ impl Keys {
                 parse_pem_keys(&text)?
             }
             None => {
-                tracing::warn!("AUTH_KEYS_FILE is not set: signing with a key generated now; tokens will not survive a restart, and replicas would not accept each other's tokens");
+                tracing::warn!(
+                    "AUTH_KEYS_FILE is not set: signing with a key generated now; tokens will not survive a restart, and replicas would not accept each other's tokens"
+                );
                 vec![generate()]
             }
         };
@@ -151,9 +153,8 @@ mod tests {
             iss: access_token::claims::ACCESS_ISSUER.into(),
         };
         let token = set.sign(&claims)?;
-        let verified: access_token::Claims = KeySet::from_published(set.published())
-            .verify(&token, access_token::claims::ACCESS_ISSUER)
-            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let verified: access_token::Claims =
+            KeySet::from_published(set.published()).verify(&token, access_token::claims::ACCESS_ISSUER).map_err(|e| anyhow::anyhow!("{e:?}"))?;
         assert_eq!(verified, claims);
         let other = Keys::from_keys(vec![generate()], None)?;
         assert!(other.verifying().verify::<access_token::Claims>(&token, access_token::claims::ACCESS_ISSUER).is_err());

@@ -73,7 +73,9 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(settings.pool_max)
         .acquire_timeout(Duration::from_millis(settings.acquire_timeout_ms))
-        .connect_with(<sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(&settings.database_url)?.application_name("cdapi-auth").options([("jit", "off")]))
+        .connect_with(
+            <sqlx::postgres::PgConnectOptions as std::str::FromStr>::from_str(&settings.database_url)?.application_name("cdapi-auth").options([("jit", "off")]),
+        )
         .await?;
     system_tables::migrate_or_wait(&settings.database_url).await?;
     let keys = keys::Keys::load(settings.keys_file.as_deref(), settings.signing_kid.as_deref())?;
@@ -114,9 +116,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let pool = auth.pool.clone();
     service_runtime::metrics::global().observe_pool(auth.settings.pool_max, move || (pool.size(), pool.num_idle()));
     service_runtime::metrics::serve_from_env().await?;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(cdapi_proto::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
+    let reflection = tonic_reflection::server::Builder::configure().register_encoded_file_descriptor_set(cdapi_proto::FILE_DESCRIPTOR_SET).build_v1()?;
     tracing::info!(addr = %listener.local_addr()?, kid = %auth.keys.signing_kid(), "auth-service listening (gRPC)");
     tonic::transport::Server::builder()
         .layer(service_runtime::grpc::RpcLayer)

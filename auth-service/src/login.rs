@@ -105,12 +105,8 @@ impl Auth {
             return Err(ApiError::invalid_payload("The refresh token is required in either the payload or cookie"));
         }
         let keys = self.keys.verifying();
-        let claims: Claims = if expired_ok {
-            keys.verify_ignoring_expiry(session_token, ACCESS_ISSUER)
-        } else {
-            keys.verify(session_token, ACCESS_ISSUER)
-        }
-        .map_err(VerifyError::to_api_error)?;
+        let claims: Claims = if expired_ok { keys.verify_ignoring_expiry(session_token, ACCESS_ISSUER) } else { keys.verify(session_token, ACCESS_ISSUER) }
+            .map_err(VerifyError::to_api_error)?;
         claims.session.ok_or_else(|| VerifyError::Invalid.to_api_error())
     }
 

@@ -30,12 +30,8 @@ impl Mailer {
 
     /// Sends a plain-text mail. Errors: a bad recipient address, or the SMTP exchange failed.
     pub async fn send(&self, to: &str, subject: &str, body: String) -> anyhow::Result<()> {
-        let message = Message::builder()
-            .from(self.from.clone())
-            .to(Mailbox::new(None, to.parse()?))
-            .subject(subject)
-            .header(ContentType::TEXT_PLAIN)
-            .body(body)?;
+        let message =
+            Message::builder().from(self.from.clone()).to(Mailbox::new(None, to.parse()?)).subject(subject).header(ContentType::TEXT_PLAIN).body(body)?;
         self.transport.send(message).await?;
         Ok(())
     }

@@ -131,9 +131,7 @@ impl Auth {
             return Err(ApiError::forbidden());
         }
         let hash = self.settings.hasher.hash(password).await?;
-        let changed = system_tables::users::replace_password_hash(&self.pool, &user.id, &hash, user.password_hash.as_deref())
-            .await
-            .map_err(crate::db_error)?;
+        let changed = system_tables::users::replace_password_hash(&self.pool, &user.id, &hash, user.password_hash.as_deref()).await.map_err(crate::db_error)?;
         if !changed {
             return Err(ApiError::forbidden());
         }

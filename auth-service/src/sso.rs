@@ -28,8 +28,8 @@ use cdapi_proto::v1::{FinishSsoRequest, Provider, SessionMode, SsoRedirect, SsoR
 use cdapi_proto::{ApiError, ErrorCode};
 use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
 use openidconnect::{
-    AccessToken, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, HttpRequest, HttpResponse, IssuerUrl, Nonce,
-    OAuth2TokenResponse, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse, TokenUrl,
+    AccessToken, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, HttpRequest, HttpResponse, IssuerUrl, Nonce, OAuth2TokenResponse,
+    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse, TokenUrl,
 };
 use serde::{Deserialize, Serialize};
 use service_runtime::env_opt;
@@ -235,7 +235,9 @@ fn provider_error(name: &str, e: &dyn std::fmt::Display) -> ApiError {
 /// Whether `url` is on `allow` (same scheme, host, port and path; query ignored).
 pub fn url_allowed(url: &str, allow: &[String]) -> bool {
     let key = |u: &str| {
-        url::Url::parse(u).ok().map(|u| (u.scheme().to_owned(), u.host_str().map(str::to_owned), u.port_or_known_default(), u.path().trim_end_matches('/').to_owned()))
+        url::Url::parse(u)
+            .ok()
+            .map(|u| (u.scheme().to_owned(), u.host_str().map(str::to_owned), u.port_or_known_default(), u.path().trim_end_matches('/').to_owned()))
     };
     key(url).is_some_and(|k| allow.iter().any(|a| key(a).as_ref() == Some(&k)))
 }
@@ -254,8 +256,12 @@ impl Auth {
         let scopes = p.scope.iter().map(|s| Scope::new(s.clone()));
         let (url, state, nonce) = match p.driver {
             Driver::OpenId => {
-                let client = CoreClient::from_provider_metadata(self.providers.metadata(i, p).await?.clone(), ClientId::new(p.client_id.clone()), p.client_secret.clone().map(ClientSecret::new))
-                    .set_redirect_uri(self.callback_url(p)?);
+                let client = CoreClient::from_provider_metadata(
+                    self.providers.metadata(i, p).await?.clone(),
+                    ClientId::new(p.client_id.clone()),
+                    p.client_secret.clone().map(ClientSecret::new),
+                )
+                .set_redirect_uri(self.callback_url(p)?);
                 let (url, state, nonce) = client
                     .authorize_url(CoreAuthenticationFlow::AuthorizationCode, CsrfToken::new_random, Nonce::new_random)
                     .add_scopes(scopes)
@@ -295,12 +301,10 @@ impl Auth {
             return Err(ApiError::forbidden());
         }
         let redis = self.sessions.redis();
-        let json: Option<String> = redis::cmd("GETDEL")
-            .arg(redis.key("sso", &req.state))
-            .query_async(&mut redis.conn())
-            .await
-            .map_err(access_token::sessions::unavailable)?;
-        let pending: Pending = json.and_then(|j| serde_json::from_str(&j).ok()).filter(|p: &Pending| p.provider == req.provider).ok_or_else(ApiError::forbidden)?;
+        let json: Option<String> =
+            redis::cmd("GETDEL").arg(redis.key("sso", &req.state)).query_async(&mut redis.conn()).await.map_err(access_token::sessions::unavailable)?;
+        let pending: Pending =
+            json.and_then(|j| serde_json::from_str(&j).ok()).filter(|p: &Pending| p.provider == req.provider).ok_or_else(ApiError::forbidden)?;
         let redirect = pending.redirect.clone();
         let outcome = async {
             if !req.error.is_empty() || req.code.is_empty() {
@@ -336,7 +340,10 @@ impl Auth {
     fn oauth2_client(
         &self,
         p: &ProviderSettings,
-    ) -> Result<oauth2::basic::BasicClient<oauth2::EndpointSet, oauth2::EndpointNotSet, oauth2::EndpointNotSet, oauth2::EndpointNotSet, oauth2::EndpointSet>, ApiError> {
+    ) -> Result<
+        oauth2::basic::BasicClient<oauth2::EndpointSet, oauth2::EndpointNotSet, oauth2::EndpointNotSet, oauth2::EndpointNotSet, oauth2::EndpointSet>,
+        ApiError,
+    > {
         let bad = |e: &dyn std::fmt::Display| provider_error(&p.name, e);
         let auth_url = AuthUrl::new(p.authorize_url.clone().unwrap_or_default()).map_err(|e| bad(&e))?;
         let token_url = TokenUrl::new(p.access_url.clone().unwrap_or_default()).map_err(|e| bad(&e))?;
@@ -363,9 +370,14 @@ impl Auth {
         let code = AuthorizationCode::new(code.to_owned());
         let profile: serde_json::Value = match p.driver {
             Driver::OpenId => {
-                let client = CoreClient::from_provider_metadata(self.providers.metadata(i, p).await?.clone(), ClientId::new(p.client_id.clone()), p.client_secret.clone().map(ClientSecret::new))
-                    .set_redirect_uri(self.callback_url(p)?);
-                let token = client.exchange_code(code).map_err(|e| refused(&e))?.set_pkce_verifier(verifier).request_async(http).await.map_err(|e| refused(&e))?;
+                let client = CoreClient::from_provider_metadata(
+                    self.providers.metadata(i, p).await?.clone(),
+                    ClientId::new(p.client_id.clone()),
+                    p.client_secret.clone().map(ClientSecret::new),
+                )
+                .set_redirect_uri(self.callback_url(p)?);
+                let token =
+                    client.exchange_code(code).map_err(|e| refused(&e))?.set_pkce_verifier(verifier).request_async(http).await.map_err(|e| refused(&e))?;
                 let id_token = token.id_token().ok_or_else(|| refused(&"the token response has no ID token"))?;
                 let claims = id_token.claims(&client.id_token_verifier(), &Nonce::new(pending.nonce.clone())).map_err(|e| refused(&e))?;
                 let mut profile = serde_json::to_value(claims).map_err(|e| refused(&e))?;
@@ -394,13 +406,23 @@ impl Auth {
         };
         let identifier = text(&p.identifier_key).ok_or_else(|| refused(&format!("the profile has no {:?}", p.identifier_key)))?;
         // OpenID Connect's standard claim; some providers send it as a string.
-        let email_verified = matches!(profile.get("email_verified"), Some(serde_json::Value::Bool(true))) || matches!(profile.get("email_verified"), Some(serde_json::Value::String(s)) if s == "true");
+        let email_verified = matches!(profile.get("email_verified"), Some(serde_json::Value::Bool(true)))
+            || matches!(profile.get("email_verified"), Some(serde_json::Value::String(s)) if s == "true");
         Ok(AtProvider { identifier, email: text(&p.email_key), email_verified })
     }
 
     async fn fetch_profile(&self, p: &ProviderSettings, token: &AccessToken) -> Result<serde_json::Value, ApiError> {
         let url = p.profile_url.clone().unwrap_or_default();
-        let res = self.providers.http.0.get(url).bearer_auth(token.secret()).header("accept", "application/json").send().await.map_err(|e| provider_error(&p.name, &e))?;
+        let res = self
+            .providers
+            .http
+            .0
+            .get(url)
+            .bearer_auth(token.secret())
+            .header("accept", "application/json")
+            .send()
+            .await
+            .map_err(|e| provider_error(&p.name, &e))?;
         if !res.status().is_success() {
             return Err(provider_error(&p.name, &format!("profile URL answered {}", res.status())));
         }
@@ -429,19 +451,13 @@ impl Auth {
                 tracing::info!(provider = %p.name, "SSO login of an unknown user, and public registration is off");
                 return Err(ApiError::invalid_credentials());
             }
-            users::create_external(&self.pool, &p.name, email, identifier, p.default_role.as_deref())
-                .await
-                .map_err(|e| {
-                    // The email belongs to another user already (who signs in otherwise).
-                    tracing::warn!(provider = %p.name, error = %e, "registering an SSO user failed");
-                    ApiError::invalid_credentials()
-                })?;
+            users::create_external(&self.pool, &p.name, email, identifier, p.default_role.as_deref()).await.map_err(|e| {
+                // The email belongs to another user already (who signs in otherwise).
+                tracing::warn!(provider = %p.name, error = %e, "registering an SSO user failed");
+                ApiError::invalid_credentials()
+            })?;
         }
-        users::by_external(&self.pool, &p.name, identifier)
-            .await
-            .map_err(db)?
-            .filter(Identity::is_active)
-            .ok_or_else(ApiError::invalid_credentials)
+        users::by_external(&self.pool, &p.name, identifier).await.map_err(db)?.filter(Identity::is_active).ok_or_else(ApiError::invalid_credentials)
     }
 }
 

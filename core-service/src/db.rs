@@ -2,8 +2,8 @@
 //! errors to API errors (by SQLSTATE; Postgres's own text never reaches a client).
 
 use cdapi_proto::{ApiError, ErrorCode};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -16,12 +16,7 @@ pub async fn connect(url: &str, max: u32, statement_timeout_ms: u64, acquire_tim
     let options = PgConnectOptions::from_str(url)?
         .application_name("cdapi-core")
         .options([("statement_timeout", format!("{statement_timeout_ms}ms")), ("jit", "off".to_owned())]);
-    PgPoolOptions::new()
-        .max_connections(max)
-        .acquire_timeout(Duration::from_millis(acquire_timeout_ms))
-        .test_before_acquire(false)
-        .connect_with(options)
-        .await
+    PgPoolOptions::new().max_connections(max).acquire_timeout(Duration::from_millis(acquire_timeout_ms)).test_before_acquire(false).connect_with(options).await
 }
 
 /// True for SQLSTATE class 22 (data exception): a bound value does not fit its type.
@@ -90,7 +85,8 @@ pub fn map_write_error(e: sqlx::Error) -> ApiError {
         }
         "23503" => {
             let (field, value) = key.unwrap_or_default();
-            let mut err = ApiError::new(ErrorCode::InvalidForeignKey, format!("Invalid foreign key \"{value}\" for field \"{field}\" in collection \"{collection}\"."));
+            let mut err =
+                ApiError::new(ErrorCode::InvalidForeignKey, format!("Invalid foreign key \"{value}\" for field \"{field}\" in collection \"{collection}\"."));
             err.extensions.insert("collection".into(), collection.into());
             err.extensions.insert("field".into(), field.into());
             err

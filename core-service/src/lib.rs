@@ -258,9 +258,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let pool = state.pool.clone();
     service_runtime::metrics::global().observe_pool(settings.pool_max, move || (pool.size(), pool.num_idle()));
     service_runtime::metrics::serve_from_env().await?;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(cdapi_proto::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
+    let reflection = tonic_reflection::server::Builder::configure().register_encoded_file_descriptor_set(cdapi_proto::FILE_DESCRIPTOR_SET).build_v1()?;
 
     tracing::info!(addr = %listener.local_addr()?, "core-service listening (gRPC)");
     tonic::transport::Server::builder()

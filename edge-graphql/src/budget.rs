@@ -132,7 +132,9 @@ mod tests {
     fn counts_follow_fragments_once() {
         let c = counts("query { a: articles { id } ...R ...R } fragment R on Query { b: authors { name } ... on Query { tags { id } } }");
         assert_eq!(c, Counts { root_fields: 3, aliases: 2, fields: 6, auth_mutations: 0 });
-        let c = counts("mutation { a: auth_login(email: \"x\", password: \"y\") { access_token } ...L } fragment L on Mutation { b: auth_login(email: \"x\", password: \"y\") { access_token } }");
+        let c = counts(
+            "mutation { a: auth_login(email: \"x\", password: \"y\") { access_token } ...L } fragment L on Mutation { b: auth_login(email: \"x\", password: \"y\") { access_token } }",
+        );
         assert_eq!(c.auth_mutations, 2);
         // A cycle of fragments is counted, never followed for ever.
         assert_eq!(counts("query { ...A } fragment A on Query { a ...B } fragment B on Query { b ...A }").root_fields, 2);

@@ -28,7 +28,8 @@ impl SchemaCache {
     /// Errors: SERVICE_UNAVAILABLE before the first snapshot; the core's answer for the
     /// caller's credentials (INVALID_TOKEN, ...).
     pub async fn for_caller(&self, caller: &edge_http::caller::Caller) -> Result<Arc<Built>, cdapi_proto::ApiError> {
-        let base = self.current().ok_or_else(|| cdapi_proto::ApiError::new(cdapi_proto::ErrorCode::ServiceUnavailable, "The GraphQL schema is not loaded yet."))?;
+        let base =
+            self.current().ok_or_else(|| cdapi_proto::ApiError::new(cdapi_proto::ErrorCode::ServiceUnavailable, "The GraphQL schema is not loaded yet."))?;
         self.views.for_caller(caller, &base, &self.backend, self.limits).await
     }
 

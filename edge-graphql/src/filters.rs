@@ -103,23 +103,39 @@ mod tests {
                         f("id", T::Integer),
                         f("published_at", T::Timestamp),
                         rel(f("author", T::Integer), m2o("authors")),
-                        rel(f("blocks", T::Alias), R::O2m(pb::OneToMany { related_collection: "articles_blocks".into(), related_field: "articles_id".into(), ..Default::default() })),
+                        rel(
+                            f("blocks", T::Alias),
+                            R::O2m(pb::OneToMany { related_collection: "articles_blocks".into(), related_field: "articles_id".into(), ..Default::default() }),
+                        ),
                     ],
                     ..Default::default()
                 },
-                pb::Collection { name: "authors".into(), primary_key: vec!["id".into()], fields: vec![f("id", T::Integer), f("born", T::Date)], ..Default::default() },
+                pb::Collection {
+                    name: "authors".into(),
+                    primary_key: vec!["id".into()],
+                    fields: vec![f("id", T::Integer), f("born", T::Date)],
+                    ..Default::default()
+                },
                 pb::Collection {
                     name: "articles_blocks".into(),
                     primary_key: vec!["id".into()],
                     fields: vec![
                         f("id", T::Integer),
                         rel(f("articles_id", T::Integer), m2o("articles")),
-                        rel(f("item", T::String), R::M2a(pb::ManyToAny { collection_field: "collection".into(), allowed_collections: vec!["headings".into()] })),
+                        rel(
+                            f("item", T::String),
+                            R::M2a(pb::ManyToAny { collection_field: "collection".into(), allowed_collections: vec!["headings".into()] }),
+                        ),
                         f("collection", T::String),
                     ],
                     ..Default::default()
                 },
-                pb::Collection { name: "headings".into(), primary_key: vec!["id".into()], fields: vec![f("id", T::Integer), f("title", T::String)], ..Default::default() },
+                pb::Collection {
+                    name: "headings".into(),
+                    primary_key: vec!["id".into()],
+                    fields: vec![f("id", T::Integer), f("title", T::String)],
+                    ..Default::default()
+                },
             ],
             relations: vec![],
         };

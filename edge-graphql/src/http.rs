@@ -165,7 +165,11 @@ async fn route(
 /// Puts the root fields of `data` in the order the operation selects them. async-graphql
 /// resolves the root fields of a query concurrently and keeps them in the order they finish;
 /// GraphQL (and Directus) answer in selection order.
-fn order_root(doc: &async_graphql::parser::types::ExecutableDocument, operation: Option<&str>, data: &mut async_graphql::indexmap::IndexMap<async_graphql::Name, async_graphql::Value>) {
+fn order_root(
+    doc: &async_graphql::parser::types::ExecutableDocument,
+    operation: Option<&str>,
+    data: &mut async_graphql::indexmap::IndexMap<async_graphql::Name, async_graphql::Value>,
+) {
     use async_graphql::parser::types::{Selection, SelectionSet};
     fn keys<'d>(doc: &'d async_graphql::parser::types::ExecutableDocument, set: &'d SelectionSet, out: &mut Vec<&'d str>, depth: usize) {
         if depth > 32 {
@@ -235,10 +239,7 @@ fn post_body(headers: &HeaderMap, body: &[u8]) -> Result<(String, Option<String>
 /// `locations`), and no `data`.
 fn validation_body(errors: &[async_graphql::ServerError]) -> Result<String, serde_json::Error> {
     let list = errors.iter().map(|e| error_json(e, false)).collect::<Result<Vec<_>, _>>()?;
-    Ok(format!(
-        r#"{{"errors":[{{"message":"GraphQL validation error.","extensions":{{"errors":[{}],"code":"GRAPHQL_VALIDATION"}}}}]}}"#,
-        list.join(",")
-    ))
+    Ok(format!(r#"{{"errors":[{{"message":"GraphQL validation error.","extensions":{{"errors":[{}],"code":"GRAPHQL_VALIDATION"}}}}]}}"#, list.join(",")))
 }
 
 /// One GraphQL error with its keys in the order Directus's formatting leaves them: `message`,

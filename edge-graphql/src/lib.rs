@@ -45,9 +45,9 @@ use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::v1::files_service_client::FilesServiceClient;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
+use edge_http::balance::Balanced as Channel;
 use std::future::Future;
 use std::sync::Arc;
-use edge_http::balance::Balanced as Channel;
 
 /// The services behind the edge, shared by every request (schema data).
 pub struct Backend {

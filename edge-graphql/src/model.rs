@@ -242,12 +242,38 @@ pub fn is_graphql_name(name: &str) -> bool {
 
 /// Type names every schema defines itself (scalars, operator inputs, shared objects).
 pub const BUILT_IN_TYPES: &[&str] = &[
-    "Query", "Mutation", "Subscription", "String", "Int", "Float", "Boolean", "ID", "JSON", "Date", "Hash",
-    "GraphQLBigInt", "GraphQLStringOrFloat", "delete_one", "delete_many", "string_filter_operators",
-    "number_filter_operators", "big_int_filter_operators", "date_filter_operators", "boolean_filter_operators",
-    "id_filter_operators", "hash_filter_operators", "date_functions", "datetime_functions", "time_functions",
-    "count_functions", "date_function_filter_operators", "datetime_function_filter_operators",
-    "time_function_filter_operators", "count_function_filter_operators", "auth_tokens", "auth_mode",
+    "Query",
+    "Mutation",
+    "Subscription",
+    "String",
+    "Int",
+    "Float",
+    "Boolean",
+    "ID",
+    "JSON",
+    "Date",
+    "Hash",
+    "GraphQLBigInt",
+    "GraphQLStringOrFloat",
+    "delete_one",
+    "delete_many",
+    "string_filter_operators",
+    "number_filter_operators",
+    "big_int_filter_operators",
+    "date_filter_operators",
+    "boolean_filter_operators",
+    "id_filter_operators",
+    "hash_filter_operators",
+    "date_functions",
+    "datetime_functions",
+    "time_functions",
+    "count_functions",
+    "date_function_filter_operators",
+    "datetime_function_filter_operators",
+    "time_function_filter_operators",
+    "count_function_filter_operators",
+    "auth_tokens",
+    "auth_mode",
     "server_info",
 ];
 
@@ -260,7 +286,14 @@ const SYSTEM_PREFIX: &str = "directus_";
 
 /// Root field names of `/graphql/system` that collections must not take.
 const SYSTEM_ROOT_FIELDS: &[&str] = &[
-    "users_me", "update_users_me", "server_ping", "server_health", "auth_login", "auth_refresh", "auth_logout", "auth_password_request",
+    "users_me",
+    "update_users_me",
+    "server_ping",
+    "server_health",
+    "auth_login",
+    "auth_refresh",
+    "auth_logout",
+    "auth_password_request",
     "auth_password_reset",
 ];
 
@@ -272,8 +305,17 @@ fn generated_names(c: &str, root: &str) -> (Vec<String>, Vec<String>) {
         .chain(["create_{}_input", "update_{}_input"].iter().map(|p| p.replace("{}", c)))
         .collect();
     let roots = [
-        "{}", "{}_by_id", "{}_by_version", "{}_aggregated", "create_{}_item", "create_{}_items", "update_{}_item", "update_{}_items",
-        "update_{}_batch", "delete_{}_item", "delete_{}_items",
+        "{}",
+        "{}_by_id",
+        "{}_by_version",
+        "{}_aggregated",
+        "create_{}_item",
+        "create_{}_items",
+        "update_{}_item",
+        "update_{}_items",
+        "update_{}_batch",
+        "delete_{}_item",
+        "delete_{}_items",
     ]
     .iter()
     .map(|p| p.replace("{}", root))
@@ -290,8 +332,7 @@ impl Model {
         // still be called `fields` or `relations`.
         let builtin = BUILT_IN_TYPES.iter().chain(crate::schema_management::TYPE_NAMES);
         let mut taken: HashSet<String> = builtin.chain(SYSTEM_ROOT_FIELDS).map(|s| (*s).to_owned()).collect();
-        let mut system_roots: HashSet<String> =
-            SYSTEM_ROOT_FIELDS.iter().chain(crate::schema_management::ROOT_FIELDS).map(|s| (*s).to_owned()).collect();
+        let mut system_roots: HashSet<String> = SYSTEM_ROOT_FIELDS.iter().chain(crate::schema_management::ROOT_FIELDS).map(|s| (*s).to_owned()).collect();
         let mut skipped = Vec::new();
         let mut exposed = HashSet::new();
         let mut sorted: Vec<_> = snapshot.collections.iter().collect();
@@ -312,7 +353,11 @@ impl Model {
                 continue;
             }
             taken.extend(types);
-            if system { system_roots.extend(roots) } else { taken.extend(roots) }
+            if system {
+                system_roots.extend(roots)
+            } else {
+                taken.extend(roots)
+            }
             exposed.insert(c.name.clone());
         }
         let mut collections = BTreeMap::new();
@@ -389,7 +434,12 @@ mod tests {
         let snapshot = pb::SchemaSnapshot {
             version: 3,
             collections: vec![
-                pb::Collection { name: "a".into(), primary_key: vec!["id".into()], fields: vec![field("id", pb::FieldType::Integer, true), field("bad-name", pb::FieldType::String, false)], ..Default::default() },
+                pb::Collection {
+                    name: "a".into(),
+                    primary_key: vec!["id".into()],
+                    fields: vec![field("id", pb::FieldType::Integer, true), field("bad-name", pb::FieldType::String, false)],
+                    ..Default::default()
+                },
                 pb::Collection { name: "a_by_id".into(), fields: vec![field("x", pb::FieldType::String, false)], ..Default::default() },
                 pb::Collection { name: "my-table".into(), fields: vec![field("x", pb::FieldType::String, false)], ..Default::default() },
                 pb::Collection { name: "JSON".into(), fields: vec![field("x", pb::FieldType::String, false)], ..Default::default() },

@@ -22,9 +22,9 @@ use crate::{Backend, RequestData};
 use async_graphql::Value;
 use async_graphql::dynamic::{Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef};
 use bytes::Bytes;
-use cdapi_proto::{ApiError, ErrorCode};
 use cdapi_proto::query_json::aggregate_function_from_name;
 use cdapi_proto::v1::*;
+use cdapi_proto::{ApiError, ErrorCode};
 use serde_json::Value as Json;
 use std::sync::Arc;
 
@@ -91,8 +91,6 @@ fn root_field(name: String, ty: TypeRef, collection: &str, op: Op) -> Field {
     if op.lists() { with_list_arguments(field, collection) } else { field }
 }
 
-
-
 /// Adds the query fields of the collections of one endpoint (`system`: `/graphql/system`) to
 /// `query`; the system endpoint also gets `users_me` when the caller may read users.
 pub fn query_fields(model: &Model, system: bool, mut query: Object) -> Object {
@@ -153,8 +151,14 @@ pub fn mutation_fields(model: &Model, system: bool, mut mutation: Object) -> (Ob
         }
         mutation = mutation
             .field(root_field(format!("create_{r}_item"), TypeRef::named(n), n, Op::CreateOne).argument(InputValue::new("data", TypeRef::named_nn(&create))))
-            .field(root_field(format!("create_{r}_items"), TypeRef::named_nn_list_nn(n), n, Op::CreateMany).argument(InputValue::new("data", TypeRef::named_nn_list(&create))))
-            .field(root_field(format!("update_{r}_batch"), TypeRef::named_nn_list_nn(n), n, Op::UpdateBatch).argument(InputValue::new("data", TypeRef::named_nn_list(&update))));
+            .field(
+                root_field(format!("create_{r}_items"), TypeRef::named_nn_list_nn(n), n, Op::CreateMany)
+                    .argument(InputValue::new("data", TypeRef::named_nn_list(&create))),
+            )
+            .field(
+                root_field(format!("update_{r}_batch"), TypeRef::named_nn_list_nn(n), n, Op::UpdateBatch)
+                    .argument(InputValue::new("data", TypeRef::named_nn_list(&update))),
+            );
         if !c.primary_key.is_empty() {
             mutation = mutation
                 .field(
@@ -167,7 +171,10 @@ pub fn mutation_fields(model: &Model, system: bool, mut mutation: Object) -> (Ob
                         .argument(InputValue::new("ids", TypeRef::NonNull(Box::new(TypeRef::named_list(TypeRef::ID)))))
                         .argument(InputValue::new("data", TypeRef::named_list(&update))),
                 )
-                .field(root_field(format!("delete_{r}_item"), TypeRef::named("delete_one"), n, Op::DeleteOne).argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID))))
+                .field(
+                    root_field(format!("delete_{r}_item"), TypeRef::named("delete_one"), n, Op::DeleteOne)
+                        .argument(InputValue::new("id", TypeRef::named_nn(TypeRef::ID))),
+                )
                 .field(
                     root_field(format!("delete_{r}_items"), TypeRef::named("delete_many"), n, Op::DeleteMany)
                         .argument(InputValue::new("ids", TypeRef::NonNull(Box::new(TypeRef::named_list(TypeRef::ID))))),
@@ -262,7 +269,6 @@ fn reply(bytes: &[u8]) -> Result<Json, ApiError> {
         ApiError::internal()
     })
 }
-
 
 /// The query of a root field returning items: its selection tree as `fields`/`alias`/`deep`,
 /// and for lists the global arguments. Errors: INVALID_QUERY from a `filter` argument.

@@ -17,10 +17,10 @@
 //! the mutations to admins only; here every caller's schema has them and the core refuses
 //! non-admins (FORBIDDEN), as for REST (docs/directus-compatibility.md).
 
+use crate::model::Scalar;
 use crate::root::request_env;
 use crate::types::{items_value, parent_json, scalar_field, scalar_type};
 use crate::values::{field_result, value_to_json};
-use crate::model::Scalar;
 use async_graphql::dynamic::{Field, FieldFuture, FieldValue, InputObject, InputValue, Object, ResolverContext, Type, TypeRef};
 use bytes::Bytes;
 use cdapi_proto::ApiError;
@@ -30,12 +30,26 @@ use serde_json::Value as Json;
 
 /// The typed keys of a collection's `meta` (Directus 11's `directus_collections` columns).
 const COLLECTION_META: &[(&str, Scalar)] = &[
-    ("collection", Scalar::String), ("icon", Scalar::String), ("note", Scalar::String), ("display_template", Scalar::String),
-    ("hidden", Scalar::Boolean), ("singleton", Scalar::Boolean), ("translations", Scalar::Json), ("archive_field", Scalar::String),
-    ("archive_app_filter", Scalar::Boolean), ("archive_value", Scalar::String), ("unarchive_value", Scalar::String),
-    ("sort_field", Scalar::String), ("accountability", Scalar::String), ("color", Scalar::String),
-    ("item_duplication_fields", Scalar::Json), ("sort", Scalar::Int), ("group", Scalar::String), ("collapse", Scalar::String),
-    ("preview_url", Scalar::String), ("versioning", Scalar::Boolean),
+    ("collection", Scalar::String),
+    ("icon", Scalar::String),
+    ("note", Scalar::String),
+    ("display_template", Scalar::String),
+    ("hidden", Scalar::Boolean),
+    ("singleton", Scalar::Boolean),
+    ("translations", Scalar::Json),
+    ("archive_field", Scalar::String),
+    ("archive_app_filter", Scalar::Boolean),
+    ("archive_value", Scalar::String),
+    ("unarchive_value", Scalar::String),
+    ("sort_field", Scalar::String),
+    ("accountability", Scalar::String),
+    ("color", Scalar::String),
+    ("item_duplication_fields", Scalar::Json),
+    ("sort", Scalar::Int),
+    ("group", Scalar::String),
+    ("collapse", Scalar::String),
+    ("preview_url", Scalar::String),
+    ("versioning", Scalar::Boolean),
 ];
 
 /// A collection's `schema` (Directus: the table's name and comment).
@@ -43,34 +57,70 @@ const COLLECTION_SCHEMA: &[(&str, Scalar)] = &[("name", Scalar::String), ("comme
 
 /// The typed keys of a field's `meta` (`directus_fields` columns).
 const FIELD_META: &[(&str, Scalar)] = &[
-    ("id", Scalar::Int), ("collection", Scalar::String), ("field", Scalar::String), ("special", Scalar::StringList),
-    ("interface", Scalar::String), ("options", Scalar::Json), ("display", Scalar::String), ("display_options", Scalar::Json),
-    ("readonly", Scalar::Boolean), ("hidden", Scalar::Boolean), ("sort", Scalar::Int), ("width", Scalar::String),
-    ("translations", Scalar::Json), ("note", Scalar::String), ("conditions", Scalar::Json), ("required", Scalar::Boolean),
-    ("group", Scalar::String), ("validation", Scalar::Json), ("validation_message", Scalar::String),
+    ("id", Scalar::Int),
+    ("collection", Scalar::String),
+    ("field", Scalar::String),
+    ("special", Scalar::StringList),
+    ("interface", Scalar::String),
+    ("options", Scalar::Json),
+    ("display", Scalar::String),
+    ("display_options", Scalar::Json),
+    ("readonly", Scalar::Boolean),
+    ("hidden", Scalar::Boolean),
+    ("sort", Scalar::Int),
+    ("width", Scalar::String),
+    ("translations", Scalar::Json),
+    ("note", Scalar::String),
+    ("conditions", Scalar::Json),
+    ("required", Scalar::Boolean),
+    ("group", Scalar::String),
+    ("validation", Scalar::Json),
+    ("validation_message", Scalar::String),
 ];
 
 /// A field's `schema` (the column as Directus describes it).
 const FIELD_SCHEMA: &[(&str, Scalar)] = &[
-    ("name", Scalar::String), ("table", Scalar::String), ("data_type", Scalar::String), ("default_value", Scalar::Json),
-    ("max_length", Scalar::Int), ("numeric_precision", Scalar::Int), ("numeric_scale", Scalar::Int),
-    ("is_generated", Scalar::Boolean), ("generation_expression", Scalar::String), ("is_indexed", Scalar::Boolean),
-    ("is_nullable", Scalar::Boolean), ("is_unique", Scalar::Boolean), ("is_primary_key", Scalar::Boolean),
-    ("has_auto_increment", Scalar::Boolean), ("foreign_key_column", Scalar::String), ("foreign_key_table", Scalar::String),
+    ("name", Scalar::String),
+    ("table", Scalar::String),
+    ("data_type", Scalar::String),
+    ("default_value", Scalar::Json),
+    ("max_length", Scalar::Int),
+    ("numeric_precision", Scalar::Int),
+    ("numeric_scale", Scalar::Int),
+    ("is_generated", Scalar::Boolean),
+    ("generation_expression", Scalar::String),
+    ("is_indexed", Scalar::Boolean),
+    ("is_nullable", Scalar::Boolean),
+    ("is_unique", Scalar::Boolean),
+    ("is_primary_key", Scalar::Boolean),
+    ("has_auto_increment", Scalar::Boolean),
+    ("foreign_key_column", Scalar::String),
+    ("foreign_key_table", Scalar::String),
     ("comment", Scalar::String),
 ];
 
 /// The typed keys of a relation's `meta` (`directus_relations` columns).
 const RELATION_META: &[(&str, Scalar)] = &[
-    ("id", Scalar::Int), ("many_collection", Scalar::String), ("many_field", Scalar::String), ("one_collection", Scalar::String),
-    ("one_field", Scalar::String), ("one_collection_field", Scalar::String), ("one_allowed_collections", Scalar::StringList),
-    ("junction_field", Scalar::String), ("sort_field", Scalar::String), ("one_deselect_action", Scalar::String),
+    ("id", Scalar::Int),
+    ("many_collection", Scalar::String),
+    ("many_field", Scalar::String),
+    ("one_collection", Scalar::String),
+    ("one_field", Scalar::String),
+    ("one_collection_field", Scalar::String),
+    ("one_allowed_collections", Scalar::StringList),
+    ("junction_field", Scalar::String),
+    ("sort_field", Scalar::String),
+    ("one_deselect_action", Scalar::String),
 ];
 
 /// A relation's `schema` (its foreign key).
 const RELATION_SCHEMA: &[(&str, Scalar)] = &[
-    ("table", Scalar::String), ("column", Scalar::String), ("foreign_key_table", Scalar::String),
-    ("foreign_key_column", Scalar::String), ("constraint_name", Scalar::String), ("on_update", Scalar::String),
+    ("table", Scalar::String),
+    ("column", Scalar::String),
+    ("foreign_key_table", Scalar::String),
+    ("foreign_key_column", Scalar::String),
+    ("constraint_name", Scalar::String),
+    ("on_update", Scalar::String),
     ("on_delete", Scalar::String),
 ];
 
@@ -139,21 +189,57 @@ impl Shapes for Resource {
 
 /// The type names this module defines (no collection may take them).
 pub const TYPE_NAMES: &[&str] = &[
-    "directus_collections", "directus_collections_meta", "directus_collections_schema", "directus_fields", "directus_fields_meta",
-    "directus_fields_schema", "directus_relations", "directus_relations_meta", "directus_relations_schema", "write_directus_collections",
-    "write_directus_collections_meta", "write_directus_collections_schema", "write_directus_fields", "write_directus_fields_meta",
-    "write_directus_fields_schema", "write_directus_relations", "write_directus_relations_meta", "write_directus_relations_schema",
-    "write_directus_collections_input", "write_directus_collections_meta_input", "write_directus_collections_schema_input",
-    "write_directus_fields_input", "write_directus_fields_meta_input", "write_directus_fields_schema_input",
-    "write_directus_relations_input", "write_directus_relations_meta_input", "write_directus_relations_schema_input",
-    "delete_collection", "delete_field", "delete_relation",
+    "directus_collections",
+    "directus_collections_meta",
+    "directus_collections_schema",
+    "directus_fields",
+    "directus_fields_meta",
+    "directus_fields_schema",
+    "directus_relations",
+    "directus_relations_meta",
+    "directus_relations_schema",
+    "write_directus_collections",
+    "write_directus_collections_meta",
+    "write_directus_collections_schema",
+    "write_directus_fields",
+    "write_directus_fields_meta",
+    "write_directus_fields_schema",
+    "write_directus_relations",
+    "write_directus_relations_meta",
+    "write_directus_relations_schema",
+    "write_directus_collections_input",
+    "write_directus_collections_meta_input",
+    "write_directus_collections_schema_input",
+    "write_directus_fields_input",
+    "write_directus_fields_meta_input",
+    "write_directus_fields_schema_input",
+    "write_directus_relations_input",
+    "write_directus_relations_meta_input",
+    "write_directus_relations_schema_input",
+    "delete_collection",
+    "delete_field",
+    "delete_relation",
 ];
 
 /// The root field names this module adds to `/graphql/system` (no system collection may take them).
 pub const ROOT_FIELDS: &[&str] = &[
-    "collections", "collections_by_name", "fields", "fields_in_collection", "fields_by_name", "relations", "relations_in_collection",
-    "relations_by_name", "create_collections_item", "update_collections_item", "delete_collections_item", "create_fields_item",
-    "update_fields_item", "delete_fields_item", "create_relations_item", "update_relations_item", "delete_relations_item",
+    "collections",
+    "collections_by_name",
+    "fields",
+    "fields_in_collection",
+    "fields_by_name",
+    "relations",
+    "relations_in_collection",
+    "relations_by_name",
+    "create_collections_item",
+    "update_collections_item",
+    "delete_collections_item",
+    "create_fields_item",
+    "update_fields_item",
+    "delete_fields_item",
+    "create_relations_item",
+    "update_relations_item",
+    "delete_relations_item",
 ];
 
 /// A field whose value is the object under `key` of the parent's JSON (`meta`, `schema`).
@@ -291,9 +377,12 @@ pub fn query_fields(mut query: Object) -> Object {
         query = query.field(root(p, TypeRef::named_nn_list_nn(&ty), Op::List(r), &[]));
         query = match r {
             Resource::Collections => query.field(root("collections_by_name", TypeRef::named(&ty), Op::One(r), &[("name", s())])),
-            _ => query
-                .field(root(&format!("{p}_in_collection"), TypeRef::named_nn_list_nn(&ty), Op::List(r), &[("collection", s())]))
-                .field(root(&format!("{p}_by_name"), TypeRef::named(&ty), Op::One(r), &[("collection", s()), ("field", s())])),
+            _ => query.field(root(&format!("{p}_in_collection"), TypeRef::named_nn_list_nn(&ty), Op::List(r), &[("collection", s())])).field(root(
+                &format!("{p}_by_name"),
+                TypeRef::named(&ty),
+                Op::One(r),
+                &[("collection", s()), ("field", s())],
+            )),
         };
     }
     query

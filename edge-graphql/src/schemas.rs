@@ -77,7 +77,8 @@ pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, end
     };
     // Subscriptions on the user endpoint, as Directus (its system scope has none).
     let subscription = if endpoint == Endpoint::User { crate::subscriptions::subscription_type(model) } else { None };
-    let mut builder = Schema::build("Query", mutation.as_ref().map(|_| "Mutation"), subscription.as_ref().map(|(s, _)| s.type_name().to_owned()).as_deref()).register(query);
+    let mut builder =
+        Schema::build("Query", mutation.as_ref().map(|_| "Mutation"), subscription.as_ref().map(|(s, _)| s.type_name().to_owned()).as_deref()).register(query);
     if let Some(m) = mutation {
         builder = builder.register(m);
     }
@@ -150,28 +151,59 @@ mod tests {
                     name: "things".into(),
                     primary_key: vec!["id".into()],
                     fields: vec![
-                        related(field("id", pb::FieldType::Integer), pb::field::Relation::M2o(pb::ManyToOne { related_collection: "parents".into(), related_field: "id".into(), ..Default::default() })),
+                        related(
+                            field("id", pb::FieldType::Integer),
+                            pb::field::Relation::M2o(pb::ManyToOne { related_collection: "parents".into(), related_field: "id".into(), ..Default::default() }),
+                        ),
                         field("_and", pb::FieldType::String),
                         field("_some", pb::FieldType::String),
                         field("made", pb::FieldType::Date),
                         field("made_func", pb::FieldType::String),
                         field("item__headings", pb::FieldType::String),
-                        related(field("item", pb::FieldType::String), pb::field::Relation::M2a(pb::ManyToAny { collection_field: "collection".into(), allowed_collections: vec!["headings".into()] })),
+                        related(
+                            field("item", pb::FieldType::String),
+                            pb::field::Relation::M2a(pb::ManyToAny { collection_field: "collection".into(), allowed_collections: vec!["headings".into()] }),
+                        ),
                         field("collection", pb::FieldType::String),
                     ],
                     ..Default::default()
                 },
-                pb::Collection { name: "headings".into(), primary_key: vec!["id".into()], fields: vec![field("id", pb::FieldType::Integer)], ..Default::default() },
+                pb::Collection {
+                    name: "headings".into(),
+                    primary_key: vec!["id".into()],
+                    fields: vec![field("id", pb::FieldType::Integer)],
+                    ..Default::default()
+                },
                 pb::Collection {
                     name: "parents".into(),
                     primary_key: vec!["id".into()],
-                    fields: vec![field("id", pb::FieldType::Integer), related(field("things", pb::FieldType::Alias), pb::field::Relation::O2m(pb::OneToMany { related_collection: "things".into(), related_field: "id".into(), ..Default::default() }))],
+                    fields: vec![
+                        field("id", pb::FieldType::Integer),
+                        related(
+                            field("things", pb::FieldType::Alias),
+                            pb::field::Relation::O2m(pb::OneToMany { related_collection: "things".into(), related_field: "id".into(), ..Default::default() }),
+                        ),
+                    ],
                     ..Default::default()
                 },
             ],
             relations: vec![
-                pb::Relation { kind: pb::RelationKind::M2a as i32, many_collection: "things".into(), many_field: "item".into(), one_collection_field: "collection".into(), one_allowed_collections: vec!["headings".into()], ..Default::default() },
-                pb::Relation { kind: pb::RelationKind::M2o as i32, many_collection: "things".into(), many_field: "id".into(), one_collection: "parents".into(), one_field: "things".into(), ..Default::default() },
+                pb::Relation {
+                    kind: pb::RelationKind::M2a as i32,
+                    many_collection: "things".into(),
+                    many_field: "item".into(),
+                    one_collection_field: "collection".into(),
+                    one_allowed_collections: vec!["headings".into()],
+                    ..Default::default()
+                },
+                pb::Relation {
+                    kind: pb::RelationKind::M2o as i32,
+                    many_collection: "things".into(),
+                    many_field: "id".into(),
+                    one_collection: "parents".into(),
+                    one_field: "things".into(),
+                    ..Default::default()
+                },
             ],
         };
         let nowhere = edge_http::balance::Balanced::new("http://127.0.0.1:1", None, std::time::Duration::from_secs(60), Default::default()).expect("a channel");

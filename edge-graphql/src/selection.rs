@@ -16,12 +16,14 @@
 //! - Fragments are expanded; `@skip`/`@include` are honoured; `__typename` reads nothing.
 
 use crate::model::{Collection, FieldKind, Model};
-use async_graphql::parser::types::{DocumentOperations, ExecutableDocument, Field, FragmentDefinition, OperationDefinition, Selection, SelectionSet, VariableDefinition};
+use async_graphql::parser::types::{
+    DocumentOperations, ExecutableDocument, Field, FragmentDefinition, OperationDefinition, Selection, SelectionSet, VariableDefinition,
+};
 use async_graphql::{Context, Name, Positioned, Value, Variables};
-use std::collections::HashMap;
 use cdapi_proto::ApiError;
 use cdapi_proto::paths::function_from_name;
 use cdapi_proto::v1::{FieldFunction, FieldPath, PathSegment, Query};
+use std::collections::HashMap;
 
 /// The JSON key a field's value is read under (module docs).
 pub fn json_key(field: &Field) -> String {
@@ -80,19 +82,16 @@ impl<'a> Walker<'a> {
     /// has none; null when neither). Errors: none in practice (validated operation).
     pub fn argument(&self, field: &Field, name: &str) -> Option<Value> {
         let (_, v) = field.arguments.iter().find(|(n, _)| n.node == name)?;
-        v.node
-            .clone()
-            .into_const_with(|var: Name| -> Result<Value, std::convert::Infallible> { Ok(self.variable(&var)) })
-            .ok()
-            .filter(|v| *v != Value::Null)
+        v.node.clone().into_const_with(|var: Name| -> Result<Value, std::convert::Infallible> { Ok(self.variable(&var)) }).ok().filter(|v| *v != Value::Null)
     }
 
     /// Whether `@skip(if:)` / `@include(if:)` keep this selection.
     fn included(&self, directives: &[Positioned<async_graphql::parser::types::Directive>]) -> bool {
         directives.iter().all(|d| {
-            let arg = d.node.get_argument("if").map(|v| {
-                v.node.clone().into_const_with(|var: Name| -> Result<Value, std::convert::Infallible> { Ok(self.variable(&var)) })
-            });
+            let arg = d
+                .node
+                .get_argument("if")
+                .map(|v| v.node.clone().into_const_with(|var: Name| -> Result<Value, std::convert::Infallible> { Ok(self.variable(&var)) }));
             let flag = matches!(arg, Some(Ok(Value::Boolean(true))));
             match d.node.name.node.as_str() {
                 "skip" => !flag,
@@ -139,12 +138,26 @@ impl<'a> Walker<'a> {
     /// Fills `fields`, `alias` and `deep` of `level` from the selections of an item of
     /// `collection` (module docs). `prefix` is the path so far (none, or `author`).
     /// Errors: INVALID_QUERY from a nested `filter` argument.
-    pub fn select(&self, collection: &Collection, set: &SelectionSet, prefix: &[PathSegment], level: &mut Query, fields: &mut Vec<FieldPath>) -> Result<(), ApiError> {
+    pub fn select(
+        &self,
+        collection: &Collection,
+        set: &SelectionSet,
+        prefix: &[PathSegment],
+        level: &mut Query,
+        fields: &mut Vec<FieldPath>,
+    ) -> Result<(), ApiError> {
         let selected: Vec<&Field> = self.fields(set).into_iter().map(|(f, _)| f).collect();
         self.select_fields(collection, &selected, prefix, level, fields)
     }
 
-    fn select_fields(&self, collection: &Collection, selected: &[&Field], prefix: &[PathSegment], level: &mut Query, fields: &mut Vec<FieldPath>) -> Result<(), ApiError> {
+    fn select_fields(
+        &self,
+        collection: &Collection,
+        selected: &[&Field],
+        prefix: &[PathSegment],
+        level: &mut Query,
+        fields: &mut Vec<FieldPath>,
+    ) -> Result<(), ApiError> {
         let before = fields.len();
         for &f in selected {
             let name = f.name.node.as_str();

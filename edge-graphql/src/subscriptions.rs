@@ -16,7 +16,9 @@ use crate::root::{Op, item_query, request_env};
 use crate::selection::Walker;
 use crate::types::parent_json;
 use crate::values::{gql_error, key_text};
-use async_graphql::dynamic::{Enum, Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, Subscription, SubscriptionField, SubscriptionFieldFuture, TypeRef};
+use async_graphql::dynamic::{
+    Enum, Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, Subscription, SubscriptionField, SubscriptionFieldFuture, TypeRef,
+};
 use async_graphql::{Name, Value};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{ItemEvent, ItemEventKind, Query, SubscribeRequest};
@@ -74,7 +76,11 @@ fn mutated_field(c: &Collection, event_type: &str) -> SubscriptionField {
 
 /// The Subscribe stream of one `<collection>_mutated` field, as GraphQL values. Errors: the
 /// selection's (INVALID_QUERY), FORBIDDEN (no such collection for this caller), the core's.
-async fn events<'a>(ctx: &ResolverContext<'a>, collection: &str, key: Arc<str>) -> Result<impl Stream<Item = async_graphql::Result<FieldValue<'a>>> + Send + use<'a>, ApiError> {
+async fn events<'a>(
+    ctx: &ResolverContext<'a>,
+    collection: &str,
+    key: Arc<str>,
+) -> Result<impl Stream<Item = async_graphql::Result<FieldValue<'a>>> + Send + use<'a>, ApiError> {
     let (backend, model, req) = request_env(ctx)?;
     let c = model.collection(collection).ok_or_else(ApiError::forbidden)?;
     let walker = Walker::new(model, ctx.ctx);

@@ -27,7 +27,6 @@ fn mode(ctx: &ResolverContext<'_>) -> Result<Option<SessionMode>, ApiError> {
     }
 }
 
-
 /// The `auth_tokens` object of a reply (spec: Auth token response object: no access token in
 /// mode session, no refresh token in modes cookie and session), its cookie set on the response.
 fn tokens(ctx: &ResolverContext<'_>, t: &TokenReply) -> Result<FieldValue<'static>, ApiError> {
@@ -94,8 +93,7 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, op: AuthOp) -> Result<Option<Fie
             Ok(done())
         }
         AuthOp::PasswordReset => {
-            auth.reset_password(call.request(ResetPasswordRequest { token: text(ctx, "token"), password: text(ctx, "password") })?)
-                .await?;
+            auth.reset_password(call.request(ResetPasswordRequest { token: text(ctx, "token"), password: text(ctx, "password") })?).await?;
             Ok(done())
         }
     }

@@ -115,11 +115,8 @@ fn item_object(c: &Collection, type_name: &str) -> Object {
         {
             let base = f.name.clone();
             obj = obj.field(Field::new(format!("{}_func", f.name), TypeRef::named(functions.type_name()), move |ctx| {
-                let values: serde_json::Map<String, Json> = functions
-                    .names()
-                    .iter()
-                    .filter_map(|n| Some(((*n).to_owned(), parent_json(&ctx)?.get(format!("{base}_{n}"))?.clone())))
-                    .collect();
+                let values: serde_json::Map<String, Json> =
+                    functions.names().iter().filter_map(|n| Some(((*n).to_owned(), parent_json(&ctx)?.get(format!("{base}_{n}"))?.clone()))).collect();
                 FieldFuture::Value(Some(FieldValue::owned_any(Json::Object(values))))
             }));
         }
@@ -163,9 +160,7 @@ fn filter_input(c: &Collection, quantifier: bool) -> InputObject {
             input = input.field(InputValue::new(format!("{}_func", f.name), TypeRef::named(functions.filter_type_name())));
         }
     }
-    input = input
-        .field(InputValue::new("_and", TypeRef::named_list(&own)))
-        .field(InputValue::new("_or", TypeRef::named_list(&own)));
+    input = input.field(InputValue::new("_and", TypeRef::named_list(&own))).field(InputValue::new("_or", TypeRef::named_list(&own)));
     if quantifier {
         input = input.field(InputValue::new("_some", TypeRef::named(&own))).field(InputValue::new("_none", TypeRef::named(&own)));
     }
@@ -264,10 +259,30 @@ fn shared_types() -> Vec<async_graphql::dynamic::Type> {
     let null_ops = || vec![("_null", b()), ("_nnull", b())];
     let text_ops = |scalar: fn() -> TypeRef, list: fn() -> TypeRef| {
         let mut ops = vec![("_eq", scalar()), ("_neq", scalar())];
-        for op in ["_contains", "_icontains", "_ncontains", "_nicontains", "_starts_with", "_istarts_with", "_nstarts_with", "_nistarts_with", "_ends_with", "_iends_with", "_nends_with", "_niends_with"] {
+        for op in [
+            "_contains",
+            "_icontains",
+            "_ncontains",
+            "_nicontains",
+            "_starts_with",
+            "_istarts_with",
+            "_nstarts_with",
+            "_nistarts_with",
+            "_ends_with",
+            "_iends_with",
+            "_nends_with",
+            "_niends_with",
+        ] {
             ops.push((op, TypeRef::named(TypeRef::STRING)));
         }
-        ops.extend([("_in", list()), ("_nin", list()), ("_null", TypeRef::named(TypeRef::BOOLEAN)), ("_nnull", TypeRef::named(TypeRef::BOOLEAN)), ("_empty", TypeRef::named(TypeRef::BOOLEAN)), ("_nempty", TypeRef::named(TypeRef::BOOLEAN))]);
+        ops.extend([
+            ("_in", list()),
+            ("_nin", list()),
+            ("_null", TypeRef::named(TypeRef::BOOLEAN)),
+            ("_nnull", TypeRef::named(TypeRef::BOOLEAN)),
+            ("_empty", TypeRef::named(TypeRef::BOOLEAN)),
+            ("_nempty", TypeRef::named(TypeRef::BOOLEAN)),
+        ]);
         ops
     };
     let compare_ops = |scalar: fn() -> TypeRef, list: fn() -> TypeRef| {
@@ -307,7 +322,8 @@ fn shared_types() -> Vec<async_graphql::dynamic::Type> {
     for f in [Functions::Date, Functions::DateTime, Functions::Time, Functions::Count] {
         let obj = f.names().iter().fold(Object::new(f.type_name()), |o, name| o.field(scalar_field(name, TypeRef::named(TypeRef::INT), Scalar::Int)));
         types.push(obj.into());
-        let filter = f.names().iter().fold(InputObject::new(f.filter_type_name()), |i, name| i.field(InputValue::new(*name, TypeRef::named("number_filter_operators"))));
+        let filter =
+            f.names().iter().fold(InputObject::new(f.filter_type_name()), |i, name| i.field(InputValue::new(*name, TypeRef::named("number_filter_operators"))));
         types.push(filter.into());
     }
     types

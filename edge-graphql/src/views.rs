@@ -60,31 +60,23 @@ impl Views {
         {
             return Ok(built.clone());
         }
-        let snapshot = backend
-            .schema
-            .clone()
-            .get_schema(caller.request(GetSchemaRequest {})?)
-            .await
-            ?
-            .into_inner();
+        let snapshot = backend.schema.clone().get_schema(caller.request(GetSchemaRequest {})?).await?.into_inner();
         let print = fingerprint(&snapshot);
-        let shared = if print == base.fingerprint {
-            Some(base.clone())
-        } else {
-            self.by_fingerprint.lock().ok().and_then(|m| m.get(&print).and_then(Weak::upgrade))
-        };
+        let shared =
+            if print == base.fingerprint { Some(base.clone()) } else { self.by_fingerprint.lock().ok().and_then(|m| m.get(&print).and_then(Weak::upgrade)) };
         let built = match shared {
             Some(b) => b,
             None => {
                 let started = Instant::now();
-                let built = Arc::new(
-                    build(Model::from_snapshot(&snapshot), print, backend, limits)
-                        .map_err(|e| {
-                            tracing::error!(error = %e.0, "building a role's GraphQL schema failed");
-                            ApiError::internal()
-                        })?,
+                let built = Arc::new(build(Model::from_snapshot(&snapshot), print, backend, limits).map_err(|e| {
+                    tracing::error!(error = %e.0, "building a role's GraphQL schema failed");
+                    ApiError::internal()
+                })?);
+                tracing::debug!(
+                    collections = built.model.collections.len(),
+                    build_ms = started.elapsed().as_secs_f64() * 1e3,
+                    "GraphQL schema of a role built"
                 );
-                tracing::debug!(collections = built.model.collections.len(), build_ms = started.elapsed().as_secs_f64() * 1e3, "GraphQL schema of a role built");
                 if let Ok(mut m) = self.by_fingerprint.lock() {
                     m.retain(|_, w| w.strong_count() > 0);
                     m.insert(print, Arc::downgrade(&built));

@@ -33,19 +33,19 @@
 //! then closed with 4008), MAX_PAYLOAD_SIZE per message, and every document the same caps as
 //! over HTTP (GRAPHQL_MAX_*, depth and complexity).
 
+use crate::RequestData;
 use crate::cache::SchemaCache;
 use crate::config::Settings;
-use crate::RequestData;
 use async_graphql::Variables;
 use cdapi_proto::ApiError;
 use edge_http::caller::Caller;
+use edge_http::upgrade::{Handshake, Message, WebSocket};
 use edge_http::websocket::{Connections, Outbox};
 use futures_util::StreamExt as _;
 use serde_json::{Value as Json, json};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use edge_http::upgrade::{Handshake, Message, WebSocket};
 
 /// The subprotocol spoken (graphql-ws's `GRAPHQL_TRANSPORT_WS_PROTOCOL`).
 pub const PROTOCOL: &str = "graphql-transport-ws";
@@ -109,12 +109,8 @@ pub async fn upgrade(
     }
     let user = edge_http::websocket::whoami(&cache.backend().auth, &caller).await?;
     let place = connections.take(user.as_deref())?;
-    let offered = headers
-        .get_all(http::header::SEC_WEBSOCKET_PROTOCOL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|p| p.trim() == PROTOCOL);
+    let offered =
+        headers.get_all(http::header::SEC_WEBSOCKET_PROTOCOL).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|p| p.trim() == PROTOCOL);
     let max = usize::try_from(settings.edge.max_payload_size).unwrap_or(usize::MAX);
     let authenticated = user.is_some();
     let protocol = offered.then_some(http::HeaderValue::from_static(PROTOCOL));
@@ -258,7 +254,8 @@ impl Connection {
             Message::text(json!({"id": id, "type": "error", "payload": payload}).to_string())
         };
         if self.running.len() >= self.settings.websocket.max_subscriptions {
-            let payload = json!([{"message": "Too many operations on this connection (WEBSOCKETS_MAX_SUBSCRIPTIONS).", "extensions": {"code": "REQUESTS_EXCEEDED"}}]);
+            let payload =
+                json!([{"message": "Too many operations on this connection (WEBSOCKETS_MAX_SUBSCRIPTIONS).", "extensions": {"code": "REQUESTS_EXCEEDED"}}]);
             out.send(Message::text(json!({"id": id, "type": "error", "payload": payload}).to_string()));
             return Ok(());
         }

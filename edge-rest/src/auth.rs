@@ -14,11 +14,11 @@
 //! - `POST /users/me/tfa/generate` `{password}` → `{data: {secret, otpauth_url}}`;
 //!   `POST /users/me/tfa/enable` `{secret, otp}`, `POST /users/me/tfa/disable` `{otp}` → 204
 
-use edge_http::cookies::{self, Kind};
 use crate::reply;
 use crate::request::{Body, EdgeState, HttpRequest, read_body, require_json};
 use cdapi_proto::v1::*;
 use cdapi_proto::{ApiError, ErrorCode};
+use edge_http::cookies::{self, Kind};
 use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::{Value, json};
 use warp::reply::Response;
@@ -60,11 +60,7 @@ fn token_response(state: &EdgeState, t: &TokenReply) -> Response {
     let expires = t.expires_ms;
     let text = |v: &str| Value::String(v.to_owned()).to_string();
     let data = match mode {
-        SessionMode::Json => format!(
-            r#"{{"expires":{expires},"refresh_token":{},"access_token":{}}}"#,
-            text(&t.refresh_token),
-            text(&t.access_token)
-        ),
+        SessionMode::Json => format!(r#"{{"expires":{expires},"refresh_token":{},"access_token":{}}}"#, text(&t.refresh_token), text(&t.access_token)),
         SessionMode::Cookie => format!(r#"{{"expires":{expires},"access_token":{}}}"#, text(&t.access_token)),
         SessionMode::Session => format!(r#"{{"expires":{expires}}}"#),
     };
@@ -131,7 +127,12 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
             Method::POST => {
                 let b = optional_json(req, body, max).await?;
                 let refresh_cookie = cookies::get(&req.headers, state.cookies.name(Kind::Refresh));
-                let msg = cookies::refresh_request(text(&b, "refresh_token")?, cookies::session_mode(&text(&b, "mode")?)?, refresh_cookie, req.session_cookie.clone());
+                let msg = cookies::refresh_request(
+                    text(&b, "refresh_token")?,
+                    cookies::session_mode(&text(&b, "mode")?)?,
+                    refresh_cookie,
+                    req.session_cookie.clone(),
+                );
                 let t = auth.refresh(req.grpc(request_id, None, msg)?).await?.into_inner();
                 Ok(token_response(state, &t))
             }
@@ -157,8 +158,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
             Method::POST => {
                 let b = optional_json(req, body, max).await?;
                 let reset_url = Some(text(&b, "reset_url")?).filter(|u| !u.is_empty());
-                auth.request_password_reset(req.grpc(request_id, None, PasswordResetRequest { email: text(&b, "email")?, reset_url })?)
-                    .await?;
+                auth.request_password_reset(req.grpc(request_id, None, PasswordResetRequest { email: text(&b, "email")?, reset_url })?).await?;
                 Ok(reply::no_content())
             }
             _ => post_only(),
@@ -166,8 +166,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
         ["password", "reset"] => match req.method {
             Method::POST => {
                 let b = optional_json(req, body, max).await?;
-                auth.reset_password(req.grpc(request_id, None, ResetPasswordRequest { token: text(&b, "token")?, password: text(&b, "password")? })?)
-                    .await?;
+                auth.reset_password(req.grpc(request_id, None, ResetPasswordRequest { token: text(&b, "token")?, password: text(&b, "password")? })?).await?;
                 Ok(reply::no_content())
             }
             _ => post_only(),
@@ -201,7 +200,8 @@ fn param(pairs: &[(String, String)], key: &str) -> String {
 fn redirect(to: &str) -> Result<Response, ApiError> {
     let mut res = reply::no_content();
     *res.status_mut() = StatusCode::FOUND;
-    res.headers_mut().insert(header::LOCATION, HeaderValue::from_str(to).map_err(|_| ApiError::invalid_payload("The redirect URL is not a valid header value"))?);
+    res.headers_mut()
+        .insert(header::LOCATION, HeaderValue::from_str(to).map_err(|_| ApiError::invalid_payload("The redirect URL is not a valid header value"))?);
     Ok(res)
 }
 
@@ -259,7 +259,11 @@ pub async fn tfa(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &
         "generate" => {
             let msg = GenerateTfaRequest { password: text(&b, "password")? };
             let s = auth.generate_tfa(req.grpc(request_id, token, msg)?).await?.into_inner();
-            Ok(reply::with_body(StatusCode::OK, "application/json; charset=utf-8", json!({"data": {"secret": s.secret, "otpauth_url": s.otpauth_url}}).to_string()))
+            Ok(reply::with_body(
+                StatusCode::OK,
+                "application/json; charset=utf-8",
+                json!({"data": {"secret": s.secret, "otpauth_url": s.otpauth_url}}).to_string(),
+            ))
         }
         "enable" => {
             let msg = EnableTfaRequest { secret: text(&b, "secret")?, otp: text(&b, "otp")? };

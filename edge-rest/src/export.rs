@@ -124,10 +124,7 @@ fn neutralise(text: &str) -> String {
 }
 
 fn xml_name(key: &str) -> String {
-    let mut name: String = key
-        .chars()
-        .map(|c| if c.is_alphanumeric() || matches!(c, '_' | '-' | '.') { c } else { '_' })
-        .collect();
+    let mut name: String = key.chars().map(|c| if c.is_alphanumeric() || matches!(c, '_' | '-' | '.') { c } else { '_' }).collect();
     if !name.starts_with(|c: char| c.is_alphabetic() || c == '_') {
         name.insert(0, '_');
     }
@@ -187,14 +184,12 @@ mod tests {
         String::from_utf8(out).unwrap_or_default()
     }
 
-    const ITEMS: &str = "{\"id\":1,\"title\":\"a, \\\"b\\\"\",\"author\":{\"name\":\"X\"},\"tags\":[1,2]}\n{\"id\":2,\"title\":\"<c>\",\"author\":null,\"tags\":[]}\n";
+    const ITEMS: &str =
+        "{\"id\":1,\"title\":\"a, \\\"b\\\"\",\"author\":{\"name\":\"X\"},\"tags\":[1,2]}\n{\"id\":2,\"title\":\"<c>\",\"author\":null,\"tags\":[]}\n";
 
     #[test]
     fn csv_flattens_and_quotes() {
-        assert_eq!(
-            render(ExportFormat::Csv, ITEMS),
-            "id,title,author.name,tags\n1,\"a, \"\"b\"\"\",X,\"[1,2]\"\n2,<c>,,[]\n"
-        );
+        assert_eq!(render(ExportFormat::Csv, ITEMS), "id,title,author.name,tags\n1,\"a, \"\"b\"\"\",X,\"[1,2]\"\n2,<c>,,[]\n");
     }
 
     #[test]
@@ -209,7 +204,10 @@ mod tests {
         assert_eq!(json[1]["title"], "<c>");
         assert_eq!(render(ExportFormat::Json, ""), "[]");
         let xml = render(ExportFormat::Xml, ITEMS);
-        assert!(xml.contains("<item><id>1</id><title>a, &quot;b&quot;</title><author><name>X</name></author><tags><item>1</item><item>2</item></tags></item>"), "{xml}");
+        assert!(
+            xml.contains("<item><id>1</id><title>a, &quot;b&quot;</title><author><name>X</name></author><tags><item>1</item><item>2</item></tags></item>"),
+            "{xml}"
+        );
         assert!(xml.contains("<title>&lt;c&gt;</title><author/>"), "{xml}");
         let yaml: Vec<Map<String, Value>> = serde_norway::from_str(&render(ExportFormat::Yaml, ITEMS)).unwrap_or_default();
         assert_eq!(yaml.len(), 2);

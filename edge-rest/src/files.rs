@@ -141,7 +141,9 @@ pub async fn asset(state: &EdgeState, req: &HttpRequest, request_id: &str, id: S
     }
     let params: Vec<(String, String)> = form_urlencoded::parse(req.query.as_bytes()).into_owned().collect();
     if params.iter().any(|(k, _)| k == "transforms") {
-        return Err(ApiError::invalid_query("Custom transformations (\"transforms\") are not supported; use width, height, fit, quality, format or a preset key"));
+        return Err(ApiError::invalid_query(
+            "Custom transformations (\"transforms\") are not supported; use width, height, fit, quality, format or a preset key",
+        ));
     }
     let transform = params.iter().filter(|(k, _)| TRANSFORMS.contains(&k.as_str())).cloned().collect();
     let download = params.iter().any(|(k, _)| k == "download");

@@ -12,9 +12,9 @@
 //! The client's address is passed in `X-Forwarded-For` (edge-graphql trusts it only when this
 //! edge is in its IP_TRUSTED_PROXIES).
 
-use edge_http::body::{Body, read_body};
 use bytes::Bytes;
 use cdapi_proto::{ApiError, ErrorCode};
+use edge_http::body::{Body, read_body};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -60,7 +60,9 @@ impl GraphqlProxy {
         let query = if req.query.is_empty() { String::new() } else { format!("?{}", req.query) };
         let url = format!("{}{}{query}", self.base.replacen("http", "ws", 1), req.path);
         let mut upstream_req = url.into_client_request().map_err(|_| ApiError::invalid_payload("The request cannot be forwarded"))?;
-        for name in [http::header::SEC_WEBSOCKET_PROTOCOL, http::header::AUTHORIZATION, http::header::COOKIE, http::header::HeaderName::from_static("traceparent")] {
+        for name in
+            [http::header::SEC_WEBSOCKET_PROTOCOL, http::header::AUTHORIZATION, http::header::COOKIE, http::header::HeaderName::from_static("traceparent")]
+        {
             for value in req.headers.get_all(&name) {
                 upstream_req.headers_mut().append(name.clone(), value.clone());
             }
@@ -134,8 +136,8 @@ impl GraphqlProxy {
 /// (both sides speak tungstenite's `Message`, so they pass as they are; ping and pong frames are
 /// each side's own).
 async fn relay(client: edge_http::upgrade::WebSocket, upstream: tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>) {
-    use futures_util::{SinkExt as _, StreamExt as _};
     use futures_util::stream::{SplitSink, SplitStream};
+    use futures_util::{SinkExt as _, StreamExt as _};
     use tokio_tungstenite::tungstenite::Message;
     /// Forwards text, binary and close messages from `from` to `to`; ends after a close, at the
     /// end of `from`, or when `to` fails.

@@ -21,11 +21,7 @@ pub fn check(query: &Query) -> Result<(), ApiError> {
         .chain(query.sort.iter().filter_map(|s| s.path.as_ref()))
         .flat_map(|p| &p.segments)
         .flat_map(|s| std::iter::once(&s.field).chain(&s.scope));
-    let names = segments
-        .chain(query.aggregate.iter().flat_map(|a| &a.fields))
-        .chain(query.alias.keys())
-        .chain(query.alias.values())
-        .chain(query.deep.keys());
+    let names = segments.chain(query.aggregate.iter().flat_map(|a| &a.fields)).chain(query.alias.keys()).chain(query.alias.values()).chain(query.deep.keys());
     for name in names {
         name_ok(name)?;
     }
@@ -76,7 +72,9 @@ mod tests {
         let filtered = Query {
             filter: Some(Filter {
                 node: Some(filter::Node::And(cdapi_proto::v1::FilterGroup {
-                    filters: vec![Filter { node: Some(filter::Node::Condition(cdapi_proto::v1::FieldCondition { field: long.clone(), ..Default::default() })) }],
+                    filters: vec![Filter {
+                        node: Some(filter::Node::Condition(cdapi_proto::v1::FieldCondition { field: long.clone(), ..Default::default() })),
+                    }],
                 })),
             }),
             ..Default::default()

@@ -18,13 +18,13 @@ pub mod graphql_proxy;
 pub mod identifiers;
 pub mod list_stream;
 pub mod model;
+pub mod openapi;
 pub mod query_string;
 pub mod rate_limit;
 pub mod realtime;
 pub mod reply;
 pub mod request;
 pub mod routes;
-pub mod openapi;
 pub mod server;
 pub mod versions;
 

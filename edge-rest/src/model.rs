@@ -118,10 +118,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
     let caller = req.caller(request_id, token)?;
     let mut client = state.schema.clone();
     let names: Vec<String> = rest.iter().map(|s| decode(s)).collect();
-    let target = |names: &[String]| SchemaTarget {
-        collection: names.first().cloned().unwrap_or_default(),
-        field: names.get(1).cloned().unwrap_or_default(),
-    };
+    let target = |names: &[String]| SchemaTarget { collection: names.first().cloned().unwrap_or_default(), field: names.get(1).cloned().unwrap_or_default() };
     // How many path segments after the resource each method takes.
     let (read_depth, create_depth) = match resource {
         Resource::Collections => (0..=1, 0),

@@ -21,18 +21,28 @@ use serde_json::{Map, Value, json};
 
 /// The system collections served on their own paths, and those paths.
 const SYSTEM_PATHS: &[(&str, &str)] = &[
-    ("directus_users", "/users"), ("directus_roles", "/roles"), ("directus_permissions", "/permissions"), ("directus_policies", "/policies"),
-    ("directus_files", "/files"), ("directus_folders", "/folders"),
+    ("directus_users", "/users"),
+    ("directus_roles", "/roles"),
+    ("directus_permissions", "/permissions"),
+    ("directus_policies", "/policies"),
+    ("directus_files", "/files"),
+    ("directus_folders", "/folders"),
 ];
 
 /// The document for `snapshot` (the caller's view); `server` is the public base URL, if known.
 pub fn document(snapshot: &SchemaSnapshot, server: Option<&str>) -> Value {
     let mut paths = Map::new();
     let mut schemas = Map::new();
-    paths.insert("/server/ping".into(), json!({"get": {"operationId": "ping", "summary": "Ping", "tags": ["Server"], "security": [],
-        "responses": {"200": {"description": "pong", "content": {"text/html": {"schema": {"type": "string"}}}}, "default": error_ref()}}}));
-    paths.insert("/server/info".into(), json!({"get": {"operationId": "serverInfo", "summary": "Server information", "tags": ["Server"],
-        "responses": {"200": data_response(json!({"type": "object"})), "default": error_ref()}}}));
+    paths.insert(
+        "/server/ping".into(),
+        json!({"get": {"operationId": "ping", "summary": "Ping", "tags": ["Server"], "security": [],
+        "responses": {"200": {"description": "pong", "content": {"text/html": {"schema": {"type": "string"}}}}, "default": error_ref()}}}),
+    );
+    paths.insert(
+        "/server/info".into(),
+        json!({"get": {"operationId": "serverInfo", "summary": "Server information", "tags": ["Server"],
+        "responses": {"200": data_response(json!({"type": "object"})), "default": error_ref()}}}),
+    );
     for c in &snapshot.collections {
         let schema_name = schema_name(&c.name);
         schemas.insert(schema_name.clone(), item_schema(c));
@@ -192,35 +202,56 @@ fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, V
     let one = |tag: &str| json!({"$ref": format!("#/components/schemas/{tag}")});
     let many = |tag: &str| json!({"type": "array", "items": one(tag)});
     let (c, f, r) = ("Collections", "Fields", "Relations");
-    paths.insert("/collections".into(), json!({
-        "get": op("readCollections", "List the collections", c, &[], false, Some(many(c))),
-        "post": op("createCollection", "Create a collection (admin)", c, &[], true, Some(one(c))),
-    }));
-    paths.insert("/collections/{id}".into(), json!({
-        "get": op("readCollection", "Read a collection", c, &["id"], false, Some(one(c))),
-        "patch": op("updateCollection", "Update a collection's meta (admin)", c, &["id"], true, Some(one(c))),
-        "delete": op("deleteCollection", "Delete a collection and its table (admin)", c, &["id"], false, None),
-    }));
+    paths.insert(
+        "/collections".into(),
+        json!({
+            "get": op("readCollections", "List the collections", c, &[], false, Some(many(c))),
+            "post": op("createCollection", "Create a collection (admin)", c, &[], true, Some(one(c))),
+        }),
+    );
+    paths.insert(
+        "/collections/{id}".into(),
+        json!({
+            "get": op("readCollection", "Read a collection", c, &["id"], false, Some(one(c))),
+            "patch": op("updateCollection", "Update a collection's meta (admin)", c, &["id"], true, Some(one(c))),
+            "delete": op("deleteCollection", "Delete a collection and its table (admin)", c, &["id"], false, None),
+        }),
+    );
     paths.insert("/fields".into(), json!({"get": op("getFields", "List all fields", f, &[], false, Some(many(f)))}));
-    paths.insert("/fields/{collection}".into(), json!({
-        "get": op("getCollectionFields", "List a collection's fields", f, &["collection"], false, Some(many(f))),
-        "post": op("createField", "Add a field (admin)", f, &["collection"], true, Some(one(f))),
-    }));
-    paths.insert("/fields/{collection}/{field}".into(), json!({
-        "get": op("getCollectionField", "Read a field", f, &["collection", "field"], false, Some(one(f))),
-        "patch": op("updateField", "Change a field (admin)", f, &["collection", "field"], true, Some(one(f))),
-        "delete": op("deleteField", "Delete a field (admin)", f, &["collection", "field"], false, None),
-    }));
-    paths.insert("/relations".into(), json!({
-        "get": op("getRelations", "List the relations", r, &[], false, Some(many(r))),
-        "post": op("createRelation", "Create a relation (admin)", r, &[], true, Some(one(r))),
-    }));
-    paths.insert("/relations/{collection}".into(), json!({"get": op("getCollectionRelations", "List a collection's relations", r, &["collection"], false, Some(many(r)))}));
-    paths.insert("/relations/{collection}/{field}".into(), json!({
-        "get": op("getRelation", "Read a relation", r, &["collection", "field"], false, Some(one(r))),
-        "patch": op("updateRelation", "Change a relation (admin)", r, &["collection", "field"], true, Some(one(r))),
-        "delete": op("deleteRelation", "Delete a relation (admin)", r, &["collection", "field"], false, None),
-    }));
+    paths.insert(
+        "/fields/{collection}".into(),
+        json!({
+            "get": op("getCollectionFields", "List a collection's fields", f, &["collection"], false, Some(many(f))),
+            "post": op("createField", "Add a field (admin)", f, &["collection"], true, Some(one(f))),
+        }),
+    );
+    paths.insert(
+        "/fields/{collection}/{field}".into(),
+        json!({
+            "get": op("getCollectionField", "Read a field", f, &["collection", "field"], false, Some(one(f))),
+            "patch": op("updateField", "Change a field (admin)", f, &["collection", "field"], true, Some(one(f))),
+            "delete": op("deleteField", "Delete a field (admin)", f, &["collection", "field"], false, None),
+        }),
+    );
+    paths.insert(
+        "/relations".into(),
+        json!({
+            "get": op("getRelations", "List the relations", r, &[], false, Some(many(r))),
+            "post": op("createRelation", "Create a relation (admin)", r, &[], true, Some(one(r))),
+        }),
+    );
+    paths.insert(
+        "/relations/{collection}".into(),
+        json!({"get": op("getCollectionRelations", "List a collection's relations", r, &["collection"], false, Some(many(r)))}),
+    );
+    paths.insert(
+        "/relations/{collection}/{field}".into(),
+        json!({
+            "get": op("getRelation", "Read a relation", r, &["collection", "field"], false, Some(one(r))),
+            "patch": op("updateRelation", "Change a relation (admin)", r, &["collection", "field"], true, Some(one(r))),
+            "delete": op("deleteRelation", "Delete a relation (admin)", r, &["collection", "field"], false, None),
+        }),
+    );
     // Moving a schema between environments (admin).
     let object = json!({"type": "object"});
     let mut diff = op("schemaDiff", "The changes that turn this instance's schema into the given snapshot (admin)", "Schema", &[], false, Some(object.clone()));
@@ -229,7 +260,10 @@ fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, V
     diff["responses"]["204"] = no_content();
     let mut apply = op("schemaApply", "Apply a diff made against the current schema (admin)", "Schema", &[], false, None);
     apply["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"type": "object", "properties": {"hash": {"type": "string"}, "diff": {"type": "object"}}}}}});
-    paths.insert("/schema/snapshot".into(), json!({"get": op("schemaSnapshot", "The user collections, fields and relations (admin)", "Schema", &[], false, Some(object.clone()))}));
+    paths.insert(
+        "/schema/snapshot".into(),
+        json!({"get": op("schemaSnapshot", "The user collections, fields and relations (admin)", "Schema", &[], false, Some(object.clone()))}),
+    );
     paths.insert("/schema/diff".into(), json!({"post": diff}));
     paths.insert("/schema/apply".into(), json!({"post": apply}));
     // A file's bytes.
@@ -243,17 +277,24 @@ fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, V
     paths.insert("/assets/{id}".into(), json!({"get": asset}));
     // A file fetched by the server, for callers who see files.
     if schemas.contains_key("Files") {
-        let mut import = op("importFile", "Import a file from a URL (fetched by the server, never from a private address)", "Files", &[], false, Some(one("Files")));
+        let mut import =
+            op("importFile", "Import a file from a URL (fetched by the server, never from a private address)", "Files", &[], false, Some(one("Files")));
         let body = json!({"type": "object", "required": ["url"], "properties": {"url": {"type": "string"}, "data": {"type": "object"}}});
         import["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": body}}});
         paths.insert("/files/import".into(), json!({"post": import}));
     }
     // What the caller has (Directus 11's access model).
     let access = json!({"type": "object", "additionalProperties": {"type": "object"}});
-    paths.insert("/permissions/me".into(), json!({"get": op("readUserPermissions", "What the caller may do per collection and action", "Permissions", &[], false, Some(access))}));
+    paths.insert(
+        "/permissions/me".into(),
+        json!({"get": op("readUserPermissions", "What the caller may do per collection and action", "Permissions", &[], false, Some(access))}),
+    );
     let flag = json!({"type": "boolean"});
     let globals = json!({"type": "object", "properties": {"app_access": flag, "admin_access": flag, "enforce_tfa": flag}});
-    paths.insert("/policies/me/globals".into(), json!({"get": op("readPolicyGlobals", "The caller's app access, admin access and two-factor rule", "Policies", &[], false, Some(globals))}));
+    paths.insert(
+        "/policies/me/globals".into(),
+        json!({"get": op("readPolicyGlobals", "The caller's app access, admin access and two-factor rule", "Policies", &[], false, Some(globals))}),
+    );
 }
 
 fn error_ref() -> Value {
@@ -296,49 +337,65 @@ fn list_operations(c: &Collection, item: &Value, tag: &str) -> Value {
     let mut ops = Map::new();
     let many = json!({"type": "array", "items": item});
     let read_shape = if c.singleton { item.clone() } else { many.clone() };
-    let read_params = if c.singleton { params(&["Fields", "Version"]) } else { params(&["Fields", "Filter", "Search", "Sort", "Limit", "Offset", "Page", "Meta"]) };
-    ops.insert("get".into(), json!({
-        "operationId": format!("read{tag}"), "summary": format!("List the {} items", c.name), "tags": [tag],
-        "parameters": read_params,
-        "responses": {"200": data_response(read_shape), "default": error_ref()},
-    }));
+    let read_params =
+        if c.singleton { params(&["Fields", "Version"]) } else { params(&["Fields", "Filter", "Search", "Sort", "Limit", "Offset", "Page", "Meta"]) };
+    ops.insert(
+        "get".into(),
+        json!({
+            "operationId": format!("read{tag}"), "summary": format!("List the {} items", c.name), "tags": [tag],
+            "parameters": read_params,
+            "responses": {"200": data_response(read_shape), "default": error_ref()},
+        }),
+    );
     if c.read_only {
         return Value::Object(ops);
     }
     let body = |schema: Value| json!({"required": true, "content": {"application/json": {"schema": schema}}});
     if c.singleton {
-        ops.insert("patch".into(), json!({
-            "operationId": format!("update{tag}"), "summary": format!("Update the {} singleton", c.name), "tags": [tag],
-            "parameters": params(&["Fields"]), "requestBody": body(item.clone()),
-            "responses": {"200": data_response(item.clone()), "204": no_content(), "default": error_ref()},
-        }));
+        ops.insert(
+            "patch".into(),
+            json!({
+                "operationId": format!("update{tag}"), "summary": format!("Update the {} singleton", c.name), "tags": [tag],
+                "parameters": params(&["Fields"]), "requestBody": body(item.clone()),
+                "responses": {"200": data_response(item.clone()), "204": no_content(), "default": error_ref()},
+            }),
+        );
         return Value::Object(ops);
     }
-    ops.insert("post".into(), json!({
-        "operationId": format!("create{tag}"), "summary": format!("Create {} items", c.name), "tags": [tag],
-        "parameters": params(&["Fields"]),
-        "requestBody": body(json!({"oneOf": [item, many]})),
-        "responses": {"200": data_response(json!({"oneOf": [item, many]})), "204": no_content(), "default": error_ref()},
-    }));
+    ops.insert(
+        "post".into(),
+        json!({
+            "operationId": format!("create{tag}"), "summary": format!("Create {} items", c.name), "tags": [tag],
+            "parameters": params(&["Fields"]),
+            "requestBody": body(json!({"oneOf": [item, many]})),
+            "responses": {"200": data_response(json!({"oneOf": [item, many]})), "204": no_content(), "default": error_ref()},
+        }),
+    );
     let selector = json!({"type": "object", "properties": {
         "keys": {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
         "query": {"type": "object"},
         "data": item,
     }});
-    ops.insert("patch".into(), json!({
-        "operationId": format!("update{tag}Many"), "summary": format!("Update many {} items", c.name), "tags": [tag],
-        "parameters": params(&["Fields"]),
-        "requestBody": body(json!({"oneOf": [selector, many]})),
-        "responses": {"200": data_response(many.clone()), "204": no_content(), "default": error_ref()},
-    }));
-    ops.insert("delete".into(), json!({
-        "operationId": format!("delete{tag}Many"), "summary": format!("Delete many {} items", c.name), "tags": [tag],
-        "requestBody": body(json!({"oneOf": [
-            {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
-            {"type": "object", "properties": {"keys": {"type": "array"}, "query": {"type": "object"}}},
-        ]})),
-        "responses": {"204": no_content(), "default": error_ref()},
-    }));
+    ops.insert(
+        "patch".into(),
+        json!({
+            "operationId": format!("update{tag}Many"), "summary": format!("Update many {} items", c.name), "tags": [tag],
+            "parameters": params(&["Fields"]),
+            "requestBody": body(json!({"oneOf": [selector, many]})),
+            "responses": {"200": data_response(many.clone()), "204": no_content(), "default": error_ref()},
+        }),
+    );
+    ops.insert(
+        "delete".into(),
+        json!({
+            "operationId": format!("delete{tag}Many"), "summary": format!("Delete many {} items", c.name), "tags": [tag],
+            "requestBody": body(json!({"oneOf": [
+                {"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}},
+                {"type": "object", "properties": {"keys": {"type": "array"}, "query": {"type": "object"}}},
+            ]})),
+            "responses": {"204": no_content(), "default": error_ref()},
+        }),
+    );
     Value::Object(ops)
 }
 
@@ -350,30 +407,40 @@ fn item_operations(c: &Collection, item: &Value, tag: &str, versions: bool) -> V
         read_params.push(json!({"$ref": "#/components/parameters/Version"}));
     }
     let mut ops = Map::new();
-    ops.insert("get".into(), json!({
-        "operationId": format!("read{tag}One"), "summary": format!("Read one {} item", c.name), "tags": [tag],
-        "parameters": read_params,
-        "responses": {"200": data_response(item.clone()), "default": error_ref()},
-    }));
+    ops.insert(
+        "get".into(),
+        json!({
+            "operationId": format!("read{tag}One"), "summary": format!("Read one {} item", c.name), "tags": [tag],
+            "parameters": read_params,
+            "responses": {"200": data_response(item.clone()), "default": error_ref()},
+        }),
+    );
     if !c.read_only {
-        ops.insert("patch".into(), json!({
-            "operationId": format!("update{tag}One"), "summary": format!("Update one {} item", c.name), "tags": [tag],
-            "parameters": [id, {"$ref": "#/components/parameters/Fields"}],
-            "requestBody": {"required": true, "content": {"application/json": {"schema": item}}},
-            "responses": {"200": data_response(item.clone()), "204": no_content(), "default": error_ref()},
-        }));
-        ops.insert("delete".into(), json!({
-            "operationId": format!("delete{tag}One"), "summary": format!("Delete one {} item", c.name), "tags": [tag],
-            "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
-            "responses": {"204": no_content(), "default": error_ref()},
-        }));
+        ops.insert(
+            "patch".into(),
+            json!({
+                "operationId": format!("update{tag}One"), "summary": format!("Update one {} item", c.name), "tags": [tag],
+                "parameters": [id, {"$ref": "#/components/parameters/Fields"}],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": item}}},
+                "responses": {"200": data_response(item.clone()), "204": no_content(), "default": error_ref()},
+            }),
+        );
+        ops.insert(
+            "delete".into(),
+            json!({
+                "operationId": format!("delete{tag}One"), "summary": format!("Delete one {} item", c.name), "tags": [tag],
+                "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": {"204": no_content(), "default": error_ref()},
+            }),
+        );
     }
     Value::Object(ops)
 }
 
 /// The query parameters (spec: Global query parameters).
 fn parameters() -> Value {
-    let q = |name: &str, description: &str, schema: Value| json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema});
+    let q =
+        |name: &str, description: &str, schema: Value| json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema});
     json!({
         "Fields": {"name": "fields", "in": "query", "required": false, "explode": false, "description": "Field paths to return (`*`, `author.name`, `year(published_at)`)",
                    "schema": {"type": "array", "items": {"type": "string"}}},
@@ -407,7 +474,12 @@ mod tests {
         let snapshot = pb::SchemaSnapshot {
             version: 1,
             collections: vec![
-                pb::Collection { name: "articles".into(), primary_key: vec!["id".into()], fields: vec![field("id", pb::FieldType::Integer), field("views", pb::FieldType::BigInteger), author], ..Default::default() },
+                pb::Collection {
+                    name: "articles".into(),
+                    primary_key: vec!["id".into()],
+                    fields: vec![field("id", pb::FieldType::Integer), field("views", pb::FieldType::BigInteger), author],
+                    ..Default::default()
+                },
                 pb::Collection { name: "settings".into(), singleton: true, fields: vec![field("id", pb::FieldType::Integer)], ..Default::default() },
                 pb::Collection { name: "directus_versions".into(), fields: vec![field("id", pb::FieldType::Uuid)], ..Default::default() },
             ],

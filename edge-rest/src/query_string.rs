@@ -37,9 +37,7 @@ pub fn parse(raw: &str) -> Result<ParsedQuery, ApiError> {
         }
         let (base, segments) = split_key(&key);
         if segments.len() > MAX_SEGMENTS {
-            return Err(ApiError::invalid_query(format!(
-                "The query parameter \"{base}\" nests deeper than {MAX_SEGMENTS} brackets"
-            )));
+            return Err(ApiError::invalid_query(format!("The query parameter \"{base}\" nests deeper than {MAX_SEGMENTS} brackets")));
         }
         if base.is_empty() {
             continue;
@@ -49,9 +47,7 @@ pub fn parse(raw: &str) -> Result<ParsedQuery, ApiError> {
         let mut path = Vec::with_capacity(segments.len() + 1);
         path.push(base);
         path.extend(segments);
-        insert(&mut root, &path, value).map_err(|_| {
-            ApiError::invalid_query(format!("The query parameter \"{key}\" conflicts with another one"))
-        })?;
+        insert(&mut root, &path, value).map_err(|_| ApiError::invalid_query(format!("The query parameter \"{key}\" conflicts with another one")))?;
     }
     compact(&mut root);
     let Json::Object(query) = root else { return Err(ApiError::internal()) };
@@ -205,10 +201,7 @@ mod tests {
 
     #[test]
     fn json_values_stay_strings_for_later_parsing() {
-        assert_eq!(
-            p("filter=%7B%22id%22%3A%7B%22_eq%22%3A1%7D%7D"),
-            json!({"filter": "{\"id\":{\"_eq\":1}}"})
-        );
+        assert_eq!(p("filter=%7B%22id%22%3A%7B%22_eq%22%3A1%7D%7D"), json!({"filter": "{\"id\":{\"_eq\":1}}"}));
     }
 
     #[test]

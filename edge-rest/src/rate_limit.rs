@@ -20,9 +20,8 @@ impl PerClient {
     /// `points` requests per `secs` seconds. Errors: a zero limit.
     pub fn new(points: u32, secs: u64) -> anyhow::Result<Self> {
         let burst = NonZeroU32::new(points).ok_or_else(|| anyhow::anyhow!("RATE_LIMITER_POINTS must be at least 1"))?;
-        let quota = Quota::with_period(Duration::from_secs(secs) / points)
-            .ok_or_else(|| anyhow::anyhow!("RATE_LIMITER_DURATION is too short"))?
-            .allow_burst(burst);
+        let quota =
+            Quota::with_period(Duration::from_secs(secs) / points).ok_or_else(|| anyhow::anyhow!("RATE_LIMITER_DURATION is too short"))?.allow_burst(burst);
         Ok(Self { limiter: RateLimiter::keyed(quota), points })
     }
 
@@ -32,8 +31,6 @@ impl PerClient {
             // Bound memory under a flood of addresses: forget those whose budget is full.
             self.limiter.retain_recent();
         }
-        self.limiter
-            .check_key(&ip)
-            .map_err(|not_until| ApiError::requests_exceeded(self.points, not_until.wait_time_from(DefaultClock::default().now())))
+        self.limiter.check_key(&ip).map_err(|not_until| ApiError::requests_exceeded(self.points, not_until.wait_time_from(DefaultClock::default().now())))
     }
 }

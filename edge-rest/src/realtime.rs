@@ -358,12 +358,8 @@ impl Connection {
     /// streams, opened as the previous caller, end first). One the caller may not open gets its
     /// error message (FORBIDDEN, say) and ends.
     async fn reopen(&mut self, out: &Outbox, all: bool) {
-        let chosen: Vec<String> = self
-            .subscriptions
-            .iter()
-            .filter(|(_, s)| s.paused.load(Ordering::SeqCst) || (all && !s.task.is_finished()))
-            .map(|(k, _)| k.clone())
-            .collect();
+        let chosen: Vec<String> =
+            self.subscriptions.iter().filter(|(_, s)| s.paused.load(Ordering::SeqCst) || (all && !s.task.is_finished())).map(|(k, _)| k.clone()).collect();
         for key in chosen {
             let Some(mut old) = self.subscriptions.remove(&key) else { continue };
             old.task.abort();
@@ -457,31 +453,33 @@ impl Connection {
         let bytes = || Bytes::from(data.to_string());
         let mut items = self.state.items.clone();
         let reply: Bytes = match msg.get("action").and_then(Value::as_str).unwrap_or_default() {
-            "create" if data.is_array() => items.create_items(self.request(CreateItemsRequest { collection, data: bytes(), query: Some(query) })?).await?.into_inner().data,
+            "create" if data.is_array() => {
+                items.create_items(self.request(CreateItemsRequest { collection, data: bytes(), query: Some(query) })?).await?.into_inner().data
+            }
             "create" => items.create_item(self.request(CreateItemRequest { collection, data: bytes(), query: Some(query) })?).await?.into_inner().data,
             "read" => items.read(self.request(ReadRequest { collection, key: id, query: Some(query) })?).await?.into_inner().data,
             "update" => match (id, ids) {
-                (Some(key), _) => items.update_item(self.request(UpdateItemRequest { collection, key, data: bytes(), query: Some(query) })?).await?.into_inner().data,
+                (Some(key), _) => {
+                    items.update_item(self.request(UpdateItemRequest { collection, key, data: bytes(), query: Some(query) })?).await?.into_inner().data
+                }
                 (None, Some(keys)) => {
                     let selector = Some(update_items_request::Selector::Keys(KeyList { keys }));
                     items.update_items(self.request(UpdateItemsRequest { collection, selector, data: bytes(), query: Some(query) })?).await?.into_inner().data
                 }
                 (None, None) => return Err(ApiError::invalid_payload("\"update\" needs \"id\" or \"ids\"")),
             },
-            "delete" => {
-                match (id, ids) {
-                    (Some(key), _) => {
-                        items.delete_item(self.request(DeleteItemRequest { collection, key: key.clone() })?).await?;
-                        return Ok(json!(key));
-                    }
-                    (None, Some(keys)) => {
-                        let selector = Some(delete_items_request::Selector::Keys(KeyList { keys: keys.clone() }));
-                        items.delete_items(self.request(DeleteItemsRequest { collection, selector })?).await?;
-                        return Ok(json!(keys));
-                    }
-                    (None, None) => return Err(ApiError::invalid_payload("\"delete\" needs \"id\" or \"ids\"")),
+            "delete" => match (id, ids) {
+                (Some(key), _) => {
+                    items.delete_item(self.request(DeleteItemRequest { collection, key: key.clone() })?).await?;
+                    return Ok(json!(key));
                 }
-            }
+                (None, Some(keys)) => {
+                    let selector = Some(delete_items_request::Selector::Keys(KeyList { keys: keys.clone() }));
+                    items.delete_items(self.request(DeleteItemsRequest { collection, selector })?).await?;
+                    return Ok(json!(keys));
+                }
+                (None, None) => return Err(ApiError::invalid_payload("\"delete\" needs \"id\" or \"ids\"")),
+            },
             other => return Err(ApiError::invalid_payload(format!("Unknown action \"{other}\""))),
         };
         if reply.is_empty() {

@@ -35,4 +35,3 @@ pub fn no_content() -> Response {
     res.headers_mut().remove(http::header::CONTENT_TYPE);
     res
 }
-

@@ -5,13 +5,13 @@
 //! none of them.
 
 use crate::query_string;
+use cdapi_proto::ApiError;
 use cdapi_proto::query_json::query_from_json;
 use cdapi_proto::v1::Query;
 use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
 use cdapi_proto::v1::versions_service_client::VersionsServiceClient;
-use cdapi_proto::ApiError;
 use edge_http::balance::Balanced as Channel;
 use http::{HeaderMap, Method};
 

@@ -5,16 +5,14 @@
 use crate::reply;
 use crate::request::{Body, EdgeState, HttpRequest, decode, json_body, typed_query, url_query};
 use bytes::Bytes;
-use cdapi_proto::v1::{
-    CreateItemRequest, CreateItemsRequest, DeleteItemRequest, DeleteItemsRequest, ExportFormat, ExportItemsRequest, KeyList, Query,
-    ReadRequest, UpdateBatchRequest, UpdateItemRequest, UpdateItemsRequest, UpdateSingletonRequest, delete_items_request,
-    update_items_request,
-};
 use cdapi_proto::ApiError;
+use cdapi_proto::v1::{
+    CreateItemRequest, CreateItemsRequest, DeleteItemRequest, DeleteItemsRequest, ExportFormat, ExportItemsRequest, KeyList, Query, ReadRequest,
+    UpdateBatchRequest, UpdateItemRequest, UpdateItemsRequest, UpdateSingletonRequest, delete_items_request, update_items_request,
+};
 use http::{Method, StatusCode};
 use std::sync::Arc;
 use warp::reply::Response;
-
 
 /// Routes one request and always answers: span, error body, `x-request-id` and metrics by
 /// [`edge_http::observe::answer`].
@@ -45,7 +43,13 @@ pub async fn websocket(state: Arc<EdgeState>, req: HttpRequest, handshake: edge_
         }
         match &state.graphql {
             Some(proxy) if req.path.trim_end_matches('/') == "/graphql" => {
-                let forwarded = crate::graphql_proxy::Forwarded { method: &req.method, path: &req.path, query: &req.query, headers: &req.headers, client_ip: req.client_ip };
+                let forwarded = crate::graphql_proxy::Forwarded {
+                    method: &req.method,
+                    path: &req.path,
+                    query: &req.query,
+                    headers: &req.headers,
+                    client_ip: req.client_ip,
+                };
                 proxy.tunnel(forwarded, handshake, state.max_payload_size).await
             }
             _ => crate::realtime::upgrade(state.clone(), &req, handshake, &request_id).await,
@@ -89,17 +93,27 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
             _ => Ok(reply::method_not_allowed(&req.method, "POST")),
         },
         ["assets", id] if !id.is_empty() => crate::files::asset(state, req, request_id, decode(id)).await,
-        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders")] => collection_route(state, req, body, request_id, format!("directus_{system}")).await,
+        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders")] => {
+            collection_route(state, req, body, request_id, format!("directus_{system}")).await
+        }
         [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders"), key] if !key.is_empty() => {
             item_route(state, req, body, request_id, format!("directus_{system}"), decode(key)).await
         }
-        ["graphql"] | ["graphql", "system"] | ["server", "specs", "graphql"] | ["server", "specs", "graphql", "system"] if state.graphql.is_some() => match &state.graphql {
-            Some(proxy) => {
-                let forwarded = crate::graphql_proxy::Forwarded { method: &req.method, path: &req.path, query: &req.query, headers: &req.headers, client_ip: req.client_ip };
-                proxy.forward(forwarded, body, state.max_payload_size).await
+        ["graphql"] | ["graphql", "system"] | ["server", "specs", "graphql"] | ["server", "specs", "graphql", "system"] if state.graphql.is_some() => {
+            match &state.graphql {
+                Some(proxy) => {
+                    let forwarded = crate::graphql_proxy::Forwarded {
+                        method: &req.method,
+                        path: &req.path,
+                        query: &req.query,
+                        headers: &req.headers,
+                        client_ip: req.client_ip,
+                    };
+                    proxy.forward(forwarded, body, state.max_payload_size).await
+                }
+                None => Err(ApiError::internal()),
             }
-            None => Err(ApiError::internal()),
-        },
+        }
         ["collections", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Collections, rest).await,
         ["fields", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Fields, rest).await,
         ["relations", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Relations, rest).await,
@@ -142,9 +156,10 @@ async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, requ
             let mut items = state.items.clone();
             match selector(&body)? {
                 Some(selector) => {
-                    let data = body.get("data").filter(|d| d.is_object()).ok_or_else(|| {
-                        ApiError::invalid_payload("\"data\" (an object of values to set) is required with \"keys\" or \"query\"")
-                    })?;
+                    let data = body
+                        .get("data")
+                        .filter(|d| d.is_object())
+                        .ok_or_else(|| ApiError::invalid_payload("\"data\" (an object of values to set) is required with \"keys\" or \"query\""))?;
                     let msg = UpdateItemsRequest {
                         collection,
                         selector: Some(match selector {
@@ -173,9 +188,8 @@ async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, requ
             let body = json_body(req, body, state.max_payload_size).await?;
             let selector = match body {
                 serde_json::Value::Array(ref items) => Selector::Keys(key_list(items)?),
-                _ => selector(&body)?.ok_or_else(|| {
-                    ApiError::invalid_payload("Deleting items requires an array of keys, {\"keys\": [...]} or {\"query\": {...}}")
-                })?,
+                _ => selector(&body)?
+                    .ok_or_else(|| ApiError::invalid_payload("Deleting items requires an array of keys, {\"keys\": [...]} or {\"query\": {...}}"))?,
             };
             let msg = DeleteItemsRequest {
                 collection,
@@ -217,7 +231,14 @@ async fn item_route(state: &EdgeState, req: &HttpRequest, body: Body, request_id
     }
 }
 
-async fn read_items(state: &EdgeState, req: &HttpRequest, request_id: &str, collection: String, query: Query, token: Option<String>) -> Result<Response, ApiError> {
+async fn read_items(
+    state: &EdgeState,
+    req: &HttpRequest,
+    request_id: &str,
+    collection: String,
+    query: Query,
+    token: Option<String>,
+) -> Result<Response, ApiError> {
     if query.export.is_some() {
         return export(state, req, request_id, collection, query, token).await;
     }
@@ -234,9 +255,10 @@ async fn read_items(state: &EdgeState, req: &HttpRequest, request_id: &str, coll
 /// (bad query, no access) are ordinary error responses; a failure later cuts the download short.
 async fn export(state: &EdgeState, req: &HttpRequest, request_id: &str, collection: String, query: Query, token: Option<String>) -> Result<Response, ApiError> {
     let format = ExportFormat::try_from(query.export.unwrap_or_default()).unwrap_or(ExportFormat::Json);
-    let file = format!("{collection} {}", crate::export::timestamp(
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
-    ));
+    let file = format!(
+        "{collection} {}",
+        crate::export::timestamp(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),)
+    );
     let call = req.grpc(request_id, token, ExportItemsRequest { collection, query: Some(query) })?;
     let mut stream = state.items.clone().export_items(call).await?.into_inner();
     let first = stream.message().await?;
@@ -274,7 +296,6 @@ async fn export(state: &EdgeState, req: &HttpRequest, request_id: &str, collecti
     }
     Ok(res)
 }
-
 
 /// `SEARCH` body: `{"query": {...}}` (spec: List items with body query).
 fn search_query(body: &serde_json::Value) -> Result<Query, ApiError> {
@@ -316,19 +337,15 @@ fn key_list(items: &[serde_json::Value]) -> Result<Vec<String>, ApiError> {
         .collect()
 }
 
-
 /// `GET /server/health`: `{"status":"ok"}` when the core answers SERVING, else 503 `error`;
 /// 503 too once shutdown began (readiness off).
 async fn health(state: &EdgeState) -> Response {
     use tonic_health::pb::{HealthCheckRequest, health_check_response::ServingStatus};
-    let ok = !state.readiness.is_stopping() && matches!(
-        state.health.clone().check(HealthCheckRequest { service: String::new() }).await,
-        Ok(r) if r.get_ref().status == ServingStatus::Serving as i32
-    );
-    let (status, body) = if ok {
-        (StatusCode::OK, r#"{"status":"ok"}"#)
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"error"}"#)
-    };
+    let ok = !state.readiness.is_stopping()
+        && matches!(
+            state.health.clone().check(HealthCheckRequest { service: String::new() }).await,
+            Ok(r) if r.get_ref().status == ServingStatus::Serving as i32
+        );
+    let (status, body) = if ok { (StatusCode::OK, r#"{"status":"ok"}"#) } else { (StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"error"}"#) };
     reply::with_body(status, "application/health+json", body)
 }

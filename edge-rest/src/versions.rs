@@ -8,8 +8,8 @@
 use crate::reply;
 use crate::request::{Body, EdgeState, HttpRequest, decode, json_body, url_query};
 use bytes::Bytes;
-use cdapi_proto::v1::{CreateVersionRequest, ListVersionsRequest, PromoteVersionRequest, SaveToVersionRequest, UpdateVersionRequest, VersionRef};
 use cdapi_proto::ApiError;
+use cdapi_proto::v1::{CreateVersionRequest, ListVersionsRequest, PromoteVersionRequest, SaveToVersionRequest, UpdateVersionRequest, VersionRef};
 use http::Method;
 use serde_json::Value;
 use warp::reply::Response;
@@ -37,9 +37,7 @@ fn list_filter(req: &HttpRequest) -> Result<(String, String), ApiError> {
             ("collection", Some(v)) => out.0 = v,
             ("item", Some(v)) => out.1 = v,
             _ => {
-                return Err(ApiError::invalid_query(
-                    "Versions can be filtered by collection and item with _eq only",
-                ));
+                return Err(ApiError::invalid_query("Versions can be filtered by collection and item with _eq only"));
             }
         }
     }
@@ -96,11 +94,8 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
         }
         (Method::POST, [id, "promote"]) => {
             let b = json_body(req, body, state.max_payload_size).await.unwrap_or(Value::Null);
-            let msg = PromoteVersionRequest {
-                id: decode(id),
-                main_hash: text(&b, "mainHash"),
-                force: b.get("force").and_then(Value::as_bool).unwrap_or(false),
-            };
+            let msg =
+                PromoteVersionRequest { id: decode(id), main_hash: text(&b, "mainHash"), force: b.get("force").and_then(Value::as_bool).unwrap_or(false) };
             let res = client.promote_version(caller.request(msg)?).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }

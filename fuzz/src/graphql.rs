@@ -90,9 +90,9 @@ fn root<'m>(model: &'m Model, name: &str) -> Option<(&'m Collection, Op)> {
 /// every operation within the depth and complexity limits with fragments expanded.
 fn within_validation_limits(doc: &ExecutableDocument) -> bool {
     let mut memo = HashMap::new();
-    doc.operations.iter().all(|(_, op)| {
-        matches!(measure(doc, &op.node.selection_set.node, &mut memo), Some((size, depth)) if size <= COMPLEXITY_LIMIT && depth <= DEPTH_LIMIT)
-    })
+    doc.operations
+        .iter()
+        .all(|(_, op)| matches!(measure(doc, &op.node.selection_set.node, &mut memo), Some((size, depth)) if size <= COMPLEXITY_LIMIT && depth <= DEPTH_LIMIT))
 }
 
 /// (fields, depth) of a selection set with fragments expanded; `None` on a fragment cycle.

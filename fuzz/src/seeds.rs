@@ -14,9 +14,7 @@ pub fn dir(manifest_dir: &str, target: &str) -> PathBuf {
 /// be read, or holds no seed (a misplaced corpus must not pass as "no panic").
 pub fn replay(manifest_dir: &str, target: &str, harness: fn(&[u8])) -> std::io::Result<usize> {
     let dir = dir(manifest_dir, target);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
-        .map(|entry| entry.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?.map(|entry| entry.map(|e| e.path())).collect::<Result<_, _>>()?;
     files.sort();
     let mut ran = 0;
     for file in files.iter().filter(|f| f.is_file()) {

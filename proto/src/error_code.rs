@@ -6,7 +6,7 @@
 //! `error-extensions-bin` holds an optional JSON object with the code's extensions
 //! (e.g. `{"reason":"..."}` for INVALID_QUERY).
 
-use tonic::metadata::{MetadataValue, BinaryMetadataValue};
+use tonic::metadata::{BinaryMetadataValue, MetadataValue};
 
 /// Metadata key carrying the spec error code.
 pub const ERROR_CODE_KEY: &str = "error-code";
@@ -156,10 +156,7 @@ impl ErrorCode {
             | Self::InvalidForeignKey => Code::InvalidArgument,
             Self::RecordNotUnique => Code::AlreadyExists,
             Self::Forbidden | Self::InvalidIp => Code::PermissionDenied,
-            Self::InvalidToken
-            | Self::TokenExpired
-            | Self::InvalidCredentials
-            | Self::InvalidOtp => Code::Unauthenticated,
+            Self::InvalidToken | Self::TokenExpired | Self::InvalidCredentials | Self::InvalidOtp => Code::Unauthenticated,
             Self::RequestsExceeded => Code::ResourceExhausted,
             Self::RouteNotFound => Code::NotFound,
             Self::MethodNotAllowed => Code::Unimplemented,
@@ -286,10 +283,7 @@ impl ApiError {
     /// transport failure) becomes SERVICE_UNAVAILABLE or the code's closest spec code.
     pub fn from_status(status: &tonic::Status) -> Self {
         let md = status.metadata();
-        let code = md
-            .get(ERROR_CODE_KEY)
-            .and_then(|v| v.to_str().ok())
-            .and_then(ErrorCode::parse);
+        let code = md.get(ERROR_CODE_KEY).and_then(|v| v.to_str().ok()).and_then(ErrorCode::parse);
         let Some(code) = code else {
             // No `error-code`: the transport's or the framework's status, not a service's
             // answer. UNKNOWN is how a connection lost in the middle of a call surfaces (a

@@ -52,7 +52,6 @@ pub fn value_from_json(v: &Json) -> Value {
     Value { kind: Some(kind) }
 }
 
-
 /// One node of a filter document: a handle into the carrier (copied freely).
 pub trait Node<'a>: Copy {
     /// An object's entries in document order; `None` for other shapes.

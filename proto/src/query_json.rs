@@ -8,15 +8,12 @@
 //! as Directus does. Every other mistake is an INVALID_QUERY [`ApiError`].
 
 use crate::error_code::ApiError;
-use crate::v1::{
-    AggregateCall, AggregateFunction, ExportFormat, FieldPath, Filter, MetaCount, Query, SortKey,
-};
+use crate::v1::{AggregateCall, AggregateFunction, ExportFormat, FieldPath, Filter, MetaCount, Query, SortKey};
 use serde_json::Value as Json;
 
 type Result<T> = std::result::Result<T, ApiError>;
 
 pub use crate::filters::{MAX_DEPTH, operator_from_name, operator_name, value_from_json};
-
 
 /// Translates a whole query object (`{"fields":..,"filter":..,..}`) into a [`Query`].
 /// Errors: INVALID_QUERY naming the parameter and what is wrong with it.
@@ -65,8 +62,7 @@ fn sort_keys(key: &str, v: &Json) -> Result<Vec<SortKey>> {
 
 fn json_param(key: &str, v: &Json) -> Result<Json> {
     match v {
-        Json::String(s) => serde_json::from_str(s)
-            .map_err(|e| ApiError::invalid_query(format!("\"{key}\" is not valid JSON: {e}"))),
+        Json::String(s) => serde_json::from_str(s).map_err(|e| ApiError::invalid_query(format!("\"{key}\" is not valid JSON: {e}"))),
         other => Ok(other.clone()),
     }
 }
@@ -80,9 +76,7 @@ fn plain_string(key: &str, v: &Json) -> Result<String> {
 }
 
 fn string_list(key: &str, v: &Json) -> Result<Vec<String>> {
-    let split = |s: &str| -> Vec<String> {
-        s.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned).collect()
-    };
+    let split = |s: &str| -> Vec<String> { s.split(',').map(str::trim).filter(|p| !p.is_empty()).map(str::to_owned).collect() };
     match v {
         Json::String(s) if s.trim_start().starts_with('[') => string_list(key, &json_param(key, v)?),
         Json::String(s) => Ok(split(s)),
@@ -141,8 +135,7 @@ fn aggregate(v: &Json) -> Result<Vec<AggregateCall>> {
     };
     let mut out = Vec::with_capacity(map.len());
     for (name, fields) in map {
-        let function = aggregate_function_from_name(name)
-            .ok_or_else(|| ApiError::invalid_query(format!("Unknown aggregate function \"{name}\"")))?;
+        let function = aggregate_function_from_name(name).ok_or_else(|| ApiError::invalid_query(format!("Unknown aggregate function \"{name}\"")))?;
         out.push(AggregateCall { function: function as i32, fields: string_list("aggregate", fields)? });
     }
     Ok(out)
@@ -173,9 +166,7 @@ fn alias(v: &Json) -> Result<std::collections::HashMap<String, String>> {
     map.iter()
         .map(|(k, v)| match v {
             Json::String(field) if !field.contains('.') => Ok((k.clone(), field.clone())),
-            Json::String(_) => Err(ApiError::invalid_query(format!(
-                "Alias \"{k}\" must name a field of the same level, not a nested path"
-            ))),
+            Json::String(_) => Err(ApiError::invalid_query(format!("Alias \"{k}\" must name a field of the same level, not a nested path"))),
             _ => Err(ApiError::invalid_query(format!("Alias \"{k}\" must be a string"))),
         })
         .collect()

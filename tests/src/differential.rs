@@ -127,8 +127,7 @@ impl Json {
 
 fn is_uuid(s: &str) -> bool {
     let b = s.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { *c == b'-' } else { c.is_ascii_hexdigit() })
+    b.len() == 36 && b.iter().enumerate().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { *c == b'-' } else { c.is_ascii_hexdigit() })
 }
 
 /// Normalisations 2 and 3, everywhere in the document.

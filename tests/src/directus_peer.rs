@@ -8,10 +8,10 @@
 //! gave for not installing it (shown when the peer is missing).
 
 use crate::free_port;
-use test_harness::database_url;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use test_harness::database_url;
 
 /// The version the suite is written against (spec: the reference peer is `directus@11.3.5`).
 pub const VERSION: &str = "11.3.5";

@@ -117,8 +117,7 @@ pub async fn role(app: &TestApp, name: &str, rows: Value) -> (String, String, St
         let wanted = wanted.clone();
         async move {
             let me = call(app, Some(&token), Method::GET, "/permissions/me", None).await;
-            let loaded = me.status == 200
-                && wanted.iter().all(|(c, a)| me.body["data"][c][a]["access"].as_str().is_some_and(|x| x != "none"));
+            let loaded = me.status == 200 && wanted.iter().all(|(c, a)| me.body["data"][c][a]["access"].as_str().is_some_and(|x| x != "none"));
             seen.set(if loaded { seen.get() + 1 } else { 0 });
             seen.get() >= in_a_row
         }
@@ -150,7 +149,8 @@ pub async fn demo(app: &'static TestApp) -> &'static Fixture {
 }
 
 async fn build_demo(app: &TestApp) -> Fixture {
-    exec(app, "CREATE TABLE notes (id serial PRIMARY KEY, owner uuid REFERENCES cdapi.users (id), title text NOT NULL, status text NOT NULL DEFAULT 'draft')").await;
+    exec(app, "CREATE TABLE notes (id serial PRIMARY KEY, owner uuid REFERENCES cdapi.users (id), title text NOT NULL, status text NOT NULL DEFAULT 'draft')")
+        .await;
     let (reviewer, _, reviewers_role, reviewers) = role_with_user(app, "Reviewers", "reviewer@example.com").await;
     let (owner_token, owner_id, owners_role, owners) = role_with_user(app, "Owners", "owner1@example.com").await;
     let other_token = "owner2@example.com-token".to_owned();

@@ -37,14 +37,7 @@ pub async fn get(app: &TestApp, path: &str) -> Reply {
 }
 
 /// Any request; `token` goes into `Authorization: Bearer`.
-pub async fn send(
-    app: &TestApp,
-    method: reqwest::Method,
-    path: &str,
-    token: Option<&str>,
-    headers: &[(&str, &str)],
-    body: Option<(&str, String)>,
-) -> Reply {
+pub async fn send(app: &TestApp, method: reqwest::Method, path: &str, token: Option<&str>, headers: &[(&str, &str)], body: Option<(&str, String)>) -> Reply {
     let client = http_client().build().unwrap_or_else(|e| panic!("http client: {e}"));
     let mut req = client.request(method, format!("{}{}", app.rest_url, path));
     if let Some(t) = token {
@@ -69,10 +62,7 @@ pub async fn send(
 pub async fn sql_json(app: &TestApp, sql: &str) -> Value {
     use sqlx::Connection;
     let mut conn = sqlx::PgConnection::connect(&app.database_url).await.unwrap_or_else(|e| panic!("connect: {e}"));
-    let text: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .fetch_one(&mut conn)
-        .await
-        .unwrap_or_else(|e| panic!("ground truth {sql}: {e}"));
+    let text: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(&mut conn).await.unwrap_or_else(|e| panic!("ground truth {sql}: {e}"));
     serde_json::from_str(&text.unwrap_or_else(|| "null".into())).unwrap_or(Value::Null)
 }
 

@@ -77,11 +77,7 @@ async fn wrong_credentials_look_the_same() {
     let app = env();
     create_user(app, "suspended@example.com", "right-password").await;
     exec(app, "UPDATE cdapi.users SET status = 'suspended' WHERE email = 'suspended@example.com'").await;
-    let cases = [
-        (ADMIN_EMAIL, "wrong-password"),
-        ("nobody@example.com", "whatever-password"),
-        ("suspended@example.com", "right-password"),
-    ];
+    let cases = [(ADMIN_EMAIL, "wrong-password"), ("nobody@example.com", "whatever-password"), ("suspended@example.com", "right-password")];
     let mut messages = Vec::new();
     for (email, password) in cases {
         let r = login(app, email, password, "json", "10.0.0.2").await;
@@ -347,7 +343,8 @@ async fn totp_enrol_login_and_disable() {
 async fn ip_allow_lists_of_user_and_role() {
     let app = env();
     let id = create_user(app, "office@example.com", "office-password-1").await;
-    exec(app, &format!("UPDATE cdapi.users SET ip_access = '{{10.20.0.0/16}}', token_hash = encode(sha256('office-static-token'), 'hex') WHERE id = '{id}'")).await;
+    exec(app, &format!("UPDATE cdapi.users SET ip_access = '{{10.20.0.0/16}}', token_hash = encode(sha256('office-static-token'), 'hex') WHERE id = '{id}'"))
+        .await;
     let r = login(app, "office@example.com", "office-password-1", "json", "203.0.113.5").await;
     assert_error(&r, 401, "INVALID_IP", "login from outside the allow-list");
     let r = login(app, "office@example.com", "wrong", "json", "203.0.113.5").await;
@@ -366,16 +363,28 @@ async fn ip_allow_lists_of_user_and_role() {
     let r = post_json(app, "/auth/refresh", json!({"refresh_token": rt}), &[("x-forwarded-for", "203.0.113.5")]).await;
     assert_error(&r, 401, "INVALID_IP", "refresh from outside");
     // A static token works where a JWT does (here: the TOTP endpoints, inside the list).
-    let r = post_json(app, "/users/me/tfa/generate", json!({"password": "office-password-1"}), &[("authorization", "Bearer office-static-token"), ("x-forwarded-for", "10.20.1.1")]).await;
+    let r = post_json(
+        app,
+        "/users/me/tfa/generate",
+        json!({"password": "office-password-1"}),
+        &[("authorization", "Bearer office-static-token"), ("x-forwarded-for", "10.20.1.1")],
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
 
     // The lists of the role's policies apply too (Directus 11: a user whose IP-limited
     // policies all refuse the address is refused).
     let id = create_user(app, "roleip@example.com", "roleip-password-1").await;
-    exec(app, &format!("INSERT INTO cdapi.roles (name) VALUES ('vpn-only'); \
+    exec(
+        app,
+        &format!(
+            "INSERT INTO cdapi.roles (name) VALUES ('vpn-only'); \
         INSERT INTO cdapi.policies (id, name, ip_access) VALUES ('00000000-0000-4000-8000-0000000000f1', 'vpn-only', '{{192.168.7.0/24}}'); \
         INSERT INTO cdapi.access (role, policy) SELECT id, '00000000-0000-4000-8000-0000000000f1' FROM cdapi.roles WHERE name = 'vpn-only'; \
-        UPDATE cdapi.users SET role = (SELECT id FROM cdapi.roles WHERE name = 'vpn-only') WHERE id = '{id}'")).await;
+        UPDATE cdapi.users SET role = (SELECT id FROM cdapi.roles WHERE name = 'vpn-only') WHERE id = '{id}'"
+        ),
+    )
+    .await;
     assert_error(&login(app, "roleip@example.com", "roleip-password-1", "json", "10.1.1.1").await, 401, "INVALID_IP", "role list");
     assert_eq!(login(app, "roleip@example.com", "roleip-password-1", "json", "192.168.7.20").await.status, 200);
 }
@@ -405,10 +414,7 @@ async fn auth_service_speaks_grpc_to_internal_callers() {
         .expect("login")
         .into_inner();
     assert_eq!(t.expires_ms, 900_000);
-    let err = client
-        .login(LoginRequest { email: ADMIN_EMAIL.into(), password: "nope".into(), otp: None, mode: 0 })
-        .await
-        .expect_err("wrong password");
+    let err = client.login(LoginRequest { email: ADMIN_EMAIL.into(), password: "nope".into(), otp: None, mode: 0 }).await.expect_err("wrong password");
     assert_eq!(cdapi_proto::ApiError::from_status(&err).code, cdapi_proto::ErrorCode::InvalidCredentials);
     assert_eq!(err.code(), tonic::Code::Unauthenticated);
 }

@@ -90,10 +90,7 @@ async fn openid_login_round_trip() {
     .expect("environment");
 
     let r = send(&app, reqwest::Method::GET, "/auth", None, &[], None).await;
-    assert_eq!(
-        r.body,
-        json!({"data": [{"name": "local", "driver": "openid", "icon": "key"}, {"name": "plain", "driver": "oauth2"}], "disableDefault": false})
-    );
+    assert_eq!(r.body, json!({"data": [{"name": "local", "driver": "openid", "icon": "key"}, {"name": "plain", "driver": "oauth2"}], "disableDefault": false}));
     let r = send(&app, reqwest::Method::GET, "/auth/login/local?redirect=https://evil.example.com/", None, &[], None).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "redirect off the allow-list");
 
@@ -179,12 +176,17 @@ async fn oauth2_login_reads_the_profile_url() {
     assert!(to_provider.contains("code_challenge_method=S256") && !to_provider.contains("nonce="), "{to_provider}");
     let done = browse(&client, to_provider, "http://app.example.com/").await;
     assert_eq!(done.status(), 200);
-    let cookie = done.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()).find(|c| c.starts_with("directus_session_token=")).map(str::to_owned);
+    let cookie =
+        done.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()).find(|c| c.starts_with("directus_session_token=")).map(str::to_owned);
     let body: serde_json::Value = done.json().await.expect("json");
     assert!(body["data"]["expires"].is_number() && body["data"].get("access_token").is_none(), "{body}");
     let session = cookie.and_then(|c| c.split(';').next().map(str::to_owned)).expect("session cookie");
     let r = post_json(&app, "/auth/refresh", json!({"mode": "session"}), &[("cookie", &session)]).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let user = sql_json(&app, "SELECT json_agg(json_build_object('email', email, 'external_identifier', external_identifier))::text FROM cdapi.users WHERE provider = 'plain'").await;
+    let user = sql_json(
+        &app,
+        "SELECT json_agg(json_build_object('email', email, 'external_identifier', external_identifier))::text FROM cdapi.users WHERE provider = 'plain'",
+    )
+    .await;
     assert_eq!(user, json!([{"email": "bob@example.com", "external_identifier": "bob"}]));
 }

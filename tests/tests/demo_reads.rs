@@ -23,7 +23,11 @@ async fn articles_with_author_and_tags() {
     }
     let r = get(app, "/items/articles/1?fields=title,tags.tags_id.name").await;
     let names: Vec<Value> = r.body["data"]["tags"].as_array().map(|t| t.iter().map(|x| x["tags_id"]["name"].clone()).collect()).unwrap_or_default();
-    let truth = sql_json(app, "SELECT coalesce(json_agg(t.name ORDER BY at.id), '[]')::text FROM articles_tags at JOIN tags t ON t.id = at.tags_id WHERE at.articles_id = 1").await;
+    let truth = sql_json(
+        app,
+        "SELECT coalesce(json_agg(t.name ORDER BY at.id), '[]')::text FROM articles_tags at JOIN tags t ON t.id = at.tags_id WHERE at.articles_id = 1",
+    )
+    .await;
     assert_eq!(Value::Array(names), truth);
 }
 

@@ -58,11 +58,7 @@ async fn raw_json_in_the_url_is_answered() {
     let title = sql_json(app, "SELECT to_json(title)::text FROM articles WHERE id = 3").await;
     assert!(text.contains(&format!(r#"{{"data":[{{"id":3,"title":{title}}}]}}"#)), "{text}");
     // GraphQL over GET on its own port, raw quotes in the document.
-    let text = raw_http(
-        &app.graphql_url,
-        &format!("GET /graphql?query={{articles_by_id(id:\"3\"){{id}}}} HTTP/1.1\r\n{auth}Connection: close\r\n\r\n"),
-    )
-    .await;
+    let text = raw_http(&app.graphql_url, &format!("GET /graphql?query={{articles_by_id(id:\"3\"){{id}}}} HTTP/1.1\r\n{auth}Connection: close\r\n\r\n")).await;
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     assert!(text.contains(r#"{"data":{"articles_by_id":{"id":"3"}}}"#) || text.contains(r#""articles_by_id":{"id":3}"#), "{text}");
 }
@@ -82,7 +78,11 @@ async fn function_results_use_directus_keys() {
     )
     .await;
     assert_eq!(r.body["data"], truth);
-    let r = get(app, "/items/articles?aggregate[count]=*&groupBy[]=year(published_at)&filter[published_at][_nnull]=true&filter[id][_lte]=2000&sort=year(published_at)").await;
+    let r = get(
+        app,
+        "/items/articles?aggregate[count]=*&groupBy[]=year(published_at)&filter[published_at][_nnull]=true&filter[id][_lte]=2000&sort=year(published_at)",
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let truth = sql_json(
         app,
@@ -163,7 +163,8 @@ async fn aggregate_values_have_directus_types() {
     .await;
     assert_eq!(r.body["data"], truth);
     assert!(r.body["data"][0]["count"].is_string() && r.body["data"][0]["min"]["rating"].is_number(), "{}", r.body);
-    let g = graphql(app, "/graphql", "{ articles_aggregated(filter: {id: {_lte: 2000}}) { countAll count { id } avg { rating } sum { rating } } }", json!({})).await;
+    let g = graphql(app, "/graphql", "{ articles_aggregated(filter: {id: {_lte: 2000}}) { countAll count { id } avg { rating } sum { rating } } }", json!({}))
+        .await;
     let d = &gql_data(&g)["articles_aggregated"][0];
     assert_eq!(d["countAll"].as_i64().map(|n| n.to_string()), truth[0]["count"].as_str().map(str::to_owned), "{d}");
     assert!(d["count"]["id"].is_number() && d["avg"]["rating"].is_number() && d["sum"]["rating"].is_number(), "{d}");
@@ -175,10 +176,22 @@ async fn aggregate_values_have_directus_types() {
 #[tokio::test]
 async fn write_payloads_are_as_lenient_as_directus() {
     let app = env();
-    let r = admin(app, Method::POST, "/items/articles?fields=id,author.id,author.name", json!({"title": "new author inline", "author": {"id": 9001, "name": "Nine Thousand One"}})).await;
+    let r = admin(
+        app,
+        Method::POST,
+        "/items/articles?fields=id,author.id,author.name",
+        json!({"title": "new author inline", "author": {"id": 9001, "name": "Nine Thousand One"}}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"]["author"], json!({"id": 9001, "name": "Nine Thousand One"}));
-    let r = admin(app, Method::POST, "/items/authors?fields=id,articles.id,articles.title", json!({"name": "With new articles", "articles": [{"id": 9100, "title": "brand new"}]})).await;
+    let r = admin(
+        app,
+        Method::POST,
+        "/items/authors?fields=id,articles.id,articles.title",
+        json!({"name": "With new articles", "articles": [{"id": 9100, "title": "brand new"}]}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"]["articles"], json!([{"id": 9100, "title": "brand new"}]));
     // An existing key is still updated, not duplicated.
@@ -240,7 +253,12 @@ async fn dynamic_variable_paths_work_in_rules_and_filters() {
     assert_eq!(r.body["data"], json!([]), "the admin's email is no author's: {}", r.body);
     // $NOW inside _between and _in.
     let r = get(app, "/items/articles?aggregate[count]=*&filter[id][_lte]=2000&filter[published_at][_between]=$NOW(-100 years),$NOW").await;
-    assert_eq!(r.body["data"][0]["count"], sql_json(app, "SELECT to_json(count(*)::text)::text FROM articles WHERE published_at <= now() AND id <= 2000").await, "{}", r.body);
+    assert_eq!(
+        r.body["data"][0]["count"],
+        sql_json(app, "SELECT to_json(count(*)::text)::text FROM articles WHERE published_at <= now() AND id <= 2000").await,
+        "{}",
+        r.body
+    );
     let r = get(app, "/items/articles?aggregate[count]=*&filter[published_at][_nin]=$NOW").await;
     assert_eq!(r.status, 200, "{}", r.body);
     // A path through a to-many relation or an unknown field is refused clearly.
@@ -370,7 +388,13 @@ async fn graphql_serves_system_collections_and_relations_into_them() {
     assert_eq!(d["users_me"], json!({"email": admin_email}));
     let users = sql_json(app, "SELECT count(*)::text FROM cdapi.users").await;
     assert_eq!(d["users_aggregated"][0]["countAll"], users);
-    let g = graphql(app, "/graphql/system", "mutation { update_users_me(data: {first_name: \"Ada\"}) { first_name } create_roles_item(data: {name: \"GraphQL role\"}) { name } }", json!({})).await;
+    let g = graphql(
+        app,
+        "/graphql/system",
+        "mutation { update_users_me(data: {first_name: \"Ada\"}) { first_name } create_roles_item(data: {name: \"GraphQL role\"}) { name } }",
+        json!({}),
+    )
+    .await;
     assert_eq!(gql_data(&g)["update_users_me"], json!({"first_name": "Ada"}));
     assert_eq!(gql_data(&g)["create_roles_item"], json!({"name": "GraphQL role"}));
     assert_eq!(sql_json(app, "SELECT count(*)::text FROM cdapi.roles WHERE name = 'GraphQL role'").await, json!(1));

@@ -6,12 +6,8 @@ use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error, get, sql_json};
 use serde_json::Value;
 
 async fn download(app: &e2e_tests::TestApp, path: &str) -> (u16, String, String, String) {
-    let res = e2e_tests::http_client().build().expect("http client")
-        .get(format!("{}{path}", app.rest_url))
-        .bearer_auth(ADMIN_TOKEN)
-        .send()
-        .await
-        .expect("request");
+    let res =
+        e2e_tests::http_client().build().expect("http client").get(format!("{}{path}", app.rest_url)).bearer_auth(ADMIN_TOKEN).send().await.expect("request");
     let status = res.status().as_u16();
     let header = |n: &str| res.headers().get(n).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     let (ct, cd) = (header("content-type"), header("content-disposition"));
@@ -22,7 +18,11 @@ async fn download(app: &e2e_tests::TestApp, path: &str) -> (u16, String, String,
 async fn every_format_carries_the_same_items() {
     let app = app(Dataset::Pagila);
     let q = "fields=actor_id,first_name,last_name&sort=actor_id&limit=-1";
-    let truth = sql_json(app, "SELECT json_agg(json_build_object('actor_id', actor_id, 'first_name', first_name, 'last_name', last_name) ORDER BY actor_id)::text FROM actor").await;
+    let truth = sql_json(
+        app,
+        "SELECT json_agg(json_build_object('actor_id', actor_id, 'first_name', first_name, 'last_name', last_name) ORDER BY actor_id)::text FROM actor",
+    )
+    .await;
     let n = truth.as_array().map(|a| a.len()).unwrap_or(0);
     assert!(n > 100);
 

@@ -292,7 +292,8 @@ async fn a_lost_database_connection_is_a_503_with_retry_after_never_a_500() {
     // restart does to them, as seen from the services).
     for _ in 0..5 {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        e2e_tests::exec(&app, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()").await;
+        e2e_tests::exec(&app, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            .await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let answers = load.finish().await;
@@ -331,7 +332,10 @@ async fn readiness(app: &TestApp, want: ServingStatus, edge_status: u16, within:
         if core == (want as i32, want as i32) && edge == edge_status {
             return started.elapsed();
         }
-        assert!(started.elapsed() < within, "after {within:?}: core (readiness, postgres) = {core:?}, edge /server/health = {edge}; wanted {want:?} and {edge_status}");
+        assert!(
+            started.elapsed() < within,
+            "after {within:?}: core (readiness, postgres) = {core:?}, edge /server/health = {edge}; wanted {want:?} and {edge_status}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -345,7 +349,15 @@ async fn a_stopped_database_is_503s_and_full_service_returns_within_2_s() {
         let acquire = ("DB_ACQUIRE_TIMEOUT_MS".to_owned(), "1500".to_owned());
         let mut auth_env = login_limits();
         auth_env.push(acquire.clone());
-        start(Spec { dataset: Dataset::DemoWrites, name: Some("faults_pg".into()), own_postgres: true, replicas: 2, core_env: vec![acquire], auth_env, ..Spec::default() })
+        start(Spec {
+            dataset: Dataset::DemoWrites,
+            name: Some("faults_pg".into()),
+            own_postgres: true,
+            replicas: 2,
+            core_env: vec![acquire],
+            auth_env,
+            ..Spec::default()
+        })
     })
     .await
     .expect("join");

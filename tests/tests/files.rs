@@ -7,9 +7,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::{blobs, blobs_holding, get_raw, header_text as header, noise as bytes};
 use e2e_tests::fixture::{admin, call, eventually, role};
 use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, exec, gql_data, graphql, repo_root, send, sql_json};
+use e2e_tests::{blobs, blobs_holding, get_raw, header_text as header, noise as bytes};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
@@ -48,7 +48,10 @@ async fn upload_read_download_and_delete() {
     assert_eq!(status, 200, "{body}");
     let file = &body["data"];
     let id = file["id"].as_str().expect("id").to_owned();
-    assert_eq!((file["title"].clone(), file["filename_download"].clone(), file["tags"].clone()), (json!("Quarterly report"), json!("report.bin"), json!(["q3", "finance"])));
+    assert_eq!(
+        (file["title"].clone(), file["filename_download"].clone(), file["tags"].clone()),
+        (json!("Quarterly report"), json!("report.bin"), json!(["q3", "finance"]))
+    );
     assert_eq!(file["filesize"].to_string().trim_matches('"'), "300000");
     assert_eq!(file["storage"], "local");
     assert!(blobs(app).contains(&format!("{id}.bin")), "{:?}", blobs(app));
@@ -135,7 +138,13 @@ async fn failed_uploads_leave_no_row_and_no_blob() {
     eventually("the refused upload leaves nothing", || async { traces("big.bin", 3).await == (json!(0), vec![]) }).await;
     // A body without a file.
     let client = e2e_tests::http_client().build().expect("client");
-    let res = client.post(format!("{}/files", app.rest_url)).bearer_auth(ADMIN_TOKEN).multipart(reqwest::multipart::Form::new().text("title", "x")).send().await.expect("post");
+    let res = client
+        .post(format!("{}/files", app.rest_url))
+        .bearer_auth(ADMIN_TOKEN)
+        .multipart(reqwest::multipart::Form::new().text("title", "x"))
+        .send()
+        .await
+        .expect("post");
     assert_eq!(res.status().as_u16(), 400);
 }
 
@@ -167,10 +176,21 @@ async fn uploads_and_downloads_from_the_attackers_side() {
     )
     .await;
     // Server-owned fields sent by the client are dropped: the blob's name is the server's.
-    let (status, body) = upload(app, Some(&uploader), &[("filename_disk", "../../escape.sh"), ("storage", "elsewhere"), ("uploaded_by", "00000000-0000-0000-0000-000000000000")], "../../evil.sh", bytes(2000, 6)).await;
+    let (status, body) = upload(
+        app,
+        Some(&uploader),
+        &[("filename_disk", "../../escape.sh"), ("storage", "elsewhere"), ("uploaded_by", "00000000-0000-0000-0000-000000000000")],
+        "../../evil.sh",
+        bytes(2000, 6),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     let mine = body["data"]["id"].as_str().expect("id").to_owned();
-    let row = sql_json(app, &format!("SELECT json_build_object('disk', filename_disk, 'storage', storage, 'by', uploaded_by)::text FROM cdapi.files WHERE id = '{mine}'")).await;
+    let row = sql_json(
+        app,
+        &format!("SELECT json_build_object('disk', filename_disk, 'storage', storage, 'by', uploaded_by)::text FROM cdapi.files WHERE id = '{mine}'"),
+    )
+    .await;
     assert_eq!(row, json!({"disk": format!("{mine}.sh"), "storage": "local", "by": uploader_id}));
     assert!(blobs(app).iter().all(|b| !b.contains("escape")), "{:?}", blobs(app));
     let (status, body) = upload(app, Some(ADMIN_TOKEN), &[("title", "Board minutes")], "minutes.bin", bytes(3000, 7)).await;
@@ -194,7 +214,13 @@ async fn a_file_field_nests_like_any_m2o() {
     assert_eq!(status, 200);
     let id = body["data"]["id"].as_str().expect("id").to_owned();
     eventually("posts is served", || async { call(app, Some(ADMIN_TOKEN), Method::GET, "/items/posts", None).await.status == 200 }).await;
-    let r = admin(app, Method::POST, "/items/posts?fields=title,featured_image.title,featured_image.filename_download", json!({"title": "Hello", "featured_image": id})).await;
+    let r = admin(
+        app,
+        Method::POST,
+        "/items/posts?fields=title,featured_image.title,featured_image.filename_download",
+        json!({"title": "Hello", "featured_image": id}),
+    )
+    .await;
     assert_eq!(r.body["data"], json!({"title": "Hello", "featured_image": {"title": "Cover", "filename_download": "cover.jpg"}}), "{}", r.body);
     let g = graphql(app, "/graphql", "{ posts { title featured_image { id filesize } } }", json!({})).await;
     assert_eq!(gql_data(&g)["posts"][0]["featured_image"]["id"], json!(id), "{}", g.body);
@@ -286,7 +312,15 @@ async fn images_are_transformed_within_bounds() {
     assert!(got.len() > 12 && &got[4..12] == b"ftypavif", "an AVIF file: {:?}", &got[..got.len().min(16)]);
     let (_, h, got) = get_raw(app, &format!("/assets/{id}?width=60&format=tiff"), Some(ADMIN_TOKEN), &[]).await;
     assert_eq!((header(&h, "content-type"), dims(&got)), ("image/tiff", (60, 40)));
-    for (query, code) in [("width=0", "INVALID_QUERY"), ("width=100000", "INVALID_QUERY"), ("fit=stretch", "INVALID_QUERY"), ("format=heic", "INVALID_QUERY"), ("quality=0", "INVALID_QUERY"), ("key=nope", "INVALID_QUERY"), ("transforms=[[\"blur\",10]]", "INVALID_QUERY")] {
+    for (query, code) in [
+        ("width=0", "INVALID_QUERY"),
+        ("width=100000", "INVALID_QUERY"),
+        ("fit=stretch", "INVALID_QUERY"),
+        ("format=heic", "INVALID_QUERY"),
+        ("quality=0", "INVALID_QUERY"),
+        ("key=nope", "INVALID_QUERY"),
+        ("transforms=[[\"blur\",10]]", "INVALID_QUERY"),
+    ] {
         let r = call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{id}?{query}"), None).await;
         assert_error(&r, 400, code, query);
     }
@@ -328,10 +362,7 @@ async fn a_stream_that_ends_before_the_end_message_stores_nothing() {
     assert!(after_end.is_err(), "nothing may follow `end`");
     let rows = "SELECT count(*)::text FROM cdapi.files WHERE filename_download IN ('truncated.bin', 'after-end.bin')";
     assert_eq!(sql_json(app, rows).await, json!(0));
-    eventually("no blob of either is left", || async {
-        blobs_holding(app, &bytes(64, 21)).is_empty() && blobs_holding(app, &bytes(64, 23)).is_empty()
-    })
-    .await;
+    eventually("no blob of either is left", || async { blobs_holding(app, &bytes(64, 21)).is_empty() && blobs_holding(app, &bytes(64, 23)).is_empty() }).await;
     // With `end`, the same stream stores the file.
     let whole = grpc_upload(app, vec![start("whole.bin"), data(25), end]).await.expect("a whole upload");
     let item: Value = serde_json::from_slice(&whole.data).expect("item");

@@ -115,7 +115,14 @@ async fn a_file_is_imported_from_a_url() {
     })
     .await;
     let url = format!("http://127.0.0.3:{}/moved", site.port);
-    let r = call(app, Some(ADMIN_TOKEN), Method::POST, "/files/import?fields=id,title,filename_download,type,filesize,uploaded_by,storage", Some(json!({"url": url, "data": {"description": "from the wiki"}}))).await;
+    let r = call(
+        app,
+        Some(ADMIN_TOKEN),
+        Method::POST,
+        "/files/import?fields=id,title,filename_download,type,filesize,uploaded_by,storage",
+        Some(json!({"url": url, "data": {"description": "from the wiki"}})),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let file = &r.body["data"];
     assert_eq!(file["filename_download"], "Meeting notes.txt", "the final URL's name: {file}");
@@ -249,10 +256,14 @@ async fn roles_without_a_create_grant_fetch_nothing() {
     assert_error(&import(app, None, json!({"url": url})).await, 403, "FORBIDDEN", "the public imports");
     assert!(site.hits.lock().expect("hits").is_empty(), "the core fetched for a caller without a grant");
     // A role allowed to create files, but only some fields: the server's fields are its own.
-    let (importer, importer_id, _) = role(app, "FileImporters", json!([
-        {"collection": "directus_files", "action": "create", "fields": ["title"]},
-        {"collection": "directus_files", "action": "read", "fields": ["*"], "permissions": {"uploaded_by": {"_eq": "$CURRENT_USER"}}},
-    ]))
+    let (importer, importer_id, _) = role(
+        app,
+        "FileImporters",
+        json!([
+            {"collection": "directus_files", "action": "create", "fields": ["title"]},
+            {"collection": "directus_files", "action": "read", "fields": ["*"], "permissions": {"uploaded_by": {"_eq": "$CURRENT_USER"}}},
+        ]),
+    )
     .await;
     let r = import(app, Some(&importer), json!({"url": url, "data": {"title": "Mine", "filename_disk": "../../x", "uploaded_by": null}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
@@ -275,7 +286,12 @@ async fn an_upload_slower_than_the_edge_deadline_is_not_cut() {
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         }
     });
-    let part = reqwest::multipart::Part::stream(reqwest::Body::wrap_stream(futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|c| (c, rx)) }))).file_name("paced.bin");
+    let part =
+        reqwest::multipart::Part::stream(reqwest::Body::wrap_stream(futures_util::stream::unfold(
+            rx,
+            |mut rx| async move { rx.recv().await.map(|c| (c, rx)) },
+        )))
+        .file_name("paced.bin");
     let form = reqwest::multipart::Form::new().part("file", part);
     let client = e2e_tests::http_client().build().expect("client");
     let res = client.post(format!("{}/files", app.rest_url)).bearer_auth(ADMIN_TOKEN).multipart(form).send().await.expect("post");

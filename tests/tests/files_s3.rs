@@ -7,9 +7,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::{header_text as header, noise as bytes};
 use e2e_tests::fixture::{admin, call, eventually};
 use e2e_tests::{ADMIN_TOKEN, Dataset, S3_BUCKET, Spec, TestApp, assert_error, sql_json};
+use e2e_tests::{header_text as header, noise as bytes};
 use reqwest::Method;
 use serde_json::json;
 use std::sync::OnceLock;

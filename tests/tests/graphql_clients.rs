@@ -37,12 +37,25 @@ async fn graphql_js_builds_and_validates_both_schemas() {
                 assert!(q.contains(&json!(name)), "{name} missing: {report}");
             }
             let m = report["items"]["mutationFields"].as_array().cloned().unwrap_or_default();
-            for name in ["create_articles_item", "create_articles_items", "update_articles_item", "update_articles_items", "update_articles_batch", "delete_articles_item", "delete_articles_items", "update_settings_items"] {
+            for name in [
+                "create_articles_item",
+                "create_articles_items",
+                "update_articles_item",
+                "update_articles_items",
+                "update_articles_batch",
+                "delete_articles_item",
+                "delete_articles_items",
+                "update_settings_items",
+            ] {
                 assert!(m.contains(&json!(name)), "{name} missing: {report}");
             }
             let truth = sql_json(app, "SELECT json_agg(json_build_object('id', id::text, 'title', title) ORDER BY id)::text FROM (SELECT id, title FROM articles ORDER BY id LIMIT 2) a").await;
             assert_eq!(report["graphqlRequest"]["articles"], truth);
-            let tags = sql_json(app, "SELECT json_agg(json_build_object('id', id::text, 'name', name) ORDER BY id)::text FROM (SELECT id, name FROM tags ORDER BY id LIMIT 2) t").await;
+            let tags = sql_json(
+                app,
+                "SELECT json_agg(json_build_object('id', id::text, 'name', name) ORDER BY id)::text FROM (SELECT id, name FROM tags ORDER BY id LIMIT 2) t",
+            )
+            .await;
             assert_eq!(report["sdk"]["tags"], tags);
             assert_eq!(report["sdkSystem"]["auth_password_request"], true);
         } else {

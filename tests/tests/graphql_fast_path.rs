@@ -10,7 +10,8 @@ use serde_json::json;
 #[tokio::test]
 async fn fast_and_resolver_paths_answer_the_same() {
     let fast = app(Dataset::Demo);
-    let slow = start(Spec { name: Some("gql_slow".into()), graphql_env: vec![("GRAPHQL_FAST_PATH".into(), "false".into())], ..Spec::default() }).expect("environment");
+    let slow =
+        start(Spec { name: Some("gql_slow".into()), graphql_env: vec![("GRAPHQL_FAST_PATH".into(), "false".into())], ..Spec::default() }).expect("environment");
     let operations = [
         ("{ articles(limit: 5, sort: [\"-id\"]) { __typename id title rating author { __typename id name } } }", json!({})),
         (
@@ -36,7 +37,8 @@ async fn fast_and_resolver_paths_answer_the_same() {
         if i == operations.len() - 1 {
             // Two named operations: choose one, as clients do.
             let body = json!({"query": query, "variables": variables, "operationName": "B"}).to_string();
-            body_fast = e2e_tests::send(fast, reqwest::Method::POST, "/graphql", Some(e2e_tests::ADMIN_TOKEN), &[], Some(("application/json", body.clone()))).await;
+            body_fast =
+                e2e_tests::send(fast, reqwest::Method::POST, "/graphql", Some(e2e_tests::ADMIN_TOKEN), &[], Some(("application/json", body.clone()))).await;
             body_slow = e2e_tests::send(&slow, reqwest::Method::POST, "/graphql", Some(e2e_tests::ADMIN_TOKEN), &[], Some(("application/json", body))).await;
             assert!(body_fast.body["data"]["authors"].is_array(), "{}", body_fast.body);
         }

@@ -22,7 +22,6 @@ async fn list_with_nested_relations_matches_rest() {
     assert_eq!(g.body["data"]["articles"], rest);
 }
 
-
 #[tokio::test]
 async fn by_id_aliases_variables_fragments_and_functions() {
     let app = app(Dataset::Demo);
@@ -42,7 +41,11 @@ async fn by_id_aliases_variables_fragments_and_functions() {
     assert_eq!(d["a"]["published_at_func"]["month"], truth["m"]);
     assert_eq!(d["a"]["writer"]["name"], truth["name"]);
     assert_eq!(d["a"]["author"]["id"], truth["author"]);
-    let born = e2e_tests::sql_json(app, "SELECT to_json(extract(year FROM au.created_at)::int)::text FROM articles a JOIN authors au ON au.id = a.author WHERE a.id = 1").await;
+    let born = e2e_tests::sql_json(
+        app,
+        "SELECT to_json(extract(year FROM au.created_at)::int)::text FROM articles a JOIN authors au ON au.id = a.author WHERE a.id = 1",
+    )
+    .await;
     assert_eq!(d["a"]["author"]["created_at_func"]["year"], born, "a function of a related item's field");
     assert_eq!(d["b"], json!({"id": "2"}), "@skip drops the field");
     let max = e2e_tests::sql_json(app, "SELECT to_json(max(id)::text)::text FROM articles").await;
@@ -56,8 +59,16 @@ async fn one_relation_twice_with_different_arguments() {
     let q = "{ authors_by_id(id: 1) { newest: articles(limit: 2, sort: [\"-id\"]) { id } oldest: articles(limit: 1, sort: [\"id\"]) { id } } }";
     let g = graphql(app, "/graphql", q, json!({})).await;
     let d = &gql_data(&g)["authors_by_id"];
-    let newest = e2e_tests::sql_json(app, "SELECT json_agg(json_build_object('id', id::text))::text FROM (SELECT id FROM articles WHERE author = 1 ORDER BY id DESC LIMIT 2) t").await;
-    let oldest = e2e_tests::sql_json(app, "SELECT json_agg(json_build_object('id', id::text))::text FROM (SELECT id FROM articles WHERE author = 1 ORDER BY id LIMIT 1) t").await;
+    let newest = e2e_tests::sql_json(
+        app,
+        "SELECT json_agg(json_build_object('id', id::text))::text FROM (SELECT id FROM articles WHERE author = 1 ORDER BY id DESC LIMIT 2) t",
+    )
+    .await;
+    let oldest = e2e_tests::sql_json(
+        app,
+        "SELECT json_agg(json_build_object('id', id::text))::text FROM (SELECT id FROM articles WHERE author = 1 ORDER BY id LIMIT 1) t",
+    )
+    .await;
     assert_eq!(d["newest"], newest);
     assert_eq!(d["oldest"], oldest);
 }
@@ -86,7 +97,11 @@ async fn filters_with_functions_relations_and_quantifiers() {
     let g = graphql(app, "/graphql", q, json!({})).await;
     let d = gql_data(&g);
     let count = |v: &Value| v.as_array().map(Vec::len).unwrap_or(0) as i64;
-    let a = e2e_tests::sql_json(app, "SELECT count(*)::text FROM articles a JOIN authors au ON au.id = a.author WHERE extract(year FROM a.published_at) = 2024 AND au.name ILIKE '%a%'").await;
+    let a = e2e_tests::sql_json(
+        app,
+        "SELECT count(*)::text FROM articles a JOIN authors au ON au.id = a.author WHERE extract(year FROM a.published_at) = 2024 AND au.name ILIKE '%a%'",
+    )
+    .await;
     let b = e2e_tests::sql_json(app, "SELECT count(*)::text FROM articles a WHERE NOT EXISTS (SELECT 1 FROM articles_tags x JOIN tags t ON t.id = x.tags_id WHERE x.articles_id = a.id AND t.name = 'rust')").await;
     let c = e2e_tests::sql_json(app, "SELECT count(*)::text FROM authors au WHERE (SELECT count(*) FROM articles a WHERE a.author = au.id) > 200").await;
     assert_eq!(count(&d["a"]), a.as_i64().unwrap_or(-1));
@@ -124,12 +139,34 @@ async fn singleton_and_versions() {
     assert_eq!(gql_data(&g)["settings"], r.body["data"]);
     // A version of article 3 changes its title; the version read shows it, the live item not.
     let key = format!("gql-{}", std::process::id());
-    let create = e2e_tests::send(app, reqwest::Method::POST, "/versions", Some(e2e_tests::ADMIN_TOKEN), &[], Some(("application/json", json!({"key": key, "name": "draft", "collection": "articles", "item": "3"}).to_string()))).await;
+    let create = e2e_tests::send(
+        app,
+        reqwest::Method::POST,
+        "/versions",
+        Some(e2e_tests::ADMIN_TOKEN),
+        &[],
+        Some(("application/json", json!({"key": key, "name": "draft", "collection": "articles", "item": "3"}).to_string())),
+    )
+    .await;
     assert_eq!(create.status, 200, "{}", create.body);
     let id = create.body["data"]["id"].to_string().trim_matches('"').to_owned();
-    let save = e2e_tests::send(app, reqwest::Method::POST, &format!("/versions/{id}/save"), Some(e2e_tests::ADMIN_TOKEN), &[], Some(("application/json", json!({"title": "Versioned title"}).to_string()))).await;
+    let save = e2e_tests::send(
+        app,
+        reqwest::Method::POST,
+        &format!("/versions/{id}/save"),
+        Some(e2e_tests::ADMIN_TOKEN),
+        &[],
+        Some(("application/json", json!({"title": "Versioned title"}).to_string())),
+    )
+    .await;
     assert_eq!(save.status, 200, "{}", save.body);
-    let g = graphql(app, "/graphql", "query($v: String!) { articles_by_version(id: 3, version: $v) { id title } articles_by_id(id: 3) { title } }", json!({"v": key})).await;
+    let g = graphql(
+        app,
+        "/graphql",
+        "query($v: String!) { articles_by_version(id: 3, version: $v) { id title } articles_by_id(id: 3) { title } }",
+        json!({"v": key}),
+    )
+    .await;
     let d = gql_data(&g);
     assert_eq!(d["articles_by_version"]["title"], "Versioned title");
     assert_ne!(d["articles_by_id"]["title"], "Versioned title");
@@ -181,11 +218,20 @@ async fn errors_carry_the_spec_codes() {
 async fn get_requests_and_the_direct_edge_work_too() {
     let app = app(Dataset::Demo);
     let client = e2e_tests::http_client().build().expect("client");
-    let url = format!("{}/graphql?query={}&access_token={}", app.graphql_url, "%7B%20tags(limit%3A%202%2C%20sort%3A%20%5B%22id%22%5D)%20%7B%20id%20name%20%7D%20%7D", e2e_tests::ADMIN_TOKEN);
+    let url = format!(
+        "{}/graphql?query={}&access_token={}",
+        app.graphql_url,
+        "%7B%20tags(limit%3A%202%2C%20sort%3A%20%5B%22id%22%5D)%20%7B%20id%20name%20%7D%20%7D",
+        e2e_tests::ADMIN_TOKEN
+    );
     let res = client.get(url).send().await.expect("GET /graphql");
     assert_eq!(res.status().as_u16(), 200);
     let body: Value = res.json().await.expect("json");
-    let truth = e2e_tests::sql_json(app, "SELECT json_agg(json_build_object('id', id::text, 'name', name) ORDER BY id)::text FROM (SELECT * FROM tags ORDER BY id LIMIT 2) t").await;
+    let truth = e2e_tests::sql_json(
+        app,
+        "SELECT json_agg(json_build_object('id', id::text, 'name', name) ORDER BY id)::text FROM (SELECT * FROM tags ORDER BY id LIMIT 2) t",
+    )
+    .await;
     assert_eq!(body["data"]["tags"], truth);
     // GET never runs a mutation (GraphQL over HTTP): 405 with Allow: POST.
     let url = format!("{}/graphql?query=mutation%20%7B%20delete_tags_item(id%3A%201)%20%7B%20id%20%7D%20%7D", app.graphql_url);

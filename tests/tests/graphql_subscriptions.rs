@@ -179,8 +179,10 @@ async fn a_restricted_role_receives_only_what_it_may_read() {
     assert_eq!(m["type"], "error", "{m}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     // A draft is outside its view: nothing; a published one arrives with its granted fields.
-    let draft = id_of(&admin(app, Method::POST, "/items/articles", json!({"title": "Gql secret draft", "author": 1, "status": "draft", "body": "secret"})).await.body);
-    let public = id_of(&admin(app, Method::POST, "/items/articles", json!({"title": "Gql public", "author": 1, "status": "published", "body": "secret"})).await.body);
+    let draft =
+        id_of(&admin(app, Method::POST, "/items/articles", json!({"title": "Gql secret draft", "author": 1, "status": "draft", "body": "secret"})).await.body);
+    let public =
+        id_of(&admin(app, Method::POST, "/items/articles", json!({"title": "Gql public", "author": 1, "status": "published", "body": "secret"})).await.body);
     let e = event_of(&mut ws, "s", "articles_mutated", &public).await;
     assert_eq!(e, json!({"key": public.to_string(), "event": "create", "data": {"id": public.to_string(), "title": "Gql public"}}));
     // Taken out of its view: the update sends nothing.

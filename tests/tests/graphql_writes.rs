@@ -7,7 +7,6 @@ use e2e_tests::{Dataset, app, cookie_value, exec, gql_data, graphql, graphql_as,
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-
 #[tokio::test]
 async fn create_update_and_delete_items() {
     let app = app(Dataset::DemoWrites);
@@ -18,7 +17,11 @@ async fn create_update_and_delete_items() {
     assert_eq!(one["title"], "GQL one");
     assert_eq!(one["author"]["name"], "GQL Writer");
     let id = one["id"].as_str().expect("id is a string").to_owned();
-    let truth = sql_json(app, &format!("SELECT json_build_object('title', a.title, 'author', au.name)::text FROM articles a JOIN authors au ON au.id = a.author WHERE a.id = {id}")).await;
+    let truth = sql_json(
+        app,
+        &format!("SELECT json_build_object('title', a.title, 'author', au.name)::text FROM articles a JOIN authors au ON au.id = a.author WHERE a.id = {id}"),
+    )
+    .await;
     assert_eq!(truth, json!({"title": "GQL one", "author": "GQL Writer"}));
 
     let g = graphql(app, "/graphql", "mutation { create_tags_items(data: [{name: \"gql-a\"}, {name: \"gql-b\"}]) { id name } }", json!({})).await;
@@ -26,7 +29,8 @@ async fn create_update_and_delete_items() {
     assert_eq!(tags.iter().map(|t| t["name"].clone()).collect::<Vec<_>>(), [json!("gql-a"), json!("gql-b")]);
     let tag_ids: Vec<String> = tags.iter().filter_map(|t| t["id"].as_str().map(str::to_owned)).collect();
 
-    let g = graphql(app, "/graphql", &format!("mutation {{ update_articles_item(id: {id}, data: {{title: \"GQL one, edited\"}}) {{ title }} }}"), json!({})).await;
+    let g =
+        graphql(app, "/graphql", &format!("mutation {{ update_articles_item(id: {id}, data: {{title: \"GQL one, edited\"}}) {{ title }} }}"), json!({})).await;
     assert_eq!(gql_data(&g)["update_articles_item"]["title"], "GQL one, edited");
 
     // update_<c>_items: ids and one data object (spec: a list; a plain object is coerced).

@@ -5,9 +5,7 @@
 
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
-use cdapi_proto::v1::{
-    FieldCondition, Filter, GetSchemaRequest, MetaCount, Operator, Query, ReadRequest, Value, filter, value,
-};
+use cdapi_proto::v1::{FieldCondition, Filter, GetSchemaRequest, MetaCount, Operator, Query, ReadRequest, Value, filter, value};
 use cdapi_proto::{ApiError, ErrorCode};
 use e2e_tests::{ADMIN_TOKEN, Dataset, app, get};
 
@@ -49,11 +47,9 @@ async fn grpc_and_rest_return_the_same_items() {
         .into_inner();
     let grpc_data: serde_json::Value = serde_json::from_slice(&res.data).unwrap_or_default();
     let grpc_meta: serde_json::Value = serde_json::from_slice(&res.meta).unwrap_or_default();
-    let rest = get(
-        app,
-        "/items/film?fields=film_id,title,language_id.name,actors.actor_id.last_name&filter[rating][_eq]=PG-13&sort=-title&limit=4&meta=filter_count",
-    )
-    .await;
+    let rest =
+        get(app, "/items/film?fields=film_id,title,language_id.name,actors.actor_id.last_name&filter[rating][_eq]=PG-13&sort=-title&limit=4&meta=filter_count")
+            .await;
     assert_eq!(rest.status, 200, "{}", rest.body);
     assert_eq!(grpc_data, rest.body["data"]);
     assert_eq!(grpc_meta, rest.body["meta"]);
@@ -64,19 +60,17 @@ async fn grpc_and_rest_return_the_same_items() {
 async fn grpc_errors_carry_the_spec_code() {
     let app = app(Dataset::Pagila);
     let mut items = client(&app.grpc_url).await;
-    let status = items
-        .read(authed(ReadRequest { collection: "film".into(), key: Some("424242".into()), query: None }))
-        .await
-        .expect_err("missing item");
+    let status = items.read(authed(ReadRequest { collection: "film".into(), key: Some("424242".into()), query: None })).await.expect_err("missing item");
     assert_eq!(ApiError::from_status(&status).code, ErrorCode::Forbidden);
     assert_eq!(status.code(), tonic::Code::PermissionDenied);
-    let status = items
-        .read(tonic::Request::new(ReadRequest { collection: "film".into(), key: None, query: None }))
-        .await
-        .expect_err("no token");
+    let status = items.read(tonic::Request::new(ReadRequest { collection: "film".into(), key: None, query: None })).await.expect_err("no token");
     assert_eq!(ApiError::from_status(&status).code, ErrorCode::Forbidden);
     let one = items
-        .read(authed(ReadRequest { collection: "film".into(), key: Some("7".into()), query: Some(Query { fields: e2e_tests::paths(&["title"]), ..Default::default() }) }))
+        .read(authed(ReadRequest {
+            collection: "film".into(),
+            key: Some("7".into()),
+            query: Some(Query { fields: e2e_tests::paths(&["title"]), ..Default::default() }),
+        }))
         .await
         .unwrap_or_else(|s| panic!("Read: {s:?}"))
         .into_inner();

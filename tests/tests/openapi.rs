@@ -41,11 +41,14 @@ async fn schemathesis(app: &TestApp, token: &str, label: &str) -> (u64, String) 
     // some input (an operation without parameters or body has one case).
     let fuzzed = |op: &Value| {
         let id = op["operationId"].as_str().unwrap_or_default();
-        let excluded = ["create", "update", "delete"].iter().any(|verb| id.strip_prefix(verb).is_some_and(|rest| EXCLUDED_WRITES.iter().any(|n| rest.starts_with(n))));
+        let excluded =
+            ["create", "update", "delete"].iter().any(|verb| id.strip_prefix(verb).is_some_and(|rest| EXCLUDED_WRITES.iter().any(|n| rest.starts_with(n))));
         !excluded && (op.get("parameters").is_some() || op.get("requestBody").is_some())
     };
-    let operations: usize =
-        doc.body["paths"].as_object().map(|p| p.values().filter_map(Value::as_object).map(|ops| ops.values().filter(|op| fuzzed(op)).count()).sum()).unwrap_or(1);
+    let operations: usize = doc.body["paths"]
+        .as_object()
+        .map(|p| p.values().filter_map(Value::as_object).map(|ops| ops.values().filter(|op| fuzzed(op)).count()).sum())
+        .unwrap_or(1);
     let examples = TARGET_CASES.div_ceil(operations.max(1)).to_string();
     let python = std::env::var("CDAPI_PYTHON").unwrap_or_else(|_| "python3".into());
     let mut cmd = std::process::Command::new(&python);
@@ -86,12 +89,7 @@ async fn schemathesis(app: &TestApp, token: &str, label: &str) -> (u64, String) 
     };
     assert!(!text.contains("No module named schemathesis"), "{label}: Schemathesis is not installed in {python}: {text}");
     // Cases as the run's summary counts them: "Test cases:\n  2461 generated, 2461 passed".
-    let cases = text
-        .split("Test cases:")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|n| n.parse::<u64>().ok())
-        .unwrap_or(0);
+    let cases = text.split("Test cases:").nth(1).and_then(|rest| rest.split_whitespace().next()).and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
     assert!(out.status.success(), "{label}: Schemathesis found failures:\n{text}");
     let _ = std::fs::remove_dir_all(&dir);
     (cases, text)

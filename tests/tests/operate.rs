@@ -58,14 +58,19 @@ async fn log_line(file: &std::path::Path, needles: &[&str]) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_process_serves_metrics_and_logs_carry_the_request_id_and_trace() {
-    let app = start(Spec {
-        metrics: true,
-        auth_env: env(&[("AUTH_RATE_LIMIT_POINTS", "2"), ("RUST_LOG", "info,service_runtime=debug")]),
-        ..spec("ops_metrics")
-    })
-    .expect("environment");
+    let app =
+        start(Spec { metrics: true, auth_env: env(&[("AUTH_RATE_LIMIT_POINTS", "2"), ("RUST_LOG", "info,service_runtime=debug")]), ..spec("ops_metrics") })
+            .expect("environment");
     let trace = "0af7651916cd43dd8448eb211c80319c";
-    let r = send(&app, Method::GET, "/items/articles?limit=1", Some(ADMIN_TOKEN), &[("x-request-id", "ops-read-1"), ("traceparent", &format!("00-{trace}-b7ad6b7169203331-01"))], None).await;
+    let r = send(
+        &app,
+        Method::GET,
+        "/items/articles?limit=1",
+        Some(ADMIN_TOKEN),
+        &[("x-request-id", "ops-read-1"), ("traceparent", &format!("00-{trace}-b7ad6b7169203331-01"))],
+        None,
+    )
+    .await;
     assert_eq!(r.status, 200);
     assert_eq!(r.headers.get("x-request-id").and_then(|v| v.to_str().ok()), Some("ops-read-1"));
     // The core's statement log line carries both ids: one request, followed across processes.
@@ -178,13 +183,7 @@ async fn sigterm_on_the_edge_turns_readiness_off_then_drains_without_failed_requ
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_replicas_share_load_and_tokens_and_survive_losing_one() {
-    let mut app = start(Spec {
-        replicas: 2,
-        metrics: true,
-        core_env: env(&[("SHUTDOWN_DELAY_MS", "500")]),
-        ..spec("ops_replicas")
-    })
-    .expect("environment");
+    let mut app = start(Spec { replicas: 2, metrics: true, core_env: env(&[("SHUTDOWN_DELAY_MS", "500")]), ..spec("ops_replicas") }).expect("environment");
     assert_eq!((app.core_urls.len(), app.auth_urls.len()), (2, 2));
 
     // A token issued by one auth replica is accepted by the other, and by the core through
@@ -305,7 +304,14 @@ fn exported(bodies: &[Vec<u8>]) -> Vec<Exported> {
     for b in bodies {
         let req = ExportTraceServiceRequest::decode(b.as_slice()).expect("an OTLP trace export");
         for rs in &req.resource_spans {
-            let service = rs.resource.iter().flat_map(|r| &r.attributes).find(|a| a.key == "service.name").and_then(|a| a.value.as_ref()).map(|v| format!("{:?}", v.value)).unwrap_or_default();
+            let service = rs
+                .resource
+                .iter()
+                .flat_map(|r| &r.attributes)
+                .find(|a| a.key == "service.name")
+                .and_then(|a| a.value.as_ref())
+                .map(|v| format!("{:?}", v.value))
+                .unwrap_or_default();
             for sp in rs.scope_spans.iter().flat_map(|ss| &ss.spans) {
                 let rpc = sp.attributes.iter().find(|a| a.key == "rpc").map(|a| format!("{:?}", a.value)).unwrap_or_default();
                 out.push((service.clone(), sp.name.clone(), rpc, hex(&sp.trace_id), hex(&sp.span_id), hex(&sp.parent_span_id)));
@@ -319,7 +325,8 @@ fn exported(bodies: &[Vec<u8>]) -> Vec<Exported> {
 async fn spans_are_exported_over_otlp_when_configured() {
     let (port, bodies) = otlp_receiver();
     let otel = env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", &format!("http://127.0.0.1:{port}")), ("OTEL_BSP_SCHEDULE_DELAY", "100")]);
-    let app = start(Spec { core_env: otel.clone(), auth_env: otel.clone(), edge_env: otel.clone(), graphql_env: otel, ..spec("ops_otel") }).expect("environment");
+    let app =
+        start(Spec { core_env: otel.clone(), auth_env: otel.clone(), edge_env: otel.clone(), graphql_env: otel, ..spec("ops_otel") }).expect("environment");
     let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let client_parent = "00f067aa0ba902b7";
     let header = format!("00-{trace}-{client_parent}-01");

@@ -22,11 +22,7 @@ async fn films_with_language_name_match_sql() {
 #[tokio::test]
 async fn pg13_films_with_actors_through_the_junction_alias() {
     let app = app(Dataset::Pagila);
-    let r = get(
-        app,
-        "/items/film?fields=film_id,title,language_id.name,actors.actor_id.first_name&filter[rating][_eq]=PG-13&limit=5",
-    )
-    .await;
+    let r = get(app, "/items/film?fields=film_id,title,language_id.name,actors.actor_id.first_name&filter[rating][_eq]=PG-13&limit=5").await;
     assert_eq!(r.status, 200, "{}", r.body);
     let data = r.body["data"].as_array().cloned().unwrap_or_default();
     assert_eq!(data.len(), 5);
@@ -34,9 +30,7 @@ async fn pg13_films_with_actors_through_the_junction_alias() {
         let id = film["film_id"].as_i64().unwrap_or_default();
         let truth = sql_json(
             app,
-            &format!(
-                "SELECT json_agg(a.first_name ORDER BY fa.actor_id)::text FROM film_actor fa JOIN actor a USING (actor_id) WHERE fa.film_id = {id}"
-            ),
+            &format!("SELECT json_agg(a.first_name ORDER BY fa.actor_id)::text FROM film_actor fa JOIN actor a USING (actor_id) WHERE fa.film_id = {id}"),
         )
         .await;
         let names: Vec<Value> = film["actors"].as_array().map(|a| a.iter().map(|x| x["actor_id"]["first_name"].clone()).collect()).unwrap_or_default();
@@ -159,10 +153,7 @@ async fn filter_operators_match_sql() {
         ("filter[release_year][_eq]=2006&filter[rating][_neq]=G", "release_year = 2006 AND rating <> 'G'"),
         // a value the `year` domain's CHECK refuses still compares (as the base type): no match
         ("filter[release_year][_eq]=1800", "release_year = 1800"),
-        (
-            "filter={\"_or\":[{\"length\":{\"_lt\":48}},{\"title\":{\"_eq\":\"ZORRO ARK\"}}]}",
-            "length < 48 OR title = 'ZORRO ARK'",
-        ),
+        ("filter={\"_or\":[{\"length\":{\"_lt\":48}},{\"title\":{\"_eq\":\"ZORRO ARK\"}}]}", "length < 48 OR title = 'ZORRO ARK'"),
         ("filter[actors][_none][actor_id][_eq]=1", "NOT EXISTS (SELECT 1 FROM film_actor fa WHERE fa.film_id = film.film_id AND fa.actor_id = 1)"),
     ];
     for (qs, sql) in cases {
@@ -221,7 +212,10 @@ async fn wildcards_expand_relations_one_level() {
     let app = app(Dataset::Pagila);
     let r = get(app, "/items/address/1?fields=*,city_id.*").await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(r.body["data"]["city_id"]["city"], sql_json(app, "SELECT to_json(city)::text FROM city WHERE city_id = (SELECT city_id FROM address WHERE address_id = 1)").await);
+    assert_eq!(
+        r.body["data"]["city_id"]["city"],
+        sql_json(app, "SELECT to_json(city)::text FROM city WHERE city_id = (SELECT city_id FROM address WHERE address_id = 1)").await
+    );
     // `*` alone gives the M2O key and the O2M key lists
     let r = get(app, "/items/address/1").await;
     assert!(r.body["data"]["city_id"].is_number(), "{}", r.body);

@@ -33,7 +33,10 @@ async fn enums_domains_arrays_and_composite_keys() {
     assert_eq!(r.status, 200, "{}", r.body);
     let film = r.body["data"]["film_id"].as_i64().expect("id");
     assert_eq!(r.body["data"]["rating"], "PG-13");
-    assert_eq!(sql_json(app, &format!("SELECT to_json(special_features)::text FROM film WHERE film_id = {film}")).await, json!(["Trailers", "Deleted \"Scenes\""]));
+    assert_eq!(
+        sql_json(app, &format!("SELECT to_json(special_features)::text FROM film WHERE film_id = {film}")).await,
+        json!(["Trailers", "Deleted \"Scenes\""])
+    );
     let r = write(app, Method::PATCH, &format!("/items/film/{film}"), json!({"rating": "XX"})).await;
     assert_error(&r, 400, "FAILED_VALIDATION", "enum label");
     assert_eq!(r.body["errors"][0]["extensions"]["type"], "in");
@@ -47,7 +50,13 @@ async fn enums_domains_arrays_and_composite_keys() {
     assert_eq!(send(app, Method::DELETE, &format!("/items/film_actor/{key}"), Some(ADMIN_TOKEN), &[], None).await.status, 204);
     assert_eq!(sql_json(app, &format!("SELECT count(*)::text FROM film_actor WHERE film_id = {film}")).await, json!(0));
     // a partitioned table routes the row to its partition
-    let r = write(app, Method::POST, "/items/payment?fields=payment_id", json!({"customer_id": 1, "staff_id": 1, "rental_id": 1, "amount": "9.99", "payment_date": "2022-03-05T10:00:00Z"})).await;
+    let r = write(
+        app,
+        Method::POST,
+        "/items/payment?fields=payment_id",
+        json!({"customer_id": 1, "staff_id": 1, "rental_id": 1, "amount": "9.99", "payment_date": "2022-03-05T10:00:00Z"}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(sql_json(app, "SELECT count(*)::text FROM payment_p2022_03 WHERE amount = 9.99 AND payment_date = '2022-03-05T10:00:00Z'").await, json!(1));
     // a view is read-only

@@ -26,7 +26,11 @@ async fn public_reads_only_published_articles_and_allowed_fields() {
     let app = app(Dataset::DemoWrites);
     fixture::demo(app).await;
     let body = get_as(app, None, "/items/articles?fields=id,title&sort=id&limit=-1").await;
-    let truth = sql_json(app, "SELECT coalesce(json_agg(json_build_object('id', id, 'title', title) ORDER BY id), '[]')::text FROM articles WHERE status = 'published'").await;
+    let truth = sql_json(
+        app,
+        "SELECT coalesce(json_agg(json_build_object('id', id, 'title', title) ORDER BY id), '[]')::text FROM articles WHERE status = 'published'",
+    )
+    .await;
     assert_eq!(body["data"], truth);
     // `*` is the field list, in table order.
     let body = get_as(app, None, "/items/articles?limit=1&sort=id").await;
@@ -72,7 +76,11 @@ async fn counts_aggregates_search_and_exports_stay_inside_the_filter() {
     let truth = sql_json(app, "SELECT json_build_object('sum', json_build_object('rating', sum(rating)::text), 'countDistinct', json_build_object('author', count(DISTINCT author)::text))::text FROM articles WHERE status = 'published'").await;
     assert_eq!(body["data"][0], truth);
     // search covers the readable text fields only (body is not one of them)
-    let term = sql_json(app, "SELECT to_json(substr(split_part(body, ' ', 1), 1, 8))::text FROM articles WHERE status = 'published' AND body ~ '^[A-Za-z]{3}' ORDER BY id LIMIT 1").await;
+    let term = sql_json(
+        app,
+        "SELECT to_json(substr(split_part(body, ' ', 1), 1, 8))::text FROM articles WHERE status = 'published' AND body ~ '^[A-Za-z]{3}' ORDER BY id LIMIT 1",
+    )
+    .await;
     let term = term.as_str().expect("term");
     let body = get_as(app, None, &format!("/items/articles?search={}&fields=id&limit=-1&sort=id", term.replace(' ', "%20"))).await;
     let truth = sql_json(app, &format!("SELECT coalesce(json_agg(json_build_object('id', id) ORDER BY id), '[]')::text FROM articles WHERE status = 'published' AND (title ILIKE '%{}%' OR status ILIKE '%{0}%')", term.replace('\'', "''"))).await;
@@ -169,7 +177,13 @@ async fn versions_are_read_with_the_callers_permissions() {
     forbidden(app, None, &format!("/items/articles/{published}?version=edit&fields=id,title")).await;
     // Given read access to versions, the public sees only those of items it can read, and in
     // their deltas only the fields it can read.
-    let r = fixture::admin(app, Method::POST, "/permissions", json!({"policy": fixture::PUBLIC_POLICY, "collection": "directus_versions", "action": "read", "fields": ["*"]})).await;
+    let r = fixture::admin(
+        app,
+        Method::POST,
+        "/permissions",
+        json!({"policy": fixture::PUBLIC_POLICY, "collection": "directus_versions", "action": "read", "fields": ["*"]}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let path = "/versions?filter[collection][_eq]=articles";
     fixture::eventually("the versions grant reaches the core", || async { call(app, None, Method::GET, path, None).await.status == 200 }).await;
@@ -182,20 +196,42 @@ async fn versions_are_read_with_the_callers_permissions() {
     assert_eq!(items, vec![Value::String(published.to_string())], "{listed}");
     assert_eq!(listed["data"][0]["delta"], json!({"title": "Versioned title"}), "{listed}");
     let all = get_as(app, Some(ADMIN_TOKEN), path).await;
-    let draft_version = all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(draft.to_string())).expect("the draft's version")["id"].as_str().expect("id").to_owned();
+    let draft_version = all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(draft.to_string())).expect("the draft's version")
+        ["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
     forbidden(app, None, &format!("/versions/{draft_version}")).await;
     assert_eq!(all["data"].as_array().map(Vec::len), Some(2), "the admin sees both: {all}");
     // Saving into a version keeps the fields the saver cannot read; versions of items they
     // cannot read cannot be changed; what a save adds must be an update the saver may make on
     // the item (issue 15).
-    let r = fixture::admin(app, Method::POST, "/permissions", json!({"policy": fixture::PUBLIC_POLICY, "collection": "directus_versions", "action": "update", "fields": ["*"]})).await;
+    let r = fixture::admin(
+        app,
+        Method::POST,
+        "/permissions",
+        json!({"policy": fixture::PUBLIC_POLICY, "collection": "directus_versions", "action": "update", "fields": ["*"]}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let published_version_id = all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(published.to_string())).expect("version")["id"].as_str().expect("id").to_owned();
+    let published_version_id =
+        all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(published.to_string())).expect("version")["id"]
+            .as_str()
+            .expect("id")
+            .to_owned();
     let r = call(app, None, Method::POST, &format!("/versions/{published_version_id}/save"), Some(json!({"title": "Public edit"}))).await;
     assert_eq!(r.status, 403, "no update grant on the item: {}", r.body);
     let r = fixture::admin(app, Method::POST, "/permissions", json!({"policy": fixture::PUBLIC_POLICY, "collection": "articles", "action": "update", "permissions": {"status": {"_eq": "published"}}, "fields": ["title"]})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let published_version = all["data"].as_array().expect("versions").iter().find(|v| v["item"] == Value::String(published.to_string())).expect("the published item's version")["id"].as_str().expect("id").to_owned();
+    let published_version = all["data"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .find(|v| v["item"] == Value::String(published.to_string()))
+        .expect("the published item's version")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
     let save = format!("/versions/{published_version}/save");
     fixture::eventually("the versions update grant reaches the core", || async {
         call(app, None, Method::POST, &save, Some(json!({"title": "Public edit"}))).await.status == 200
@@ -214,7 +250,8 @@ async fn graphql_and_grpc_apply_the_same_permissions() {
     let app = app(Dataset::DemoWrites);
     fixture::demo(app).await;
     let r = e2e_tests::graphql_as(app, "/graphql", None, "{ articles(limit: -1, sort: [\"id\"]) { id } }", json!({})).await;
-    let truth = sql_json(app, "SELECT coalesce(json_agg(json_build_object('id', id::text) ORDER BY id), '[]')::text FROM articles WHERE status = 'published'").await;
+    let truth =
+        sql_json(app, "SELECT coalesce(json_agg(json_build_object('id', id::text) ORDER BY id), '[]')::text FROM articles WHERE status = 'published'").await;
     assert_eq!(e2e_tests::gql_data(&r)["articles"], truth, "{}", r.body);
     // The public role's schema is its read view: `body` is not a field of its `articles`.
     let r = e2e_tests::graphql_as(app, "/graphql", None, "{ articles(limit: 1) { body } }", json!({})).await;
@@ -225,16 +262,30 @@ async fn graphql_and_grpc_apply_the_same_permissions() {
     use cdapi_proto::v1::{Query, ReadRequest};
     let mut client = ItemsServiceClient::connect(app.grpc_url.clone()).await.expect("connect");
     let res = client
-        .read(ReadRequest { collection: "articles".into(), key: None, query: Some(Query { aggregate: vec![cdapi_proto::v1::AggregateCall { function: cdapi_proto::v1::AggregateFunction::CountAll as i32, fields: vec![] }], ..Default::default() }) })
+        .read(ReadRequest {
+            collection: "articles".into(),
+            key: None,
+            query: Some(Query {
+                aggregate: vec![cdapi_proto::v1::AggregateCall { function: cdapi_proto::v1::AggregateFunction::CountAll as i32, fields: vec![] }],
+                ..Default::default()
+            }),
+        })
         .await
         .expect("public aggregate");
     let counted: Value = serde_json::from_slice(&res.get_ref().data).expect("json");
     assert_eq!(counted[0]["countAll"], sql_json(app, "SELECT to_json(count(*)::text)::text FROM articles WHERE status = 'published'").await);
-    let mut req = tonic::Request::new(ReadRequest { collection: "directus_users".into(), key: None, query: Some(Query { fields: e2e_tests::paths(&["email"]), sort: e2e_tests::sort_keys(&["email"]), limit: Some(1), ..Default::default() }) });
+    let mut req = tonic::Request::new(ReadRequest {
+        collection: "directus_users".into(),
+        key: None,
+        query: Some(Query { fields: e2e_tests::paths(&["email"]), sort: e2e_tests::sort_keys(&["email"]), limit: Some(1), ..Default::default() }),
+    });
     req.metadata_mut().insert("authorization", format!("Bearer {ADMIN_TOKEN}").parse().expect("header"));
     let res = client.read(req).await.expect("admin reads users over gRPC");
     let users: Value = serde_json::from_slice(&res.get_ref().data).expect("json");
-    assert_eq!(users, sql_json(app, "SELECT json_agg(json_build_object('email', email))::text FROM (SELECT email FROM cdapi.users ORDER BY email LIMIT 1) u").await);
+    assert_eq!(
+        users,
+        sql_json(app, "SELECT json_agg(json_build_object('email', email))::text FROM (SELECT email FROM cdapi.users ORDER BY email LIMIT 1) u").await
+    );
 }
 
 /// The SDL a caller sees on `/server/specs/graphql`.
@@ -282,7 +333,12 @@ async fn each_role_sees_a_graphql_schema_of_what_it_may_read() {
     let admin = sdl_as(app, Some(ADMIN_TOKEN)).await;
     assert!(sdl_fields(&admin, "Query").contains(&"comments".to_owned()));
     let r = e2e_tests::graphql_as(app, "/graphql", None, "{ __schema { queryType { fields { name } } } }", json!({})).await;
-    let names: Vec<String> = e2e_tests::gql_data(&r)["__schema"]["queryType"]["fields"].as_array().into_iter().flatten().filter_map(|f| f["name"].as_str().map(str::to_owned)).collect();
+    let names: Vec<String> = e2e_tests::gql_data(&r)["__schema"]["queryType"]["fields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["name"].as_str().map(str::to_owned))
+        .collect();
     assert!(names.contains(&"articles".to_owned()) && !names.iter().any(|n| n.starts_with("comments")), "{names:?}");
     // A bad token is refused before any schema is chosen.
     let r = e2e_tests::graphql_as(app, "/graphql", Some("not-a-token"), "{ __typename }", json!({})).await;

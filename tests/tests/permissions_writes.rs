@@ -69,7 +69,8 @@ async fn update_and_delete_only_inside_the_item_filter() {
     assert_error(&r, 403, "FORBIDDEN", "one key outside the filter");
     assert_eq!(count(app, "SELECT 1 FROM articles WHERE title = 'Both'").await, 0);
     // By query: only the permitted items change, and the query may only name readable fields.
-    let r = write(app, t, Method::PATCH, "/items/articles", json!({"query": {"filter": {"id": {"_in": [published, draft]}}}, "data": {"title": "Queried"}})).await;
+    let r =
+        write(app, t, Method::PATCH, "/items/articles", json!({"query": {"filter": {"id": {"_in": [published, draft]}}}, "data": {"title": "Queried"}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(sql_json(app, "SELECT json_agg(id)::text FROM articles WHERE title = 'Queried'").await, json!([published]));
     let r = write(app, t, Method::PATCH, "/items/articles", json!({"query": {"filter": {"tags": {"tags_id": {"_eq": 1}}}}, "data": {"title": "x"}})).await;
@@ -100,13 +101,23 @@ async fn nested_writes_use_the_related_collections_permissions() {
     // comments.create applies inside an article update: its preset and validation too.
     let r = write(app, t, Method::PATCH, &format!("/items/articles/{published}"), json!({"comments": {"create": [{"body": "nested"}]}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(sql_json(app, &format!("SELECT json_agg(author_name)::text FROM comments WHERE article = {published} AND body = 'nested'")).await, json!(["reviewer"]));
+    assert_eq!(
+        sql_json(app, &format!("SELECT json_agg(author_name)::text FROM comments WHERE article = {published} AND body = 'nested'")).await,
+        json!(["reviewer"])
+    );
     let r = write(app, t, Method::PATCH, &format!("/items/articles/{published}"), json!({"comments": {"create": [{"body": null}]}})).await;
     assert_error(&r, 400, "FAILED_VALIDATION", "nested validation");
     // tags are not in the update list; an M2O create into authors has no grant.
     let r = write(app, t, Method::PATCH, &format!("/items/articles/{published}"), json!({"tags": [{"tags_id": {"name": "nested-tag"}}]})).await;
     assert_error(&r, 403, "FORBIDDEN", "relational field outside the update list");
-    let r = write(app, t, Method::PATCH, &format!("/items/articles/{published}"), json!({"title": "t", "comments": {"create": [{"body": "a"}], "update": [{"id": 1, "body": "b"}]}})).await;
+    let r = write(
+        app,
+        t,
+        Method::PATCH,
+        &format!("/items/articles/{published}"),
+        json!({"title": "t", "comments": {"create": [{"body": "a"}], "update": [{"id": 1, "body": "b"}]}}),
+    )
+    .await;
     assert_error(&r, 403, "FORBIDDEN", "no update grant on comments");
     // Failed writes changed nothing (other tests write comments too: count only these).
     assert_eq!(count(app, &format!("SELECT 1 FROM comments WHERE article = {published} AND body IN ('a', 'nested')")).await, 1);
@@ -152,7 +163,13 @@ async fn permission_changes_take_effect_without_restart() {
     let f = fixture::demo(app).await;
     let r = call(app, None, Method::GET, "/items/tags", None).await;
     assert_error(&r, 403, "FORBIDDEN", "before the grant");
-    let r = fixture::admin(app, Method::POST, "/permissions", json!({"policy": fixture::PUBLIC_POLICY, "collection": "tags", "action": "read", "fields": ["id", "name"], "permissions": {"id": {"_lte": 3}}})).await;
+    let r = fixture::admin(
+        app,
+        Method::POST,
+        "/permissions",
+        json!({"policy": fixture::PUBLIC_POLICY, "collection": "tags", "action": "read", "fields": ["id", "name"], "permissions": {"id": {"_lte": 3}}}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let pid = r.body["data"]["id"].clone();
     eventually("the public reads tags", || async { call(app, None, Method::GET, "/items/tags", None).await.status == 200 }).await;
@@ -193,7 +210,8 @@ async fn property_no_read_by_a_restricted_role_leaves_its_filter() {
     let app = app(Dataset::DemoWrites);
     let f = fixture::demo(app).await;
     let t = Some(f.reviewer.as_str());
-    let outside: Vec<Value> = sql_json(app, "SELECT coalesce(json_agg(id), '[]')::text FROM articles WHERE status <> 'published'").await.as_array().cloned().expect("ids");
+    let outside: Vec<Value> =
+        sql_json(app, "SELECT coalesce(json_agg(id), '[]')::text FROM articles WHERE status <> 'published'").await.as_array().cloned().expect("ids");
     let mut rng = Rng(0x5eed_cafe);
     for i in 0..120 {
         let filter = match rng.next() % 6 {

@@ -7,9 +7,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{PUBLIC_POLICY, admin, call, eventually, role, role_with_policy};
 use cdapi_proto::v1::CreateItemRequest;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
+use e2e_tests::fixture::{PUBLIC_POLICY, admin, call, eventually, role, role_with_policy};
 use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, repo_root, send, sql_json};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -78,7 +78,8 @@ async fn a_policy_governs_the_users_of_its_role() {
     let rows = ok(app, Method::GET, &format!("/policies/{policy_id}?fields=permissions.collection,permissions.action,permissions.fields"), json!(null)).await;
     assert_eq!(rows["permissions"], json!([{"collection": "articles", "action": "read", "fields": ["id", "title", "status"]}]));
     let role_id = id(&ok(app, Method::POST, "/roles", json!({"name": "Readers", "policies": [{"policy": policy_id}]})).await);
-    ok(app, Method::POST, "/users", json!({"email": "policy-reader@example.com", "password": "a-password-1", "role": role_id, "token": "policy-reader-token"})).await;
+    ok(app, Method::POST, "/users", json!({"email": "policy-reader@example.com", "password": "a-password-1", "role": role_id, "token": "policy-reader-token"}))
+        .await;
     let token = "policy-reader-token";
     eventually("the policy reaches the core", || async { status(app, token, "/items/articles?limit=1").await == 200 }).await;
 
@@ -124,8 +125,11 @@ async fn nested_roles_and_user_policies_add_up() {
     let (parent, parent_policy) = role_with_policy(app, "Parent").await;
     ok(app, Method::POST, "/permissions", json!({"policy": parent_policy, "collection": "authors", "action": "read", "fields": ["id", "name"]})).await;
     let child = id(&ok(app, Method::POST, "/roles", json!({"name": "Child", "parent": parent})).await);
-    let extra = id(&ok(app, Method::POST, "/policies", json!({"name": "Extra", "permissions": [{"collection": "articles", "action": "read", "fields": ["id"]}]})).await);
-    let user = id(&ok(app, Method::POST, "/users", json!({"email": "child@example.com", "password": "a-password-1", "role": child, "token": "child-token"})).await);
+    let extra =
+        id(&ok(app, Method::POST, "/policies", json!({"name": "Extra", "permissions": [{"collection": "articles", "action": "read", "fields": ["id"]}]}))
+            .await);
+    let user =
+        id(&ok(app, Method::POST, "/users", json!({"email": "child@example.com", "password": "a-password-1", "role": child, "token": "child-token"})).await);
     ok(app, Method::POST, "/users", json!({"email": "sibling@example.com", "password": "a-password-1", "role": child, "token": "sibling-token"})).await;
     eventually("the parent's policy reaches the child's users", || async { status(app, "child-token", "/items/authors?limit=1").await == 200 }).await;
     assert_eq!(status(app, "child-token", "/items/articles?limit=1").await, 403);
@@ -137,8 +141,14 @@ async fn nested_roles_and_user_policies_add_up() {
     assert_eq!(status(app, "sibling-token", "/items/authors?limit=1").await, 200);
     // `$CURRENT_ROLES` holds the role and those above it: a rule on it reaches users of both.
     ok(app, Method::POST, "/users", json!({"email": "parent@example.com", "password": "a-password-1", "role": parent})).await;
-    ok(app, Method::POST, "/permissions", json!({"policy": parent_policy, "collection": "directus_users", "action": "read",
-        "permissions": {"role": {"_in": "$CURRENT_ROLES"}}, "fields": ["email"]})).await;
+    ok(
+        app,
+        Method::POST,
+        "/permissions",
+        json!({"policy": parent_policy, "collection": "directus_users", "action": "read",
+        "permissions": {"role": {"_in": "$CURRENT_ROLES"}}, "fields": ["email"]}),
+    )
+    .await;
     let emails = || async {
         let r = call(app, Some("child-token"), Method::GET, "/users?fields=email&sort=email", None).await;
         r.body["data"].clone()
@@ -178,8 +188,14 @@ async fn ip_limited_policies_apply_only_from_their_addresses() {
     let (token, _, role_id) = role(app, "Travellers", json!([{"collection": "articles", "action": "read", "fields": ["id"]}])).await;
     let office = policy_of(app, &role_id).await;
     ok(app, Method::PATCH, &format!("/policies/{office}"), json!({"ip_access": ["10.1.0.0/16"]})).await;
-    let lab = id(&ok(app, Method::POST, "/policies", json!({"name": "Lab", "ip_access": ["10.2.0.0/16"],
-        "permissions": [{"collection": "authors", "action": "read", "fields": ["id"]}]})).await);
+    let lab = id(&ok(
+        app,
+        Method::POST,
+        "/policies",
+        json!({"name": "Lab", "ip_access": ["10.2.0.0/16"],
+        "permissions": [{"collection": "authors", "action": "read", "fields": ["id"]}]}),
+    )
+    .await);
     ok(app, Method::PATCH, &format!("/roles/{role_id}"), json!({"policies": {"create": [{"policy": lab}]}})).await;
     let from = |ip: &'static str, path: &'static str| {
         let token = token.clone();

@@ -33,7 +33,11 @@ async fn deep_filters_sorts_and_limits_nested_lists() {
     }
     // JSON form, and deep on the key list (`*`) too
     let r = get(app, "/items/film/1?fields=actors&deep={\"actors\":{\"_limit\":3,\"_sort\":\"-actor_id\"}}").await;
-    let truth = sql_json(app, "SELECT json_agg(k)::text FROM (SELECT actor_id || ',' || film_id AS k FROM film_actor WHERE film_id = 1 ORDER BY actor_id DESC LIMIT 3) x").await;
+    let truth = sql_json(
+        app,
+        "SELECT json_agg(k)::text FROM (SELECT actor_id || ',' || film_id AS k FROM film_actor WHERE film_id = 1 ORDER BY actor_id DESC LIMIT 3) x",
+    )
+    .await;
     assert_eq!(r.body["data"]["actors"], truth);
 }
 
@@ -133,7 +137,11 @@ async fn aggregate_and_group_by_match_sql() {
 #[tokio::test]
 async fn having_filters_groups_on_their_results() {
     let app = app(Dataset::Pagila);
-    let r = get(app, "/items/payment?aggregate[count]=*&aggregate[sum]=amount&groupBy[]=customer_id&having[count][_gte]=40&having[sum][amount][_gt]=150&sort=customer_id").await;
+    let r = get(
+        app,
+        "/items/payment?aggregate[count]=*&aggregate[sum]=amount&groupBy[]=customer_id&having[count][_gte]=40&having[sum][amount][_gt]=150&sort=customer_id",
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let truth = sql_json(
         app,
@@ -150,7 +158,11 @@ async fn having_filters_groups_on_their_results() {
     // filter operator applies with the filters' meaning (`_neq: null` is IS NOT NULL).
     let r = get(app, "/items/payment?aggregate[count]=*&groupBy[]=staff_id&having[count][_gt]=many").await;
     assert_error(&r, 400, "INVALID_QUERY", "a count compared with a word");
-    let r = get(app, "/items/payment?aggregate[sum]=amount&groupBy[]=customer_id&having[sum][amount][_nbetween]=0,150&having[sum][amount][_neq]=null&sort=customer_id").await;
+    let r = get(
+        app,
+        "/items/payment?aggregate[sum]=amount&groupBy[]=customer_id&having[sum][amount][_nbetween]=0,150&having[sum][amount][_neq]=null&sort=customer_id",
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let truth = sql_json(
         app,

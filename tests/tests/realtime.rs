@@ -166,9 +166,17 @@ async fn subscribers_receive_every_write_as_directus_sends_it() {
     silent(&mut ws, "a", 600).await;
 
     // CRUD over the socket.
-    send(&mut ws, json!({"type": "items", "collection": "tags", "action": "create", "data": {"name": "socket-tag"}, "query": {"fields": ["name"]}, "uid": "c"})).await;
+    send(
+        &mut ws,
+        json!({"type": "items", "collection": "tags", "action": "create", "data": {"name": "socket-tag"}, "query": {"fields": ["name"]}, "uid": "c"}),
+    )
+    .await;
     assert_eq!(event(&mut ws, "c").await, json!({"type": "items", "data": {"name": "socket-tag"}, "uid": "c"}));
-    send(&mut ws, json!({"type": "items", "collection": "tags", "action": "read", "query": {"filter": {"name": {"_eq": "socket-tag"}}, "fields": ["name"]}, "uid": "r"})).await;
+    send(
+        &mut ws,
+        json!({"type": "items", "collection": "tags", "action": "read", "query": {"filter": {"name": {"_eq": "socket-tag"}}, "fields": ["name"]}, "uid": "r"}),
+    )
+    .await;
     assert_eq!(event(&mut ws, "r").await, json!({"type": "items", "data": [{"name": "socket-tag"}], "uid": "r"}));
     send(&mut ws, json!({"type": "items", "collection": "nowhere", "action": "read", "uid": "x"})).await;
     let err = event(&mut ws, "x").await;
@@ -178,7 +186,12 @@ async fn subscribers_receive_every_write_as_directus_sends_it() {
 #[tokio::test]
 async fn a_restricted_role_receives_only_what_it_may_read() {
     let app = env();
-    let (token, _, _) = role(app, "LiveReaders", json!([{"collection": "articles", "action": "read", "fields": ["id", "title", "status"], "permissions": {"status": {"_eq": "published"}}}])).await;
+    let (token, _, _) = role(
+        app,
+        "LiveReaders",
+        json!([{"collection": "articles", "action": "read", "fields": ["id", "title", "status"], "permissions": {"status": {"_eq": "published"}}}]),
+    )
+    .await;
     let mut ws = authed(app, &token).await;
     // Everything it may see of articles, nothing of a collection it may not read.
     send(&mut ws, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["*"]}, "uid": "all"})).await;
@@ -187,7 +200,11 @@ async fn a_restricted_role_receives_only_what_it_may_read() {
     assert!(!items.is_empty() && items.iter().all(|i| i["status"] == "published" && i.get("body").is_none()), "{init}");
     send(&mut ws, json!({"type": "unsubscribe", "uid": "all"})).await;
     // (Other tests write articles meanwhile: this one's titles start with "Role".)
-    send(&mut ws, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["*"], "filter": {"title": {"_starts_with": "Role"}}}, "uid": "r"})).await;
+    send(
+        &mut ws,
+        json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["*"], "filter": {"title": {"_starts_with": "Role"}}}, "uid": "r"}),
+    )
+    .await;
     assert_eq!(event(&mut ws, "r").await["data"], json!([]));
     send(&mut ws, json!({"type": "subscribe", "collection": "authors", "uid": "x"})).await;
     let refused = event(&mut ws, "x").await;
@@ -201,7 +218,10 @@ async fn a_restricted_role_receives_only_what_it_may_read() {
     silent(&mut ws, "r", 700).await;
     let r = admin(app, Method::POST, "/items/articles", json!({"title": "Role news", "body": "secret", "author": 1, "status": "published"})).await;
     let id = r.body["data"]["id"].clone();
-    assert_eq!(event(&mut ws, "r").await, json!({"type": "subscription", "event": "create", "data": [{"id": id, "title": "Role news", "status": "published"}], "uid": "r"}));
+    assert_eq!(
+        event(&mut ws, "r").await,
+        json!({"type": "subscription", "event": "create", "data": [{"id": id, "title": "Role news", "status": "published"}], "uid": "r"})
+    );
     // Unpublished: the update leaves its view, so there is nothing to send of it.
     admin(app, Method::PATCH, &format!("/items/articles/{id}"), json!({"status": "draft", "title": "Role secret title"})).await;
     silent(&mut ws, "r", 700).await;
@@ -211,7 +231,11 @@ async fn a_restricted_role_receives_only_what_it_may_read() {
     tokio::time::sleep(Duration::from_millis(800)).await;
     admin(app, Method::POST, "/items/articles", json!({"title": "Role after revocation", "author": 1, "status": "published"})).await;
     let ended = event(&mut ws, "r").await;
-    assert_eq!((ended["type"].clone(), ended["status"].clone(), ended["error"]["code"].clone()), (json!("subscribe"), json!("error"), json!("FORBIDDEN")), "{ended}");
+    assert_eq!(
+        (ended["type"].clone(), ended["status"].clone(), ended["error"]["code"].clone()),
+        (json!("subscribe"), json!("error"), json!("FORBIDDEN")),
+        "{ended}"
+    );
     admin(app, Method::POST, "/items/articles", json!({"title": "Role after the end", "author": 1, "status": "published"})).await;
     silent(&mut ws, "r", 800).await;
 }
@@ -249,7 +273,10 @@ async fn connections_must_authenticate_as_configured() {
     assert!(m["status"] == "ok" && m["refresh_token"].is_string(), "{m}");
     // /server/info tells apps where and how (Directus's shape).
     let info = e2e_tests::get(app, "/server/info").await;
-    assert_eq!(info.body["data"]["websocket"], json!({"rest": {"authentication": "handshake", "path": "/websocket"}, "graphql": {"authentication": "handshake", "path": "/graphql"}, "heartbeat": 2}));
+    assert_eq!(
+        info.body["data"]["websocket"],
+        json!({"rest": {"authentication": "handshake", "path": "/websocket"}, "graphql": {"authentication": "handshake", "path": "/graphql"}, "heartbeat": 2})
+    );
     // The server pings every WEBSOCKETS_HEARTBEAT_PERIOD (2 s here).
     let mut ws = connect(app, &format!("?access_token={ADMIN_TOKEN}")).await;
     let ping = tokio::time::timeout(Duration::from_secs(5), ws.next()).await.expect("a ping in time").expect("open").expect("frame");
@@ -263,7 +290,8 @@ async fn the_directus_sdk_realtime_client_works_unchanged() {
     assert!(js.join("node_modules/ws").exists(), "run `npm ci` in tests/js (deploy/local/test does)");
     // `headings`: a collection no other test here writes to, so no other test's delete events
     // (sent to every subscriber of a collection) come between the script's events.
-    let out = std::process::Command::new("node").arg("sdk-realtime.mjs").arg(&app.rest_url).arg(ADMIN_TOKEN).arg("headings").current_dir(&js).output().expect("node");
+    let out =
+        std::process::Command::new("node").arg("sdk-realtime.mjs").arg(&app.rest_url).arg(ADMIN_TOKEN).arg("headings").current_dir(&js).output().expect("node");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "node failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
@@ -346,7 +374,8 @@ async fn delivers_only_what_the_new_user_may_read(app: &TestApp, ws: &mut Socket
         assert_eq!((refused["type"].clone(), refused["error"]["code"].clone()), (json!("subscribe"), json!("FORBIDDEN")), "{refused}");
         admin(app, Method::POST, "/items/authors", json!({"name": format!("{prefix} author")})).await;
         admin(app, Method::POST, "/items/articles", json!({"title": format!("{prefix} draft"), "body": "secret", "author": 1, "status": "draft"})).await;
-        let r = admin(app, Method::POST, "/items/articles", json!({"title": format!("{prefix} news"), "body": "secret", "author": 1, "status": "published"})).await;
+        let r =
+            admin(app, Method::POST, "/items/articles", json!({"title": format!("{prefix} news"), "body": "secret", "author": 1, "status": "published"})).await;
         let id = r.body["data"]["id"].clone();
         loop {
             let m = next(ws, 5).await.expect("the published article's create");
@@ -377,7 +406,8 @@ async fn auth_ok(ws: &mut Socket) -> Vec<Value> {
 
 /// Subscribes `ws` (an admin's) to `s` and `w` of [`delivers_only_what_the_new_user_may_read`].
 async fn subscribe_as_admin(ws: &mut Socket, prefix: &str) {
-    send(ws, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["*"], "filter": {"title": {"_starts_with": prefix}}}, "uid": "s"})).await;
+    send(ws, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["*"], "filter": {"title": {"_starts_with": prefix}}}, "uid": "s"}))
+        .await;
     assert_eq!(event(ws, "s").await["event"], "init");
     send(ws, json!({"type": "subscribe", "collection": "authors", "uid": "w"})).await;
     assert_eq!(event(ws, "w").await["event"], "init");
@@ -445,10 +475,18 @@ async fn a_client_too_slow_to_read_is_closed_without_holding_others_back() {
     // Rows of about 20 KB, so each update of them is an event of about 1 MB.
     exec(app, "INSERT INTO articles (title, author, status) SELECT 'Slow ' || g, 1, 'draft' FROM generate_series(1, 50) g").await;
     let mut slow = authed(app, ADMIN_TOKEN).await;
-    send(&mut slow, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["id", "body"], "filter": {"title": {"_starts_with": "Slow "}}}, "uid": "s"})).await;
+    send(
+        &mut slow,
+        json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["id", "body"], "filter": {"title": {"_starts_with": "Slow "}}}, "uid": "s"}),
+    )
+    .await;
     assert_eq!(event(&mut slow, "s").await["event"], "init");
     let mut other = authed(app, ADMIN_TOKEN).await;
-    send(&mut other, json!({"type": "subscribe", "collection": "tags", "query": {"fields": ["name"], "filter": {"name": {"_starts_with": "slow-test"}}}, "uid": "o"})).await;
+    send(
+        &mut other,
+        json!({"type": "subscribe", "collection": "tags", "query": {"fields": ["name"], "filter": {"name": {"_starts_with": "slow-test"}}}, "uid": "o"}),
+    )
+    .await;
     assert_eq!(event(&mut other, "o").await["event"], "init");
     // `slow` reads nothing while 30 MB of events are written for it.
     for i in 0..30 {
@@ -478,7 +516,11 @@ async fn a_client_too_slow_to_read_is_closed_without_holding_others_back() {
 async fn a_subscriber_on_one_edge_receives_writes_made_through_another() {
     let app = env();
     let mut ws = connect_at(&app.rest_urls[1], &format!("?access_token={ADMIN_TOKEN}")).await;
-    send(&mut ws, json!({"type": "subscribe", "collection": "tags", "query": {"fields": ["name"], "filter": {"name": {"_starts_with": "edge2-"}}}, "uid": "e"})).await;
+    send(
+        &mut ws,
+        json!({"type": "subscribe", "collection": "tags", "query": {"fields": ["name"], "filter": {"name": {"_starts_with": "edge2-"}}}, "uid": "e"}),
+    )
+    .await;
     assert_eq!(event(&mut ws, "e").await["event"], "init");
     let r = admin(app, Method::POST, "/items/tags", json!({"name": "edge2-tag"})).await;
     assert_eq!(r.status, 200);

@@ -18,15 +18,28 @@ fn id(r: &Reply) -> i64 {
 #[tokio::test]
 async fn m2o_create_update_and_clear() {
     let app = app(Dataset::DemoWrites);
-    let r = write(app, Method::POST, "/items/articles?fields=id,author.name", json!({"title": "m2o", "author": {"name": "New Author", "email": "new.author@example.com"}})).await;
+    let r = write(
+        app,
+        Method::POST,
+        "/items/articles?fields=id,author.name",
+        json!({"title": "m2o", "author": {"name": "New Author", "email": "new.author@example.com"}}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"]["author"]["name"], "New Author");
     let article = id(&r);
-    assert_eq!(sql_json(app, &format!("SELECT to_json(au.email)::text FROM articles a JOIN authors au ON au.id = a.author WHERE a.id = {article}")).await, json!("new.author@example.com"));
+    assert_eq!(
+        sql_json(app, &format!("SELECT to_json(au.email)::text FROM articles a JOIN authors au ON au.id = a.author WHERE a.id = {article}")).await,
+        json!("new.author@example.com")
+    );
     // an object with a key updates that item and links it
     let r = write(app, Method::PATCH, &format!("/items/articles/{article}"), json!({"author": {"id": 4, "bio": "updated through an article"}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(sql_json(app, &format!("SELECT json_build_array(a.author, au.bio)::text FROM articles a JOIN authors au ON au.id = a.author WHERE a.id = {article}")).await, json!([4, "updated through an article"]));
+    assert_eq!(
+        sql_json(app, &format!("SELECT json_build_array(a.author, au.bio)::text FROM articles a JOIN authors au ON au.id = a.author WHERE a.id = {article}"))
+            .await,
+        json!([4, "updated through an article"])
+    );
     // null clears
     let r = write(app, Method::PATCH, &format!("/items/articles/{article}"), json!({"author": null})).await;
     assert_eq!(r.status, 200, "{}", r.body);
@@ -41,7 +54,13 @@ async fn m2o_create_update_and_clear() {
 #[tokio::test]
 async fn m2m_basic_and_detailed_forms() {
     let app = app(Dataset::DemoWrites);
-    let r = write(app, Method::POST, "/items/articles?fields=id,tags.id,tags.tags_id.name", json!({"title": "m2m", "tags": [{"tags_id": {"name": "m2m-new"}}, {"tags_id": 2}]})).await;
+    let r = write(
+        app,
+        Method::POST,
+        "/items/articles?fields=id,tags.id,tags.tags_id.name",
+        json!({"title": "m2m", "tags": [{"tags_id": {"name": "m2m-new"}}, {"tags_id": 2}]}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let article = id(&r);
     let names = |app: &'static TestApp, article: i64| async move {
@@ -63,13 +82,22 @@ async fn m2m_basic_and_detailed_forms() {
     // detailed form
     let r = write(app, Method::PATCH, &format!("/items/articles/{article}"), json!({"tags": {"create": [{"tags_id": 5}], "delete": [first_junction]}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(sql_json(app, &format!("SELECT json_agg(tags_id ORDER BY tags_id)::text FROM articles_tags WHERE articles_id = {article}")).await, json!([3, 5]));
+    assert_eq!(
+        sql_json(app, &format!("SELECT json_agg(tags_id ORDER BY tags_id)::text FROM articles_tags WHERE articles_id = {article}")).await,
+        json!([3, 5])
+    );
 }
 
 #[tokio::test]
 async fn o2m_children_created_and_deselected() {
     let app = app(Dataset::DemoWrites);
-    let r = write(app, Method::POST, "/items/articles?fields=id,comments", json!({"title": "o2m", "comments": [{"author_name": "a", "body": "first"}, {"author_name": "b", "body": "second"}]})).await;
+    let r = write(
+        app,
+        Method::POST,
+        "/items/articles?fields=id,comments",
+        json!({"title": "o2m", "comments": [{"author_name": "a", "body": "first"}, {"author_name": "b", "body": "second"}]}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let article = id(&r);
     let kids = r.body["data"]["comments"].as_array().cloned().expect("comments");
@@ -123,7 +151,8 @@ async fn a_nested_failure_half_way_leaves_nothing() {
     .await;
     assert_error(&r, 400, "FAILED_VALIDATION", "third child has a value that is no date");
     assert_eq!(sql_json(app, counts).await, before, "the transaction rolled everything back");
-    let r = write(app, Method::POST, "/items/articles", json!([{"title": "ok"}, {"title": "dup slug", "slug": "article-1", "comments": [{"body": "x"}]}])).await;
+    let r =
+        write(app, Method::POST, "/items/articles", json!([{"title": "ok"}, {"title": "dup slug", "slug": "article-1", "comments": [{"body": "x"}]}])).await;
     assert_error(&r, 400, "RECORD_NOT_UNIQUE", "second item of a nested batch");
     assert_eq!(sql_json(app, counts).await, before);
 }

@@ -5,8 +5,8 @@
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
 use cdapi_proto::query_json::query_from_json;
-use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::ReadRequest;
+use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use e2e_tests::{ADMIN_TOKEN, Dataset, app, get};
 use serde_json::Value;
 

@@ -146,11 +146,7 @@ async fn collections_fields_and_relations_are_managed_through_graphql() {
     assert_eq!(sql_json(app, "SELECT count(*)::text FROM cdapi.relations WHERE many_collection = 'gql_notes'").await, json!(1));
 
     // Deletions answer the names deleted.
-    let gone = system(
-        app,
-        r#"mutation { delete_relations_item(collection: "gql_notes", field: "author") { collection field } }"#,
-    )
-    .await;
+    let gone = system(app, r#"mutation { delete_relations_item(collection: "gql_notes", field: "author") { collection field } }"#).await;
     assert_eq!(gone["delete_relations_item"], json!({"collection": "gql_notes", "field": "author"}));
     let gone = system(app, r#"mutation { delete_fields_item(collection: "gql_notes", field: "rating") { collection field } }"#).await;
     assert_eq!(gone["delete_fields_item"], json!({"collection": "gql_notes", "field": "rating"}));
@@ -179,21 +175,38 @@ async fn translations_are_made_through_relations_as_directus_makes_them() {
     };
     // What the Directus app sends for a "translations" field: a languages collection keyed by
     // code, a junction holding the translated fields, the alias, two relations.
-    ok(Method::POST, "/collections", json!({"collection": "languages", "schema": {}, "meta": {}, "fields": [
-        {"field": "code", "type": "string", "schema": {"is_primary_key": true}}, {"field": "name", "type": "string"},
-    ]}))
+    ok(
+        Method::POST,
+        "/collections",
+        json!({"collection": "languages", "schema": {}, "meta": {}, "fields": [
+            {"field": "code", "type": "string", "schema": {"is_primary_key": true}}, {"field": "name", "type": "string"},
+        ]}),
+    )
     .await;
-    ok(Method::POST, "/collections", json!({"collection": "articles_translations", "schema": {}, "meta": {"hidden": true}, "fields": [
-        {"field": "id", "type": "integer", "schema": {"is_primary_key": true, "has_auto_increment": true}},
-        {"field": "articles_id", "type": "integer"}, {"field": "languages_code", "type": "string"}, {"field": "headline", "type": "string"},
-    ]}))
+    ok(
+        Method::POST,
+        "/collections",
+        json!({"collection": "articles_translations", "schema": {}, "meta": {"hidden": true}, "fields": [
+            {"field": "id", "type": "integer", "schema": {"is_primary_key": true, "has_auto_increment": true}},
+            {"field": "articles_id", "type": "integer"}, {"field": "languages_code", "type": "string"}, {"field": "headline", "type": "string"},
+        ]}),
+    )
     .await;
-    ok(Method::POST, "/fields/articles", json!({"field": "translations", "type": "alias", "meta": {"special": ["translations"], "interface": "translations"}})).await;
-    ok(Method::POST, "/relations", json!({"collection": "articles_translations", "field": "languages_code", "related_collection": "languages",
-        "meta": {"one_field": null, "junction_field": "articles_id"}, "schema": {"on_delete": "SET NULL"}}))
+    ok(Method::POST, "/fields/articles", json!({"field": "translations", "type": "alias", "meta": {"special": ["translations"], "interface": "translations"}}))
+        .await;
+    ok(
+        Method::POST,
+        "/relations",
+        json!({"collection": "articles_translations", "field": "languages_code", "related_collection": "languages",
+        "meta": {"one_field": null, "junction_field": "articles_id"}, "schema": {"on_delete": "SET NULL"}}),
+    )
     .await;
-    ok(Method::POST, "/relations", json!({"collection": "articles_translations", "field": "articles_id", "related_collection": "articles",
-        "meta": {"one_field": "translations", "junction_field": "languages_code"}, "schema": {"on_delete": "SET NULL"}}))
+    ok(
+        Method::POST,
+        "/relations",
+        json!({"collection": "articles_translations", "field": "articles_id", "related_collection": "articles",
+        "meta": {"one_field": "translations", "junction_field": "languages_code"}, "schema": {"on_delete": "SET NULL"}}),
+    )
     .await;
     everywhere(app, "/items/languages", json!([])).await;
     ok(Method::POST, "/items/languages", json!([{"code": "en", "name": "English"}, {"code": "fr", "name": "Français"}])).await;

@@ -5,8 +5,8 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
 use cdapi_proto::v1::GetSchemaRequest;
+use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
 use e2e_tests::fixture::{admin, call, eventually, role};
 use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, get, gql_data, graphql, sql_json};
 use reqwest::Method;
@@ -114,15 +114,27 @@ async fn a_collection_is_made_related_changed_and_deleted_through_the_api() {
     assert_eq!(read(app, "/fields/reviews/code").await["schema"]["is_unique"], true);
 
     // A new field, then an M2O to articles with its O2M alias.
-    let article = ok(app, Method::POST, "/fields/reviews", json!({"field": "article", "type": "integer", "meta": {"interface": "select-dropdown-m2o", "special": ["m2o"]}})).await;
+    let article = ok(
+        app,
+        Method::POST,
+        "/fields/reviews",
+        json!({"field": "article", "type": "integer", "meta": {"interface": "select-dropdown-m2o", "special": ["m2o"]}}),
+    )
+    .await;
     assert_eq!(article["meta"]["special"], json!(["m2o"]));
     // Numbered after the collection's other fields, as Directus numbers a new field.
     let highest = fields.as_array().expect("fields").iter().filter_map(|f| f["meta"]["sort"].as_i64()).max().unwrap_or(0);
     assert_eq!(article["meta"]["sort"], highest + 1, "{article}");
-    let relation = ok(app, Method::POST, "/relations", json!({
-        "collection": "reviews", "field": "article", "related_collection": "articles",
-        "schema": {"on_delete": "SET NULL"}, "meta": {"one_field": "reviews"},
-    })).await;
+    let relation = ok(
+        app,
+        Method::POST,
+        "/relations",
+        json!({
+            "collection": "reviews", "field": "article", "related_collection": "articles",
+            "schema": {"on_delete": "SET NULL"}, "meta": {"one_field": "reviews"},
+        }),
+    )
+    .await;
     assert_eq!(relation["related_collection"], "articles");
     assert_eq!(relation["schema"]["on_delete"], "SET NULL");
     assert_eq!(relation["schema"]["constraint_name"], "reviews_article_foreign");
@@ -152,7 +164,8 @@ async fn a_collection_is_made_related_changed_and_deleted_through_the_api() {
     .await;
 
     // Changes: a meta update, a type change that converts the values, NOT NULL, a default.
-    let patched = ok(app, Method::PATCH, "/fields/reviews/score", json!({"type": "bigInteger", "schema": {"default_value": 5}, "meta": {"note": "1 to 5"}})).await;
+    let patched =
+        ok(app, Method::PATCH, "/fields/reviews/score", json!({"type": "bigInteger", "schema": {"default_value": 5}, "meta": {"note": "1 to 5"}})).await;
     assert_eq!(patched["type"], "bigInteger");
     assert_eq!(patched["schema"]["data_type"], "bigint");
     assert_eq!(patched["schema"]["default_value"], 5);
@@ -202,9 +215,15 @@ async fn many_to_many_and_many_to_any_are_made_as_directus_makes_them() {
     ready(app, "labels").await;
     ok(app, Method::POST, "/items/labels", json!([{"name": "new"}, {"name": "hot"}])).await;
     // The junction and the alias, as the Directus app sends them.
-    ok(app, Method::POST, "/collections", json!({"collection": "articles_labels", "schema": {}, "meta": {"hidden": true}, "fields": [
-        pk, {"field": "articles_id", "type": "integer"}, {"field": "labels_id", "type": "integer"},
-    ]})).await;
+    ok(
+        app,
+        Method::POST,
+        "/collections",
+        json!({"collection": "articles_labels", "schema": {}, "meta": {"hidden": true}, "fields": [
+            pk, {"field": "articles_id", "type": "integer"}, {"field": "labels_id", "type": "integer"},
+        ]}),
+    )
+    .await;
     ok(app, Method::POST, "/fields/articles", json!({"field": "labels", "type": "alias", "meta": {"special": ["m2m"], "interface": "list-m2m"}})).await;
     ok(app, Method::POST, "/relations", json!({"collection": "articles_labels", "field": "labels_id", "related_collection": "labels", "meta": {"one_field": null, "junction_field": "articles_id"}, "schema": {"on_delete": "SET NULL"}})).await;
     ok(app, Method::POST, "/relations", json!({"collection": "articles_labels", "field": "articles_id", "related_collection": "articles", "meta": {"one_field": "labels", "junction_field": "labels_id"}, "schema": {"on_delete": "SET NULL"}})).await;
@@ -217,17 +236,25 @@ async fn many_to_many_and_many_to_any_are_made_as_directus_makes_them() {
         ok
     })
     .await;
-    let written = ok(app, Method::PATCH, "/items/articles/2?fields=labels.labels_id.name", json!({"labels": [{"labels_id": 1}, {"labels_id": {"name": "fresh"}}]})).await;
-    let mut names: Vec<String> = written["labels"].as_array().expect("labels").iter().filter_map(|l| l["labels_id"]["name"].as_str().map(str::to_owned)).collect();
+    let written =
+        ok(app, Method::PATCH, "/items/articles/2?fields=labels.labels_id.name", json!({"labels": [{"labels_id": 1}, {"labels_id": {"name": "fresh"}}]})).await;
+    let mut names: Vec<String> =
+        written["labels"].as_array().expect("labels").iter().filter_map(|l| l["labels_id"]["name"].as_str().map(str::to_owned)).collect();
     names.sort();
     assert_eq!(names, ["fresh", "new"], "{written}");
     let alias = read(app, "/fields/articles/labels").await;
     assert_eq!((alias["type"].clone(), alias["meta"]["special"].clone()), (json!("alias"), json!(["m2m"])));
 
     // Many-to-Any: no foreign key, a collection field and the allowed collections.
-    ok(app, Method::POST, "/collections", json!({"collection": "pins", "schema": {}, "meta": {}, "fields": [
-        pk, {"field": "collection", "type": "string"}, {"field": "item", "type": "string"},
-    ]})).await;
+    ok(
+        app,
+        Method::POST,
+        "/collections",
+        json!({"collection": "pins", "schema": {}, "meta": {}, "fields": [
+            pk, {"field": "collection", "type": "string"}, {"field": "item", "type": "string"},
+        ]}),
+    )
+    .await;
     let m2a = ok(app, Method::POST, "/relations", json!({"collection": "pins", "field": "item", "related_collection": null, "meta": {"one_allowed_collections": ["labels", "tags"], "one_collection_field": "collection"}})).await;
     assert_eq!(m2a["schema"], Value::Null);
     assert_eq!(m2a["meta"]["one_allowed_collections"], json!(["labels", "tags"]));
@@ -271,7 +298,10 @@ async fn a_failed_change_leaves_nothing_behind() {
         (json!({"collection": "directus_things", "schema": {}}), "the system prefix"),
         (json!({"collection": "bad name", "schema": {}}), "a name that is no identifier"),
         (json!({"collection": "a".repeat(64), "schema": {}}), "a name Postgres would truncate"),
-        (json!({"collection": "broken", "schema": {}, "fields": [pk, {"field": "n", "type": "integer", "schema": {"default_value": "many"}}]}), "a default that is no integer"),
+        (
+            json!({"collection": "broken", "schema": {}, "fields": [pk, {"field": "n", "type": "integer", "schema": {"default_value": "many"}}]}),
+            "a default that is no integer",
+        ),
         (json!({"collection": "broken", "schema": {}, "fields": [pk, {"field": "x", "type": "varchar(10)); DROP TABLE articles; --"}]}), "an unknown type"),
         (json!({"collection": "broken", "schema": {}, "fields": [{"field": "x", "type": "string"}]}), "no primary key"),
         (json!({"collection": "broken", "schema": {}, "fields": [pk, pk]}), "a field twice"),
@@ -288,11 +318,19 @@ async fn a_failed_change_leaves_nothing_behind() {
     // A type change the values do not fit: refused, the column and its data unchanged.
     let r = admin(app, Method::PATCH, "/fields/articles/title", json!({"type": "integer"})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "titles are no integers");
-    assert_eq!(sql_json(app, "SELECT to_json(data_type)::text FROM information_schema.columns WHERE table_name = 'articles' AND column_name = 'title'").await, json!("text"));
+    assert_eq!(
+        sql_json(app, "SELECT to_json(data_type)::text FROM information_schema.columns WHERE table_name = 'articles' AND column_name = 'title'").await,
+        json!("text")
+    );
     // A NOT NULL column without a default on a table with rows; a duplicate field.
-    let r = admin(app, Method::POST, "/fields/articles", json!({"field": "must", "type": "string", "schema": {"is_nullable": false}, "meta": {"note": "x"}})).await;
+    let r =
+        admin(app, Method::POST, "/fields/articles", json!({"field": "must", "type": "string", "schema": {"is_nullable": false}, "meta": {"note": "x"}})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "NOT NULL without default on rows");
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM cdapi.fields WHERE collection = 'articles' AND field = 'must'").await, json!(0), "its meta row rolled back too");
+    assert_eq!(
+        sql_json(app, "SELECT count(*)::text FROM cdapi.fields WHERE collection = 'articles' AND field = 'must'").await,
+        json!(0),
+        "its meta row rolled back too"
+    );
     let r = admin(app, Method::POST, "/fields/articles", json!({"field": "title", "type": "string"})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "an existing field");
     // The primary key, a field others' foreign keys reference, a relation to nowhere.
@@ -334,12 +372,19 @@ async fn only_admins_change_the_schema_and_roles_read_only_what_they_may() {
     }
     assert!(table_exists(app, "articles").await);
     assert!(!table_exists(app, "mine").await);
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM information_schema.columns WHERE table_name = 'articles' AND column_name IN ('body', 'owned')").await, json!(1));
-    assert_eq!(sql_json(app, "SELECT to_json(data_type)::text FROM information_schema.columns WHERE table_name = 'articles' AND column_name = 'title'").await, json!("text"));
+    assert_eq!(
+        sql_json(app, "SELECT count(*)::text FROM information_schema.columns WHERE table_name = 'articles' AND column_name IN ('body', 'owned')").await,
+        json!(1)
+    );
+    assert_eq!(
+        sql_json(app, "SELECT to_json(data_type)::text FROM information_schema.columns WHERE table_name = 'articles' AND column_name = 'title'").await,
+        json!("text")
+    );
 
     // Reads: only the collections, fields and relations the role may read.
     let r = call(app, Some(&token), Method::GET, "/collections", None).await;
-    let names: Vec<&str> = r.body["data"].as_array().expect("collections").iter().filter_map(|c| c["collection"].as_str()).filter(|c| !c.starts_with("directus_")).collect();
+    let names: Vec<&str> =
+        r.body["data"].as_array().expect("collections").iter().filter_map(|c| c["collection"].as_str()).filter(|c| !c.starts_with("directus_")).collect();
     assert_eq!(names, ["articles"], "{}", r.body);
     let r = call(app, Some(&token), Method::GET, "/fields/articles", None).await;
     let names: Vec<&str> = r.body["data"].as_array().expect("fields").iter().filter_map(|f| f["field"].as_str()).collect();
@@ -348,7 +393,8 @@ async fn only_admins_change_the_schema_and_roles_read_only_what_they_may() {
         assert_error(&call(app, Some(&token), Method::GET, path, None).await, 403, "FORBIDDEN", path);
     }
     let r = call(app, Some(&token), Method::GET, "/relations", None).await;
-    let user_relations: Vec<&Value> = r.body["data"].as_array().expect("relations").iter().filter(|f| !f["collection"].as_str().unwrap_or_default().starts_with("directus_")).collect();
+    let user_relations: Vec<&Value> =
+        r.body["data"].as_array().expect("relations").iter().filter(|f| !f["collection"].as_str().unwrap_or_default().starts_with("directus_")).collect();
     assert!(user_relations.is_empty(), "articles' readable fields take part in no relation: {}", r.body);
     // A relation into a collection the role may not read stays hidden, and so do alias fields
     // known only by their metadata (no grant names them).
@@ -363,7 +409,8 @@ async fn only_admins_change_the_schema_and_roles_read_only_what_they_may() {
     assert_eq!(r.status, 204, "{}", r.body);
 
     let r = call(app, Some(&token), Method::GET, "/fields", None).await;
-    let user_fields: Vec<&Value> = r.body["data"].as_array().expect("fields").iter().filter(|f| !f["collection"].as_str().unwrap_or_default().starts_with("directus_")).collect();
+    let user_fields: Vec<&Value> =
+        r.body["data"].as_array().expect("fields").iter().filter(|f| !f["collection"].as_str().unwrap_or_default().starts_with("directus_")).collect();
     assert_eq!(user_fields.len(), 2, "{}", r.body);
     assert!(user_fields.iter().all(|f| f["collection"] == "articles"), "{}", r.body);
 }

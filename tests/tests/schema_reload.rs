@@ -27,7 +27,11 @@ async fn eventually(app: &e2e_tests::TestApp, path: &str, ok: impl Fn(&e2e_tests
 async fn new_tables_and_relation_settings_appear_without_restart() {
     let app = app(Dataset::DemoWrites);
     assert_eq!(get(app, "/items/news").await.status, 403);
-    exec(app, "CREATE TABLE news (id serial PRIMARY KEY, headline text, author int REFERENCES authors(id)); INSERT INTO news (headline, author) VALUES ('Fresh', 2)").await;
+    exec(
+        app,
+        "CREATE TABLE news (id serial PRIMARY KEY, headline text, author int REFERENCES authors(id)); INSERT INTO news (headline, author) VALUES ('Fresh', 2)",
+    )
+    .await;
     let r = eventually(app, "/items/news?fields=headline,author.name", |r| r.status == 200).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"][0]["headline"], "Fresh");

@@ -24,18 +24,30 @@ async fn ok(app: &TestApp, method: Method, path: &str, body: Value) -> Value {
 /// In `app`: a `projects` collection with an M2O to authors (and its O2M alias), a CSV field,
 /// and a note on an existing field.
 async fn model(app: &TestApp) {
-    ok(app, Method::POST, "/collections", json!({
-        "collection": "projects", "meta": {"icon": "work", "note": "Moved between environments"}, "schema": {},
-        "fields": [
-            {"field": "id", "type": "integer", "schema": {"is_primary_key": true, "has_auto_increment": true}, "meta": {"hidden": true}},
-            {"field": "name", "type": "string", "schema": {"max_length": 80, "is_nullable": false}, "meta": {"interface": "input"}},
-            {"field": "budget", "type": "decimal", "schema": {"numeric_precision": 10, "numeric_scale": 2, "default_value": 0}},
-        ],
-    })).await;
+    ok(
+        app,
+        Method::POST,
+        "/collections",
+        json!({
+            "collection": "projects", "meta": {"icon": "work", "note": "Moved between environments"}, "schema": {},
+            "fields": [
+                {"field": "id", "type": "integer", "schema": {"is_primary_key": true, "has_auto_increment": true}, "meta": {"hidden": true}},
+                {"field": "name", "type": "string", "schema": {"max_length": 80, "is_nullable": false}, "meta": {"interface": "input"}},
+                {"field": "budget", "type": "decimal", "schema": {"numeric_precision": 10, "numeric_scale": 2, "default_value": 0}},
+            ],
+        }),
+    )
+    .await;
     ok(app, Method::POST, "/fields/projects", json!({"field": "labels", "type": "csv", "meta": {"special": ["cast-csv"]}})).await;
     ok(app, Method::POST, "/fields/projects", json!({"field": "lead", "type": "integer", "meta": {"special": ["m2o"]}})).await;
-    ok(app, Method::POST, "/relations", json!({"collection": "projects", "field": "lead", "related_collection": "authors",
-        "meta": {"one_field": "projects"}, "schema": {"on_delete": "SET NULL"}})).await;
+    ok(
+        app,
+        Method::POST,
+        "/relations",
+        json!({"collection": "projects", "field": "lead", "related_collection": "authors",
+        "meta": {"one_field": "projects"}, "schema": {"on_delete": "SET NULL"}}),
+    )
+    .await;
     ok(app, Method::PATCH, "/fields/articles/title", json!({"meta": {"note": "The headline"}})).await;
 }
 
@@ -164,7 +176,8 @@ async fn an_apply_whose_later_step_fails_changes_nothing() {
     target["collections"].as_array_mut().expect("collections").push(json!({"collection": "staged", "meta": {"note": "x"}, "schema": {"name": "staged"}}));
     target["fields"].as_array_mut().expect("fields").push(json!({"collection": "staged", "field": "id", "type": "integer",
         "schema": {"is_primary_key": true, "has_auto_increment": true}, "meta": null}));
-    let title = target["fields"].as_array_mut().expect("fields").iter_mut().find(|f| f["collection"] == "articles" && f["field"] == "title").expect("articles.title");
+    let title =
+        target["fields"].as_array_mut().expect("fields").iter_mut().find(|f| f["collection"] == "articles" && f["field"] == "title").expect("articles.title");
     title["type"] = json!("integer");
     let d = ok(&app, Method::POST, "/schema/diff", target).await;
     assert!(d["diff"]["collections"].as_array().is_some_and(|c| c.iter().any(|e| e["collection"] == "staged")), "{d}");

@@ -10,9 +10,7 @@ use std::time::Duration;
 
 fn statements_for(log: &std::path::Path, request_id: &str) -> usize {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines()
-        .filter(|l| l.contains("\"target\":\"sqlx::query\"") && l.contains(&format!("\"request_id\":\"{request_id}\"")))
-        .count()
+    text.lines().filter(|l| l.contains("\"target\":\"sqlx::query\"") && l.contains(&format!("\"request_id\":\"{request_id}\""))).count()
 }
 
 #[tokio::test]
@@ -64,8 +62,14 @@ async fn a_graphql_root_field_is_one_statement_whatever_its_nesting() {
     let warm = send(app, Method::GET, "/items/language?limit=1", Some(ADMIN_TOKEN), &[], None).await;
     assert_eq!(warm.status, 200);
     let cases = [
-        ("{ film(limit: 20, filter: {actors: {actor_id: {last_name: {_starts_with: \"G\"}}}}) { title language_id { name } actors(limit: 3, sort: [\"-actor_id\"]) { actor_id { first_name films(limit: 1) { film_id { title } } } } last_update_func { year } } }", 1),
-        ("{ a: customer(limit: 5, search: \"mary\") { address_id { city_id { country_id { country } } } } b: film_aggregated(groupBy: [\"rating\"]) { group countAll } }", 2),
+        (
+            "{ film(limit: 20, filter: {actors: {actor_id: {last_name: {_starts_with: \"G\"}}}}) { title language_id { name } actors(limit: 3, sort: [\"-actor_id\"]) { actor_id { first_name films(limit: 1) { film_id { title } } } } last_update_func { year } } }",
+            1,
+        ),
+        (
+            "{ a: customer(limit: 5, search: \"mary\") { address_id { city_id { country_id { country } } } } b: film_aggregated(groupBy: [\"rating\"]) { group countAll } }",
+            2,
+        ),
     ];
     for (i, (query, expected)) in cases.iter().enumerate() {
         let id = format!("gql-stmt-{i}-{}", std::process::id());

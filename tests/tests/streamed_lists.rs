@@ -41,10 +41,13 @@ async fn serial() -> (&'static TestApp, tokio::sync::MutexGuard<'static, ()>) {
     let app = tokio::task::spawn_blocking(env).await.expect("environment");
     TABLE
         .get_or_init(|| async {
-            exec(app, &format!(
-                "CREATE TABLE long_list (id serial PRIMARY KEY, label text NOT NULL, body text NOT NULL); \
+            exec(
+                app,
+                &format!(
+                    "CREATE TABLE long_list (id serial PRIMARY KEY, label text NOT NULL, body text NOT NULL); \
                  INSERT INTO long_list (label, body) SELECT 'row ' || g, repeat(chr(97 + g % 26), 1500) FROM generate_series(1, {ROWS}) g;"
-            ))
+                ),
+            )
             .await;
             eventually("long_list is served", || async { get(app, "/items/long_list?limit=1").await.status == 200 }).await;
         })

@@ -16,14 +16,8 @@ const ADMIN_PASSWORD: &str = "test-password";
 
 fn env(name: &str, auth_env: &[(&str, &str)], replicas: usize) -> TestApp {
     let pairs = |v: &[(&str, &str)]| v.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-    start(Spec {
-        name: Some(name.into()),
-        auth_env: pairs(auth_env),
-        edge_env: pairs(&[("IP_TRUSTED_PROXIES", "127.0.0.1")]),
-        replicas,
-        ..Spec::default()
-    })
-    .expect("test environment")
+    start(Spec { name: Some(name.into()), auth_env: pairs(auth_env), edge_env: pairs(&[("IP_TRUSTED_PROXIES", "127.0.0.1")]), replicas, ..Spec::default() })
+        .expect("test environment")
 }
 
 async fn login_as(app: &TestApp, email: &str, password: &str, from: &str) -> Reply {
@@ -82,7 +76,8 @@ async fn changing_the_password_ends_other_sessions() {
     let second = login_as(&app, ADMIN_EMAIL, ADMIN_PASSWORD, "10.22.0.2").await;
     assert_eq!((first.status, second.status), (200, 200), "{} {}", first.body, second.body);
     let access = data_str(&first, "access_token");
-    let r = send(&app, Method::PATCH, "/users/me", Some(&access), &[], Some(("application/json", json!({"password": "a-brand-new-password"}).to_string()))).await;
+    let r =
+        send(&app, Method::PATCH, "/users/me", Some(&access), &[], Some(("application/json", json!({"password": "a-brand-new-password"}).to_string()))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_error(&refresh(&app, &data_str(&second, "refresh_token")).await, 401, "INVALID_CREDENTIALS", "the other session ended");
     let own = refresh(&app, &data_str(&first, "refresh_token")).await;
@@ -168,10 +163,9 @@ async fn oversized_inputs_answer_400_before_any_work() {
 async fn argon2_work_is_bounded_and_sheds_load_with_503() {
     let app = env("trust_argon2", &[("PASSWORD_HASH_CONCURRENCY", "1"), ("PASSWORD_HASH_QUEUE_TIMEOUT_MS", "20")], 1);
     let app = &app;
-    let replies = futures_util::future::join_all((0..12).map(|i| async move {
-        login_as(app, &format!("flood{i}@example.com"), "wrong", &format!("10.27.0.{i}")).await
-    }))
-    .await;
+    let replies =
+        futures_util::future::join_all((0..12).map(|i| async move { login_as(app, &format!("flood{i}@example.com"), "wrong", &format!("10.27.0.{i}")).await }))
+            .await;
     let statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
     assert!(statuses.iter().all(|s| *s == 401 || *s == 503), "only 401 and the documented 503: {statuses:?}");
     let shed: Vec<&Reply> = replies.iter().filter(|r| r.status == 503).collect();
@@ -207,10 +201,8 @@ async fn mock_oauth2_provider(verified: std::sync::Arc<std::sync::atomic::Atomic
                     }
                 };
                 let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-                let length: usize = head
-                    .lines()
-                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
-                    .unwrap_or(0);
+                let length: usize =
+                    head.lines().find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0))).unwrap_or(0);
                 while buf.len() < head_end + length {
                     let Ok(n) = sock.read(&mut chunk).await else { return };
                     if n == 0 {
@@ -227,10 +219,16 @@ async fn mock_oauth2_provider(verified: std::sync::Arc<std::sync::atomic::Atomic
                         back.query_pairs_mut().append_pair("code", "the-code").append_pair("state", &param("state"));
                         ("302 Found", format!("Location: {back}\r\n"), String::new())
                     }
-                    "/token" => ("200 OK", "Content-Type: application/json\r\n".into(), json!({"access_token": "mock-token", "token_type": "bearer"}).to_string()),
+                    "/token" => {
+                        ("200 OK", "Content-Type: application/json\r\n".into(), json!({"access_token": "mock-token", "token_type": "bearer"}).to_string())
+                    }
                     "/me" => {
                         let v = verified.load(std::sync::atomic::Ordering::SeqCst);
-                        ("200 OK", "Content-Type: application/json\r\n".into(), json!({"sub": "carol", "email": "carol@example.com", "email_verified": v}).to_string())
+                        (
+                            "200 OK",
+                            "Content-Type: application/json\r\n".into(),
+                            json!({"sub": "carol", "email": "carol@example.com", "email_verified": v}).to_string(),
+                        )
                     }
                     _ => ("404 Not Found", String::new(), String::new()),
                 };

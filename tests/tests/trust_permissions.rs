@@ -47,9 +47,16 @@ async fn a_grant_to_edit_names_never_takes_over_another_user() {
     // `*` on users: names yes, role/email/status/token/policies no.
     let (star, _, _) = role(app, "StarUserEditors", json!([{"collection": "directus_users", "action": "update", "fields": ["*"]}])).await;
     let admin_role = sql_json(app, "SELECT to_json(id)::text FROM cdapi.roles WHERE name = 'Administrator'").await;
-    let admin_policy = sql_json(app, "SELECT to_json(policy)::text FROM cdapi.access WHERE role = (SELECT id FROM cdapi.roles WHERE name = 'Administrator')").await;
+    let admin_policy =
+        sql_json(app, "SELECT to_json(policy)::text FROM cdapi.access WHERE role = (SELECT id FROM cdapi.roles WHERE name = 'Administrator')").await;
     let policies = json!([{"policy": admin_policy}]);
-    for (field, value) in [("role", admin_role.clone()), ("email", json!("mallory@example.com")), ("status", json!("suspended")), ("token", json!("stolen")), ("policies", policies)] {
+    for (field, value) in [
+        ("role", admin_role.clone()),
+        ("email", json!("mallory@example.com")),
+        ("status", json!("suspended")),
+        ("token", json!("stolen")),
+        ("policies", policies),
+    ] {
         let r = call(app, Some(&star), Method::PATCH, "/users/me", Some(json!({ field: value }))).await;
         assert_error(&r, 403, "FORBIDDEN", &format!("`*` covering the sensitive field {field}"));
     }
@@ -145,7 +152,9 @@ async fn writes_by_query_honour_limit_sort_offset_and_page() {
     let r = admin(app, Method::PATCH, "/items/ledger", json!({"query": {"filter": {"kind": {"_eq": "a"}}, "limit": 1}, "data": {"note": "one"}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(changed("one").await, json!([1]), "limit 1 changes one item");
-    let r = admin(app, Method::PATCH, "/items/ledger", json!({"query": {"filter": {"kind": {"_eq": "a"}}, "sort": ["-id"], "limit": 2}, "data": {"note": "last"}})).await;
+    let r =
+        admin(app, Method::PATCH, "/items/ledger", json!({"query": {"filter": {"kind": {"_eq": "a"}}, "sort": ["-id"], "limit": 2}, "data": {"note": "last"}}))
+            .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(changed("last").await, json!([49, 50]));
     let r = admin(app, Method::PATCH, "/items/ledger", json!({"query": {"limit": 3, "page": 2}, "data": {"note": "page"}})).await;
@@ -323,11 +332,9 @@ async fn random_permission_rows_read_and_write_exactly_the_ground_truth() {
             }
             cols.push(format!("'{f}', CASE WHEN {} THEN {f} END", granting.join(" OR ")));
         }
-        let truth = sql_json(
-            app,
-            &format!("SELECT coalesce(json_agg(json_build_object({}) ORDER BY id), '[]')::text FROM articles WHERE {visible}", cols.join(", ")),
-        )
-        .await;
+        let truth =
+            sql_json(app, &format!("SELECT coalesce(json_agg(json_build_object({}) ORDER BY id), '[]')::text FROM articles WHERE {visible}", cols.join(", ")))
+                .await;
         let asked: Vec<&str> = ["id", "status"].into_iter().chain(fields.iter().copied().filter(|f| truth_rows.iter().any(|(_, g)| g.contains(f)))).collect();
         let r = call(app, Some(&token), Method::GET, &format!("/items/articles?fields={}&limit=-1&sort=id", asked.join(",")), None).await;
         assert_eq!(r.status, 200, "round {round}: {}", r.body);
@@ -337,10 +344,17 @@ async fn random_permission_rows_read_and_write_exactly_the_ground_truth() {
         for _ in 0..6 {
             let id = 1 + rng.next(80);
             let f = fields[rng.next(fields.len() as u64) as usize];
-            let value = if f == "rating" { json!(1 + rng.next(6)) } else if f == "word_count" { json!(rng.next(1000)) } else { json!(format!("r{round}-{id}")) };
+            let value = if f == "rating" {
+                json!(1 + rng.next(6))
+            } else if f == "word_count" {
+                json!(rng.next(1000))
+            } else {
+                json!(format!("r{round}-{id}"))
+            };
             let granting: Vec<String> = truth_rows.iter().filter(|(_, g)| g.contains(&f)).map(|(s, _)| format!("({s})")).collect();
             let matches = !granting.is_empty()
-                && sql_json(app, &format!("SELECT to_json(coalesce(bool_or({}), false))::text FROM articles WHERE id = {id}", granting.join(" OR "))).await == json!(true);
+                && sql_json(app, &format!("SELECT to_json(coalesce(bool_or({}), false))::text FROM articles WHERE id = {id}", granting.join(" OR "))).await
+                    == json!(true);
             let valid = f != "rating" || value.as_u64().is_some_and(|v| v <= 4);
             let before = sql_json(app, &format!("SELECT to_json({f})::text FROM articles WHERE id = {id}")).await;
             let r = call(app, Some(&token), Method::PATCH, &format!("/items/articles/{id}?fields=id"), Some(json!({ f: value }))).await;

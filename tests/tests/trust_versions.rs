@@ -34,16 +34,25 @@ fn gql_code(r: &e2e_tests::Reply) -> String {
 async fn reading_the_live_item_does_not_open_its_unpublished_versions() {
     let app = app(Dataset::DemoWrites);
     let published = json!({"status": {"_eq": "published"}});
-    let r = admin(app, Method::POST, "/permissions", json!({"policy": PUBLIC_POLICY, "collection": "articles", "action": "read", "permissions": published, "fields": ["*"]})).await;
+    let r = admin(
+        app,
+        Method::POST,
+        "/permissions",
+        json!({"policy": PUBLIC_POLICY, "collection": "articles", "action": "read", "permissions": published, "fields": ["*"]}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     eventually("the public reads articles", || async { call(app, None, Method::GET, "/items/articles/1", None).await.status == 200 }).await;
     admin_version(app, "embargo", 1, json!({"title": "Embargoed title"})).await;
     let article_reader = json!({"collection": "articles", "action": "read", "permissions": published, "fields": ["*"]});
     let (plain, _, _) = role(app, "PlainReaders11", json!([article_reader])).await;
     let own = json!({"user_created": {"_eq": "$CURRENT_USER"}});
-    let (own_only, _, _) = role(app, "OwnVersionReaders11", json!([article_reader, {"collection": "directus_versions", "action": "read", "permissions": own, "fields": ["*"]}])).await;
+    let (own_only, _, _) =
+        role(app, "OwnVersionReaders11", json!([article_reader, {"collection": "directus_versions", "action": "read", "permissions": own, "fields": ["*"]}]))
+            .await;
     let (all, _, _) = role(app, "VersionReaders11", json!([article_reader, {"collection": "directus_versions", "action": "read", "fields": ["*"]}])).await;
-    for (who, token) in [("the public", None), ("a role without versions", Some(plain.as_str())), ("a role reading its own versions", Some(own_only.as_str()))] {
+    for (who, token) in [("the public", None), ("a role without versions", Some(plain.as_str())), ("a role reading its own versions", Some(own_only.as_str()))]
+    {
         let r = call(app, token, Method::GET, "/items/articles/1", None).await;
         assert_eq!(r.status, 200, "{who} reads the live item: {}", r.body);
         let r = call(app, token, Method::GET, "/items/articles/1?version=embargo&fields=title", None).await;

@@ -17,13 +17,21 @@ async fn write(app: &TestApp, method: Method, path: &str, body: Value) -> Reply 
 #[tokio::test]
 async fn create_one_and_many_read_back_with_fields() {
     let app = app(Dataset::DemoWrites);
-    let r = write(app, Method::POST, "/items/articles?fields=id,title,status,author.name", json!({"title": "Hello", "status": "published", "author": 3, "rating": "4"})).await;
+    let r = write(
+        app,
+        Method::POST,
+        "/items/articles?fields=id,title,status,author.name",
+        json!({"title": "Hello", "status": "published", "author": 3, "rating": "4"}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let id = r.body["data"]["id"].as_i64().expect("id");
     assert_eq!(r.body["data"]["title"], "Hello");
     assert_eq!(r.body["data"]["author"]["name"], sql_json(app, "SELECT to_json(name)::text FROM authors WHERE id = 3").await);
-    assert_eq!(sql_json(app, &format!("SELECT row_to_json(x)::text FROM (SELECT title, status, author, rating FROM articles WHERE id = {id}) x")).await,
-        json!({"title": "Hello", "status": "published", "author": 3, "rating": 4}));
+    assert_eq!(
+        sql_json(app, &format!("SELECT row_to_json(x)::text FROM (SELECT title, status, author, rating FROM articles WHERE id = {id}) x")).await,
+        json!({"title": "Hello", "status": "published", "author": 3, "rating": 4})
+    );
     // defaults apply to omitted fields
     assert_eq!(sql_json(app, &format!("SELECT to_json(created_at IS NOT NULL)::text FROM articles WHERE id = {id}")).await, json!(true));
 
@@ -53,16 +61,30 @@ async fn updates_by_key_keys_query_and_singleton() {
     let r = write(app, Method::PATCH, "/items/articles?fields=id,word_count", json!({"keys": [11, "12"], "data": {"word_count": 777}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"], json!([{"id": 11, "word_count": 777}, {"id": 12, "word_count": 777}]));
-    let r = write(app, Method::PATCH, "/items/articles?fields=id", json!({"query": {"filter": {"slug": {"_in": ["article-20", "article-21"]}}}, "data": {"rating": "high"}})).await;
+    let r = write(
+        app,
+        Method::PATCH,
+        "/items/articles?fields=id",
+        json!({"query": {"filter": {"slug": {"_in": ["article-20", "article-21"]}}}, "data": {"rating": "high"}}),
+    )
+    .await;
     assert_error(&r, 400, "FAILED_VALIDATION", "a value of the wrong type in data");
-    let r = write(app, Method::PATCH, "/items/articles?fields=id", json!({"query": {"filter": {"slug": {"_in": ["article-20", "article-21"]}}}, "data": {"status": "archived"}})).await;
+    let r = write(
+        app,
+        Method::PATCH,
+        "/items/articles?fields=id",
+        json!({"query": {"filter": {"slug": {"_in": ["article-20", "article-21"]}}}, "data": {"status": "archived"}}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(sql_json(app, "SELECT json_agg(status ORDER BY id)::text FROM articles WHERE id IN (20, 21)").await, json!(["archived", "archived"]));
     // a batch: each item with its own key and data
     let r = write(app, Method::PATCH, "/items/articles?fields=id,rating,word_count", json!([{"id": 30, "rating": 2}, {"id": 31, "word_count": 31}])).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(sql_json(app, "SELECT json_agg(json_build_array(id, rating, word_count) ORDER BY id)::text FROM articles WHERE id IN (30, 31)").await,
-        json!([[30, 2, r.body["data"][0]["word_count"]], [31, r.body["data"][1]["rating"], 31]]));
+    assert_eq!(
+        sql_json(app, "SELECT json_agg(json_build_array(id, rating, word_count) ORDER BY id)::text FROM articles WHERE id IN (30, 31)").await,
+        json!([[30, 2, r.body["data"][0]["word_count"]], [31, r.body["data"][1]["rating"], 31]])
+    );
     let r = write(app, Method::PATCH, "/items/articles", json!([{"rating": 2}])).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "batch item without its key");
     // singleton: updated in place
@@ -162,7 +184,16 @@ async fn concurrent_patches_of_one_item_lose_nothing() {
             let url = format!("{}/items/articles/50", app.rest_url);
             let body = json!({ *f: value }).to_string();
             tasks.push(tokio::spawn(async move {
-                e2e_tests::http_client().build().expect("http client").patch(url).bearer_auth(ADMIN_TOKEN).header("content-type", "application/json").body(body).send().await.map(|r| r.status().as_u16())
+                e2e_tests::http_client()
+                    .build()
+                    .expect("http client")
+                    .patch(url)
+                    .bearer_auth(ADMIN_TOKEN)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .map(|r| r.status().as_u16())
             }));
         }
         for t in tasks {
@@ -199,8 +230,12 @@ async fn grpc_create_and_delete() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_updates_by_query_of_the_same_rows_never_deadlock() {
     let app = app(Dataset::DemoWrites);
-    e2e_tests::exec(app, "CREATE TABLE counters (id serial PRIMARY KEY, n int NOT NULL DEFAULT 0, tag text NOT NULL DEFAULT 'a'); \
-        INSERT INTO counters (tag) SELECT CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END FROM generate_series(1, 1000) g").await;
+    e2e_tests::exec(
+        app,
+        "CREATE TABLE counters (id serial PRIMARY KEY, n int NOT NULL DEFAULT 0, tag text NOT NULL DEFAULT 'a'); \
+        INSERT INTO counters (tag) SELECT CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END FROM generate_series(1, 1000) g",
+    )
+    .await;
     // Wait until the core knows the table.
     e2e_tests::fixture::eventually("counters is served", || async { get(app, "/items/counters?limit=1").await.status == 200 }).await;
     let mut tasks = Vec::new();
@@ -210,7 +245,9 @@ async fn concurrent_updates_by_query_of_the_same_rows_never_deadlock() {
             for round in 0..4 {
                 // Overlapping selections, each updated row changing its place on disk.
                 let filter = if (worker + round) % 2 == 0 { json!({"n": {"_gte": 0}}) } else { json!({"tag": {"_in": ["a", "b"]}}) };
-                let r = write(app, Method::PATCH, "/items/counters?fields=id&limit=1", json!({"query": {"filter": filter}, "data": {"n": worker * 10 + round}})).await;
+                let r =
+                    write(app, Method::PATCH, "/items/counters?fields=id&limit=1", json!({"query": {"filter": filter}, "data": {"n": worker * 10 + round}}))
+                        .await;
                 statuses.push((r.status, r.body.to_string().chars().take(200).collect::<String>()));
             }
             statuses

@@ -55,7 +55,12 @@ pub async fn asset(
     let files = caller.read.collection("directus_files").cloned().ok_or_else(ApiError::forbidden)?;
     let q = cdapi_proto::query_json::query_from_json(&serde_json::json!({"fields": ["id"]}).as_object().cloned().unwrap_or_default())?;
     let st = Planner::new(&caller.read, state.limits, &caller.vars).read(&files, ReadShape::of(&files, Some(&req.id), &q), &q)?;
-    let row = st.sql.query().fetch_one(&state.pool).await.map_err(|e| if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?;
+    let row = st
+        .sql
+        .query()
+        .fetch_one(&state.pool)
+        .await
+        .map_err(|e| if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?;
     let visible: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
     if visible.is_none() {
         return Err(ApiError::forbidden());

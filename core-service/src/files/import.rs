@@ -48,7 +48,8 @@ impl ImportSettings {
         let list = service_runtime::env_or("FILES_IMPORT_ALLOW_NETWORKS", String::new())?;
         let mut allow_networks = Vec::new();
         for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            allow_networks.push(access_token::ip::parse(entry).ok_or_else(|| anyhow::anyhow!("FILES_IMPORT_ALLOW_NETWORKS: {entry:?} is not an address or CIDR range"))?);
+            allow_networks
+                .push(access_token::ip::parse(entry).ok_or_else(|| anyhow::anyhow!("FILES_IMPORT_ALLOW_NETWORKS: {entry:?} is not an address or CIDR range"))?);
         }
         Ok(Self { allow_networks, timeout: Duration::from_millis(service_runtime::env_or("FILES_IMPORT_TIMEOUT_MS", 300_000u64)?) })
     }
@@ -210,16 +211,10 @@ pub async fn import(state: &crate::AppState, caller: &Caller, req: &ImportFileRe
         return Err(ApiError::new(ErrorCode::ContentTooLarge, format!("The file is larger than {max} bytes (FILES_MAX_UPLOAD_SIZE).")));
     }
     let filename = filename_of(res.url());
-    let content_type: String = res
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().chars().take(255).collect())
-        .unwrap_or_default();
+    let content_type: String =
+        res.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(|v| v.trim().chars().take(255).collect()).unwrap_or_default();
     let start = UploadStart { item: req.item.clone(), filename, content_type, query: req.query.clone() };
-    let chunks: Chunks<'_> = Box::pin(futures_util::StreamExt::map(res.bytes_stream(), move |chunk| {
-        chunk.map_err(|e| unavailable(&cause(&e)))
-    }));
+    let chunks: Chunks<'_> = Box::pin(futures_util::StreamExt::map(res.bytes_stream(), move |chunk| chunk.map_err(|e| unavailable(&cause(&e)))));
     store(state, caller, &start, chunks).await
 }
 
@@ -258,10 +253,39 @@ mod tests {
     #[test]
     fn only_public_addresses_are_public() {
         for private in [
-            "0.0.0.0", "127.0.0.1", "127.9.9.9", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1",
-            "192.0.0.8", "192.0.2.1", "198.18.0.1", "198.51.100.7", "203.0.113.9", "224.0.0.1", "240.0.0.1", "255.255.255.255", "::", "::1",
-            "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::127.0.0.1", "fc00::1", "fd12:3456::1", "fe80::1", "fec0::1", "ff02::1", "2001:db8::1",
-            "2001::1", "64:ff9b::a00:1", "2002:a00:1::", "2002:7f00:1::", "100::1",
+            "0.0.0.0",
+            "127.0.0.1",
+            "127.9.9.9",
+            "10.1.2.3",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "192.0.0.8",
+            "192.0.2.1",
+            "198.18.0.1",
+            "198.51.100.7",
+            "203.0.113.9",
+            "224.0.0.1",
+            "240.0.0.1",
+            "255.255.255.255",
+            "::",
+            "::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "::127.0.0.1",
+            "fc00::1",
+            "fd12:3456::1",
+            "fe80::1",
+            "fec0::1",
+            "ff02::1",
+            "2001:db8::1",
+            "2001::1",
+            "64:ff9b::a00:1",
+            "2002:a00:1::",
+            "2002:7f00:1::",
+            "100::1",
         ] {
             assert!(!is_public(private.parse().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))), "{private}");
         }

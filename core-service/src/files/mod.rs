@@ -56,12 +56,7 @@ impl StorageSettings {
                 locations::S3_MAX_COPY
             );
         }
-        Ok(Self {
-            locations,
-            max_upload_size,
-            transform: transform::TransformSettings::from_env()?,
-            import: import::ImportSettings::from_env()?,
-        })
+        Ok(Self { locations, max_upload_size, transform: transform::TransformSettings::from_env()?, import: import::ImportSettings::from_env()? })
     }
 }
 

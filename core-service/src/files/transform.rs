@@ -65,7 +65,11 @@ impl TransformSettings {
                 let mut out = BTreeMap::new();
                 for p in list {
                     let key = p.get("key").and_then(Value::as_str).ok_or_else(|| anyhow::anyhow!("ASSETS_PRESETS: every preset needs a \"key\""))?.to_owned();
-                    let params = p.iter().filter(|(k, _)| k.as_str() != "key").map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned))).collect();
+                    let params = p
+                        .iter()
+                        .filter(|(k, _)| k.as_str() != "key")
+                        .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+                        .collect();
                     out.insert(key, params);
                 }
                 out
@@ -231,9 +235,7 @@ impl Transformer {
         let source = load().await?;
         let _permit = self.permits.acquire().await.map_err(|_| ApiError::internal())?;
         let (t2, max, pixels) = (t.clone(), self.settings.max_dimension, self.settings.max_output_pixels);
-        let (out, format) = tokio::task::spawn_blocking(move || transform(&source, &t2, max, pixels))
-            .await
-            .map_err(|_| ApiError::internal())??;
+        let (out, format) = tokio::task::spawn_blocking(move || transform(&source, &t2, max, pixels)).await.map_err(|_| ApiError::internal())??;
         self.cache.put(key, (out.clone(), mime(format)));
         Ok((out, mime(format)))
     }
@@ -410,37 +412,21 @@ mod tests {
     #[test]
     fn extreme_aspect_ratios_are_refused_before_decoding() {
         let mut png = Vec::new();
-        DynamicImage::new_luma8(1, 6000)
-            .write_to(&mut std::io::Cursor::new(&mut png), ImageFormat::Png)
-            .expect("png");
+        DynamicImage::new_luma8(1, 6000).write_to(&mut std::io::Cursor::new(&mut png), ImageFormat::Png).expect("png");
         let s = settings();
-        let t = |list: &[(&str, &str)]| {
-            Transform::parse(&params(list), &s)
-                .expect("ok")
-                .expect("some")
-        };
+        let t = |list: &[(&str, &str)]| Transform::parse(&params(list), &s).expect("ok").expect("some");
         for asked in [
             t(&[("width", "300")]),
             t(&[("width", "2500")]),
             t(&[("width", "300"), ("height", "300")]),
             t(&[("width", "300"), ("height", "300"), ("fit", "outside")]),
         ] {
-            let e =
-                transform(&png, &asked, s.max_dimension, s.max_output_pixels).expect_err("refused");
+            let e = transform(&png, &asked, s.max_dimension, s.max_output_pixels).expect_err("refused");
             assert_eq!(e.code, ErrorCode::IllegalAssetTransformation, "{asked:?}");
         }
-        assert_eq!(
-            largest_image(1, 6000, &t(&[("width", "300")])),
-            (300, 1_800_000)
-        );
+        assert_eq!(largest_image(1, 6000, &t(&[("width", "300")])), (300, 1_800_000));
         // Within the budget: 1×6000 inside a 300×300 box is 1×300 (rounded up to one pixel wide).
-        let (out, _) = transform(
-            &png,
-            &t(&[("height", "300")]),
-            s.max_dimension,
-            s.max_output_pixels,
-        )
-        .expect("runs");
+        let (out, _) = transform(&png, &t(&[("height", "300")]), s.max_dimension, s.max_output_pixels).expect("runs");
         let img = image::load_from_memory(&out).expect("decodes");
         assert_eq!(img.dimensions(), (1, 300));
         // The pixel budget on its own: 1×200 is 200 pixels.

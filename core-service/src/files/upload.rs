@@ -205,10 +205,7 @@ async fn receive(location: &Location, max_upload_size: u64, temp: &Path, chunks:
             let data = data?;
             size += data.len() as u64;
             if size > max_upload_size {
-                return Err(ApiError::new(
-                    ErrorCode::ContentTooLarge,
-                    format!("The file is larger than {max_upload_size} bytes (FILES_MAX_UPLOAD_SIZE)."),
-                ));
+                return Err(ApiError::new(ErrorCode::ContentTooLarge, format!("The file is larger than {max_upload_size} bytes (FILES_MAX_UPLOAD_SIZE).")));
             }
             let writer = parts.0.as_mut().ok_or_else(ApiError::internal)?;
             // At most two parts in flight: memory stays flat whatever the file's size.

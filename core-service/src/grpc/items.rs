@@ -4,11 +4,11 @@
 
 use super::request_span;
 use crate::AppState;
-use crate::query::read::{ReadShape, ReadStatement};
 use crate::auth::Caller;
 use crate::query::Planner;
-use crate::write::Writer;
+use crate::query::read::{ReadShape, ReadStatement};
 use crate::schema::Collection;
+use crate::write::Writer;
 use bytes::Bytes;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::items_service_server::ItemsService;
@@ -41,9 +41,12 @@ impl Items {
     /// Runs a planned read; returns (data JSON, meta JSON or empty). With `by_key`, a value that
     /// cannot be of the key's type means no such item: FORBIDDEN (spec rule 6).
     async fn run(&self, st: ReadStatement, by_key: bool) -> Result<(Option<String>, Bytes), ApiError> {
-        let row = st.sql.query().fetch_one(&self.state.pool).await.map_err(|e| {
-            if by_key && crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) }
-        })?;
+        let row = st
+            .sql
+            .query()
+            .fetch_one(&self.state.pool)
+            .await
+            .map_err(|e| if by_key && crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?;
         let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
         self.state.limits.check_bytes(data.as_ref().map_or(0, String::len))?;
         let meta = meta_of(&row, st.total_count, st.filter_count)?;
@@ -155,8 +158,7 @@ impl Items {
 
 /// The payload JSON: an object, or (with `array`) an array of objects. INVALID_PAYLOAD otherwise.
 fn json_object_or_array(bytes: &[u8], array: bool) -> Result<serde_json::Value, ApiError> {
-    let v: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| ApiError::invalid_payload(format!("The payload is not valid JSON: {e}")))?;
+    let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| ApiError::invalid_payload(format!("The payload is not valid JSON: {e}")))?;
     match (&v, array) {
         (serde_json::Value::Object(_), false) | (serde_json::Value::Array(_), true) => Ok(v),
         (_, false) => Err(ApiError::invalid_payload("The payload must be an object")),
@@ -207,7 +209,8 @@ impl ItemsService for Items {
         .await?;
         let rx = match planned {
             Streamed::List(st, pass) => {
-                let rows = ListRows { total_count: st.total_count, filter_count: st.filter_count, meta: None, first: true, bytes: 0, limits: self.state.limits };
+                let rows =
+                    ListRows { total_count: st.total_count, filter_count: st.filter_count, meta: None, first: true, bytes: 0, limits: self.state.limits };
                 super::chunks::pump(self.state.pool.clone(), st.sql, rows, pass, self.state.streams.settings.stall, span)
             }
             Streamed::Whole(reply) => {

@@ -50,11 +50,7 @@ async fn read_in(state: &AppState, view: &Schema, admin: bool, kind: Kind, targe
         Kind::Collections => collection.is_some(),
         Kind::Fields | Kind::Relations => field.is_some(),
     };
-    if one {
-        found.into_iter().next().ok_or_else(ApiError::forbidden)
-    } else {
-        Ok(Value::Array(found))
-    }
+    if one { found.into_iter().next().ok_or_else(ApiError::forbidden) } else { Ok(Value::Array(found)) }
 }
 
 fn reply(v: &Value) -> SchemaReply {

@@ -1,13 +1,16 @@
 //! SchemaService: the snapshot as protobuf, reload on demand (admin only), and a stream of
 //! snapshots for the edges that generate their API from it.
 
+use super::model::{self as model_rpc, Kind};
 use super::request_span;
 use crate::AppState;
 use crate::schema::{FieldRelation, Schema};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::schema_service_server::SchemaService;
-use super::model::{self as model_rpc, Kind};
-use cdapi_proto::v1::{self as pb, CallerAccessRequest, GetSchemaRequest, ReloadSchemaRequest, SchemaChange, SchemaDeleted, SchemaReply, SchemaSnapshot, SchemaTarget, WatchSchemaRequest};
+use cdapi_proto::v1::{
+    self as pb, CallerAccessRequest, GetSchemaRequest, ReloadSchemaRequest, SchemaChange, SchemaDeleted, SchemaReply, SchemaSnapshot, SchemaTarget,
+    WatchSchemaRequest,
+};
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
@@ -40,7 +43,11 @@ impl SchemaApi {
 
     async fn delete(&self, rpc: &'static str, kind: Kind, req: Request<SchemaTarget>) -> Result<Response<SchemaDeleted>, Status> {
         let span = request_span(rpc, &req);
-        model_rpc::delete(&self.state, req.metadata(), kind, req.get_ref()).instrument(span).await.map(|()| Response::new(SchemaDeleted {})).map_err(|e| e.into())
+        model_rpc::delete(&self.state, req.metadata(), kind, req.get_ref())
+            .instrument(span)
+            .await
+            .map(|()| Response::new(SchemaDeleted {}))
+            .map_err(|e| e.into())
     }
 }
 
@@ -206,7 +213,11 @@ impl SchemaService for SchemaApi {
     }
     async fn apply_diff(&self, req: Request<SchemaChange>) -> Result<Response<pb::SchemaApplied>, Status> {
         let span = request_span("ApplyDiff", &req);
-        model_rpc::apply_diff(&self.state, req.metadata(), req.get_ref()).instrument(span).await.map(|()| Response::new(pb::SchemaApplied {})).map_err(|e| e.into())
+        model_rpc::apply_diff(&self.state, req.metadata(), req.get_ref())
+            .instrument(span)
+            .await
+            .map(|()| Response::new(pb::SchemaApplied {}))
+            .map_err(|e| e.into())
     }
     async fn read_caller_permissions(&self, req: Request<CallerAccessRequest>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span("ReadCallerPermissions", &req);

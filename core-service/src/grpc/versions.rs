@@ -97,8 +97,7 @@ impl VersionsService for VersionsApi {
     async fn save_to_version(&self, req: Request<SaveToVersionRequest>) -> Result<Response<ItemResponse>, Status> {
         let span = request_span("SaveToVersion", &req);
         let r = req.get_ref().clone();
-        let data: serde_json::Value =
-            serde_json::from_slice(&r.data).map_err(|e| ApiError::invalid_payload(format!("The payload is not valid JSON: {e}")))?;
+        let data: serde_json::Value = serde_json::from_slice(&r.data).map_err(|e| ApiError::invalid_payload(format!("The payload is not valid JSON: {e}")))?;
         let data = data.as_object().cloned().ok_or_else(|| ApiError::invalid_payload("The payload must be an object"))?;
         self.run(req.metadata(), Action::Update, move |v| Box::pin(async move { v.save(&r.id, &data).await }))
             .instrument(span)

@@ -165,11 +165,7 @@ pub async fn fields(conn: &mut PgConnection, view: &Schema, collection: Option<&
 
 /// A column's `schema` object as Directus's Postgres inspector reports it.
 fn column_schema(c: &Collection, f: &Field, facts: &ColumnFacts) -> Value {
-    let default_value = facts
-        .default_expr
-        .as_deref()
-        .filter(|_| !facts.is_generated)
-        .and_then(|e| crate::schema::defaults::directus_default(e, f.field_type));
+    let default_value = facts.default_expr.as_deref().filter(|_| !facts.is_generated).and_then(|e| crate::schema::defaults::directus_default(e, f.field_type));
     let fk_table = facts.foreign_key_table.as_ref().map(|t| match facts.foreign_key_schema.as_deref() {
         Some(system_tables::SYSTEM_SCHEMA) => format!("{}{t}", crate::schema::SYSTEM_PREFIX),
         _ => t.clone(),

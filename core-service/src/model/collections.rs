@@ -121,10 +121,7 @@ pub async fn delete(change: &mut Change, name: &str) -> Result<(), ApiError> {
         .map(|r| format!("{}.{}", r["collection"].as_str().unwrap_or_default(), r["field"].as_str().unwrap_or_default()))
         .collect();
     if !pointing.is_empty() {
-        return Err(ApiError::invalid_payload(format!(
-            "Collection \"{name}\" is related to by {}: delete those relations first",
-            pointing.join(", ")
-        )));
+        return Err(ApiError::invalid_payload(format!("Collection \"{name}\" is related to by {}: delete those relations first", pointing.join(", "))));
     }
     if let Some(c) = collection {
         execute(&mut change.tx, &format!("DROP TABLE {}", c.table)).await?;

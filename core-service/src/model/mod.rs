@@ -33,10 +33,8 @@ pub const MAX_NAME_LEN: usize = 63;
 /// starting with a digit; collections may not start with `directus_` (system collections).
 /// Errors: INVALID_PAYLOAD naming the rule.
 pub fn check_name(kind: &str, name: &str) -> Result<(), ApiError> {
-    let ok = !name.is_empty()
-        && name.len() <= MAX_NAME_LEN
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        && !name.as_bytes()[0].is_ascii_digit();
+    let ok =
+        !name.is_empty() && name.len() <= MAX_NAME_LEN && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && !name.as_bytes()[0].is_ascii_digit();
     if !ok {
         return Err(ApiError::invalid_payload(format!(
             "{kind} name \"{name}\" is invalid: use 1 to {MAX_NAME_LEN} letters, digits or underscores, not starting with a digit"

@@ -116,9 +116,11 @@ fn row(schema: &Schema, collection: &str, field: &str, one: Option<&Collection>,
     let one_allowed_collections = match meta.and_then(|m| m.get("one_allowed_collections")) {
         None | Some(Value::Null) => None,
         Some(Value::Array(names)) => {
-            let names: Vec<String> = names.iter().map(|n| n.as_str().map(str::to_owned)).collect::<Option<_>>().ok_or_else(|| {
-                ApiError::invalid_payload("\"meta.one_allowed_collections\" must be an array of collection names")
-            })?;
+            let names: Vec<String> = names
+                .iter()
+                .map(|n| n.as_str().map(str::to_owned))
+                .collect::<Option<_>>()
+                .ok_or_else(|| ApiError::invalid_payload("\"meta.one_allowed_collections\" must be an array of collection names"))?;
             if let Some(unknown) = names.iter().find(|n| schema.collection(n).is_none()) {
                 return Err(ApiError::invalid_payload(format!("Collection \"{unknown}\" doesn't exist")));
             }

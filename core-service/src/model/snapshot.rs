@@ -126,11 +126,8 @@ pub fn diff(current: &Value, target: &Value, force: bool) -> Result<Option<Value
     let mut total = 0;
     for section in ["collections", "fields", "relations"] {
         let lhs: BTreeMap<(String, String), Value> = list(current, section)?.into_iter().map(|v| (key(&v), v)).collect();
-        let rhs: BTreeMap<(String, String), Value> = list(target, section)?
-            .into_iter()
-            .map(|v| if section == "collections" { v } else { without_meta_id(v) })
-            .map(|v| (key(&v), v))
-            .collect();
+        let rhs: BTreeMap<(String, String), Value> =
+            list(target, section)?.into_iter().map(|v| if section == "collections" { v } else { without_meta_id(v) }).map(|v| (key(&v), v)).collect();
         let mut entries = Vec::new();
         for k in lhs.keys().chain(rhs.keys().filter(|k| !lhs.contains_key(*k))) {
             let changes = match (lhs.get(k), rhs.get(k)) {
@@ -320,9 +317,7 @@ pub async fn apply(state: &AppState, body: &Map<String, Value>) -> Result<(), Ap
     if cols.len() + flds.len() + rels.len() > MAX_CHANGES {
         return Err(ApiError::invalid_payload(format!("A diff may change at most {MAX_CHANGES} objects")));
     }
-    let find = |section: &str, c: &str, f: &str| {
-        current[section].as_array().and_then(|a| a.iter().find(|v| key(v) == (c.to_owned(), f.to_owned())).cloned())
-    };
+    let find = |section: &str, c: &str, f: &str| current[section].as_array().and_then(|a| a.iter().find(|v| key(v) == (c.to_owned(), f.to_owned())).cloned());
     // New collections, each with the new fields the diff gives it.
     let new_collections: Vec<&Entry> = cols.iter().filter(|e| whole(e, "N").is_some()).collect();
     for e in &new_collections {
@@ -424,13 +419,17 @@ mod tests {
 
     #[test]
     fn diffs_name_their_objects_and_refuse_other_vendors() {
-        let current = json!({"collections": [{"collection": "a", "meta": null}], "fields": [{"collection": "a", "field": "id", "type": "integer"}], "relations": []});
+        let current =
+            json!({"collections": [{"collection": "a", "meta": null}], "fields": [{"collection": "a", "field": "id", "type": "integer"}], "relations": []});
         let target = json!({"vendor": "postgres", "collections": [{"collection": "b", "meta": null}], "fields": [{"collection": "a", "field": "id", "type": "bigInteger"}], "relations": []});
         let d = diff(&current, &target, false).expect("diff").expect("changes");
-        assert_eq!(d["collections"], json!([
-            {"collection": "a", "diff": [{"kind": "D", "lhs": {"collection": "a", "meta": null}}]},
-            {"collection": "b", "diff": [{"kind": "N", "rhs": {"collection": "b", "meta": null}}]},
-        ]));
+        assert_eq!(
+            d["collections"],
+            json!([
+                {"collection": "a", "diff": [{"kind": "D", "lhs": {"collection": "a", "meta": null}}]},
+                {"collection": "b", "diff": [{"kind": "N", "rhs": {"collection": "b", "meta": null}}]},
+            ])
+        );
         assert_eq!(d["fields"], json!([{"collection": "a", "field": "id", "diff": [{"kind": "E", "path": ["type"], "lhs": "integer", "rhs": "bigInteger"}]}]));
         assert!(diff(&current, &current, false).expect("diff").is_none());
         assert!(diff(&current, &json!({"vendor": "mysql"}), false).is_err());

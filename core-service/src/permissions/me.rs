@@ -19,8 +19,7 @@ const ACTIONS: [&str; 5] = ["create", "read", "update", "delete", "share"];
 pub fn collection_access(schema: &Schema, access: &Access) -> Value {
     let subject = match access {
         Access::Admin => {
-            let all: Map<String, Value> =
-                ACTIONS.iter().map(|a| ((*a).to_owned(), json!({"access": "full", "fields": ["*"]}))).collect();
+            let all: Map<String, Value> = ACTIONS.iter().map(|a| ((*a).to_owned(), json!({"access": "full", "fields": ["*"]}))).collect();
             return Value::Object(schema.base().collections.keys().map(|c| (c.clone(), Value::Object(all.clone()))).collect());
         }
         Access::Subject(subject) => subject,
@@ -28,9 +27,7 @@ pub fn collection_access(schema: &Schema, access: &Access) -> Value {
     let rules: &Rules = &schema.base().permissions;
     let mut out: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     for collection in rules.collections(subject) {
-        let actions = out.entry(collection.clone()).or_insert_with(|| {
-            ACTIONS.iter().map(|a| ((*a).to_owned(), json!({"access": "none"}))).collect()
-        });
+        let actions = out.entry(collection.clone()).or_insert_with(|| ACTIONS.iter().map(|a| ((*a).to_owned(), json!({"access": "none"}))).collect());
         for action in [Action::Create, Action::Read, Action::Update, Action::Delete] {
             let Some(grant) = rules.grant(subject, &collection, action) else { continue };
             let full = grant.rows.iter().any(|r| r.filter.is_none());

@@ -35,11 +35,11 @@ pub use view::{RowAccess, Views, read_view};
 
 use crate::schema::Schema;
 use cdapi_proto::ApiError;
-use system_tables::permissions::PermissionRow;
 use cdapi_proto::v1::{Filter, FilterGroup, filter};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use system_tables::permissions::PermissionRow;
 
 /// What a permission is for (Directus's `action`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -103,10 +103,7 @@ impl Fields {
 /// Fields of system collections that only a permission row naming them may write (issue 15):
 /// `*` never covers them, so a grant to edit one's name cannot become a takeover.
 pub const SENSITIVE: &[(&str, &[&str])] = &[
-    (
-        "directus_users",
-        &["password", "token", "role", "status", "email", "ip_access", "tfa_secret", "provider", "external_identifier", "policies"],
-    ),
+    ("directus_users", &["password", "token", "role", "status", "email", "ip_access", "tfa_secret", "provider", "external_identifier", "policies"]),
     // What decides whose policies are whose: a role, a parent role, an access row.
     ("directus_roles", &["parent", "policies"]),
     ("directus_access", &["role", "user", "policy"]),
@@ -346,8 +343,7 @@ impl Rules {
     /// `None` when there is none.
     pub fn grant(&self, subject: &Subject, collection: &str, action: Action) -> Option<Grant> {
         let key = (collection.to_owned(), action);
-        let mut rows: Vec<Permission> =
-            subject.policies.iter().filter_map(|p| self.by_policy.get(p)?.get(&key)).flatten().cloned().collect();
+        let mut rows: Vec<Permission> = subject.policies.iter().filter_map(|p| self.by_policy.get(p)?.get(&key)).flatten().cloned().collect();
         if subject.user {
             rows.extend(self.minimal.iter().filter(|(c, a, _)| *c == collection && *a == action).map(|(_, _, r)| r.clone()));
         }
@@ -381,13 +377,7 @@ impl Rules {
         };
         let held: Vec<&String> = match user {
             None => self.public.iter().collect(),
-            Some(user) => self
-                .by_user
-                .get(user)
-                .into_iter()
-                .flatten()
-                .chain(roles.iter().filter_map(|r| self.by_role.get(r)).flatten())
-                .collect(),
+            Some(user) => self.by_user.get(user).into_iter().flatten().chain(roles.iter().filter_map(|r| self.by_role.get(r)).flatten()).collect(),
         };
         let mut ids: Vec<String> = held.into_iter().filter(|id| self.policies.get(*id).is_some_and(admits)).cloned().collect();
         ids.sort();
@@ -442,4 +432,3 @@ impl Access {
         }
     }
 }
-

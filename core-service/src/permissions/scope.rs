@@ -57,9 +57,7 @@ mod tests {
         // Finding 1 of issue 15: the role may edit first_name anywhere; the built-in row lets
         // a user edit their own password. Together they must not let anyone edit another
         // user's password.
-        let grant = Grant {
-            rows: vec![row(None, &["first_name"]), row(Some(json!({"id": {"_eq": "$CURRENT_USER"}})), &["first_name", "password"])],
-        };
+        let grant = Grant { rows: vec![row(None, &["first_name"]), row(Some(json!({"id": {"_eq": "$CURRENT_USER"}})), &["first_name", "password"])] };
         let own = write_condition(&grant, "directus_users", &["password"], &[Ok(()), Ok(())])?;
         assert_eq!(own, grant.rows[1].filter, "password only where the own-user row matches");
         assert_eq!(write_condition(&grant, "directus_users", &["first_name"], &[Ok(()), Ok(())])?, None);

@@ -159,7 +159,8 @@ pub async fn check(
             rule_slots[*index] = Some(exprs.len());
             // A negated operator holds for a NULL (absent) value, as in Directus: "not equal to
             // x" is true of nothing; the others need a value that satisfies them.
-            let negated = matches!(op.as_str(), "_neq" | "_nin" | "_ncontains" | "_nicontains" | "_nstarts_with" | "_nistarts_with" | "_nends_with" | "_niends_with");
+            let negated =
+                matches!(op.as_str(), "_neq" | "_nin" | "_ncontains" | "_nicontains" | "_nstarts_with" | "_nistarts_with" | "_nends_with" | "_niends_with");
             exprs.push(format!("({sql}) {}", if negated { "IS NOT FALSE" } else { "IS TRUE" }));
         }
         slots.push(rule_slots);

@@ -158,9 +158,7 @@ impl Planner<'_> {
             Some(filter::Node::Condition(c)) => {
                 let name = if c.function() == FieldFunction::Unspecified { key(&c.field) } else { String::new() };
                 let t = targets.get(&name).ok_or_else(|| {
-                    ApiError::invalid_query(format!(
-                        "\"having\" can only use requested aggregates (count, <function>.<field>); \"{name}\" is not one"
-                    ))
+                    ApiError::invalid_query(format!("\"having\" can only use requested aggregates (count, <function>.<field>); \"{name}\" is not one"))
                 })?;
                 let op = Operator::try_from(c.operator).unwrap_or(Operator::Unspecified);
                 // The filters' own operator table, on the aggregate's expression.
@@ -192,10 +190,7 @@ fn function_key(f: AggregateFunction) -> Result<&'static str, ApiError> {
 /// `numeric` results are output as text, timestamps as ISO text (see the module docs).
 fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<(String, String, String), ApiError> {
     if field.is_alias() {
-        return Err(ApiError::invalid_query(format!(
-            "\"{}\" is a one-to-many field; aggregate over the related collection instead",
-            field.name
-        )));
+        return Err(ApiError::invalid_query(format!("\"{}\" is a one-to-many field; aggregate over the related collection instead", field.name)));
     }
     let col = column(alias, &field.name);
     let float = field.field_type == FieldType::Float;
@@ -204,11 +199,7 @@ fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<(S
         if numeric {
             Ok(())
         } else {
-            Err(ApiError::invalid_query(format!(
-                "\"{}\" of type {} cannot be summed or averaged",
-                field.name,
-                field.field_type.as_str()
-            )))
+            Err(ApiError::invalid_query(format!("\"{}\" of type {} cannot be summed or averaged", field.name, field.field_type.as_str())))
         }
     };
     let distinct = |d: bool| if d { "DISTINCT " } else { "" };
@@ -229,11 +220,7 @@ fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<(S
         }
         AggregateFunction::Min | AggregateFunction::Max => {
             if matches!(field.field_type, FieldType::Json | FieldType::Csv | FieldType::Unknown | FieldType::Binary | FieldType::Boolean) {
-                return Err(ApiError::invalid_query(format!(
-                    "\"{}\" of type {} has no minimum or maximum",
-                    field.name,
-                    field.field_type.as_str()
-                )));
+                return Err(ApiError::invalid_query(format!("\"{}\" of type {} has no minimum or maximum", field.name, field.field_type.as_str())));
             }
             let func = if f == AggregateFunction::Min { "min" } else { "max" };
             let raw = format!("{func}({col})");

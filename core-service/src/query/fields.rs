@@ -194,9 +194,7 @@ impl<'a> Planner<'a> {
                 return Err(forbidden_field(&collection.name, field));
             }
         }
-        let target = |key: &str| -> Option<&'t Field> {
-            collection.field(level.alias.get(key).map(String::as_str).unwrap_or(key))
-        };
+        let target = |key: &str| -> Option<&'t Field> { collection.field(level.alias.get(key).map(String::as_str).unwrap_or(key)) };
         for (key, deep) in &level.deep {
             let field = target(key).ok_or_else(|| forbidden_field(&collection.name, key))?;
             match &field.relation {
@@ -227,22 +225,21 @@ impl<'a> Planner<'a> {
                 if !allowed.iter().any(|c| c == scope) {
                     return Err(ApiError::invalid_query(format!("\"{name}\": \"{scope}\" is not a collection \"{field}\" can hold")));
                 }
-                let children = children.as_ref().ok_or_else(|| {
-                    ApiError::invalid_query(format!("\"{name}\" needs nested fields, e.g. {name}.*"))
-                })?;
+                let children = children.as_ref().ok_or_else(|| ApiError::invalid_query(format!("\"{name}\" needs nested fields, e.g. {name}.*")))?;
                 scoped.push((field, scope.as_str(), children));
                 continue;
             }
             if named.scope.is_some() {
-                return Err(ApiError::invalid_query(format!("A function cannot apply to the scope \"{field}:{}\"", named.scope.as_deref().unwrap_or_default())));
+                return Err(ApiError::invalid_query(format!(
+                    "A function cannot apply to the scope \"{field}:{}\"",
+                    named.scope.as_deref().unwrap_or_default()
+                )));
             }
             if named.function == Function::Unspecified && target(field).is_none() {
                 return Err(forbidden_field(&collection.name, field));
             }
         }
-        let scopes_of = |field: &str| -> Vec<(&'t str, &'t FieldTree)> {
-            scoped.iter().filter(|(f, _, _)| *f == field).map(|(_, c, t)| (*c, *t)).collect()
-        };
+        let scopes_of = |field: &str| -> Vec<(&'t str, &'t FieldTree)> { scoped.iter().filter(|(f, _, _)| *f == field).map(|(_, c, t)| (*c, *t)).collect() };
         if tree.star {
             for field in &collection.fields {
                 let named = tree.named.iter().find(|(n, _)| n.plain() == Some(field.name.as_str()));
@@ -341,9 +338,9 @@ impl<'a> Planner<'a> {
                 self.count_expansion()?;
                 let related = self.collection(related)?;
                 // The way back: the O2M alias of `related` over this foreign key.
-                let back = related.fields.iter().find(|f| {
-                    matches!(&f.relation, Some(FieldRelation::O2M { related: r, related_field: rf, .. }) if *r == collection.name && *rf == field.name)
-                });
+                let back = related.fields.iter().find(
+                    |f| matches!(&f.relation, Some(FieldRelation::O2M { related: r, related_field: rf, .. }) if *r == collection.name && *rf == field.name),
+                );
                 let select = self.resolve_nested(related, tree, deep, back.map(|f| f.name.as_str()))?;
                 Ok(Column::M2O { key, field, related_field, select })
             }

@@ -15,7 +15,6 @@ use crate::schema::{Collection, FieldRelation, FieldType};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldCondition, Filter, Operator, Quantifier, RelationFilter, filter};
 
-
 impl Planner<'_> {
     /// Compiles a filter tree on `collection` (rows aliased `alias`) into a boolean SQL expression.
     /// Errors: FORBIDDEN for unknown fields; INVALID_QUERY for operators or values that do not fit.
@@ -31,11 +30,7 @@ impl Planner<'_> {
                 if g.filters.is_empty() {
                     return Ok(if is_and { "TRUE" } else { "FALSE" }.into());
                 }
-                let parts = g
-                    .filters
-                    .iter()
-                    .map(|c| self.filter(collection, alias, c, depth + 1))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let parts = g.filters.iter().map(|c| self.filter(collection, alias, c, depth + 1)).collect::<Result<Vec<_>, _>>()?;
                 Ok(format!("({})", parts.join(if is_and { " AND " } else { " OR " })))
             }
             Some(filter::Node::Condition(c)) => self.condition(collection, alias, c),
@@ -53,10 +48,7 @@ impl Planner<'_> {
         let (related, join) = match &field.relation {
             Some(FieldRelation::M2O { related, related_field, .. }) => {
                 if quantifier != Quantifier::Unspecified {
-                    return Err(ApiError::invalid_query(format!(
-                        "\"_some\"/\"_none\" only apply to to-many relations; \"{}\" is a many-to-one",
-                        field.name
-                    )));
+                    return Err(ApiError::invalid_query(format!("\"_some\"/\"_none\" only apply to to-many relations; \"{}\" is a many-to-one", field.name)));
                 }
                 (related, format!("{} = {}", column(&inner, related_field), column(alias, &field.name)))
             }
@@ -81,10 +73,7 @@ impl Planner<'_> {
             Some(f) => self.filter(related, &inner, f, depth + 1)?,
             None => "TRUE".into(),
         };
-        let exists = format!(
-            "EXISTS (SELECT 1 FROM {} {inner} WHERE {join} AND {nested})",
-            self.source(related)?
-        );
+        let exists = format!("EXISTS (SELECT 1 FROM {} {inner} WHERE {join} AND {nested})", self.source(related)?);
         Ok(if quantifier == Quantifier::None { format!("NOT {exists}") } else { exists })
     }
 
@@ -157,9 +146,7 @@ impl Planner<'_> {
         let number = term.trim().parse::<i64>().ok();
         for f in collection.fields.iter().filter(|f| !f.is_alias()) {
             if f.field_type.is_textual() {
-                let p = pattern
-                    .get_or_insert_with(|| self.sql.param(Param::Text(format!("%{}%", escape_like(term)))))
-                    .clone();
+                let p = pattern.get_or_insert_with(|| self.sql.param(Param::Text(format!("%{}%", escape_like(term))))).clone();
                 let col = column(alias, &f.name);
                 let col = if f.enum_values.is_empty() { col } else { format!("{col}::text") };
                 parts.push(format!("{col} ILIKE {p}"));

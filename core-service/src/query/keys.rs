@@ -7,7 +7,6 @@ use crate::schema::Collection;
 use cdapi_proto::ApiError;
 
 impl Planner<'_> {
-
     /// A condition matching any of `keys` (text forms) on rows aliased `alias`: one
     /// `= ANY(array)` for single-column keys. FORBIDDEN when a key cannot be one of this
     /// collection's; INVALID_PAYLOAD for an empty list.

@@ -79,9 +79,9 @@ impl Limits {
     /// INVALID_QUERY when a reply of `len` bytes is over [`Self::max_bytes`].
     pub fn check_bytes(&self, len: usize) -> Result<(), ApiError> {
         match self.max_bytes {
-            Some(max) if len > max => Err(ApiError::invalid_query(format!(
-                "The response would hold more than {max} bytes (RESPONSE_MAX_BYTES); ask for fewer items or fields"
-            ))),
+            Some(max) if len > max => {
+                Err(ApiError::invalid_query(format!("The response would hold more than {max} bytes (RESPONSE_MAX_BYTES); ask for fewer items or fields")))
+            }
             _ => Ok(()),
         }
     }
@@ -228,9 +228,9 @@ impl<'a> Planner<'a> {
             Some(_) => (self.limits.max_conditions, "FILTER_MAX_CONDITIONS"),
         };
         match max {
-            Some(max) if self.conditions > max => Err(ApiError::invalid_query(format!(
-                "The filters hold more than {max} conditions ({setting}); split the request or use \"_in\""
-            ))),
+            Some(max) if self.conditions > max => {
+                Err(ApiError::invalid_query(format!("The filters hold more than {max} conditions ({setting}); split the request or use \"_in\"")))
+            }
             _ => Ok(()),
         }
     }
@@ -241,9 +241,7 @@ impl<'a> Planner<'a> {
         let n = self.expansions.get() + 1;
         self.expansions.set(n);
         if n > MAX_EXPANSIONS {
-            return Err(ApiError::invalid_query(format!(
-                "The query expands more than {MAX_EXPANSIONS} relations; select fewer nested fields"
-            )));
+            return Err(ApiError::invalid_query(format!("The query expands more than {MAX_EXPANSIONS} relations; select fewer nested fields")));
         }
         Ok(())
     }
@@ -293,9 +291,7 @@ pub fn forbidden_collection(collection: &str) -> ApiError {
 /// FORBIDDEN for a field that does not exist or may not be read, worded as Directus does.
 pub fn forbidden_field(collection: &str, field: &str) -> ApiError {
     let mut e = ApiError::forbidden();
-    e.message = format!(
-        "You don't have permission to access field \"{field}\" in collection \"{collection}\" or it does not exist."
-    );
+    e.message = format!("You don't have permission to access field \"{field}\" in collection \"{collection}\" or it does not exist.");
     e.extensions.insert("reason".into(), e.message.clone().into());
     e
 }

@@ -9,9 +9,9 @@
 //! names its field. Dynamic variables (`$NOW`, `$CURRENT_USER.<path>`...) are resolved by
 //! [`super::variables`].
 
-use super::variables::Operand;
-use super::sql::{Param, escape_like};
 use super::Planner;
+use super::sql::{Param, escape_like};
+use super::variables::Operand;
 use crate::schema::FieldType;
 use cdapi_proto::ApiError;
 use cdapi_proto::query_json::operator_name;
@@ -57,11 +57,7 @@ impl Planner<'_> {
             Some(value::Kind::Integer(i)) => i.to_string(),
             Some(value::Kind::Float(f)) => f.to_string(),
             Some(value::Kind::List(_)) => {
-                return Err(ApiError::invalid_query(format!(
-                    "\"{}\" on field \"{}\" takes a single value, not a list",
-                    operator_name(op),
-                    t.name
-                )));
+                return Err(ApiError::invalid_query(format!("\"{}\" on field \"{}\" takes a single value, not a list", operator_name(op), t.name)));
             }
         };
         if let Some(var) = text.strip_prefix('$').filter(|v| super::variables::is_variable(v)) {
@@ -75,9 +71,7 @@ impl Planner<'_> {
     fn list(&mut self, t: &Target, op: Operator, v: Option<&Value>) -> Result<Vec<Operand>, ApiError> {
         let items: Vec<Value> = match v.and_then(|v| v.kind.as_ref()) {
             Some(value::Kind::List(l)) => l.values.clone(),
-            Some(value::Kind::String(s)) => {
-                s.split(',').map(|p| Value { kind: Some(value::Kind::String(p.trim().to_owned())) }).collect()
-            }
+            Some(value::Kind::String(s)) => s.split(',').map(|p| Value { kind: Some(value::Kind::String(p.trim().to_owned())) }).collect(),
             None | Some(value::Kind::Null(_)) => Vec::new(),
             Some(_) => vec![v.cloned().unwrap_or_default()],
         };
@@ -105,12 +99,7 @@ impl Planner<'_> {
             _ => false,
         };
         if refused {
-            return Err(ApiError::invalid_query(format!(
-                "\"{}\" cannot be used on field \"{}\" of type {}",
-                operator_name(op),
-                t.name,
-                t.field_type.as_str()
-            )));
+            return Err(ApiError::invalid_query(format!("\"{}\" cannot be used on field \"{}\" of type {}", operator_name(op), t.name, t.field_type.as_str())));
         }
         let col = t.expr.clone();
         let as_text = if t.field_type.is_textual() && !t.is_enum { col.clone() } else { format!("{col}::text") };
@@ -187,9 +176,9 @@ impl Planner<'_> {
                     None => self.sql.param(Param::Text(format!("{prefix}{}{suffix}", escape_like(&text)))),
                     Some(Operand::Text(value)) => self.sql.param(Param::Text(format!("{prefix}{}{suffix}", escape_like(&value)))),
                     // A field of the caller's record: its text, escaped the same way, in SQL.
-                    Some(Operand::Expr(e)) => format!(
-                        r"('{prefix}' || replace(replace(replace(CAST({e} AS text), '', '\'), '%', '\%'), '_', '\_') || '{suffix}')"
-                    ),
+                    Some(Operand::Expr(e)) => {
+                        format!(r"('{prefix}' || replace(replace(replace(CAST({e} AS text), '', '\'), '%', '\%'), '_', '\_') || '{suffix}')")
+                    }
                     Some(Operand::Now(_) | Operand::Many(_)) => {
                         return Err(ApiError::invalid_query(format!("\"{name}\" needs a text value")));
                     }
@@ -199,32 +188,23 @@ impl Planner<'_> {
             }
             Operator::Between | Operator::Nbetween => {
                 let items = self.list(t, op, v)?;
-                let [lo, hi] = <[Operand; 2]>::try_from(items)
-                    .map_err(|_| ApiError::invalid_query(format!("\"{}\" takes exactly two values", operator_name(op))))?;
+                let [lo, hi] =
+                    <[Operand; 2]>::try_from(items).map_err(|_| ApiError::invalid_query(format!("\"{}\" takes exactly two values", operator_name(op))))?;
                 let (lo, hi) = (self.operand_sql(t, lo)?, self.operand_sql(t, hi)?);
                 let between = format!("{col} BETWEEN {lo} AND {hi}");
                 if op == Operator::Between { between } else { format!("NOT ({between})") }
             }
             Operator::Empty | Operator::Nempty => {
                 let empty = boolean_operand(op, v).unwrap_or(true) == (op == Operator::Empty);
-                let is_empty = if t.field_type.is_textual() {
-                    format!("({col} IS NULL OR {as_text} = '')")
-                } else {
-                    format!("{col} IS NULL")
-                };
+                let is_empty = if t.field_type.is_textual() { format!("({col} IS NULL OR {as_text} = '')") } else { format!("{col} IS NULL") };
                 if empty { is_empty } else { format!("NOT {is_empty}") }
             }
             Operator::Intersects | Operator::Nintersects | Operator::IntersectsBbox | Operator::NintersectsBbox => {
-                return Err(ApiError::invalid_query(format!(
-                    "\"{}\" applies to geometry fields only; \"{}\" is not one",
-                    operator_name(op),
-                    t.name
-                )));
+                return Err(ApiError::invalid_query(format!("\"{}\" applies to geometry fields only; \"{}\" is not one", operator_name(op), t.name)));
             }
             Operator::Unspecified => return Err(ApiError::invalid_query("A filter condition has no operator")),
         })
     }
-
 }
 
 /// Rejects values that cannot be of the target's type, naming the field (before Postgres would).
@@ -238,11 +218,7 @@ fn check_value(t: &Target, text: &str) -> Result<(), ApiError> {
     if ok {
         Ok(())
     } else {
-        Err(ApiError::invalid_query(format!(
-            "\"{text}\" is not a valid value for field \"{}\" of type {}",
-            t.name,
-            t.field_type.as_str()
-        )))
+        Err(ApiError::invalid_query(format!("\"{text}\" is not a valid value for field \"{}\" of type {}", t.name, t.field_type.as_str())))
     }
 }
 

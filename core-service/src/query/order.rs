@@ -18,7 +18,6 @@ pub struct Joins {
 }
 
 impl Planner<'_> {
-
     /// Sort (spec: `sort`): descending or not, paths through M2O fields, functions
     /// (`-year(published_at)`), primary key appended for a stable order.
     /// Returns (joins, ` ORDER BY ...`).
@@ -63,19 +62,13 @@ impl Planner<'_> {
             let field = current.field(seg).ok_or_else(|| forbidden_field(&current.name, seg))?;
             match (&field.relation, last) {
                 (Some(FieldRelation::O2M { .. }), _) => {
-                    return Err(ApiError::invalid_query(format!(
-                        "Cannot {purpose} by \"{path}\": \"{seg}\" is a to-many relation (use count({seg}))"
-                    )));
+                    return Err(ApiError::invalid_query(format!("Cannot {purpose} by \"{path}\": \"{seg}\" is a to-many relation (use count({seg}))")));
                 }
                 (Some(FieldRelation::M2A { .. }), false) => {
-                    return Err(ApiError::invalid_query(format!(
-                        "Cannot {purpose} by \"{path}\": \"{seg}\" is a many-to-any field"
-                    )));
+                    return Err(ApiError::invalid_query(format!("Cannot {purpose} by \"{path}\": \"{seg}\" is a many-to-any field")));
                 }
                 (_, true) if field.field_type == crate::schema::FieldType::Json => {
-                    return Err(ApiError::invalid_query(format!(
-                        "Cannot {purpose} by \"{path}\": JSON values have no order"
-                    )));
+                    return Err(ApiError::invalid_query(format!("Cannot {purpose} by \"{path}\": JSON values have no order")));
                 }
                 (_, true) => return Ok(column(&alias, seg)),
                 (Some(FieldRelation::M2O { related, related_field, .. }), false) => {
@@ -84,12 +77,7 @@ impl Planner<'_> {
                         None => {
                             let a = self.sql.next_alias('s');
                             let rel = self.collection(related)?;
-                            joins.sql.push_str(&format!(
-                                " LEFT JOIN {} {a} ON {} = {}",
-                                self.source(rel)?,
-                                column(&a, related_field),
-                                column(&alias, seg)
-                            ));
+                            joins.sql.push_str(&format!(" LEFT JOIN {} {a} ON {} = {}", self.source(rel)?, column(&a, related_field), column(&alias, seg)));
                             joins.joined.push((segments[..=i].to_vec(), a.clone()));
                             a
                         }
@@ -98,9 +86,7 @@ impl Planner<'_> {
                     alias = next;
                 }
                 (None, false) => {
-                    return Err(ApiError::invalid_query(format!(
-                        "Cannot {purpose} by \"{path}\": \"{seg}\" is not a relation"
-                    )));
+                    return Err(ApiError::invalid_query(format!("Cannot {purpose} by \"{path}\": \"{seg}\" is not a relation")));
                 }
             }
         }

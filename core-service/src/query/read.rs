@@ -35,7 +35,9 @@ pub struct ReadStatement {
 /// Refuses the parameters this version does not implement, so none is silently ignored.
 fn refuse_unsupported(q: &Query, single: bool) -> Result<(), ApiError> {
     if !q.aggregate.is_empty() || !q.group_by.is_empty() || q.having.is_some() {
-        return Err(ApiError::invalid_query("\"aggregate\", \"groupBy\" and \"having\" apply to lists of items (\"having\" with \"aggregate\" or \"groupBy\")"));
+        return Err(ApiError::invalid_query(
+            "\"aggregate\", \"groupBy\" and \"having\" apply to lists of items (\"having\" with \"aggregate\" or \"groupBy\")",
+        ));
     }
     // `main` is the item itself (one item or a singleton); other versions are read by
     // [`crate::versions`].
@@ -169,11 +171,8 @@ impl Planner<'_> {
         let list = self.list_sql(collection, q)?;
         let from = self.source(collection)?;
         let total = if q.meta.contains(&(MetaCount::TotalCount as i32)) { format!("(SELECT count(*) FROM {from} t0)") } else { NO_COUNT.into() };
-        let filtered = if q.meta.contains(&(MetaCount::FilterCount as i32)) {
-            format!("(SELECT count(*) FROM {from} t0{})", list.where_sql)
-        } else {
-            NO_COUNT.into()
-        };
+        let filtered =
+            if q.meta.contains(&(MetaCount::FilterCount as i32)) { format!("(SELECT count(*) FROM {from} t0{})", list.where_sql) } else { NO_COUNT.into() };
         Ok((list, total, filtered))
     }
 
@@ -242,10 +241,7 @@ impl Planner<'_> {
             return Err(ApiError::invalid_query("\"export\" applies to lists of items"));
         }
         if collection.primary_key.is_empty() {
-            return Err(ApiError::invalid_query(format!(
-                "Collection \"{}\" has no primary key; its items cannot be read by key",
-                collection.name
-            )));
+            return Err(ApiError::invalid_query(format!("Collection \"{}\" has no primary key; its items cannot be read by key", collection.name)));
         }
         let tree = FieldTree::parse(&q.fields, self.limits.max_depth)?;
         self.backlink = q.backlink != Some(false);
@@ -269,9 +265,7 @@ impl Planner<'_> {
         refuse_unsupported(q, true)?;
         self.fanout = Fanout { factor: 1, total: 1 };
         if q.export.is_some() || !q.sort.is_empty() || q.limit.is_some() || q.offset.is_some() || q.page.is_some() {
-            return Err(ApiError::invalid_query(
-                "\"export\", \"sort\", \"limit\", \"offset\" and \"page\" do not apply to a singleton",
-            ));
+            return Err(ApiError::invalid_query("\"export\", \"sort\", \"limit\", \"offset\" and \"page\" do not apply to a singleton"));
         }
         let tree = FieldTree::parse(&q.fields, self.limits.max_depth)?;
         self.backlink = q.backlink != Some(false);
@@ -393,7 +387,13 @@ mod tests {
     #[test]
     fn nested_m2o_is_a_subquery_of_the_same_statement() -> Result<(), ApiError> {
         let st = plan(Query { fields: paths(&["id", "author.name"]), ..Default::default() })?;
-        assert!(st.sql.text.contains("(SELECT row_to_json(j2) FROM (SELECT t1.\"name\" AS \"name\" FROM \"public\".\"authors\" t1 WHERE t1.\"id\" = t0.\"author\") j2) AS \"author\""), "{}", st.sql.text);
+        assert!(
+            st.sql.text.contains(
+                "(SELECT row_to_json(j2) FROM (SELECT t1.\"name\" AS \"name\" FROM \"public\".\"authors\" t1 WHERE t1.\"id\" = t0.\"author\") j2) AS \"author\""
+            ),
+            "{}",
+            st.sql.text
+        );
         assert!(st.sql.text.contains("ORDER BY t0.\"id\" LIMIT $1"));
         assert_eq!(st.sql.params, vec![Param::Int(100)]);
         Ok(())
@@ -401,7 +401,8 @@ mod tests {
 
     #[test]
     fn sort_through_m2o_joins_once_and_appends_the_key() -> Result<(), ApiError> {
-        let st = plan(Query { sort: ["-author.name", "title"].iter().map(|s| cdapi_proto::paths::parse_sort(s).expect("sort")).collect(), ..Default::default() })?;
+        let st =
+            plan(Query { sort: ["-author.name", "title"].iter().map(|s| cdapi_proto::paths::parse_sort(s).expect("sort")).collect(), ..Default::default() })?;
         assert!(st.sql.text.contains("LEFT JOIN \"public\".\"authors\" s1 ON s1.\"id\" = t0.\"author\""));
         assert!(st.sql.text.contains("ORDER BY s1.\"name\" DESC, t0.\"title\", t0.\"id\""), "{}", st.sql.text);
         Ok(())
@@ -434,8 +435,7 @@ mod tests {
         assert_eq!(e.code, cdapi_proto::ErrorCode::Forbidden);
         let e = plan(Query { fields: paths(&["title.x"]), ..Default::default() }).expect_err("path");
         assert_eq!(e.code, cdapi_proto::ErrorCode::InvalidQuery);
-        let e = plan(Query { alias: [("title".to_string(), "id".to_string())].into(), ..Default::default() })
-            .expect_err("alias shadowing a field");
+        let e = plan(Query { alias: [("title".to_string(), "id".to_string())].into(), ..Default::default() }).expect_err("alias shadowing a field");
         assert_eq!(e.code, cdapi_proto::ErrorCode::InvalidQuery);
     }
 }

@@ -2,15 +2,14 @@
 //! form, functions, many-to-one items, many-to-any items and to-many lists as correlated
 //! subqueries of the same statement, with their `deep` filter, sort and page).
 
+use super::Planner;
 use super::fields::{Column, Select};
 use super::keys::key_output;
 use super::read::pagination;
 use super::sql::{Param, column, ident};
-use super::Planner;
 use cdapi_proto::ApiError;
 
 impl Planner<'_> {
-
     /// The select list of one level: `t0."id" AS "id", (subquery) AS "author", ...`.
     pub(super) fn select_list(&mut self, select: &Select<'_>, alias: &str) -> Result<String, ApiError> {
         let mut out = Vec::with_capacity(select.columns.len());

@@ -40,16 +40,17 @@ impl<'a> Planner<'a> {
             let masked = |f: &str| c.row_access.as_ref().is_some_and(|a| a.masks.contains_key(f));
             let readable: Vec<String> = c.fields.iter().filter(|f| !masked(&f.name)).map(|f| f.name.clone()).collect();
             let fields = self.sql.param(Param::TextArray(readable));
-            conditions.push(format!(
-                "({v}.collection = {name} AND EXISTS (SELECT 1 FROM {source} {alias} WHERE ({})::text = {v}.item))",
-                pk_expr(c, &alias)
-            ));
+            conditions.push(format!("({v}.collection = {name} AND EXISTS (SELECT 1 FROM {source} {alias} WHERE ({})::text = {v}.item))", pk_expr(c, &alias)));
             deltas.push(format!(
                 "WHEN {name} THEN coalesce((SELECT jsonb_object_agg(d.key, d.value) FROM jsonb_each({v}.delta) d WHERE d.key = ANY({fields})), '{{}}'::jsonb)"
             ));
         }
         let visible = if conditions.is_empty() { "FALSE".to_owned() } else { format!("({})", conditions.join(" OR ")) };
-        let delta = if deltas.is_empty() { "NULL::jsonb".to_owned() } else { format!("CASE WHEN {v}.delta IS NULL THEN NULL ELSE CASE {v}.collection {} END END", deltas.join(" ")) };
+        let delta = if deltas.is_empty() {
+            "NULL::jsonb".to_owned()
+        } else {
+            format!("CASE WHEN {v}.delta IS NULL THEN NULL ELSE CASE {v}.collection {} END END", deltas.join(" "))
+        };
         let cols: Vec<String> = stored
             .fields
             .iter()

@@ -86,10 +86,7 @@ impl Subscription {
         match self.tx.try_send(event) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
-                self.finish(ApiError::new(
-                    ErrorCode::RequestsExceeded,
-                    "The subscription was ended: its events were not read fast enough (REALTIME_QUEUE).",
-                ));
+                self.finish(ApiError::new(ErrorCode::RequestsExceeded, "The subscription was ended: its events were not read fast enough (REALTIME_QUEUE)."));
                 false
             }
             Err(mpsc::error::TrySendError::Closed(_)) => false,
@@ -208,9 +205,9 @@ impl Hub {
                 "delete" => ItemEventKind::Delete,
                 _ => continue,
             };
-            let wanted: Vec<Arc<Subscription>> =
-                subscriptions.into_iter().filter(|s| s.kind == ItemEventKind::Unspecified || s.kind == kind).collect();
-            let gone = if kind == ItemEventKind::Delete { deliver_deletes(&state, &wanted, &a.keys).await } else { deliver_items(&state, &wanted, kind, &a).await };
+            let wanted: Vec<Arc<Subscription>> = subscriptions.into_iter().filter(|s| s.kind == ItemEventKind::Unspecified || s.kind == kind).collect();
+            let gone =
+                if kind == ItemEventKind::Delete { deliver_deletes(&state, &wanted, &a.keys).await } else { deliver_items(&state, &wanted, kind, &a).await };
             for s in gone {
                 self.remove(&s);
             }
@@ -290,10 +287,8 @@ pub async fn changed_items(state: &AppState, caller: &Caller, collection: &str, 
     let c = caller.read.collection(collection).cloned().ok_or_else(ApiError::forbidden)?;
     let [pk] = c.primary_key.as_slice() else { return Err(ApiError::invalid_payload("Realtime needs a single-field primary key")) };
     let mut q = query.clone();
-    let keys_filter = cdapi_proto::query_json::query_from_json(
-        &serde_json::json!({"filter": {pk: {"_in": keys}}}).as_object().cloned().unwrap_or_default(),
-    )?
-    .filter;
+    let keys_filter =
+        cdapi_proto::query_json::query_from_json(&serde_json::json!({"filter": {pk: {"_in": keys}}}).as_object().cloned().unwrap_or_default())?.filter;
     q.filter = match (q.filter.take(), keys_filter) {
         (Some(mine), Some(k)) => Some(Filter { node: Some(filter::Node::And(FilterGroup { filters: vec![mine, k] })) }),
         (mine, k) => mine.or(k),

@@ -52,11 +52,7 @@ pub fn directus_default(expr: &str, field_type: FieldType) -> Option<Value> {
     if raw.eq_ignore_ascii_case("null") {
         return None;
     }
-    let unquoted = raw
-        .strip_prefix('\'')
-        .and_then(|r| r.strip_suffix('\''))
-        .map(|r| r.replace("''", "'"))
-        .unwrap_or_else(|| raw.to_owned());
+    let unquoted = raw.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')).map(|r| r.replace("''", "'")).unwrap_or_else(|| raw.to_owned());
     let number = || unquoted.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number);
     Some(match field_type {
         FieldType::Integer | FieldType::BigInteger => match unquoted.parse::<i64>() {

@@ -26,7 +26,17 @@ pub use system_tables::SYSTEM_SCHEMA;
 /// served. Arguments: the namespace and class aliases of the query.
 macro_rules! served {
     ($ns:literal, $rel:literal) => {
-        concat!("((", $ns, ".nspname = $1 AND ", $rel, ".relname NOT LIKE 'directus\\_%') OR (", $ns, ".nspname = 'cdapi' AND ", $rel, ".relname IN ('users', 'roles', 'permissions', 'versions', 'policies', 'access', 'files', 'folders')))")
+        concat!(
+            "((",
+            $ns,
+            ".nspname = $1 AND ",
+            $rel,
+            ".relname NOT LIKE 'directus\\_%') OR (",
+            $ns,
+            ".nspname = 'cdapi' AND ",
+            $rel,
+            ".relname IN ('users', 'roles', 'permissions', 'versions', 'policies', 'access', 'files', 'folders')))"
+        )
     };
 }
 
@@ -38,9 +48,13 @@ macro_rules! collection_name {
 }
 
 const COLLECTIONS_SQL: &str = concat!(
-    "SELECT ", collection_name!("n", "c"), ", c.relkind::text, n.nspname::text, c.relname::text
+    "SELECT ",
+    collection_name!("n", "c"),
+    ", c.relkind::text, n.nspname::text, c.relname::text
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE ", served!("n", "c"), " AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+WHERE ",
+    served!("n", "c"),
+    " AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
   AND (c.relkind <> 'm' OR c.relispopulated)
 ORDER BY 1"
 );
@@ -49,7 +63,9 @@ ORDER BY 1"
 /// part of the snapshot, so no query can read, filter or
 /// sort on them.
 const COLUMNS_SQL: &str = concat!(
-    "SELECT ", collection_name!("n", "c"), ", a.attname::text,
+    "SELECT ",
+    collection_name!("n", "c"),
+    ", a.attname::text,
        format_type(bt.oid, NULL) AS db_type,
        bt.typname::text AS base_type, bt.typcategory::text, bt.typtype::text,
        NOT a.attnotnull AS nullable,
@@ -61,7 +77,9 @@ JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
 JOIN pg_type bt ON bt.oid = CASE WHEN t.typtype = 'd' THEN t.typbasetype ELSE t.oid END
-WHERE ", served!("n", "c"), " AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
+WHERE ",
+    served!("n", "c"),
+    " AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition
   AND (c.relkind <> 'm' OR c.relispopulated)
   AND a.attnum > 0 AND NOT a.attisdropped
   AND NOT (n.nspname = 'cdapi' AND c.relname = 'users' AND a.attname IN ('password_hash', 'token_hash', 'tfa_secret'))
@@ -69,21 +87,29 @@ ORDER BY 1, a.attnum"
 );
 
 const PRIMARY_KEYS_SQL: &str = concat!(
-    "SELECT ", collection_name!("n", "c"), ", array_agg(a.attname::text ORDER BY k.ord)
+    "SELECT ",
+    collection_name!("n", "c"),
+    ", array_agg(a.attname::text ORDER BY k.ord)
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-WHERE ", served!("n", "c"), " AND i.indisprimary AND NOT c.relispartition
+WHERE ",
+    served!("n", "c"),
+    " AND i.indisprimary AND NOT c.relispartition
 GROUP BY 1"
 );
 
 /// Single-column foreign keys between served relations, so a user table's key into
 /// `cdapi.users` is an M2O to `directus_users` (and `directus_users` gets the reverse O2M).
 const FOREIGN_KEYS_SQL: &str = concat!(
-    "SELECT DISTINCT ", collection_name!("pn", "pc"), " AS many_table, ma.attname::text AS many_column,
-       ", collection_name!("onn", "oc"), " AS one_table, oa.attname::text AS one_column
+    "SELECT DISTINCT ",
+    collection_name!("pn", "pc"),
+    " AS many_table, ma.attname::text AS many_column,
+       ",
+    collection_name!("onn", "oc"),
+    " AS one_table, oa.attname::text AS one_column
 FROM pg_constraint con
 JOIN pg_class mc ON mc.oid = con.conrelid
 JOIN pg_class pc ON pc.oid = CASE WHEN mc.relispartition THEN pg_partition_root(mc.oid) ELSE mc.oid END
@@ -93,7 +119,11 @@ JOIN pg_class oc ON oc.oid = con.confrelid
 JOIN pg_namespace onn ON onn.oid = oc.relnamespace
 JOIN pg_attribute oa ON oa.attrelid = con.confrelid AND oa.attnum = con.confkey[1]
 WHERE con.contype = 'f' AND cardinality(con.conkey) = 1 AND con.conparentid = 0
-  AND ", served!("pn", "pc"), " AND ", served!("onn", "oc"), " AND NOT oc.relispartition
+  AND ",
+    served!("pn", "pc"),
+    " AND ",
+    served!("onn", "oc"),
+    " AND NOT oc.relispartition
 ORDER BY 1, 2, 3, 4"
 );
 
@@ -105,14 +135,10 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
     let columns: Vec<ColumnRow> = sqlx::query_as(COLUMNS_SQL).bind(db_schema).fetch_all(&mut *conn).await?;
     let pks: HashMap<String, Vec<String>> =
         sqlx::query_as::<_, (String, Vec<String>)>(PRIMARY_KEYS_SQL).bind(db_schema).fetch_all(&mut *conn).await?.into_iter().collect();
-    let fk_rows: Vec<(String, String, String, String)> =
-        sqlx::query_as(FOREIGN_KEYS_SQL).bind(db_schema).fetch_all(&mut *conn).await?;
+    let fk_rows: Vec<(String, String, String, String)> = sqlx::query_as(FOREIGN_KEYS_SQL).bind(db_schema).fetch_all(&mut *conn).await?;
     let singletons: HashSet<String> = system_tables::metadata::singletons(&mut *conn).await?.into_iter().collect();
-    let settings: HashMap<(String, String), RelationSetting> = system_tables::metadata::relation_settings(&mut *conn)
-        .await?
-        .into_iter()
-        .map(|r| ((r.many_collection.clone(), r.many_field.clone()), r))
-        .collect();
+    let settings: HashMap<(String, String), RelationSetting> =
+        system_tables::metadata::relation_settings(&mut *conn).await?.into_iter().map(|r| ((r.many_collection.clone(), r.many_field.clone()), r)).collect();
 
     // Text columns whose metadata marks them `hash` are hash fields (written as argon2 hashes).
     let hashed: HashSet<(String, String)> = system_tables::metadata::hash_fields(&mut *conn).await?.into_iter().collect();
@@ -149,12 +175,7 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
         .into_iter()
         .filter(|(m, _, o, _)| names.contains(m.as_str()) && names.contains(o.as_str()))
         .filter(|(m, f, _, _)| seen.insert((m.clone(), f.clone())))
-        .map(|(many_collection, many_field, one_collection, one_field_column)| ForeignKey {
-            many_collection,
-            many_field,
-            one_collection,
-            one_field_column,
-        })
+        .map(|(many_collection, many_field, one_collection, one_field_column)| ForeignKey { many_collection, many_field, one_collection, one_field_column })
         .collect();
     let junction_of = |fk: &ForeignKey| -> Option<String> {
         if let Some(s) = settings.get(&(fk.many_collection.clone(), fk.many_field.clone()))
@@ -168,17 +189,13 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
             .then(|| fk_cols.iter().find(|o| o.many_field != fk.many_field).map(|o| o.many_field.clone()))
             .flatten()
     };
-    let taken: HashMap<String, HashSet<String>> =
-        fields.iter().map(|(t, fs)| (t.clone(), fs.iter().map(|f| f.name.clone()).collect())).collect();
+    let taken: HashMap<String, HashSet<String>> = fields.iter().map(|(t, fs)| (t.clone(), fs.iter().map(|f| f.name.clone()).collect())).collect();
     let defaults = default_aliases(&fks, &taken);
 
     let mut aliases: HashMap<String, Vec<Field>> = HashMap::new();
     for (fk, default_alias) in fks.iter().zip(defaults) {
         let junction_field = junction_of(fk);
-        if let Some(f) = fields
-            .get_mut(&fk.many_collection)
-            .and_then(|fs| fs.iter_mut().find(|f| f.name == fk.many_field))
-        {
+        if let Some(f) = fields.get_mut(&fk.many_collection).and_then(|fs| fs.iter_mut().find(|f| f.name == fk.many_field)) {
             f.relation = Some(FieldRelation::M2O {
                 related: fk.one_collection.clone(),
                 related_field: fk.one_field_column.clone(),
@@ -190,10 +207,7 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
             Some(s) => s.one_field.clone(),
             None => default_alias,
         };
-        let fk_not_null = fields
-            .get(&fk.many_collection)
-            .and_then(|fs| fs.iter().find(|f| f.name == fk.many_field))
-            .is_some_and(|f| !f.nullable);
+        let fk_not_null = fields.get(&fk.many_collection).and_then(|fs| fs.iter().find(|f| f.name == fk.many_field)).is_some_and(|f| !f.nullable);
         let on_deselect = match setting.and_then(|s| s.one_deselect_action.as_deref()) {
             Some("delete") => Deselect::Delete,
             Some(_) => Deselect::Nullify,

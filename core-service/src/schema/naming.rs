@@ -30,17 +30,13 @@ pub fn default_aliases(fks: &[ForeignKey], taken: &HashMap<String, HashSet<Strin
         .map(|fk| {
             let columns = taken.get(&fk.one_collection);
             let is_free = |name: &str, used: &HashMap<&str, HashSet<String>>| {
-                !columns.is_some_and(|c| c.contains(name))
-                    && !used.get(fk.one_collection.as_str()).is_some_and(|u| u.contains(name))
+                !columns.is_some_and(|c| c.contains(name)) && !used.get(fk.one_collection.as_str()).is_some_and(|u| u.contains(name))
             };
             // System collections read as Directus names them: `users` on `directus_roles`.
             let plain = fk.many_collection.strip_prefix(crate::schema::SYSTEM_PREFIX).unwrap_or(&fk.many_collection).to_owned();
             let qualified = format!("{}_{}", fk.many_collection, fk.many_field);
             let unique_pair = per_pair[&(fk.one_collection.as_str(), fk.many_collection.as_str())] == 1;
-            let choice = [unique_pair.then_some(plain), Some(qualified)]
-                .into_iter()
-                .flatten()
-                .find(|n| is_free(n, &used));
+            let choice = [unique_pair.then_some(plain), Some(qualified)].into_iter().flatten().find(|n| is_free(n, &used));
             if let Some(name) = &choice {
                 used.entry(&fk.one_collection).or_default().insert(name.clone());
             }

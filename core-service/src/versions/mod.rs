@@ -145,11 +145,8 @@ impl<'a> Versions<'a> {
         let readable = self.read.collection(VERSIONS).is_some_and(|v| v.field("date_created").is_some());
         let sort = if readable { json!(["date_created", "id"]) } else { json!(["id"]) };
         let mut query = json!({"fields": ["*"], "sort": sort, "limit": -1});
-        let conditions: Vec<Value> = [("collection", collection), ("item", item)]
-            .into_iter()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(f, v)| json!({ f: {"_eq": v} }))
-            .collect();
+        let conditions: Vec<Value> =
+            [("collection", collection), ("item", item)].into_iter().filter(|(_, v)| !v.is_empty()).map(|(f, v)| json!({ f: {"_eq": v} })).collect();
         if !conditions.is_empty() {
             query["filter"] = json!({"_and": conditions});
         }
@@ -291,7 +288,15 @@ impl<'a> Versions<'a> {
 
     /// A writer acting for the caller on this connection.
     fn writer(&mut self) -> Writer<'_> {
-        Writer { schema: self.schema, read: self.read, access: self.access, conn: &mut *self.conn, limits: self.limits, vars: self.vars, accounts: self.accounts }
+        Writer {
+            schema: self.schema,
+            read: self.read,
+            access: self.access,
+            conn: &mut *self.conn,
+            limits: self.limits,
+            vars: self.vars,
+            accounts: self.accounts,
+        }
     }
 
     /// `{"outdated", "mainHash", "current", "main"}` (Directus's compare), `current` being the

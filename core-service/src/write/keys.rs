@@ -17,7 +17,6 @@
 use cdapi_proto::{ApiError, ErrorCode, WRITE_KEY_METADATA};
 use sqlx::PgConnection;
 
-
 /// What the write settings of core-service say.
 #[derive(Debug, Clone, Copy)]
 pub struct WriteSettings {
@@ -109,14 +108,19 @@ pub async fn record(conn: &mut PgConnection, key: &WriteKey, caller: &str, rpc: 
 /// The answer recorded under `key`. Errors: INVALID_PAYLOAD when the key was recorded for
 /// another caller or RPC (or is gone after WRITE_KEY_TTL_SECS); the database's.
 pub async fn recorded(pool: &sqlx::PgPool, key: &WriteKey, caller: &str, rpc: &str) -> Result<Vec<u8>, ApiError> {
-    recorded_if_any(pool, key, caller, rpc).await?.ok_or_else(|| ApiError::new(ErrorCode::InvalidPayload, format!("This \"{WRITE_KEY_METADATA}\" belongs to another write.")))
+    recorded_if_any(pool, key, caller, rpc)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::InvalidPayload, format!("This \"{WRITE_KEY_METADATA}\" belongs to another write.")))
 }
 
 /// The answer recorded under `key` for this caller and RPC, if any (`None` also when it was
 /// recorded for another). Errors: the database's.
 pub async fn recorded_if_any(pool: &sqlx::PgPool, key: &WriteKey, caller: &str, rpc: &str) -> Result<Option<Vec<u8>>, ApiError> {
-    let row: Option<(String, String, Vec<u8>)> =
-        sqlx::query_as("SELECT caller, rpc, answer FROM cdapi.write_keys WHERE key = $1").bind(&key.0).fetch_optional(pool).await.map_err(crate::db::map_error)?;
+    let row: Option<(String, String, Vec<u8>)> = sqlx::query_as("SELECT caller, rpc, answer FROM cdapi.write_keys WHERE key = $1")
+        .bind(&key.0)
+        .fetch_optional(pool)
+        .await
+        .map_err(crate::db::map_error)?;
     Ok(row.filter(|(c, r, _)| c == caller && r == rpc).map(|(_, _, answer)| answer))
 }
 
@@ -126,7 +130,9 @@ pub async fn prune(pool: sqlx::PgPool, ttl_secs: u64) {
     let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
     loop {
         every.tick().await;
-        if let Err(e) = sqlx::query("DELETE FROM cdapi.write_keys WHERE created_at < now() - make_interval(secs => $1)").bind(ttl_secs as f64).execute(&pool).await {
+        if let Err(e) =
+            sqlx::query("DELETE FROM cdapi.write_keys WHERE created_at < now() - make_interval(secs => $1)").bind(ttl_secs as f64).execute(&pool).await
+        {
             tracing::debug!(error = %e, "pruning write keys failed");
         }
     }

@@ -14,9 +14,8 @@ pub mod payload;
 pub mod relational;
 pub mod server_owned;
 
-use crate::query::keys::pk_expr;
 use crate::permissions::{Access, Action, Grant, scope, validate};
-use std::sync::Arc;
+use crate::query::keys::pk_expr;
 use crate::query::sql::{Param, Sql, ident};
 use crate::query::{Planner, Variables};
 use crate::schema::{Collection, Schema};
@@ -25,6 +24,7 @@ use cdapi_proto::v1::{FieldCondition, Filter, Operator, Query, Value as PbValue,
 use payload::{ColumnValue, Mode};
 use serde_json::{Map, Value};
 use sqlx::{PgConnection, Row};
+use std::sync::Arc;
 
 /// What the writes of one request need.
 pub struct Writer<'a> {
@@ -62,10 +62,7 @@ fn readable(read: &Schema, collection: &Collection) -> Result<std::sync::Arc<Col
 
 fn objects(data: &Value) -> Result<Vec<&Map<String, Value>>, ApiError> {
     match data {
-        Value::Array(items) => items
-            .iter()
-            .map(|i| i.as_object().ok_or_else(|| ApiError::invalid_payload("Every item must be an object")))
-            .collect(),
+        Value::Array(items) => items.iter().map(|i| i.as_object().ok_or_else(|| ApiError::invalid_payload("Every item must be an object"))).collect(),
         Value::Object(o) => Ok(vec![o]),
         _ => Err(ApiError::invalid_payload("The payload must be an object or an array of objects")),
     }
@@ -88,7 +85,13 @@ impl<'w> Writer<'w> {
     /// statement sees the payload. Errors: FORBIDDEN (a field no row grants, worded as
     /// Directus), FAILED_VALIDATION, INVALID_PAYLOAD (a server-owned field, a NUL character, a
     /// rule that cannot be evaluated).
-    async fn permitted(&mut self, collection: &Collection, action: Action, obj: &Map<String, Value>, extra: &[&str]) -> Result<(Map<String, Value>, Option<Arc<Filter>>), ApiError> {
+    async fn permitted(
+        &mut self,
+        collection: &Collection,
+        action: Action,
+        obj: &Map<String, Value>,
+        extra: &[&str],
+    ) -> Result<(Map<String, Value>, Option<Arc<Filter>>), ApiError> {
         server_owned::refuse(&collection.name, obj)?;
         payload::refuse_nul(obj)?;
         if matches!(self.access, Access::Admin) {
@@ -187,8 +190,7 @@ impl<'w> Writer<'w> {
         }
         let conds: Vec<Option<Arc<Filter>>> = checked.iter().map(|(_, c)| c.clone()).collect();
         let items: Vec<Map<String, Value>> = checked.into_iter().map(|(o, _)| o).collect();
-        let mut rows: Vec<Vec<ColumnValue<'_>>> =
-            items.iter().map(|o| payload::columns(collection, o, Mode::Create)).collect::<Result<_, _>>()?;
+        let mut rows: Vec<Vec<ColumnValue<'_>>> = items.iter().map(|o| payload::columns(collection, o, Mode::Create)).collect::<Result<_, _>>()?;
         for row in &mut rows {
             self.hash_values(row).await?;
         }
@@ -299,7 +301,14 @@ impl<'w> Writer<'w> {
 
     /// Applies `data` to the items matched by `selector` (a condition on `t0`) and returns their
     /// keys. Errors: FAILED_VALIDATION, INVALID_PAYLOAD (empty data).
-    async fn update_where(&mut self, collection: &Collection, data: &Value, mut planner: Planner<'_>, selector: String, extra: &[&str]) -> Result<Vec<String>, ApiError> {
+    async fn update_where(
+        &mut self,
+        collection: &Collection,
+        data: &Value,
+        mut planner: Planner<'_>,
+        selector: String,
+        extra: &[&str],
+    ) -> Result<Vec<String>, ApiError> {
         writable(collection)?;
         let obj = data.as_object().ok_or_else(|| ApiError::invalid_payload("\"data\" must be an object"))?;
         let (obj, cond) = self.permitted(collection, Action::Update, obj, extra).await?;
@@ -310,11 +319,7 @@ impl<'w> Writer<'w> {
         if cols.is_empty() {
             // Nothing left to set (only the key, or keys that are no field): nothing changes,
             // the items are still checked and answered, as Directus does.
-            sql.text = format!(
-                "SELECT ({})::text FROM {} AS t0 WHERE {selector} ORDER BY 1 FOR UPDATE",
-                pk_expr(collection, "t0"),
-                collection.table
-            );
+            sql.text = format!("SELECT ({})::text FROM {} AS t0 WHERE {selector} ORDER BY 1 FOR UPDATE", pk_expr(collection, "t0"), collection.table);
             return self.keys(&sql).await;
         }
         let sets: Vec<String> = cols
@@ -455,7 +460,8 @@ impl<'w> Writer<'w> {
         if collection.primary_key.len() == 1 && keys.len() > 1 {
             // One statement for the batch: filter on the key, then order as written.
             let pk = &collection.primary_key[0];
-            let mut read = Query { fields: q.fields.clone(), deep: q.deep.clone(), alias: q.alias.clone(), backlink: q.backlink, limit: Some(-1), ..Default::default() };
+            let mut read =
+                Query { fields: q.fields.clone(), deep: q.deep.clone(), alias: q.alias.clone(), backlink: q.backlink, limit: Some(-1), ..Default::default() };
             read.filter = Some(Filter {
                 node: Some(filter::Node::Condition(FieldCondition {
                     field: pk.clone(),
@@ -529,11 +535,8 @@ pub(crate) async fn item_value(
     let cond = planner.keys_condition(collection, "t0", &[key.to_owned()])?;
     let mut sql = planner.sql;
     sql.text = format!("SELECT ({expr})::text FROM {} t0 WHERE {cond}", collection.table);
-    let row = sql
-        .query()
-        .fetch_optional(conn)
-        .await
-        .map_err(|e| if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?;
+    let row =
+        sql.query().fetch_optional(conn).await.map_err(|e| if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?;
     row.map(|r| r.try_get(0).map_err(crate::db::map_error)).transpose()
 }
 

@@ -45,9 +45,7 @@ pub fn columns<'a>(collection: &'a Collection, obj: &Map<String, Value>, mode: M
     for (name, value) in obj {
         let Some(field) = collection.field(name) else { continue };
         if field.is_alias() || (matches!(field.relation, Some(FieldRelation::M2O { .. })) && value.is_object()) {
-            return Err(ApiError::invalid_payload(format!(
-                "\"{name}\" holds nested relational data where a plain value was expected"
-            )));
+            return Err(ApiError::invalid_payload(format!("\"{name}\" holds nested relational data where a plain value was expected")));
         }
         if field.primary_key && mode == Mode::Update {
             continue;
@@ -78,10 +76,7 @@ pub fn refuse_nul(obj: &Map<String, Value>) -> Result<(), ApiError> {
         }
     }
     match obj.iter().find(|(k, v)| k.contains('\0') || holds_nul(v)) {
-        Some((field, _)) => Err(ApiError::invalid_payload(format!(
-            "Field \"{}\" holds a NUL character, which cannot be stored.",
-            field.replace('\0', "\\0")
-        ))),
+        Some((field, _)) => Err(ApiError::invalid_payload(format!("Field \"{}\" holds a NUL character, which cannot be stored.", field.replace('\0', "\\0")))),
         None => Ok(()),
     }
 }
@@ -89,9 +84,7 @@ pub fn refuse_nul(obj: &Map<String, Value>) -> Result<(), ApiError> {
 /// A JSON value as the text Postgres casts to the field's type; `None` for null.
 pub(crate) fn text(field: &Field, value: &Value) -> Result<Option<String>, ApiError> {
     let kind = field.field_type;
-    let wrong = || {
-        failed(&field.name, kind.as_str(), &format!("Value has to be of type {}.", kind.as_str()))
-    };
+    let wrong = || failed(&field.name, kind.as_str(), &format!("Value has to be of type {}.", kind.as_str()));
     let s = match value {
         Value::Null if field.nullable => return Ok(None),
         Value::Null => return Err(failed(&field.name, "nnull", "Value can't be null.")),

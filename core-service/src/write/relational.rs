@@ -16,8 +16,8 @@
 //! without nested data keep the set-based path of [`super::Writer::create`].
 
 use super::Writer;
-use crate::query::Planner;
 use crate::permissions::Action;
+use crate::query::Planner;
 use crate::query::sql::{Sql, column, ident};
 use crate::schema::{Collection, Deselect, FieldRelation};
 use cdapi_proto::ApiError;
@@ -67,7 +67,14 @@ impl<'w> Writer<'w> {
 
     /// [`Self::save`], where the caller must also be granted the fields `extra` on the item
     /// (write-only values another statement stores).
-    pub fn save_with<'b>(&'b mut self, collection: &'b Collection, obj: &'b Map<String, Value>, key: Option<String>, depth: usize, extra: &'b [&'b str]) -> Saved<'b>
+    pub fn save_with<'b>(
+        &'b mut self,
+        collection: &'b Collection,
+        obj: &'b Map<String, Value>,
+        key: Option<String>,
+        depth: usize,
+        extra: &'b [&'b str],
+    ) -> Saved<'b>
     where
         'w: 'b,
     {
@@ -88,9 +95,10 @@ impl<'w> Writer<'w> {
                         own.insert(name.clone(), Value::String(fk));
                     }
                     (Some(FieldRelation::M2A { collection_field, allowed }), Value::Object(sub)) => {
-                        let target = obj.get(collection_field).and_then(Value::as_str).ok_or_else(|| {
-                            ApiError::invalid_payload(format!("\"{name}\" needs \"{collection_field}\" to name the item's collection"))
-                        })?;
+                        let target = obj
+                            .get(collection_field)
+                            .and_then(Value::as_str)
+                            .ok_or_else(|| ApiError::invalid_payload(format!("\"{name}\" needs \"{collection_field}\" to name the item's collection")))?;
                         if !allowed.iter().any(|c| c == target) {
                             return Err(ApiError::invalid_payload(format!("\"{target}\" is not a collection \"{name}\" can hold")));
                         }
@@ -167,7 +175,16 @@ impl<'w> Writer<'w> {
     /// Applies an O2M value (basic array or detailed object) for the parent whose referenced
     /// column holds `local`.
     #[allow(clippy::too_many_arguments)]
-    async fn save_to_many(&mut self, rel: &Collection, fk: &str, local: &str, deselect: Deselect, name: &str, value: &Value, depth: usize) -> Result<(), ApiError> {
+    async fn save_to_many(
+        &mut self,
+        rel: &Collection,
+        fk: &str,
+        local: &str,
+        deselect: Deselect,
+        name: &str,
+        value: &Value,
+        depth: usize,
+    ) -> Result<(), ApiError> {
         let with_fk = |item: &Map<String, Value>| {
             let mut m = item.clone();
             m.insert(fk.to_owned(), Value::String(local.to_owned()));
@@ -197,9 +214,7 @@ impl<'w> Writer<'w> {
                             }
                         }
                         other => {
-                            let k = key_text(other).ok_or_else(|| {
-                                ApiError::invalid_payload(format!("\"{name}\" takes keys or objects"))
-                            })?;
+                            let k = key_text(other).ok_or_else(|| ApiError::invalid_payload(format!("\"{name}\" takes keys or objects")))?;
                             let m = with_fk(&Map::new());
                             self.save(rel, &m, Some(k), depth + 1).await?
                         }
@@ -223,26 +238,25 @@ impl<'w> Writer<'w> {
                         "update" => {
                             for item in list {
                                 let o = item.as_object().ok_or_else(|| ApiError::invalid_payload(format!("\"{name}.update\" takes objects")))?;
-                                let k = own_key(rel, o).ok_or_else(|| {
-                                    ApiError::invalid_payload(format!("Items in \"{name}.update\" need their primary key"))
-                                })?;
+                                let k =
+                                    own_key(rel, o).ok_or_else(|| ApiError::invalid_payload(format!("Items in \"{name}.update\" need their primary key")))?;
                                 let mut rest = with_fk(o);
                                 rest.remove(&rel.primary_key[0]);
                                 self.save(rel, &rest, Some(k), depth + 1).await?;
                             }
                         }
                         "delete" => {
-                            let keys = list.iter().map(key_text).collect::<Option<Vec<_>>>().ok_or_else(|| {
-                                ApiError::invalid_payload(format!("\"{name}.delete\" takes keys"))
-                            })?;
+                            let keys = list
+                                .iter()
+                                .map(key_text)
+                                .collect::<Option<Vec<_>>>()
+                                .ok_or_else(|| ApiError::invalid_payload(format!("\"{name}.delete\" takes keys")))?;
                             if !keys.is_empty() {
                                 self.deselect(rel, fk, local, deselect, &keys, true).await?;
                             }
                         }
                         other => {
-                            return Err(ApiError::invalid_payload(format!(
-                                "\"{name}\": unknown key \"{other}\" (use create, update, delete)"
-                            )));
+                            return Err(ApiError::invalid_payload(format!("\"{name}\": unknown key \"{other}\" (use create, update, delete)")));
                         }
                     }
                 }

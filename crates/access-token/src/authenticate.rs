@@ -11,8 +11,8 @@
 //!   policies' IP allow-lists are checked against `x-client-ip` (INVALID_IP).
 //! - No token: the public role. Unknown token or inactive user: INVALID_CREDENTIALS.
 
-use crate::keys::{KeySet, RemoteKeys, VerifyError, looks_like_jwt};
 use crate::claims::ACCESS_ISSUER;
+use crate::keys::{KeySet, RemoteKeys, VerifyError, looks_like_jwt};
 use crate::sessions::Redis;
 use cdapi_proto::{ApiError, ErrorCode};
 use sqlx::PgPool;
@@ -160,9 +160,10 @@ impl Authenticator {
             KeySource::None => return Err(VerifyError::Invalid.to_api_error()),
         };
         if let Some(sid) = &claims.session {
-            let redis = self.redis.as_ref().ok_or_else(|| {
-                ApiError::new(ErrorCode::ServiceUnavailable, "Service \"redis\" is unavailable: session tokens cannot be checked.")
-            })?;
+            let redis = self
+                .redis
+                .as_ref()
+                .ok_or_else(|| ApiError::new(ErrorCode::ServiceUnavailable, "Service \"redis\" is unavailable: session tokens cannot be checked."))?;
             if !redis.session_alive(sid).await? {
                 return Err(ApiError::invalid_credentials());
             }

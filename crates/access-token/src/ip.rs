@@ -165,7 +165,11 @@ mod tests {
         assert_eq!(ip_of(&edge).as_deref(), Some("10.1.2.3"));
         assert!(edge.metadata().get(INTERNAL_TOKEN_KEY).is_none(), "the credential is not passed on");
         // No peer address in a unit test: a forged address is removed, not kept.
-        for md in [vec![(CLIENT_IP_KEY, "10.1.2.3")], vec![(CLIENT_IP_KEY, "10.1.2.3"), (INTERNAL_TOKEN_KEY, "a-long-internal-secreT")], vec![(CLIENT_IP_KEY, "10.1.2.3"), (INTERNAL_TOKEN_KEY, "")]] {
+        for md in [
+            vec![(CLIENT_IP_KEY, "10.1.2.3")],
+            vec![(CLIENT_IP_KEY, "10.1.2.3"), (INTERNAL_TOKEN_KEY, "a-long-internal-secreT")],
+            vec![(CLIENT_IP_KEY, "10.1.2.3"), (INTERNAL_TOKEN_KEY, "")],
+        ] {
             assert_eq!(ip_of(&trust.apply(call(&md))), None, "{md:?}");
         }
         let nobody = EdgeTrust::new(None);

@@ -12,11 +12,11 @@ use arc_swap::ArcSwap;
 use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::v1::{GetPublicKeysRequest, PublicKeys};
 use cdapi_proto::{ApiError, ErrorCode};
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Shared};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
-use futures_util::FutureExt;
-use futures_util::future::{BoxFuture, Shared};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -171,10 +171,7 @@ impl RemoteKeys {
     /// caller's check ([`crate::sessions`]). Errors: TOKEN_EXPIRED, INVALID_TOKEN;
     /// SERVICE_UNAVAILABLE when the token's key is unknown and auth-service cannot be asked.
     pub async fn verify_access(&self, token: &str) -> Result<Claims, ApiError> {
-        let kid = jsonwebtoken::decode_header(token)
-            .ok()
-            .and_then(|h| h.kid)
-            .ok_or_else(|| VerifyError::Invalid.to_api_error())?;
+        let kid = jsonwebtoken::decode_header(token).ok().and_then(|h| h.kid).ok_or_else(|| VerifyError::Invalid.to_api_error())?;
         self.refresh(&kid).await?;
         self.keys.load().verify(token, ACCESS_ISSUER).map_err(VerifyError::to_api_error)
     }

@@ -37,9 +37,9 @@ pub mod passwords {
     //!   then gets SERVICE_UNAVAILABLE with `retry_after` 1 s (the edges send `Retry-After`);
     //! - the work runs on tokio's blocking pool, never on an async worker.
 
+    use argon2::Argon2;
     use argon2::password_hash::rand_core::OsRng;
     use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
-    use argon2::Argon2;
     use cdapi_proto::{ApiError, ErrorCode};
     use std::sync::Arc;
     use std::time::Duration;
@@ -105,10 +105,7 @@ pub mod passwords {
         /// Runs `work` on the blocking pool once a permit is free; the permit moves into the
         /// work, so it is held until the work ends even if this future is dropped.
         async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, ApiError> {
-            let permit = tokio::time::timeout(self.queue_timeout, self.permits.clone().acquire_owned())
-                .await
-                .map_err(|_| busy())?
-                .map_err(|_| busy())?;
+            let permit = tokio::time::timeout(self.queue_timeout, self.permits.clone().acquire_owned()).await.map_err(|_| busy())?.map_err(|_| busy())?;
             tokio::task::spawn_blocking(move || {
                 let out = work();
                 drop(permit);
@@ -270,10 +267,7 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Milliseconds since the Unix epoch (0 if the clock is before it).
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 #[cfg(test)]

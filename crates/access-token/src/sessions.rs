@@ -86,12 +86,7 @@ impl Redis {
     /// Whether the session `sid` (a session token's `session` claim) is alive (see [`ALIVE`]).
     /// Errors: SERVICE_UNAVAILABLE when Redis cannot be asked.
     pub async fn session_alive(&self, sid: &str) -> Result<bool, ApiError> {
-        let alive: i64 = redis::Script::new(ALIVE)
-            .key(self.key("session", sid))
-            .arg(&self.prefix)
-            .invoke_async(&mut self.conn())
-            .await
-            .map_err(unavailable)?;
+        let alive: i64 = redis::Script::new(ALIVE).key(self.key("session", sid)).arg(&self.prefix).invoke_async(&mut self.conn()).await.map_err(unavailable)?;
         Ok(alive == 1)
     }
 

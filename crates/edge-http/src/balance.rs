@@ -38,8 +38,8 @@
 //! sent once, as they arrive.
 
 use arc_swap::ArcSwap;
-use cdapi_proto::WRITE_KEY_METADATA;
 use bytes::Bytes;
+use cdapi_proto::WRITE_KEY_METADATA;
 use http_body_util::BodyExt;
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -71,7 +71,6 @@ pub fn is_keyed_write(path: &str) -> bool {
     let Some(method) = path.strip_prefix("/cdapi.v1.ItemsService/") else { return false };
     ["CreateItem", "CreateItems", "UpdateItem", "UpdateItems", "UpdateBatch", "UpdateSingleton", "DeleteItem", "DeleteItems"].contains(&method)
 }
-
 
 /// A fresh write key: 128 random bits as 32 hex digits. Errors: the system has no randomness.
 fn new_write_key() -> Result<http::HeaderValue, BoxError> {
@@ -194,14 +193,21 @@ impl Balanced {
 
     /// [`Balanced::new`], with reads hedged after `hedge_after` (see the module docs).
     /// Errors: an invalid URL.
-    pub fn with_hedging(urls: &str, deadline: Option<Duration>, refresh: Duration, internal_token: InternalToken, hedge_after: Option<Duration>) -> anyhow::Result<Self> {
+    pub fn with_hedging(
+        urls: &str,
+        deadline: Option<Duration>,
+        refresh: Duration,
+        internal_token: InternalToken,
+        hedge_after: Option<Duration>,
+    ) -> anyhow::Result<Self> {
         let targets = parse_targets(urls)?;
         let template = Template { deadline };
         let mut initial = Vec::new();
         for t in &targets {
             initial.push(template.replica(&format!("{}://{}:{}", t.scheme, t.host, t.port))?);
         }
-        let shared = Arc::new(Shared { replicas: ArcSwap::from_pointee(initial), hedge_after, internal_token, next: AtomicUsize::new(0), epoch: Instant::now() });
+        let shared =
+            Arc::new(Shared { replicas: ArcSwap::from_pointee(initial), hedge_after, internal_token, next: AtomicUsize::new(0), epoch: Instant::now() });
         if targets.iter().any(|t| t.host.parse::<std::net::IpAddr>().is_err()) {
             tokio::spawn(refresh_loop(Arc::downgrade(&shared), targets, template, refresh));
         }
@@ -282,7 +288,11 @@ fn unavailable(res: &http::Response<tonic::body::Body>) -> bool {
 
 /// RPCs whose replies are streams (not buffered).
 fn streaming(path: &str) -> bool {
-    path.ends_with("/ExportItems") || path.ends_with("/ReadStream") || path.ends_with("/WatchSchema") || path.ends_with("/ReadAsset") || path.ends_with("/Subscribe")
+    path.ends_with("/ExportItems")
+        || path.ends_with("/ReadStream")
+        || path.ends_with("/WatchSchema")
+        || path.ends_with("/ReadAsset")
+        || path.ends_with("/Subscribe")
 }
 
 /// RPCs whose requests are streams (file uploads): never buffered, so never sent twice.
@@ -334,7 +344,15 @@ fn good(outcome: &Result<http::Response<tonic::body::Body>, BoxError>) -> bool {
 /// `first` has no whole reply after `after`
 /// (see the module docs). `Ok`: the winning reply; `Err`: how many of the two replicas were
 /// tried and failed (their calls ended without a good reply), for the retry loop to go on.
-async fn hedged(shared: &Shared, rpc: &str, first: &Replica, second: &Replica, parts: &http::request::Parts, body: &Bytes, after: Duration) -> Result<http::Response<tonic::body::Body>, usize> {
+async fn hedged(
+    shared: &Shared,
+    rpc: &str,
+    first: &Replica,
+    second: &Replica,
+    parts: &http::request::Parts,
+    body: &Bytes,
+    after: Duration,
+) -> Result<http::Response<tonic::body::Body>, usize> {
     let a = send_once(first, parts, body, true);
     tokio::pin!(a);
     match tokio::time::timeout(after, &mut a).await {
@@ -462,7 +480,17 @@ impl std::fmt::Debug for InternalToken {
 impl InternalToken {
     /// A credential; errors when it cannot travel as a header value.
     pub fn new(token: Option<&str>) -> anyhow::Result<Self> {
-        Ok(Self(token.map(|t| http::HeaderValue::from_str(t).map(|mut v| { v.set_sensitive(true); v })).transpose().map_err(|_| anyhow::anyhow!("INTERNAL_TOKEN must be printable ASCII"))?))
+        Ok(Self(
+            token
+                .map(|t| {
+                    http::HeaderValue::from_str(t).map(|mut v| {
+                        v.set_sensitive(true);
+                        v
+                    })
+                })
+                .transpose()
+                .map_err(|_| anyhow::anyhow!("INTERNAL_TOKEN must be printable ASCII"))?,
+        ))
     }
 
     /// The header value, if any.

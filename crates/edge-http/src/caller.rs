@@ -36,9 +36,7 @@ impl Caller {
         let header = headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let bearer = match (header, query_token) {
             (Some(_), Some(_)) => {
-                return Err(ApiError::invalid_payload(
-                    "The access token must be sent either in the Authorization header or as access_token, not both",
-                ));
+                return Err(ApiError::invalid_payload("The access token must be sent either in the Authorization header or as access_token, not both"));
             }
             (Some(h), None) => Some(h.to_owned()),
             (None, Some(t)) => Some(format!("Bearer {t}")),
@@ -46,8 +44,7 @@ impl Caller {
         };
         let incoming = headers.get("traceparent").and_then(|v| v.to_str().ok());
         // Exporting: the edge's own span is the services' parent; else the client's trace goes on.
-        let traceparent = service_runtime::otel::current_traceparent()
-            .unwrap_or_else(|| service_runtime::trace::TraceParent::next_hop(incoming, &request_id));
+        let traceparent = service_runtime::otel::current_traceparent().unwrap_or_else(|| service_runtime::trace::TraceParent::next_hop(incoming, &request_id));
         Ok(Self { bearer, client_ip, request_id, traceparent })
     }
 
@@ -99,9 +96,7 @@ impl RequestIds {
             return id.to_owned();
         }
         static START: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
-        let start = START.get_or_init(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
-        });
+        let start = START.get_or_init(|| std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
         format!("{:x}-{:x}", start & 0xffff_ffff_ffff, self.counter.fetch_add(1, Ordering::Relaxed))
     }
 }

@@ -2,10 +2,10 @@
 //! `directus_session_token` (mode session), httpOnly, `Path=/`, SameSite and Secure as
 //! configured, Max-Age = the token's lifetime. Built and parsed with the `cookie` crate.
 
-use cookie::{Cookie, SameSite};
-use http::HeaderMap;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{RefreshRequest, SessionMode};
+use cookie::{Cookie, SameSite};
+use http::HeaderMap;
 use service_runtime::{env_opt, env_or};
 
 /// The cookie of a short-lived SSO login (`state`), bound to the browser that began it.

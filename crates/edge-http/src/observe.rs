@@ -11,7 +11,13 @@ use warp::reply::Response;
 /// client's `traceparent` adopted), an error as Directus's error body with its status
 /// ([`crate::reply::error`]), `x-request-id` on the answer, and the request counted in the
 /// metrics ([`record`]).
-pub async fn answer(method: &http::Method, path: &str, headers: &http::HeaderMap, request_id: &str, work: impl Future<Output = Result<Response, ApiError>>) -> Response {
+pub async fn answer(
+    method: &http::Method,
+    path: &str,
+    headers: &http::HeaderMap,
+    request_id: &str,
+    work: impl Future<Output = Result<Response, ApiError>>,
+) -> Response {
     let started = std::time::Instant::now();
     let span = tracing::info_span!("http", method = %method, path = %path, request_id = %request_id);
     service_runtime::otel::adopt_parent(&span, headers);
@@ -36,8 +42,29 @@ pub fn record(path: &str, method: &http::Method, status: http::StatusCode, start
 /// Path segments kept as written; any other segment after the first becomes `:id` (after
 /// `items`, `:collection`).
 const WORDS: &[&str] = &[
-    "me", "tfa", "generate", "enable", "disable", "login", "refresh", "logout", "password", "request", "reset", "callback",
-    "providers", "system", "specs", "graphql", "ping", "health", "info", "oas", "save", "compare", "promote",
+    "me",
+    "tfa",
+    "generate",
+    "enable",
+    "disable",
+    "login",
+    "refresh",
+    "logout",
+    "password",
+    "request",
+    "reset",
+    "callback",
+    "providers",
+    "system",
+    "specs",
+    "graphql",
+    "ping",
+    "health",
+    "info",
+    "oas",
+    "save",
+    "compare",
+    "promote",
 ];
 
 /// Top-level paths the edges serve; anything else is `other`.

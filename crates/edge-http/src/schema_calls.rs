@@ -2,10 +2,10 @@
 //! `/relations` in REST; `collections`, `create_fields_item`... in GraphQL): which
 //! SchemaService RPC serves which resource and change, in one place.
 
+use crate::balance::Balanced as Channel;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
 use cdapi_proto::v1::{SchemaChange, SchemaTarget};
-use crate::balance::Balanced as Channel;
 
 /// The resource a call is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +39,12 @@ pub async fn read(client: &mut SchemaServiceClient<Channel>, resource: Resource,
 }
 
 /// Makes `change` to `resource`: the changed object's JSON bytes. Errors: the core's.
-pub async fn change(client: &mut SchemaServiceClient<Channel>, resource: Resource, kind: Change, data: tonic::Request<SchemaChange>) -> Result<bytes::Bytes, ApiError> {
+pub async fn change(
+    client: &mut SchemaServiceClient<Channel>,
+    resource: Resource,
+    kind: Change,
+    data: tonic::Request<SchemaChange>,
+) -> Result<bytes::Bytes, ApiError> {
     let reply = match (kind, resource) {
         (Change::Create, Resource::Collections) => client.create_collection(data).await?,
         (Change::Create, Resource::Fields) => client.create_field(data).await?,

@@ -94,9 +94,8 @@ where
             tower_service::Service::call(&mut service, req)
         });
         let io = hyper_util::rt::TokioIo::new(WriteStall::new(LenientTarget::new(stream), stall));
-        let conn = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-            .serve_connection_with_upgrades(io, per_request)
-            .into_owned();
+        let conn =
+            hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new()).serve_connection_with_upgrades(io, per_request).into_owned();
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             if let Err(e) = conn.await {
@@ -126,8 +125,7 @@ where
     service_runtime::metrics::serve_from_env().await?;
     let delay = service_runtime::shutdown::delay_from_env()?;
     let stall = service_runtime::stall_timeout_from_env()?;
-    let shutdown =
-        service_runtime::shutdown::drain_after(shutdown, delay, move || readiness.stop());
+    let shutdown = service_runtime::shutdown::drain_after(shutdown, delay, move || readiness.stop());
     serve(listener, incoming().then(handler), stall, shutdown).await;
     Ok(())
 }

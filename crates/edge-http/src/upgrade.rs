@@ -32,10 +32,7 @@ pub const READ_BUFFER_BYTES: usize = 4 * 1024;
 /// read buffer of [`READ_BUFFER_BYTES`], and messages and frames of at most
 /// `max_message_bytes` (MAX_PAYLOAD_SIZE; a larger one ends the connection).
 pub fn config(max_message_bytes: usize) -> WebSocketConfig {
-    WebSocketConfig::default()
-        .read_buffer_size(READ_BUFFER_BYTES)
-        .max_message_size(Some(max_message_bytes))
-        .max_frame_size(Some(max_message_bytes))
+    WebSocketConfig::default().read_buffer_size(READ_BUFFER_BYTES).max_message_size(Some(max_message_bytes)).max_frame_size(Some(max_message_bytes))
 }
 
 /// A close message with `code` and `reason` (RFC 6455 §7.4).

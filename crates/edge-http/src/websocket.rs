@@ -5,6 +5,7 @@
 //! [`Place`]).
 
 use crate::balance::Balanced;
+use crate::upgrade::{Message, WebSocket, close_message};
 use cdapi_proto::v1::GetCurrentUserRequest;
 use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::{ApiError, ErrorCode};
@@ -13,7 +14,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
-use crate::upgrade::{Message, WebSocket, close_message};
 
 /// Close code for a client that does not read fast enough (a private-use code).
 pub const CLOSE_TOO_SLOW: u16 = 4008;

@@ -25,8 +25,7 @@ use std::str::FromStr;
 pub fn init_tracing(service: &str) -> otel::Guard {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
     // Two layer values, not one turned either way: each sits at its own place in the stack,
     // so each has its own subscriber type.
@@ -115,9 +114,7 @@ where
     T::Err: std::fmt::Display,
 {
     match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => {
-            v.trim().parse().map_err(|e| anyhow::anyhow!("environment variable {name}={v:?} is invalid: {e}"))
-        }
+        Ok(v) if !v.trim().is_empty() => v.trim().parse().map_err(|e| anyhow::anyhow!("environment variable {name}={v:?} is invalid: {e}")),
         _ => Ok(default),
     }
 }

@@ -116,12 +116,8 @@ impl Metrics {
 
     /// Counts one answered HTTP request and its latency.
     pub fn observe_http(&self, route: &str, method: &str, status: u16, elapsed: std::time::Duration) {
-        self.http_requests
-            .get_or_create(&vec![("route", route.to_owned()), ("method", method.to_owned()), ("status", status.to_string())])
-            .inc();
-        self.http_duration
-            .get_or_create(&vec![("route", route.to_owned()), ("method", method.to_owned())])
-            .observe(elapsed.as_secs_f64());
+        self.http_requests.get_or_create(&vec![("route", route.to_owned()), ("method", method.to_owned()), ("status", status.to_string())]).inc();
+        self.http_duration.get_or_create(&vec![("route", route.to_owned()), ("method", method.to_owned())]).observe(elapsed.as_secs_f64());
     }
 
     /// Counts one request refused by `limiter`.
@@ -178,10 +174,8 @@ pub async fn serve(listener: tokio::net::TcpListener) {
                 };
                 let mut res = hyper::Response::new(Full::new(bytes::Bytes::from(body)));
                 *res.status_mut() = status;
-                res.headers_mut().insert(
-                    http::header::CONTENT_TYPE,
-                    http::HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-                );
+                res.headers_mut()
+                    .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"));
                 Ok::<_, std::convert::Infallible>(res)
             });
             if let Err(e) = http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await {

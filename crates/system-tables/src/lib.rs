@@ -47,9 +47,7 @@ pub async fn wait_until_migrated(url: &str, timeout: std::time::Duration) -> any
     loop {
         let applied: Result<Option<i64>, sqlx::Error> = async {
             let mut conn = sqlx::PgConnection::connect(url).await?;
-            let v = sqlx::query_scalar("SELECT max(version) FROM cdapi._sqlx_migrations WHERE success")
-                .fetch_one(&mut conn)
-                .await;
+            let v = sqlx::query_scalar("SELECT max(version) FROM cdapi._sqlx_migrations WHERE success").fetch_one(&mut conn).await;
             let _ = conn.close().await;
             v
         }
@@ -72,9 +70,5 @@ pub async fn wait_until_migrated(url: &str, timeout: std::time::Duration) -> any
 /// a migration Job applies them; give up after 5 minutes). Errors: as [`migrate`] and
 /// [`wait_until_migrated`]; MIGRATE_ON_START not a boolean.
 pub async fn migrate_or_wait(url: &str) -> anyhow::Result<()> {
-    if service_runtime::env_or("MIGRATE_ON_START", true)? {
-        migrate(url).await
-    } else {
-        wait_until_migrated(url, std::time::Duration::from_secs(300)).await
-    }
+    if service_runtime::env_or("MIGRATE_ON_START", true)? { migrate(url).await } else { wait_until_migrated(url, std::time::Duration::from_secs(300)).await }
 }

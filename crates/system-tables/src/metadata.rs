@@ -87,9 +87,7 @@ pub async fn field_settings<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<Fie
 /// The fields whose `meta.special` holds `hash` (Directus's hash fields: values are stored as
 /// argon2 hashes), as (collection, field). Errors: database errors.
 pub async fn hash_fields<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<(String, String)>, sqlx::Error> {
-    sqlx::query_as("SELECT collection, field FROM cdapi.fields WHERE meta->'special' @> '\"hash\"'::jsonb OR meta->>'special' = 'hash'")
-        .fetch_all(db)
-        .await
+    sqlx::query_as("SELECT collection, field FROM cdapi.fields WHERE meta->'special' @> '\"hash\"'::jsonb OR meta->>'special' = 'hash'").fetch_all(db).await
 }
 
 /// Writes a collection's `meta` (merged into the stored one), keeping the `singleton`,
@@ -188,11 +186,7 @@ pub async fn put_relation(conn: &mut PgConnection, r: &RelationSetting) -> Resul
 
 /// Deletes the relation row of `collection`.`field`. Errors: database errors.
 pub async fn forget_relation(conn: &mut PgConnection, collection: &str, field: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM cdapi.relations WHERE many_collection = $1 AND many_field = $2")
-        .bind(collection)
-        .bind(field)
-        .execute(conn)
-        .await?;
+    sqlx::query("DELETE FROM cdapi.relations WHERE many_collection = $1 AND many_field = $2").bind(collection).bind(field).execute(conn).await?;
     Ok(())
 }
 
@@ -207,4 +201,3 @@ pub async fn next_field_sort(conn: &mut PgConnection, collection: &str) -> Resul
     .fetch_one(conn)
     .await
 }
-

@@ -43,7 +43,8 @@ impl Identity {
 /// The identity query with a WHERE clause, as one `&'static str`.
 macro_rules! select_where {
     ($cond:literal) => {
-        concat!("SELECT u.id::text AS id, u.email, u.password_hash, u.status, u.role::text AS role,
+        concat!(
+            "SELECT u.id::text AS id, u.email, u.password_hash, u.status, u.role::text AS role,
        coalesce(p.admin, false) AS admin_access,
        coalesce(p.admin OR p.app, false) AS app_access,
        u.tfa_secret, coalesce(u.ip_access, '{}') AS ip_access, coalesce(q.ips, '{}') AS policy_ip_access, u.provider
@@ -55,16 +56,15 @@ LEFT JOIN LATERAL (
 LEFT JOIN LATERAL (
     SELECT array_agg(DISTINCT entry) AS ips FROM cdapi.user_policies(u.id, u.role) up, unnest(up.ip_access) entry
 ) q ON true
-WHERE ", $cond)
+WHERE ",
+            $cond
+        )
     };
 }
 
 /// The user whose email is `email` (case-insensitive). Errors: database errors.
 pub async fn by_email(pool: &PgPool, email: &str) -> sqlx::Result<Option<Identity>> {
-    sqlx::query_as(select_where!("lower(u.email) = lower($1)"))
-        .bind(email)
-        .fetch_optional(pool)
-        .await
+    sqlx::query_as(select_where!("lower(u.email) = lower($1)")).bind(email).fetch_optional(pool).await
 }
 
 /// The user with id `id`; `None` also when `id` is not a UUID. Errors: database errors.
@@ -72,27 +72,17 @@ pub async fn by_id(pool: &PgPool, id: &str) -> sqlx::Result<Option<Identity>> {
     if !is_uuid(id) {
         return Ok(None);
     }
-    sqlx::query_as(select_where!("u.id = $1::uuid"))
-        .bind(id)
-        .fetch_optional(pool)
-        .await
+    sqlx::query_as(select_where!("u.id = $1::uuid")).bind(id).fetch_optional(pool).await
 }
 
 /// The user whose static token hashes (SHA-256 hex) to `token_hash`. Errors: database errors.
 pub async fn by_token_hash(pool: &PgPool, token_hash: &str) -> sqlx::Result<Option<Identity>> {
-    sqlx::query_as(select_where!("u.token_hash = $1"))
-        .bind(token_hash)
-        .fetch_optional(pool)
-        .await
+    sqlx::query_as(select_where!("u.token_hash = $1")).bind(token_hash).fetch_optional(pool).await
 }
 
 /// The user linked to `identifier` at SSO provider `provider`. Errors: database errors.
 pub async fn by_external(pool: &PgPool, provider: &str, identifier: &str) -> sqlx::Result<Option<Identity>> {
-    sqlx::query_as(select_where!("u.provider = $1 AND u.external_identifier = $2"))
-        .bind(provider)
-        .bind(identifier)
-        .fetch_optional(pool)
-        .await
+    sqlx::query_as(select_where!("u.provider = $1 AND u.external_identifier = $2")).bind(provider).bind(identifier).fetch_optional(pool).await
 }
 
 /// What a user may see of themselves (GraphQL `users_me`): no hashes, no TOTP secret.
@@ -257,8 +247,7 @@ pub async fn create_admin(pool: &PgPool, email: &str, password_hash: &str, token
 /// True for the 8-4-4-4-12 hex form of a UUID.
 pub fn is_uuid(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
-    parts.len() == 5
-        && parts.iter().zip([8, 4, 4, 4, 12]).all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit()))
+    parts.len() == 5 && parts.iter().zip([8, 4, 4, 4, 12]).all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 #[cfg(test)]

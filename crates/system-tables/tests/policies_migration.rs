@@ -8,7 +8,11 @@ use sqlx::{Connection, PgConnection};
 const PUBLIC_POLICY: &str = "abf8a154-5b1c-4a46-ac9c-7300570f4f17";
 
 async fn scalar(conn: &mut PgConnection, sql: &str) -> String {
-    sqlx::query_scalar::<_, Option<String>>(sqlx::AssertSqlSafe(sql.to_owned())).fetch_one(conn).await.unwrap_or_else(|e| panic!("{sql}: {e}")).unwrap_or_default()
+    sqlx::query_scalar::<_, Option<String>>(sqlx::AssertSqlSafe(sql.to_owned()))
+        .fetch_one(conn)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -65,10 +69,7 @@ async fn role_rows_become_one_policy_per_role() {
     )
     .await;
     assert!(!admin_policy.is_empty(), "the Administrator role's policy has admin access");
-    assert_eq!(
-        scalar(&mut conn, "SELECT policy::text FROM cdapi.access WHERE \"user\" = '00000000-0000-4000-8000-0000000000b2'").await,
-        admin_policy
-    );
+    assert_eq!(scalar(&mut conn, "SELECT policy::text FROM cdapi.access WHERE \"user\" = '00000000-0000-4000-8000-0000000000b2'").await, admin_policy);
     // Identities read the same access as before: the editor is not admin and has app access;
     // only IP-limited through their role's policy.
     let row: (bool, bool, Vec<String>, Vec<String>) = sqlx::query_as(

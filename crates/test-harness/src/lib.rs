@@ -161,10 +161,7 @@ pub fn repo_root() -> PathBuf {
         return PathBuf::from(root);
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    cwd.ancestors()
-        .find(|d| d.join("deploy/demo/demo.sql").exists())
-        .map(Path::to_path_buf)
-        .unwrap_or(cwd)
+    cwd.ancestors().find(|d| d.join("deploy/demo/demo.sql").exists()).map(Path::to_path_buf).unwrap_or(cwd)
 }
 
 fn admin_url() -> String {
@@ -205,10 +202,7 @@ pub fn psql(url: &str, args: &[&str]) -> Result<()> {
 
 /// Drops test databases left by earlier runs whose process is gone.
 fn drop_stale_databases(admin: &str) {
-    let Ok(out) = Command::new("psql")
-        .arg(admin)
-        .args(["-X", "-At", "-c", "SELECT datname FROM pg_database WHERE datname LIKE 'cdapi_test_%'"])
-        .output()
+    let Ok(out) = Command::new("psql").arg(admin).args(["-X", "-At", "-c", "SELECT datname FROM pg_database WHERE datname LIKE 'cdapi_test_%'"]).output()
     else {
         return;
     };
@@ -256,11 +250,7 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     let db = database_url_on(&admin, &name);
     let root = repo_root();
     let bins = bin_dir()?;
-    let migrate = Command::new(bins.join("core-service"))
-        .arg("migrate")
-        .env("DATABASE_URL", &db)
-        .output()
-        .context("running core-service migrate")?;
+    let migrate = Command::new(bins.join("core-service")).arg("migrate").env("DATABASE_URL", &db).output().context("running core-service migrate")?;
     if !migrate.status.success() {
         bail!("core-service migrate failed: {}", String::from_utf8_lossy(&migrate.stderr));
     }
@@ -270,14 +260,26 @@ pub fn start(spec: Spec) -> Result<TestApp> {
             for f in ["pagila-schema.sql", "pagila-data.sql"] {
                 psql(&db, &["-f", &dir.join(f).to_string_lossy()])?;
             }
-            psql(&db, &["-c", "INSERT INTO cdapi.relations (many_collection, many_field, one_collection, one_field, junction_field) \
-                VALUES ('film_actor', 'film_id', 'film', 'actors', 'actor_id'), ('film_actor', 'actor_id', 'actor', 'films', 'film_id')"])?;
+            psql(
+                &db,
+                &[
+                    "-c",
+                    "INSERT INTO cdapi.relations (many_collection, many_field, one_collection, one_field, junction_field) \
+                VALUES ('film_actor', 'film_id', 'film', 'actors', 'actor_id'), ('film_actor', 'actor_id', 'actor', 'films', 'film_id')",
+                ],
+            )?;
         }
         Dataset::Demo | Dataset::DemoWrites => psql(&db, &["-f", &root.join("deploy/demo/demo.sql").to_string_lossy()])?,
         Dataset::Blog => {
             psql(&db, &["-f", &root.join("../shared/bench/blog.sql").to_string_lossy()])?;
-            psql(&db, &["-c", "INSERT INTO cdapi.relations (many_collection, many_field, one_collection, one_field, junction_field) \
-                VALUES ('articles_tags', 'articles_id', 'articles', 'tags', 'tags_id'), ('articles_tags', 'tags_id', 'tags', 'articles', 'articles_id')"])?;
+            psql(
+                &db,
+                &[
+                    "-c",
+                    "INSERT INTO cdapi.relations (many_collection, many_field, one_collection, one_field, junction_field) \
+                VALUES ('articles_tags', 'articles_id', 'articles', 'tags', 'tags_id'), ('articles_tags', 'tags_id', 'tags', 'articles', 'articles_id')",
+                ],
+            )?;
         }
     }
     for file in &spec.sql {
@@ -504,4 +506,3 @@ impl TestApp {
         self.logs.join("auth-keys.pem")
     }
 }
-

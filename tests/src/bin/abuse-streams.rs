@@ -13,8 +13,8 @@
 //! attack's end until a cheap read and a long list both answer 200; then each process's peak RSS.
 
 use e2e_tests::load::{Statuses, cheap_reads_apart, count, peak_rss_mib, percentile, status_of};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 

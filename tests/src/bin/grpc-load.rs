@@ -35,12 +35,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let conns: usize = args[3].parse()?;
     let duration = Duration::from_secs(args[4].parse()?);
     let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&args[6])?;
-    let case = Case {
-        collection: args[5].clone(),
-        query: query_from_json(&obj).map_err(|e| e.message)?,
-        key: args.get(7).cloned(),
-        token: args[2].clone(),
-    };
+    let case = Case { collection: args[5].clone(), query: query_from_json(&obj).map_err(|e| e.message)?, key: args.get(7).cloned(), token: args[2].clone() };
     let channel = tonic::transport::Endpoint::from_shared(args[1].clone())?.tcp_nodelay(true).connect().await?;
     let client = ItemsServiceClient::new(channel).max_decoding_message_size(usize::MAX);
     // warm-up

@@ -25,8 +25,17 @@ pub async fn run(d: &mut Differential) {
     d.check("unknown user", Req::json(Method::POST, "/auth/login", json!({"email": "ghost@example.com", "password": "nope"}))).await;
     d.check("login without password", Req::json(Method::POST, "/auth/login", json!({"email": "admin@example.com"}))).await;
     d.check("login with a bad email", Req::json(Method::POST, "/auth/login", json!({"email": "not-an-email", "password": "x"}))).await;
-    d.check("login in session mode", Req::json(Method::POST, "/auth/login", json!({"email": "admin@example.com", "password": "admin-password", "mode": "session"}))).await;
-    let (o, t) = d.check("login in cookie mode", Req::json(Method::POST, "/auth/login", json!({"email": "admin@example.com", "password": "admin-password", "mode": "cookie"}))).await;
+    d.check(
+        "login in session mode",
+        Req::json(Method::POST, "/auth/login", json!({"email": "admin@example.com", "password": "admin-password", "mode": "session"})),
+    )
+    .await;
+    let (o, t) = d
+        .check(
+            "login in cookie mode",
+            Req::json(Method::POST, "/auth/login", json!({"email": "admin@example.com", "password": "admin-password", "mode": "cookie"})),
+        )
+        .await;
     assert_eq!(cookie_names(&o.cookies), cookie_names(&t.cookies), "cookie mode sets the same cookies");
     // Refresh in JSON mode: each side's own refresh token.
     let req = |token: &str| Req::json(Method::POST, "/auth/refresh", json!({"refresh_token": token, "mode": "json"}));

@@ -24,11 +24,7 @@ pub async fn run(d: &mut Differential) {
         d.check(&format!("error: {label}"), Req::get(path)).await;
     }
     d.deviates("error: unknown aggregate", "unknown-aggregate", Req::get("/items/articles?aggregate[bogus]=id")).await;
-    let post = |path: &str, body: &str| Req {
-        body: Some(("application/json".into(), body.to_owned())),
-        method: Method::POST,
-        ..Req::get(path)
-    };
+    let post = |path: &str, body: &str| Req { body: Some(("application/json".into(), body.to_owned())), method: Method::POST, ..Req::get(path) };
     d.check("error: body not JSON", post("/items/tags", "{nope")).await;
     d.check("error: body of the wrong shape", post("/items/tags", "42")).await;
     d.deviates("error: value of the wrong type", "no-500", post("/items/articles", r#"{"rating": "abc"}"#)).await;
@@ -36,11 +32,6 @@ pub async fn run(d: &mut Differential) {
     d.check("error: not null", post("/items/kinds", r#"{"label": null}"#)).await;
     d.deviates("error: too long", "value-too-long", post("/items/kinds", r#"{"label": "far too long for twenty characters"}"#)).await;
     d.deviates("error: duplicate key", "unique-value", post("/items/tags", r#"{"id": 1, "name": "dup"}"#)).await;
-    d.deviates(
-        "error: update of a missing item",
-        "missing-item-write",
-        Req::json(Method::PATCH, "/items/articles/999999", json!({"title": "x"})),
-    )
-    .await;
+    d.deviates("error: update of a missing item", "missing-item-write", Req::json(Method::PATCH, "/items/articles/999999", json!({"title": "x"}))).await;
     d.deviates("error: delete of a missing item", "missing-item-write", Req { method: Method::DELETE, ..Req::get("/items/articles/999999") }).await;
 }

@@ -62,7 +62,10 @@ pub async fn mutations(d: &mut Differential) {
         ("create items", "mutation { create_tags_items(data: [{ name: \"graphql-two\" }, { name: \"graphql-three\" }]) { id name } }"),
         ("update item", "mutation { update_tags_item(id: 31, data: { name: \"graphql-renamed\" }) { id name } }"),
         ("update items", "mutation { update_tags_items(ids: [32, 33], data: { name: \"graphql-batch\" }) { id name } }"),
-        ("nested create", "mutation { create_articles_item(data: { title: \"via graphql\", author: { name: \"GraphQL Author\" } }) { id title author { name } } }"),
+        (
+            "nested create",
+            "mutation { create_articles_item(data: { title: \"via graphql\", author: { name: \"GraphQL Author\" } }) { id title author { name } } }",
+        ),
         ("delete item", "mutation { delete_tags_item(id: 31) { id } }"),
         ("delete items", "mutation { delete_tags_items(ids: [32, 33]) { ids } }"),
         ("read after", "{ tags(filter: { id: { _gte: 31 } }) { id name } }"),

@@ -71,7 +71,10 @@ pub async fn run(d: &mut Differential) {
         ("meta filter_count", "/items/articles?meta=filter_count&filter[rating][_eq]=3&limit=1&fields=id"),
         ("meta *", "/items/articles?meta=*&filter[status][_eq]=draft&limit=1&fields=id"),
         ("alias", "/items/articles?alias[heading]=title&fields=id,heading&limit=2"),
-        ("functions", "/items/articles?fields=id,year(published_at),month(published_at),week(published_at),day(published_at),weekday(published_at),hour(published_at),minute(published_at),second(published_at)&filter[id][_in]=2,3&sort=id"),
+        (
+            "functions",
+            "/items/articles?fields=id,year(published_at),month(published_at),week(published_at),day(published_at),weekday(published_at),hour(published_at),minute(published_at),second(published_at)&filter[id][_in]=2,3&sort=id",
+        ),
         ("by key", "/items/articles/3"),
         ("by key, fields", "/items/articles/3?fields=title,rating"),
         ("authors", "/items/authors?limit=3&fields=id,name,email"),

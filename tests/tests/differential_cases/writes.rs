@@ -46,7 +46,8 @@ pub async fn run(d: &mut Differential) {
     let detailed = json!({"tags": {"create": [{"tags_id": 3}], "update": [], "delete": []}});
     d.check("M2M detailed", patch(&format!("/items/articles/{article}?fields=tags.tags_id.id"), detailed)).await;
     d.check("M2O to an existing item", patch(&format!("/items/articles/{article}?fields=author.id"), json!({"author": 2}))).await;
-    d.check("M2O to a new key", patch(&format!("/items/articles/{article}?fields=author.id,author.name"), json!({"author": {"id": 700, "name": "Keyed"}}))).await;
+    d.check("M2O to a new key", patch(&format!("/items/articles/{article}?fields=author.id,author.name"), json!({"author": {"id": 700, "name": "Keyed"}})))
+        .await;
     let parent = json!({"name": "O2M parent", "articles": [{"title": "child one"}, {"title": "child two"}]});
     let (o, _) = d.check("O2M create", post("/items/authors?fields=id,name,articles.title", parent)).await;
     let author = id(&o.json());
