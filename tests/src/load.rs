@@ -30,6 +30,26 @@ pub fn peak_rss_mib(pid: &str) -> String {
         .map_or_else(|| "?".to_owned(), |kb| format!("{:.1}", kb as f64 / 1024.0))
 }
 
+/// CPU seconds (user + system) process `pid` has used so far, from `/proc/<pid>/stat`; 0 when
+/// unreadable. Assumes the usual 100 clock ticks per second.
+pub fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at the state, field 3.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// CPU seconds the whole machine has spent busy (not idle or waiting), from `/proc/stat`.
+pub fn machine_busy_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let cpu: Vec<f64> = stat.lines().next().unwrap_or("").split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    let total: f64 = cpu.iter().sum();
+    let idle = cpu.get(3).copied().unwrap_or(0.0) + cpu.get(4).copied().unwrap_or(0.0);
+    (total - idle) / 100.0
+}
+
 /// The status of a response read to its end: its code, `<code>-cut` when the body broke off, or
 /// `error` when no response came.
 pub async fn status_of(res: Result<reqwest::Response, reqwest::Error>) -> String {

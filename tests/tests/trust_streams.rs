@@ -6,7 +6,7 @@
 //! far larger than its source.
 //!
 //! The environment runs a small pool (DB_POOL_MAX 6, so STREAMS_MAX is 3), STREAMS_PER_CALLER 2
-//! and a 2 s STREAM_STALL_TIMEOUT_MS, so exhaustion and recovery happen within a test's time. The tests
+//! a 2 s STREAM_STALL_TIMEOUT_MS and a public pace of 2 MiB/s, so exhaustion and recovery happen within a test's time. The tests
 //! run one at a time (`serial`): each measures the pool the others would use.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
@@ -22,6 +22,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// Rows of `big_list`; each `body` is 1,500 bytes, so a whole list is about 12 MB.
 const ROWS: usize = 8_000;
 
+/// STREAM_BYTES_PER_SECOND_PUBLIC here (2 MiB/s).
+const PUBLIC_PACE: usize = 2 << 20;
+
 /// STREAM_STALL_TIMEOUT_MS of every process here.
 const STALL_MS: u64 = 2_000;
 
@@ -36,6 +39,7 @@ fn env() -> &'static TestApp {
                 ("DB_POOL_MAX".into(), "6".into()),
                 ("STREAMS_PER_CALLER".into(), "2".into()),
                 ("QUERY_LIMIT_MAX".into(), "-1".into()),
+                ("STREAM_BYTES_PER_SECOND_PUBLIC".into(), PUBLIC_PACE.to_string()),
                 stall.clone(),
             ],
             edge_env: vec![stall.clone()],
@@ -328,5 +332,38 @@ async fn an_extreme_aspect_ratio_cannot_blow_up_a_transformation() {
     assert_eq!(status, 200, "{headers:?}");
     let img = image::load_from_memory(&bytes).expect("an image");
     assert_eq!((img.width(), img.height()), (1, 300));
+    assert_eq!(cheap_read(app).await.0, 200);
+}
+
+/// The GraphQL-list flood of `bench/abuse`: 8 anonymous requests streaming 4 × 3.5 MB lists each
+/// kept both cores busy (cheap reads' p99 × 42). Now the streams of one client address of the
+/// public together send at most STREAM_BYTES_PER_SECOND_PUBLIC (2 MiB/s here) — its first
+/// second's worth at once — and a user's are not paced (STREAM_BYTES_PER_SECOND 0): the 12 MB
+/// list takes the public at least 5 s, two at once take twice as long, and the admin less.
+#[tokio::test]
+async fn the_publics_long_lists_are_paced_together_and_users_are_not() {
+    let (app, _turn) = serial().await;
+    let timed = |token: Option<&'static str>| async move {
+        let started = Instant::now();
+        let mut req = client().get(format!("{}/items/big_list?limit=-1&fields=*", app.rest_url));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let res = req.send().await.expect("headers");
+        assert_eq!(res.status(), 200);
+        let bytes = res.bytes().await.expect("the whole list").len();
+        (bytes, started.elapsed())
+    };
+    let (bytes, public) = timed(None).await;
+    assert!(bytes > 4 * PUBLIC_PACE, "the list is {bytes} bytes");
+    let least = Duration::from_secs_f64((bytes - PUBLIC_PACE) as f64 / PUBLIC_PACE as f64 * 0.9);
+    assert!(public >= least, "the public read {bytes} bytes in {public:?}, faster than its pace allows ({least:?})");
+    let (_, admin_took) = timed(Some(ADMIN_TOKEN)).await;
+    assert!(admin_took < public, "the admin is paced too: {admin_took:?} (the public: {public:?})");
+    // Two lists of one address share its pace.
+    let started = Instant::now();
+    let (a, b) = tokio::join!(timed(None), timed(None));
+    let least_two = Duration::from_secs_f64((a.0 + b.0 - PUBLIC_PACE) as f64 / PUBLIC_PACE as f64 * 0.9);
+    assert!(started.elapsed() >= least_two, "two public lists in {:?}, faster than one pace allows ({least_two:?})", started.elapsed());
     assert_eq!(cheap_read(app).await.0, 200);
 }

@@ -6,7 +6,8 @@
 //! A stream holds a pooled connection while its cursor runs, so it runs only with a place of
 //! [`super::stream_budget`], and a chunk its reader does not take within STREAM_STALL_TIMEOUT_MS
 //! ends the stream: the cursor is dropped and its connection given back (a reader that stopped
-//! reading never holds one for longer).
+//! reading never holds one for longer). Chunks are sent at the caller's pace
+//! (STREAM_BYTES_PER_SECOND, STREAM_BYTES_PER_SECOND_PUBLIC).
 
 use super::stream_budget::StreamPass;
 use crate::query::sql::Sql;
@@ -38,7 +39,8 @@ pub trait Rows: Send + 'static {
     fn chunk(&mut self, data: Bytes) -> Self::Chunk;
 }
 
-/// Runs `sql` on `pool` in a task of its own, holding `pass` until it ends, and returns the
+/// Runs `sql` on `pool` in a task of its own, holding `pass` until it ends and sending at its
+/// caller's pace ([`StreamPass::pace`]), and returns the
 /// receiving end of its chunks; a database error or [`Rows::row`]'s error is the stream's last
 /// item. The task stops when the client goes away (the receiver is dropped) or takes no chunk
 /// for `stall` (logged; the client sees the stream end without its last chunk).
@@ -53,7 +55,6 @@ pub fn pump<R: Rows>(
     let (tx, rx) = mpsc::channel(DEPTH);
     tokio::spawn(
         async move {
-            let _pass = pass;
             let mut cursor = sql.query().fetch(&pool);
             let mut buf = Vec::with_capacity(CHUNK + 4096);
             let mut sent = false;
@@ -64,6 +65,7 @@ pub fn pump<R: Rows>(
                     return;
                 }
                 if buf.len() >= CHUNK {
+                    pass.pace(buf.len()).await;
                     let chunk = rows.chunk(Bytes::from(std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 4096))));
                     match tokio::time::timeout(stall, tx.send(Ok(chunk))).await {
                         Ok(Ok(())) => {}
@@ -77,6 +79,7 @@ pub fn pump<R: Rows>(
                 }
             }
             if !buf.is_empty() || (R::ALWAYS_ONE && !sent) {
+                pass.pace(buf.len()).await;
                 let _ = tokio::time::timeout(stall, tx.send(Ok(rows.chunk(Bytes::from(buf))))).await;
             }
         }

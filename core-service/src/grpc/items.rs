@@ -416,10 +416,13 @@ enum Streamed {
 
 /// Whom a stream counts against in [`super::stream_budget`]: the user, or for the public the
 /// client's address (as the edge reports it).
-fn stream_owner(caller: &Caller, md: &tonic::metadata::MetadataMap) -> String {
+fn stream_owner(caller: &Caller, md: &tonic::metadata::MetadataMap) -> super::stream_budget::StreamOwner {
     match &caller.vars.user {
-        Some(user) => user.clone(),
-        None => format!("ip:{}", access_token::ip::client_ip(md).map(|ip| ip.to_string()).unwrap_or_default()),
+        Some(user) => super::stream_budget::StreamOwner { key: user.clone(), public: false },
+        None => super::stream_budget::StreamOwner {
+            key: format!("ip:{}", access_token::ip::client_ip(md).map(|ip| ip.to_string()).unwrap_or_default()),
+            public: true,
+        },
     }
 }
 

@@ -12,7 +12,7 @@
 //! the idle p99, the status codes each kind of request got, and the milliseconds from the
 //! attack's end until a cheap read and a long list both answer 200; then each process's peak RSS.
 
-use e2e_tests::load::{Statuses, cheap_reads_apart, count, peak_rss_mib, percentile, status_of};
+use e2e_tests::load::{Statuses, cheap_reads_apart, count, cpu_seconds, machine_busy_seconds, peak_rss_mib, percentile, status_of};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -136,8 +136,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let idle_p99 = percentile(&idle, 0.99);
     println!("cheap_idle_p50_ms={:.2} cheap_idle_p99_ms={idle_p99:.2}", percentile(&idle, 0.5));
 
-    for attack in ["graphql12", "graphql50", "unread", "filter", "image"] {
+    // ABUSE_ONLY (comma-separated attack names) runs only those attacks.
+    let only = std::env::var("ABUSE_ONLY").unwrap_or_default();
+    let wanted = |name: &str| only.is_empty() || only.split(',').any(|n| n.trim() == name);
+    for attack in ["graphql12", "graphql50", "unread", "filter", "image"].into_iter().filter(|a| wanted(a)) {
         let statuses: Statuses = Arc::default();
+        let cpu_before: Vec<f64> = pids.iter().map(|(_, p)| cpu_seconds(p)).collect();
+        let busy_before = machine_busy_seconds();
         let stop = Arc::new(AtomicBool::new(false));
         let sampler = cheap_reads_apart(b.cheap.clone(), b.token.clone(), None, stop.clone(), statuses.clone());
         let until = Instant::now() + Duration::from_secs(seconds);
@@ -178,6 +183,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             if idle_p99 > 0.0 { a99 / idle_p99 } else { 0.0 },
             attacked.len()
         );
+        let cpu: Vec<String> = pids.iter().zip(&cpu_before).map(|((n, p), before)| format!("{n}={:.1}", cpu_seconds(p) - before)).collect();
+        println!("attack={attack} cpu_s {} machine_busy={:.1}", cpu.join(" "), machine_busy_seconds() - busy_before);
         if let Ok(m) = statuses.lock() {
             let line: Vec<String> = m.iter().map(|(k, v)| format!("{k}={v}")).collect();
             println!("attack={attack} statuses {}", line.join(" "));
