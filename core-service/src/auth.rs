@@ -26,17 +26,37 @@ pub struct Caller {
     pub accounts: crate::users::Accounts,
     /// When the caller's token expires (Unix seconds; `None`: a static token or the public).
     pub expires_at: Option<u64>,
+    /// Where the request came from (recorded with its activity).
+    pub client: crate::activity::Client,
 }
 
 impl Caller {
     /// A writer acting for this caller on `conn` (one transaction, owned by the handler).
     pub fn writer<'c>(&'c self, conn: &'c mut sqlx::PgConnection, limits: crate::query::Limits) -> crate::write::Writer<'c> {
-        crate::write::Writer { schema: &self.schema, read: &self.read, access: &self.access, conn, limits, vars: &self.vars, accounts: &self.accounts }
+        crate::write::Writer {
+            schema: &self.schema,
+            read: &self.read,
+            access: &self.access,
+            conn,
+            limits,
+            vars: &self.vars,
+            accounts: &self.accounts,
+            client: &self.client,
+        }
     }
 
     /// Content versions acting for this caller on `conn` (one transaction, owned by the handler).
     pub fn versions<'c>(&'c self, conn: &'c mut sqlx::PgConnection, limits: crate::query::Limits) -> crate::versions::Versions<'c> {
-        crate::versions::Versions { schema: &self.schema, read: &self.read, access: &self.access, conn, limits, vars: &self.vars, accounts: &self.accounts }
+        crate::versions::Versions {
+            schema: &self.schema,
+            read: &self.read,
+            access: &self.access,
+            conn,
+            limits,
+            vars: &self.vars,
+            accounts: &self.accounts,
+            client: &self.client,
+        }
     }
 }
 

@@ -54,6 +54,9 @@ pub struct Settings {
     pub realtime: crate::realtime::RealtimeSettings,
     /// DB_WRITE_IDLE_TIMEOUT_MS, WRITE_KEY_TTL_SECS: see [`crate::write::keys::WriteSettings`].
     pub writes: crate::write::keys::WriteSettings,
+    /// RETENTION_ENABLED, ACTIVITY_RETENTION, REVISIONS_RETENTION, RETENTION_BATCH: see
+    /// [`crate::activity::retention`].
+    pub retention: crate::activity::retention::RetentionSettings,
     /// STREAMS_MAX, STREAMS_PER_CALLER, STREAM_STALL_TIMEOUT_MS: see
     /// [`crate::grpc::stream_budget::StreamSettings`].
     pub streams: crate::grpc::stream_budget::StreamSettings,
@@ -97,6 +100,7 @@ impl Settings {
             files: crate::files::StorageSettings::from_env()?,
             realtime: crate::realtime::RealtimeSettings::from_env()?,
             writes: crate::write::keys::WriteSettings::from_env()?,
+            retention: crate::activity::retention::RetentionSettings::from_env()?,
             streams: crate::grpc::stream_budget::StreamSettings::from_env(pool_max)?,
         })
     }

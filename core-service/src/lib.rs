@@ -15,6 +15,7 @@
 //!
 //! [`run`] serves on a given listener until a shutdown future resolves, so tests can use port 0.
 
+pub mod activity;
 pub mod auth;
 pub mod config;
 pub mod db;
@@ -96,7 +97,8 @@ impl AppState {
         let read = self.views.read_view(&schema, &access);
         let accounts = users::Accounts { own: who.user.clone().zip(who.family.clone()), ..self.accounts.clone() };
         let vars = query::Variables { user: who.user, role: who.role, roles, policies };
-        Ok(auth::Caller { schema, read, access, vars, accounts, expires_at: who.expires_at })
+        let client = activity::Client::from_metadata(md);
+        Ok(auth::Caller { schema, read, access, vars, accounts, expires_at: who.expires_at, client })
     }
 
     /// A snapshot introspected now, not swapped in (schema changes validate against it, so a
@@ -241,6 +243,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     state.reload_schema().await.map_err(|e| anyhow::anyhow!("loading the schema failed: {e}"))?;
     tokio::spawn(watch_schema(state.clone()));
     tokio::spawn(write::keys::prune(state.pool.clone(), settings.writes.key_ttl_secs));
+    tokio::spawn(activity::retention::prune(state.pool.clone(), settings.retention));
     if settings.realtime.enabled {
         tokio::spawn(state.realtime.clone().run(state.clone()));
         tokio::spawn(realtime::listen(state.clone()));

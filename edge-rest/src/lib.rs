@@ -26,6 +26,7 @@ pub mod reply;
 pub mod request;
 pub mod routes;
 pub mod server;
+pub mod utils;
 pub mod versions;
 
 use std::future::Future;

@@ -27,6 +27,8 @@ const SYSTEM_PATHS: &[(&str, &str)] = &[
     ("directus_policies", "/policies"),
     ("directus_files", "/files"),
     ("directus_folders", "/folders"),
+    ("directus_activity", "/activity"),
+    ("directus_revisions", "/revisions"),
 ];
 
 /// The document for `snapshot` (the caller's view); `server` is the public base URL, if known.

@@ -93,10 +93,10 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
             _ => Ok(reply::method_not_allowed(&req.method, "POST")),
         },
         ["assets", id] if !id.is_empty() => crate::files::asset(state, req, request_id, decode(id)).await,
-        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders")] => {
+        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders" | "activity" | "revisions")] => {
             collection_route(state, req, body, request_id, format!("directus_{system}")).await
         }
-        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders"), key] if !key.is_empty() => {
+        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders" | "activity" | "revisions"), key] if !key.is_empty() => {
             item_route(state, req, body, request_id, format!("directus_{system}"), decode(key)).await
         }
         ["graphql"] | ["graphql", "system"] | ["server", "specs", "graphql"] | ["server", "specs", "graphql", "system"] if state.graphql.is_some() => {
@@ -118,6 +118,7 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
         ["fields", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Fields, rest).await,
         ["relations", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Relations, rest).await,
         ["schema", what] => crate::model::schema_transfer(state, req, body, request_id, what).await,
+        ["utils", rest @ ..] => crate::utils::route(state, req, request_id, rest).await,
         ["versions", rest @ ..] => crate::versions::route(state, req, body, request_id, rest).await,
         ["auth", rest @ ..] => crate::auth::route(state, req, body, request_id, rest).await,
         _ => Err(ApiError::route_not_found(&req.path)),

@@ -162,7 +162,7 @@ impl<'a> Planner<'a> {
     /// goes through here, so permissions hold at every depth, in selects, filters, sorts,
     /// searches and aggregates alike. Each row's filter is compiled once (against the whole
     /// snapshot: it may name fields the caller cannot read) and its text reused.
-    /// For `directus_versions`, see [`version_rows`].
+    /// For `directus_versions` and `directus_revisions`, see [`version_rows`].
     pub fn source(&mut self, collection: &crate::schema::Collection) -> Result<String, ApiError> {
         let rows = self.permitted_rows(collection)?;
         self.version_rows(collection, rows)

@@ -1,9 +1,10 @@
-//! What of `directus_versions` a caller without admin access reads (docs/security.md "Content
-//! versions"), decided where every read statement gets its rows ([`Planner::source`]), so
-//! `/versions`, GraphQL `versions`, filters, aggregates and `?version=` reads all see the same:
-//! the version rows their read permission rows on `directus_versions` let them see (row filter
-//! and fields, as any collection), narrowed to versions of items they can read live, with
-//! `delta` cut to the fields they may read on those items.
+//! What of `directus_versions` and `directus_revisions` a caller without admin access reads
+//! (docs/security.md "Content versions", "Activity and revisions"), decided where every read
+//! statement gets its rows ([`Planner::source`]), so `/versions`, `/revisions`, GraphQL,
+//! filters, aggregates and `?version=` reads all see the same: the rows their read permission
+//! rows on the collection let them see (row filter and fields, as any collection), narrowed to
+//! those of items they can read live, with the item's values (`delta`; a revision's `data` and
+//! `delta`) cut to the fields they may read on those items.
 
 use super::Planner;
 use super::keys::pk_expr;
@@ -14,22 +15,34 @@ use cdapi_proto::ApiError;
 /// The collection name of content versions (Directus's `directus_versions`).
 pub const VERSIONS: &str = "directus_versions";
 
+/// The columns holding item values, per collection whose rows are about items: content
+/// versions and revisions.
+fn value_columns(collection: &str) -> Option<&'static [&'static str]> {
+    match collection {
+        VERSIONS => Some(&["delta"]),
+        crate::activity::REVISIONS => Some(&["data", "delta"]),
+        _ => None,
+    }
+}
+
 impl<'a> Planner<'a> {
     /// `rows` (the FROM item of `collection` under the caller's read rows) as the caller may
-    /// see it: unchanged for every collection but `directus_versions`, and for admin access
-    /// (the planner reads the whole snapshot). For versions: only those whose item the caller
-    /// can read (its collection is in their view and the item passes their item filter), their
-    /// `delta` holding only fields the caller may read on every item of that collection (a
-    /// field some rows grant only on some items is left out: the delta may not match the item
-    /// as it is live). Versions of system collections are not shown. Errors: a permission
-    /// filter that does not compile.
+    /// see it: unchanged for every collection but `directus_versions` and
+    /// `directus_revisions`, and for admin access (the planner reads the whole snapshot). For
+    /// those: only rows whose item the caller can read (its collection is in their view and
+    /// the item passes their item filter), their item values ([`value_columns`]) holding only
+    /// fields the caller may read on every item of that collection (a field some rows grant
+    /// only on some items is left out: the values may not match the item as it is live). Rows
+    /// about items of system collections are not shown. Errors: a permission filter that does
+    /// not compile.
     pub(super) fn version_rows(&mut self, collection: &Collection, rows: String) -> Result<String, ApiError> {
-        if collection.name != VERSIONS || std::ptr::eq(self.schema, self.base) {
+        let Some(values) = value_columns(&collection.name) else { return Ok(rows) };
+        if std::ptr::eq(self.schema, self.base) {
             return Ok(rows);
         }
         let schema: &'a Schema = self.schema;
         let whole: &'a Schema = self.base;
-        let stored = whole.collection(VERSIONS).cloned().ok_or_else(ApiError::internal)?;
+        let stored = whole.collection(&collection.name).cloned().ok_or_else(ApiError::internal)?;
         let v = self.sql.next_alias('v');
         let mut conditions = Vec::new();
         let mut deltas = Vec::new();
@@ -41,21 +54,30 @@ impl<'a> Planner<'a> {
             let readable: Vec<String> = c.fields.iter().filter(|f| !masked(&f.name)).map(|f| f.name.clone()).collect();
             let fields = self.sql.param(Param::TextArray(readable));
             conditions.push(format!("({v}.collection = {name} AND EXISTS (SELECT 1 FROM {source} {alias} WHERE ({})::text = {v}.item))", pk_expr(c, &alias)));
-            deltas.push(format!(
-                "WHEN {name} THEN coalesce((SELECT jsonb_object_agg(d.key, d.value) FROM jsonb_each({v}.delta) d WHERE d.key = ANY({fields})), '{{}}'::jsonb)"
-            ));
+            deltas.push((name, fields));
         }
         let visible = if conditions.is_empty() { "FALSE".to_owned() } else { format!("({})", conditions.join(" OR ")) };
-        let delta = if deltas.is_empty() {
-            "NULL::jsonb".to_owned()
-        } else {
-            format!("CASE WHEN {v}.delta IS NULL THEN NULL ELSE CASE {v}.collection {} END END", deltas.join(" "))
+        // A values column cut to the fields readable in the row's collection.
+        let cut = |name: &str| {
+            let col = column(&v, name);
+            if deltas.is_empty() {
+                return format!("NULL::jsonb AS {}", ident(name));
+            }
+            let cases: Vec<String> = deltas
+                .iter()
+                .map(|(c, fields)| {
+                    format!(
+                        "WHEN {c} THEN coalesce((SELECT jsonb_object_agg(d.key, d.value) FROM jsonb_each({col}) d WHERE d.key = ANY({fields})), '{{}}'::jsonb)"
+                    )
+                })
+                .collect();
+            format!("CASE WHEN {col} IS NULL THEN NULL ELSE CASE {v}.collection {} END END AS {}", cases.join(" "), ident(name))
         };
         let cols: Vec<String> = stored
             .fields
             .iter()
             .filter(|f| !f.is_alias())
-            .map(|f| if f.name == "delta" { format!("{delta} AS {}", ident("delta")) } else { column(&v, &f.name) })
+            .map(|f| if values.contains(&f.name.as_str()) { cut(&f.name) } else { column(&v, &f.name) })
             .collect();
         Ok(format!("(SELECT {} FROM {rows} {v} WHERE {visible})", cols.join(", ")))
     }

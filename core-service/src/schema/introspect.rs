@@ -35,7 +35,7 @@ macro_rules! served {
             $ns,
             ".nspname = 'cdapi' AND ",
             $rel,
-            ".relname IN ('users', 'roles', 'permissions', 'versions', 'policies', 'access', 'files', 'folders')))"
+            ".relname IN ('users', 'roles', 'permissions', 'versions', 'policies', 'access', 'files', 'folders', 'activity', 'revisions')))"
         )
     };
 }
@@ -260,7 +260,8 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
         let mut fs = fields.remove(&name).unwrap_or_default();
         fs.extend(aliases.remove(&name).unwrap_or_default());
         let primary_key = pks.get(&name).cloned().unwrap_or_default();
-        let read_only = matches!(relkind.as_str(), "v" | "m");
+        // Activity and revisions are written by the server alone (crate::activity).
+        let read_only = matches!(relkind.as_str(), "v" | "m") || name == crate::activity::ACTIVITY || name == crate::activity::REVISIONS;
         let singleton = singletons.contains(&name);
         collections.insert(name.clone(), Arc::new(Collection::new(name, table(&namespace, &relname), primary_key, singleton, read_only, fs)));
     }

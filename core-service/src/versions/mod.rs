@@ -57,6 +57,8 @@ pub struct Versions<'a> {
     pub vars: &'a Variables,
     /// For the writer (user writes end sessions, hash passwords).
     pub accounts: &'a crate::users::Accounts,
+    /// Where the request came from (recorded with the activity of a promotion).
+    pub client: &'a crate::activity::Client,
 }
 
 /// A stored version, whole.
@@ -296,6 +298,7 @@ impl<'a> Versions<'a> {
             limits: self.limits,
             vars: self.vars,
             accounts: self.accounts,
+            client: self.client,
         }
     }
 

@@ -14,6 +14,7 @@ pub mod payload;
 pub mod relational;
 pub mod server_owned;
 
+use crate::activity::Change;
 use crate::permissions::{Access, Action, Grant, scope, validate};
 use crate::query::keys::pk_expr;
 use crate::query::sql::{Param, Sql, ident};
@@ -42,6 +43,9 @@ pub struct Writer<'a> {
     pub vars: &'a Variables,
     /// What user writes need (sessions to end, password policy and hasher).
     pub accounts: &'a crate::users::Accounts,
+    /// Where the request came from: recorded with the activity of each write
+    /// ([`crate::activity`]).
+    pub client: &'a crate::activity::Client,
 }
 
 fn writable(collection: &Collection) -> Result<(), ApiError> {
@@ -227,6 +231,8 @@ impl<'w> Writer<'w> {
             sql.text = format!("INSERT INTO {target} AS t0 ({}) VALUES {} {returning}", names.join(", "), values.join(", "));
         }
         let keys = self.keys(&sql).await?;
+        let set: Vec<Vec<&str>> = items.iter().map(|o| o.keys().map(String::as_str).collect()).collect();
+        self.record(collection, Change::Create, &keys, &set).await?;
         self.follow_sequence(collection, &items).await?;
         // Items checked against the same condition are checked together.
         let mut groups: Vec<(Option<Arc<Filter>>, Vec<String>)> = Vec::new();
@@ -333,7 +339,15 @@ impl<'w> Writer<'w> {
             })
             .collect();
         sql.text = locked_write(collection, &format!("UPDATE {} AS u SET {}", collection.table, sets.join(", ")), &selector);
-        self.keys(&sql).await
+        let keys = self.keys(&sql).await?;
+        let set: Vec<&str> = cols.iter().map(|(f, _)| f.name.as_str()).collect();
+        self.record(collection, Change::Update, &keys, &[set]).await?;
+        Ok(keys)
+    }
+
+    /// Records a change of `keys` in activity and revisions ([`crate::activity::record`]).
+    pub(crate) async fn record(&mut self, collection: &Collection, change: Change, keys: &[String], set: &[Vec<&str>]) -> Result<(), ApiError> {
+        crate::activity::record(&mut *self.conn, collection, change, keys, set, self.vars.user.as_deref(), self.client).await
     }
 
     /// Updates the items with these keys; FORBIDDEN unless every key exists and the caller's
@@ -436,10 +450,11 @@ impl<'w> Writer<'w> {
         let selector = self.scoped(&mut planner, collection, cond.as_ref(), selector)?;
         let mut sql = planner.sql;
         sql.text = locked_write(collection, &format!("DELETE FROM {} AS u", collection.table), &selector);
-        if self.keys(&sql).await?.len() != dedup_len(keys) {
+        let deleted = self.keys(&sql).await?;
+        if deleted.len() != dedup_len(keys) {
             return Err(ApiError::forbidden());
         }
-        Ok(())
+        self.record(collection, Change::Delete, &deleted, &[]).await
     }
 
     /// Deletes exactly the items a query selects (as [`Self::update_query`]).

@@ -303,12 +303,16 @@ impl<'w> Writer<'w> {
         let mut planner = Planner::new(self.schema, self.limits, self.vars);
         let cond = selection(&mut planner)?;
         let mut sql: Sql = planner.sql;
+        let returning = format!("RETURNING ({})::text", crate::query::keys::pk_expr(rel, "t0"));
         sql.text = match action {
-            Deselect::Delete => format!("DELETE FROM {target} AS t0 WHERE {cond}"),
-            Deselect::Nullify => format!("UPDATE {target} AS t0 SET {} = NULL WHERE {cond}", ident(fk)),
+            Deselect::Delete => format!("DELETE FROM {target} AS t0 WHERE {cond} {returning}"),
+            Deselect::Nullify => format!("UPDATE {target} AS t0 SET {} = NULL WHERE {cond} {returning}", ident(fk)),
         };
-        sql.query().execute(&mut *self.conn).await.map_err(crate::db::map_write_error)?;
-        Ok(())
+        let removed = self.keys(&sql).await?;
+        match action {
+            Deselect::Delete => self.record(rel, crate::activity::Change::Delete, &removed, &[]).await,
+            Deselect::Nullify => self.record(rel, crate::activity::Change::Update, &removed, &[vec![fk]]).await,
+        }
     }
 
     /// FORBIDDEN unless the item with `key` exists and the caller's update rows let them write

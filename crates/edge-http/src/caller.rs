@@ -1,5 +1,7 @@
 //! The caller of an HTTP request as the services see it: gRPC metadata `authorization`
-//! (`Bearer <token>`), `x-client-ip`, `x-request-id` and `traceparent` (docs/grpc-api.md).
+//! (`Bearer <token>`), `x-client-ip`, `x-request-id`, `traceparent`, and the `User-Agent` and
+//! `Origin` headers as `x-user-agent` and `x-origin` (recorded with the activity of writes)
+//! (docs/grpc-api.md).
 //!
 //! spec: Authentication rule 3: the token comes from the `Authorization` header, the
 //! `access_token` query parameter (both at once: INVALID_PAYLOAD, directus-facts.md "Auth"), or
@@ -21,6 +23,10 @@ pub struct Caller {
     pub request_id: String,
     /// W3C trace context for the services: the client's trace continued, or a new one.
     pub traceparent: service_runtime::trace::TraceParent,
+    /// The `User-Agent` header (when it is a valid header value).
+    pub user_agent: Option<http::HeaderValue>,
+    /// The `Origin` header.
+    pub origin: Option<http::HeaderValue>,
 }
 
 impl Caller {
@@ -45,7 +51,9 @@ impl Caller {
         let incoming = headers.get("traceparent").and_then(|v| v.to_str().ok());
         // Exporting: the edge's own span is the services' parent; else the client's trace goes on.
         let traceparent = service_runtime::otel::current_traceparent().unwrap_or_else(|| service_runtime::trace::TraceParent::next_hop(incoming, &request_id));
-        Ok(Self { bearer, client_ip, request_id, traceparent })
+        let user_agent = headers.get(http::header::USER_AGENT).cloned();
+        let origin = headers.get(http::header::ORIGIN).cloned();
+        Ok(Self { bearer, client_ip, request_id, traceparent, user_agent, origin })
     }
 
     /// Writes the caller into a gRPC call's metadata. Errors: INVALID_CREDENTIALS for a token
@@ -66,6 +74,11 @@ impl Caller {
         }
         if let Ok(v) = self.traceparent.to_string().parse() {
             md.insert("traceparent", v);
+        }
+        for (key, value) in [("x-user-agent", &self.user_agent), ("x-origin", &self.origin)] {
+            if let Some(v) = value.as_ref().and_then(|v| tonic::metadata::MetadataValue::try_from(v.as_bytes()).ok()) {
+                md.insert(key, v);
+            }
         }
         Ok(())
     }

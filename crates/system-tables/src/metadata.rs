@@ -84,12 +84,6 @@ pub async fn field_settings<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<Fie
     sqlx::query_as("SELECT id, collection, field, meta::text FROM cdapi.fields ORDER BY id").fetch_all(db).await
 }
 
-/// The fields whose `meta.special` holds `hash` (Directus's hash fields: values are stored as
-/// argon2 hashes), as (collection, field). Errors: database errors.
-pub async fn hash_fields<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<(String, String)>, sqlx::Error> {
-    sqlx::query_as("SELECT collection, field FROM cdapi.fields WHERE meta->'special' @> '\"hash\"'::jsonb OR meta->>'special' = 'hash'").fetch_all(db).await
-}
-
 /// Writes a collection's `meta` (merged into the stored one), keeping the `singleton`,
 /// `hidden` and `note` columns equal to its keys. Errors: database errors.
 pub async fn put_collection(conn: &mut PgConnection, collection: &str, meta: &Value) -> Result<(), sqlx::Error> {
@@ -112,8 +106,8 @@ pub async fn put_collection(conn: &mut PgConnection, collection: &str, meta: &Va
 }
 
 /// Removes every metadata row about `collection`: its own row, its fields', the relations from
-/// and to it (and it from Many-to-Any allowed lists), its permissions and content versions;
-/// folders it grouped become ungrouped. Errors: database errors.
+/// and to it (and it from Many-to-Any allowed lists), its permissions, content versions, activity
+/// and revisions; folders it grouped become ungrouped. Errors: database errors.
 pub async fn forget_collection(conn: &mut PgConnection, collection: &str) -> Result<(), sqlx::Error> {
     for sql in [
         "DELETE FROM cdapi.collections WHERE collection = $1",
@@ -122,6 +116,9 @@ pub async fn forget_collection(conn: &mut PgConnection, collection: &str) -> Res
         "UPDATE cdapi.relations SET one_allowed_collections = array_remove(one_allowed_collections, $1) WHERE $1 = ANY (one_allowed_collections)",
         "DELETE FROM cdapi.permissions WHERE collection = $1",
         "DELETE FROM cdapi.versions WHERE collection = $1",
+        // Its history goes with it, as in Directus (revisions with their activity).
+        "DELETE FROM cdapi.revisions WHERE collection = $1",
+        "DELETE FROM cdapi.activity WHERE collection = $1",
         "UPDATE cdapi.collections SET meta = jsonb_set(meta, '{group}', 'null') WHERE meta->>'group' = $1",
     ] {
         sqlx::query(sql).bind(collection).execute(&mut *conn).await?;

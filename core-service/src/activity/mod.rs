@@ -1,0 +1,163 @@
+//! Activity and revisions (Directus's `directus_activity`, `directus_revisions`; README "Activity
+//! and revisions"): every statement that creates, updates or deletes items records them with
+//! ONE more statement in the same transaction, so a rolled-back write leaves no record and a
+//! committed write always has one, and a batch of 1,000 creates writes its 1,000 activity rows
+//! and revisions at once.
+//!
+//! Per item written: an activity row (`action` `create`/`update`/`delete`, the user, the client's
+//! address, user agent and origin, the collection and the item's key), and for creates and
+//! updates a revision, as Directus writes them: `delta` holds the fields the write set, as
+//! stored (secrets such as passwords are never served, so never recorded; hash fields hold
+//! their hash); `data` is the same for a create, and for an update the whole item as stored
+//! after it (the fields its collection serves). An update that set no field has no revision. What is recorded follows the collection's
+//! `meta.accountability` (Directus's setting, read from `cdapi.collections` by the statement
+//! itself): `all` (the default, also without meta), `activity` (no revisions), `null` (nothing).
+//! `directus_activity` and `directus_revisions` are read-only collections. [`retention`] prunes
+//! old rows.
+
+pub mod retention;
+
+use crate::query::keys::pk_expr;
+use crate::query::sql::{Param, Sql, ident};
+use crate::schema::Collection;
+use cdapi_proto::ApiError;
+use serde_json::{Value, json};
+use sqlx::PgConnection;
+
+/// The collection of activity rows.
+pub const ACTIVITY: &str = "directus_activity";
+
+/// The collection of revisions.
+pub const REVISIONS: &str = "directus_revisions";
+
+/// The longest user agent or origin recorded (characters); longer ones are cut.
+const MAX_CLIENT_TEXT: usize = 1024;
+
+/// Where a request came from, as the edge reports it (gRPC metadata `x-client-ip`,
+/// `x-user-agent`, `x-origin`), recorded with each activity row.
+#[derive(Debug, Clone, Default)]
+pub struct Client {
+    /// The client's address (after the edge's trusted-proxy rules).
+    pub ip: Option<String>,
+    /// The `User-Agent` header, at most [`MAX_CLIENT_TEXT`] characters.
+    pub user_agent: Option<String>,
+    /// The `Origin` header, at most [`MAX_CLIENT_TEXT`] characters.
+    pub origin: Option<String>,
+}
+
+impl Client {
+    /// Reads the client from a call's metadata; values that are not text are left out.
+    pub fn from_metadata(md: &tonic::metadata::MetadataMap) -> Self {
+        let text = |key: &str| md.get(key).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty()).map(|v| v.chars().take(MAX_CLIENT_TEXT).collect());
+        Self { ip: access_token::ip::client_ip(md).map(|ip| ip.to_string()), user_agent: text("x-user-agent"), origin: text("x-origin") }
+    }
+}
+
+/// What a write did to its items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Items created (activity `create`, with revisions).
+    Create,
+    /// Items updated (activity `update`, with revisions).
+    Update,
+    /// Items deleted (activity `delete`, no revision).
+    Delete,
+}
+
+impl Change {
+    fn action(self) -> &'static str {
+        match self {
+            Change::Create => "create",
+            Change::Update => "update",
+            Change::Delete => "delete",
+        }
+    }
+}
+
+/// The condition that row `t0` is the item `act.item` (a key in text form): the key column
+/// compared with the text cast to its type, so the primary key's index finds it; composite
+/// keys compare their text form.
+fn key_matches(collection: &Collection) -> String {
+    match collection.primary_key.as_slice() {
+        [pk] => match collection.field(pk) {
+            Some(f) if !f.db_type.is_empty() => format!("t0.{} = CAST(act.item AS {})", ident(pk), f.db_type),
+            _ => format!("({})::text = act.item", pk_expr(collection, "t0")),
+        },
+        _ => format!("({})::text = act.item", pk_expr(collection, "t0")),
+    }
+}
+
+/// Records `change` of the items `keys` (text form; duplicates recorded once) of `collection`,
+/// each of which set the fields `fields[i]` (or all of `fields[0]` when it holds one list for
+/// all), for `user` and `client`, in one statement on `conn` (the write's transaction). Errors:
+/// database errors.
+pub async fn record(
+    conn: &mut PgConnection,
+    collection: &Collection,
+    change: Change,
+    keys: &[String],
+    fields: &[Vec<&str>],
+    user: Option<&str>,
+    client: &Client,
+) -> Result<(), ApiError> {
+    if keys.is_empty() || collection.name == ACTIVITY || collection.name == REVISIONS {
+        return Ok(());
+    }
+    let mut seen = std::collections::HashSet::new();
+    let items: Vec<Value> = keys
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| seen.insert(k.as_str()))
+        .map(|(i, k)| json!({"item": k, "fields": fields.get(i).or(fields.first()).cloned().unwrap_or_default()}))
+        .collect();
+    let mut sql = Sql::default();
+    let name = sql.param(Param::Text(collection.name.clone()));
+    let action = sql.param(Param::Text(change.action().to_owned()));
+    let input = format!("{}::jsonb", sql.param(Param::Text(Value::Array(items).to_string())));
+    let user = match user {
+        Some(u) => format!("{}::uuid", sql.param(Param::Text(u.to_owned()))),
+        None => "NULL::uuid".to_owned(),
+    };
+    let text = |sql: &mut Sql, v: &Option<String>| match v {
+        Some(v) => sql.param(Param::Text(v.clone())),
+        None => "NULL::text".to_owned(),
+    };
+    let (ip, agent, origin) = (text(&mut sql, &client.ip), text(&mut sql, &client.user_agent), text(&mut sql, &client.origin));
+    let system = crate::schema::introspect::SYSTEM_SCHEMA;
+    let accountability = format!(
+        "(SELECT CASE WHEN c.meta IS NOT NULL AND c.meta ? 'accountability' THEN c.meta->>'accountability' ELSE 'all' END \
+         FROM (SELECT 1) one LEFT JOIN {system}.collections c ON c.collection = {name})"
+    );
+    let activity = format!(
+        "INSERT INTO {system}.activity (action, \"user\", ip, user_agent, collection, item, origin) \
+         SELECT {action}, {user}, {ip}, {agent}, {name}, i.item, {origin} FROM input i WHERE (SELECT a FROM acc) IN ('all', 'activity') \
+         ORDER BY i.n RETURNING id, item"
+    );
+    sql.text = if change == Change::Delete {
+        format!(
+            "WITH acc(a) AS ({accountability}), input AS (SELECT * FROM ROWS FROM (jsonb_to_recordset({input}) AS (item text, fields jsonb)) WITH ORDINALITY AS i(item, fields, n)) {activity}"
+        )
+    } else {
+        let data = if change == Change::Create { "dl.delta" } else { "r.data" };
+        let columns: Vec<String> = collection.fields.iter().filter(|f| !f.is_alias()).map(|f| format!("t0.{}", ident(&f.name))).collect();
+        // The item is read by a scalar subquery, so each is one primary-key lookup (a join
+        // would be planned as a scan of the whole table); `r` is materialised so it runs once.
+        format!(
+            "WITH acc(a) AS ({accountability}), \
+             input AS (SELECT * FROM ROWS FROM (jsonb_to_recordset({input}) AS (item text, fields jsonb)) WITH ORDINALITY AS i(item, fields, n)), \
+             act AS ({activity}), \
+             r AS MATERIALIZED (SELECT act.id, act.item, i.fields, i.n, \
+               (SELECT to_jsonb(x) FROM (SELECT {} FROM {} t0 WHERE {}) x) AS data FROM act JOIN input i ON i.item = act.item) \
+             INSERT INTO {system}.revisions (activity, collection, item, data, delta) \
+             SELECT r.id, {name}, r.item, {data}, dl.delta FROM r \
+             CROSS JOIN LATERAL (SELECT coalesce((SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each(r.data) e WHERE r.fields ? e.key), '{{}}'::jsonb) AS delta) dl \
+             WHERE (SELECT a FROM acc) = 'all' AND ({create} OR dl.delta <> '{{}}'::jsonb) ORDER BY r.n",
+            columns.join(", "),
+            collection.table,
+            key_matches(collection),
+            create = change == Change::Create,
+        )
+    };
+    sql.query().execute(&mut *conn).await.map_err(crate::db::map_write_error)?;
+    Ok(())
+}

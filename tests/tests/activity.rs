@@ -1,0 +1,317 @@
+//! Activity and revisions (README "Activity and revisions"): every item write is recorded in
+//! `directus_activity` and `directus_revisions` in its own transaction, on every path, per the
+//! collection's `meta.accountability`; both are read-only and read under the caller's rights,
+//! and a revision of an item the caller cannot read is not readable through them.
+
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
+use e2e_tests::fixture::{admin, call, id_of, role};
+use e2e_tests::{ADMIN_TOKEN, Dataset, TestApp, app, assert_error, graphql_as, send};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// The activity rows of `collection` item `item`, oldest first, with their revisions, as the
+/// admin reads them.
+async fn history(app: &TestApp, collection: &str, item: &str) -> Vec<Value> {
+    let path = format!(
+        "/activity?filter[collection][_eq]={collection}&filter[item][_eq]={item}&sort=id&fields=*,revisions.data,revisions.delta,revisions.collection,revisions.item&limit=-1"
+    );
+    let r = admin(app, Method::GET, &path, Value::Null).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["data"].as_array().cloned().unwrap_or_default()
+}
+
+/// A user creating, updating and deleting an article leaves one activity row each, with who,
+/// from where and with which client; creates and updates carry a revision holding the whole
+/// item and the fields the write set.
+#[tokio::test]
+async fn create_update_and_delete_are_recorded_with_who_and_what() {
+    let app = app(Dataset::DemoWrites);
+    let (token, user, _) = role(
+        app,
+        "Recorders32",
+        json!([
+            {"collection": "articles", "action": "create", "fields": ["*"]},
+            {"collection": "articles", "action": "read", "fields": ["*"]},
+            {"collection": "articles", "action": "update", "fields": ["*"]},
+            {"collection": "articles", "action": "delete", "fields": ["*"]}
+        ]),
+    )
+    .await;
+    let headers = [("user-agent", "recorder-test/1.0"), ("origin", "https://editor.example.com")];
+    let r = send(app, Method::POST, "/items/articles", Some(&token), &headers, Some(("application/json", json!({"title": "Recorded 32"}).to_string()))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = id_of(&r.body["data"]);
+    let r =
+        send(app, Method::PATCH, &format!("/items/articles/{id}"), Some(&token), &headers, Some(("application/json", json!({"rating": 4}).to_string()))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let rows = history(app, "articles", &id).await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for (row, action) in rows.iter().zip(["create", "update"]) {
+        assert_eq!(row["action"], action);
+        assert_eq!(row["user"], json!(user));
+        assert_eq!(row["user_agent"], "recorder-test/1.0");
+        assert_eq!(row["origin"], "https://editor.example.com");
+        assert!(row["ip"].as_str().is_some_and(|ip| !ip.is_empty()), "{row}");
+        assert!(row["timestamp"].is_string(), "{row}");
+        assert_eq!(row["revisions"].as_array().map(Vec::len), Some(1), "{row}");
+    }
+    let created = &rows[0]["revisions"][0];
+    // As Directus: a create's data is what it set; an update's, the whole item after it.
+    assert_eq!((created["data"].clone(), created["delta"].clone()), (json!({"title": "Recorded 32"}), json!({"title": "Recorded 32"})));
+    let updated = &rows[1]["revisions"][0];
+    assert_eq!(updated["data"]["title"], "Recorded 32");
+    assert_eq!(updated["data"]["status"], "draft", "the whole item: {updated}");
+    assert_eq!(updated["data"]["rating"], 4);
+    assert_eq!(updated["delta"], json!({"rating": 4}));
+    let r = call(app, Some(&token), Method::DELETE, &format!("/items/articles/{id}"), None).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    let rows = history(app, "articles", &id).await;
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[2]["action"], "delete");
+    assert_eq!(rows[2]["revisions"], json!([]), "a delete has no revision");
+}
+
+/// Batches, writes by query, nested relational writes and GraphQL mutations are recorded per
+/// item touched; a write that fails leaves no record at all.
+#[tokio::test]
+async fn every_write_path_records_each_item_and_a_failed_write_records_nothing() {
+    let app = app(Dataset::DemoWrites);
+    let r = admin(app, Method::POST, "/items/tags", json!([{"name": "batch-32-a"}, {"name": "batch-32-b"}])).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let tags: Vec<String> = r.body["data"].as_array().expect("tags").iter().map(id_of).collect();
+    for t in &tags {
+        assert_eq!(history(app, "tags", t).await.len(), 1, "batch create of tag {t}");
+    }
+    let r = admin(app, Method::PATCH, "/items/tags", json!({"query": {"filter": {"name": {"_starts_with": "batch-32-"}}}, "data": {"name": null}})).await;
+    assert_eq!(r.status, 400, "a NOT NULL violation fails the whole write: {}", r.body);
+    for t in &tags {
+        assert_eq!(history(app, "tags", t).await.len(), 1, "the failed update of tag {t} left a record");
+    }
+    // Nested: an article with a new author and two tags through the junction.
+    let r = admin(
+        app,
+        Method::POST,
+        "/items/articles",
+        json!({"title": "Nested 32", "author": {"name": "Author 32"}, "tags": [{"tags_id": tags[0].parse::<i64>().expect("key")}, {"tags_id": {"name": "nested-32"}}]}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let article = id_of(&r.body["data"]);
+    let r = admin(app, Method::GET, &format!("/items/articles/{article}?fields=author,tags.id,tags.tags_id"), Value::Null).await;
+    let author = r.body["data"]["author"].to_string();
+    let junctions: Vec<String> = r.body["data"]["tags"].as_array().expect("tags").iter().map(id_of).collect();
+    assert_eq!(history(app, "articles", &article).await.len(), 1);
+    assert_eq!(history(app, "authors", &author).await.len(), 1, "the nested author");
+    for j in &junctions {
+        let rows = history(app, "articles_tags", j).await;
+        assert_eq!(rows.len(), 1, "junction row {j}");
+        assert_eq!(rows[0]["revisions"][0]["data"]["articles_id"].to_string(), article);
+    }
+    // GraphQL.
+    let q = format!("mutation {{ update_tags_item(id: {}, data: {{name: \"graphql-32\"}}) {{ id }} }}", tags[1]);
+    let g = graphql_as(app, "/graphql", Some(ADMIN_TOKEN), &q, json!({})).await;
+    assert_eq!(g.body["data"]["update_tags_item"]["id"], json!(tags[1]), "{}", g.body);
+    let rows = history(app, "tags", &tags[1]).await;
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["revisions"][0]["delta"], json!({"name": "graphql-32"}));
+}
+
+/// `meta.accountability`: `activity` records activity without revisions, `null` nothing.
+#[tokio::test]
+async fn accountability_activity_or_null_records_less() {
+    let app = app(Dataset::DemoWrites);
+    let r = admin(app, Method::PATCH, "/collections/headings", json!({"meta": {"accountability": "activity"}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = admin(app, Method::POST, "/items/headings", json!({"title": "Accountability 32"})).await;
+    let id = id_of(&r.body["data"]);
+    let rows = history(app, "headings", &id).await;
+    assert_eq!((rows.len(), rows[0]["revisions"].clone()), (1, json!([])), "{rows:?}");
+    let r = admin(app, Method::PATCH, "/collections/text_blocks", json!({"meta": {"accountability": null}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = admin(app, Method::POST, "/items/text_blocks", json!({"body": "Not recorded 32"})).await;
+    let id = id_of(&r.body["data"]);
+    assert_eq!(history(app, "text_blocks", &id).await, Vec::<Value>::new());
+}
+
+/// From the attacker's side: activity and revisions cannot be written by anyone, a role reads
+/// only the activity its rows grant (another user's is out of reach), and a revision of an
+/// item outside the role's read rows is not readable through `/revisions` or GraphQL — nor are
+/// the fields of it the role may not read.
+#[tokio::test]
+async fn activity_and_revisions_are_read_only_and_read_under_the_callers_rights() {
+    let app = app(Dataset::DemoWrites);
+    let published = json!({"status": {"_eq": "published"}});
+    let (token, user, _) = role(
+        app,
+        "HistoryReaders32",
+        json!([
+            {"collection": "articles", "action": "read", "permissions": published, "fields": ["id", "title", "status"]},
+            {"collection": "articles", "action": "update", "permissions": published, "fields": ["title"]},
+            {"collection": "directus_activity", "action": "read", "permissions": {"user": {"_eq": "$CURRENT_USER"}}, "fields": ["*"]},
+            {"collection": "directus_revisions", "action": "read", "fields": ["*"]}
+        ]),
+    )
+    .await;
+    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Secret draft 32", "status": "draft", "rating": 5})).await;
+    let draft = id_of(&r.body["data"]);
+    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Public 32", "status": "published", "rating": 3})).await;
+    let public = id_of(&r.body["data"]);
+    let r = call(app, Some(&token), Method::PATCH, &format!("/items/articles/{public}"), Some(json!({"title": "Public 32, edited"}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // Only its own activity.
+    let r = call(app, Some(&token), Method::GET, "/activity?limit=-1&fields=user,collection,item", None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let rows = r.body["data"].as_array().expect("rows");
+    assert!(!rows.is_empty() && rows.iter().all(|a| a["user"] == json!(user)), "another user's activity: {rows:?}");
+    // No revision of the draft; the published one's without `rating`.
+    let path = "/revisions?filter[collection][_eq]=articles&limit=-1&fields=item,data,delta";
+    let r = call(app, Some(&token), Method::GET, path, None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let revisions = r.body["data"].as_array().expect("revisions");
+    assert!(revisions.iter().all(|v| v["item"] != json!(draft)), "a revision of an unreadable item: {revisions:?}");
+    let mine: Vec<&Value> = revisions.iter().filter(|v| v["item"] == json!(public)).collect();
+    assert_eq!(mine.len(), 2, "{revisions:?}");
+    assert!(mine.iter().all(|v| v["data"].get("rating").is_none() && v["delta"].get("rating").is_none()), "a hidden field: {mine:?}");
+    assert!(!r.body.to_string().contains("Secret draft"), "{}", r.body);
+    let g = graphql_as(app, "/graphql/system", Some(&token), "{ revisions(limit: -1) { item data } }", json!({})).await;
+    assert!(g.body["data"]["revisions"].is_array(), "{}", g.body);
+    assert!(!g.body.to_string().contains("Secret draft") && !g.body.to_string().contains("\"rating\""), "through GraphQL: {}", g.body);
+    // Nobody writes them, not even the admin.
+    for (method, path, body) in [
+        (Method::POST, "/activity", json!({"action": "create", "collection": "articles", "item": "1"})),
+        (Method::PATCH, "/revisions/1", json!({"data": {}})),
+        (Method::DELETE, "/activity/1", Value::Null),
+    ] {
+        for t in [Some(token.as_str()), Some(ADMIN_TOKEN)] {
+            let r = call(app, t, method.clone(), path, Some(body.clone())).await;
+            assert_error(&r, 403, "FORBIDDEN", &format!("{method} {path}"));
+        }
+    }
+    // Without a grant: nothing at all.
+    let r = call(app, None, Method::GET, "/activity", None).await;
+    assert_error(&r, 403, "FORBIDDEN", "the public reading activity");
+    let r = call(app, None, Method::GET, "/revisions", None).await;
+    assert_error(&r, 403, "FORBIDDEN", "the public reading revisions");
+}
+
+/// RETENTION_ENABLED prunes activity rows (and with them their revisions) older than
+/// ACTIVITY_RETENTION, and revisions older than REVISIONS_RETENTION, every RETENTION_INTERVAL,
+/// in batches of RETENTION_BATCH; newer rows stay.
+#[tokio::test]
+async fn retention_prunes_old_activity_and_revisions_in_batches() {
+    let app: &'static TestApp = tokio::task::spawn_blocking(|| {
+        static APP: std::sync::OnceLock<TestApp> = std::sync::OnceLock::new();
+        APP.get_or_init(|| {
+            e2e_tests::start(e2e_tests::Spec {
+                dataset: Dataset::DemoWrites,
+                name: Some("activity_retention".into()),
+                core_env: [
+                    ("RETENTION_ENABLED", "true"),
+                    ("ACTIVITY_RETENTION", "1h"),
+                    ("REVISIONS_RETENTION", "30m"),
+                    ("RETENTION_BATCH", "2"),
+                    ("RETENTION_INTERVAL", "1s"),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+                ..e2e_tests::Spec::default()
+            })
+            .unwrap_or_else(|e| panic!("environment: {e:#}"))
+        })
+    })
+    .await
+    .expect("environment");
+    let r =
+        admin(app, Method::POST, "/items/tags", json!([{"name": "r-32-a"}, {"name": "r-32-b"}, {"name": "r-32-c"}, {"name": "r-32-d"}, {"name": "r-32-e"}]))
+            .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let keys: Vec<String> = r.body["data"].as_array().expect("tags").iter().map(id_of).collect();
+    // Age them: three 2 hours old (activity and revisions go), one 45 minutes old (only its
+    // revision goes), one new (everything stays).
+    let list = |ks: &[String]| ks.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(",");
+    e2e_tests::exec(
+        app,
+        &format!("UPDATE cdapi.activity SET timestamp = now() - interval '2 hours' WHERE collection = 'tags' AND item IN ({})", list(&keys[..3])),
+    )
+    .await;
+    e2e_tests::exec(app, &format!("UPDATE cdapi.activity SET timestamp = now() - interval '45 minutes' WHERE collection = 'tags' AND item = '{}'", keys[3]))
+        .await;
+    let count = |table: &'static str| {
+        let keys = keys.clone();
+        async move {
+            let sql = format!("SELECT count(*)::text FROM cdapi.{table} WHERE collection = 'tags' AND item IN ({})", list(&keys));
+            e2e_tests::sql_json(app, &sql).await
+        }
+    };
+    e2e_tests::fixture::eventually("old activity pruned", || async { count("activity").await == json!(2) && count("revisions").await == json!(1) }).await;
+    assert_eq!(history(app, "tags", &keys[4]).await[0]["revisions"][0]["data"]["name"], "r-32-e");
+    assert_eq!(history(app, "tags", &keys[3]).await[0]["revisions"], json!([]));
+}
+
+/// `POST /utils/revert/:revision` sets the item back to the revision's data (recorded as one
+/// more update); from the attacker's side, a role that may read the revision but not update the
+/// item, or may not read the item at all, changes nothing.
+#[tokio::test]
+async fn revert_restores_a_revision_only_for_those_who_may_update_the_item() {
+    let app = app(Dataset::DemoWrites);
+    let published = json!({"status": {"_eq": "published"}});
+    let (reader, _, _) = role(
+        app,
+        "RevertReaders32",
+        json!([
+            {"collection": "articles", "action": "read", "fields": ["*"]},
+            {"collection": "directus_revisions", "action": "read", "fields": ["*"]}
+        ]),
+    )
+    .await;
+    let (editor, _, _) = role(
+        app,
+        "RevertEditors32",
+        json!([
+            {"collection": "articles", "action": "read", "permissions": published, "fields": ["*"]},
+            {"collection": "articles", "action": "update", "permissions": published, "fields": ["*"]},
+            {"collection": "directus_revisions", "action": "read", "fields": ["*"]}
+        ]),
+    )
+    .await;
+    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Revert 32 first", "status": "published"})).await;
+    let id = id_of(&r.body["data"]);
+    let r = admin(app, Method::PATCH, &format!("/items/articles/{id}"), json!({"title": "Revert 32 second"})).await;
+    assert_eq!(r.status, 200);
+    let first = history(app, "articles", &id).await[0]["revisions"][0].clone();
+    let r =
+        admin(app, Method::GET, &format!("/revisions?filter[item][_eq]={id}&filter[collection][_eq]=articles&sort=id&fields=id&limit=1"), Value::Null).await;
+    let revision = id_of(&r.body["data"][0]);
+    assert_eq!(first["data"]["title"], "Revert 32 first");
+
+    let title = || async { admin(app, Method::GET, &format!("/items/articles/{id}?fields=title"), Value::Null).await.body["data"]["title"].clone() };
+    let r = call(app, Some(&reader), Method::POST, &format!("/utils/revert/{revision}"), None).await;
+    assert_error(&r, 403, "FORBIDDEN", "reverting without update rights");
+    let r = call(app, None, Method::POST, &format!("/utils/revert/{revision}"), None).await;
+    assert_error(&r, 403, "FORBIDDEN", "the public reverting");
+    assert_eq!(title().await, "Revert 32 second");
+
+    // A draft's revision is out of the editor's reach, its item unchanged.
+    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Draft 32", "status": "draft"})).await;
+    let draft = id_of(&r.body["data"]);
+    admin(app, Method::PATCH, &format!("/items/articles/{draft}"), json!({"title": "Draft 32 edited"})).await;
+    let r =
+        admin(app, Method::GET, &format!("/revisions?filter[item][_eq]={draft}&filter[collection][_eq]=articles&sort=id&fields=id&limit=1"), Value::Null).await;
+    let draft_revision = id_of(&r.body["data"][0]);
+    let r = call(app, Some(&editor), Method::POST, &format!("/utils/revert/{draft_revision}"), None).await;
+    assert_error(&r, 403, "FORBIDDEN", "reverting an unreadable item's revision");
+    let r = admin(app, Method::GET, &format!("/items/articles/{draft}?fields=title"), Value::Null).await;
+    assert_eq!(r.body["data"]["title"], "Draft 32 edited");
+
+    // The editor may: the item is back, and the revert is recorded.
+    let r = call(app, Some(&editor), Method::POST, &format!("/utils/revert/{revision}"), None).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_eq!(title().await, "Revert 32 first");
+    let rows = history(app, "articles", &id).await;
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[2]["action"], "update");
+    assert_eq!(rows[2]["revisions"][0]["data"]["title"], "Revert 32 first");
+}
