@@ -142,6 +142,12 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
 
     // Text columns whose metadata marks them `hash` are hash fields (written as argon2 hashes).
     let hashed: HashSet<(String, String)> = system_tables::metadata::hash_fields(&mut *conn).await?.into_iter().collect();
+    let mut auto_values: HashMap<String, Vec<(String, super::AutoValue)>> = HashMap::new();
+    for (collection, field, special) in system_tables::metadata::auto_value_fields(&mut *conn).await? {
+        if let Some(v) = super::AutoValue::from_special(&special) {
+            auto_values.entry(collection).or_default().push((field, v));
+        }
+    }
 
     let mut fields: HashMap<String, Vec<Field>> = HashMap::new();
     for (table, name, db_type, base, category, typtype, nullable, has_default, max_length, enum_values) in columns {
@@ -263,7 +269,10 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
         // Activity and revisions are written by the server alone (crate::activity).
         let read_only = matches!(relkind.as_str(), "v" | "m") || name == crate::activity::ACTIVITY || name == crate::activity::REVISIONS;
         let singleton = singletons.contains(&name);
-        collections.insert(name.clone(), Arc::new(Collection::new(name, table(&namespace, &relname), primary_key, singleton, read_only, fs)));
+        let mut collection = Collection::new(name.clone(), table(&namespace, &relname), primary_key, singleton, read_only, fs);
+        collection.auto_values =
+            auto_values.remove(&name).unwrap_or_default().into_iter().filter(|(f, _)| collection.field(f).is_some_and(|f| !f.is_alias())).collect();
+        collections.insert(name, Arc::new(collection));
     }
     let permissions = Arc::new(crate::permissions::Rules::load(conn).await?);
     Ok(Schema { version, db_schema: db_schema.to_owned(), collections, base: None, permissions })

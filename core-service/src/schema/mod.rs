@@ -65,7 +65,47 @@ pub struct Collection {
     pub read_only: bool,
     /// Columns in table order, then O2M alias fields.
     pub fields: Vec<Field>,
+    /// Fields the server fills on writes (`meta.special`; [`AutoValue`]), in field order.
+    pub auto_values: Vec<(String, AutoValue)>,
     index: HashMap<String, usize>,
+}
+
+/// A value the server sets on a field on every write, whatever the payload says (Directus's
+/// `meta.special`; README "Automatic field values").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AutoValue {
+    /// `date-created`: the time of the create.
+    DateCreated,
+    /// `date-updated`: the time of each update.
+    DateUpdated,
+    /// `user-created`: the creating user (null for the public).
+    UserCreated,
+    /// `user-updated`: the updating user.
+    UserUpdated,
+    /// `role-created`: the creating user's role.
+    RoleCreated,
+    /// `role-updated`: the updating user's role.
+    RoleUpdated,
+}
+
+impl AutoValue {
+    /// The value of a `meta.special` entry, if it is one of these.
+    pub fn from_special(special: &str) -> Option<Self> {
+        Some(match special {
+            "date-created" => Self::DateCreated,
+            "date-updated" => Self::DateUpdated,
+            "user-created" => Self::UserCreated,
+            "user-updated" => Self::UserUpdated,
+            "role-created" => Self::RoleCreated,
+            "role-updated" => Self::RoleUpdated,
+            _ => return None,
+        })
+    }
+
+    /// Whether it is set on creates (else on updates).
+    pub fn on_create(self) -> bool {
+        matches!(self, Self::DateCreated | Self::UserCreated | Self::RoleCreated)
+    }
 }
 
 impl Collection {
@@ -73,7 +113,7 @@ impl Collection {
     pub fn new(name: String, table: String, primary_key: Vec<String>, singleton: bool, read_only: bool, fields: Vec<Field>) -> Self {
         let index = fields.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect();
         let system = name.starts_with(SYSTEM_PREFIX);
-        Self { name, table, system, row_access: None, primary_key, singleton, read_only, fields, index }
+        Self { name, table, system, row_access: None, primary_key, singleton, read_only, fields, auto_values: Vec::new(), index }
     }
 
     /// A field by name.

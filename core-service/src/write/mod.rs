@@ -6,9 +6,11 @@
 //!
 //! Layout: [`payload`] (validation and values), [`relational`] (nested relational data),
 //! [`keys`] (write keys: a write sent to two replicas is applied once), [`server_owned`]
-//! (fields no client writes), this module (statements and their order).
+//! (fields no client writes), [`auto_values`] (fields the server fills), this module
+//! (statements and their order).
 //! Database constraint errors map to API codes in [`crate::db::map_write_error`].
 
+pub mod auto_values;
 pub mod keys;
 pub mod payload;
 pub mod relational;
@@ -193,7 +195,10 @@ impl<'w> Writer<'w> {
             checked.push(self.permitted(collection, Action::Create, o, extra).await?);
         }
         let conds: Vec<Option<Arc<Filter>>> = checked.iter().map(|(_, c)| c.clone()).collect();
-        let items: Vec<Map<String, Value>> = checked.into_iter().map(|(o, _)| o).collect();
+        let mut items: Vec<Map<String, Value>> = checked.into_iter().map(|(o, _)| o).collect();
+        for o in &mut items {
+            auto_values::apply(collection, true, self.vars, o);
+        }
         let mut rows: Vec<Vec<ColumnValue<'_>>> = items.iter().map(|o| payload::columns(collection, o, Mode::Create)).collect::<Result<_, _>>()?;
         for row in &mut rows {
             self.hash_values(row).await?;
@@ -317,7 +322,8 @@ impl<'w> Writer<'w> {
     ) -> Result<Vec<String>, ApiError> {
         writable(collection)?;
         let obj = data.as_object().ok_or_else(|| ApiError::invalid_payload("\"data\" must be an object"))?;
-        let (obj, cond) = self.permitted(collection, Action::Update, obj, extra).await?;
+        let (mut obj, cond) = self.permitted(collection, Action::Update, obj, extra).await?;
+        auto_values::apply(collection, false, self.vars, &mut obj);
         let selector = self.scoped(&mut planner, collection, cond.as_ref(), selector)?;
         let mut sql = planner.sql;
         let mut cols = payload::columns(collection, &obj, Mode::Update)?;

@@ -84,6 +84,27 @@ pub async fn field_settings<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<Fie
     sqlx::query_as("SELECT id, collection, field, meta::text FROM cdapi.fields ORDER BY id").fetch_all(db).await
 }
 
+/// The fields whose `meta.special` holds `hash` (Directus's hash fields: values are stored as
+/// argon2 hashes), as (collection, field). Errors: database errors.
+pub async fn hash_fields<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as("SELECT collection, field FROM cdapi.fields WHERE meta->'special' @> '\"hash\"'::jsonb OR meta->>'special' = 'hash'").fetch_all(db).await
+}
+
+/// The fields whose `meta.special` (a list, or one string) names a value the server sets on
+/// writes (`date-created`, `date-updated`, `user-created`, `user-updated`, `role-created`,
+/// `role-updated`): (collection, field, special). Errors: database errors.
+pub async fn auto_value_fields<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<(String, String, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT f.collection, f.field, s.special FROM cdapi.fields f, \
+         jsonb_array_elements_text(CASE jsonb_typeof(f.meta->'special') WHEN 'array' THEN f.meta->'special' \
+           WHEN 'string' THEN jsonb_build_array(f.meta->'special') ELSE '[]'::jsonb END) AS s(special) \
+         WHERE s.special IN ('date-created', 'date-updated', 'user-created', 'user-updated', 'role-created', 'role-updated') \
+         ORDER BY 1, 2, 3",
+    )
+    .fetch_all(db)
+    .await
+}
+
 /// Writes a collection's `meta` (merged into the stored one), keeping the `singleton`,
 /// `hidden` and `note` columns equal to its keys. Errors: database errors.
 pub async fn put_collection(conn: &mut PgConnection, collection: &str, meta: &Value) -> Result<(), sqlx::Error> {
