@@ -133,6 +133,7 @@ async fn ours_and_directus_answer_alike() {
     cases::permissions::run(&mut d, &reader).await;
     cases::auth::run(&mut d).await;
     cases::writes::run(&mut d).await;
+    cases::writes::history(&mut d).await;
     cases::errors::run(&mut d).await;
 
     let total = d.outcomes.len();

@@ -64,3 +64,28 @@ pub async fn run(d: &mut Differential) {
     d.check("update every type", patch(&format!("/items/kinds/{kind}"), json!({"dec": 99.5, "at": "2025-01-01T00:00:00+02:00", "day": null}))).await;
     d.check("default applied", post("/items/kinds?fields=id,label", json!({}))).await;
 }
+
+/// Activity and revisions after the writes above (README "Activity and revisions"): which
+/// actions were recorded for which items, in order, and what each revision holds. Ids and
+/// times differ by nature and are left out of the fields asked for.
+pub async fn history(d: &mut Differential) {
+    d.check("activity of the tag writes", Req::get("/activity?filter[collection][_eq]=tags&sort=id&fields=action,collection,item&limit=-1")).await;
+    d.deviates(
+        "revisions of the tag writes",
+        "revision-data-lists",
+        Req::get("/revisions?filter[collection][_eq]=tags&sort=id&fields=collection,item,data,delta&limit=-1"),
+    )
+    .await;
+    d.deviates(
+        "activity of the nested writes",
+        "nested-record-order",
+        Req::get("/activity?filter[collection][_in]=articles,authors,articles_tags&sort=id&fields=action,collection,item&limit=-1"),
+    )
+    .await;
+    d.deviates(
+        "revisions of the nested writes",
+        "revision-nested-values",
+        Req::get("/revisions?filter[collection][_eq]=authors&sort=id&fields=collection,item,data,delta&limit=-1"),
+    )
+    .await;
+}
