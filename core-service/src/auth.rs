@@ -42,6 +42,7 @@ impl Caller {
             vars: &self.vars,
             accounts: &self.accounts,
             client: &self.client,
+            nesting: Default::default(),
         }
     }
 

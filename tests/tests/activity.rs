@@ -108,6 +108,20 @@ async fn every_write_path_records_each_item_and_a_failed_write_records_nothing()
         assert_eq!(rows.len(), 1, "junction row {j}");
         assert_eq!(rows[0]["revisions"][0]["data"]["articles_id"].to_string(), article);
     }
+    // As Directus: every nested item's revision has the top-level item's as `parent`.
+    let revision = |collection: &str, item: &str| {
+        let path = format!("/revisions?filter[collection][_eq]={collection}&filter[item][_eq]={item}&fields=id,parent");
+        async move { admin(app, Method::GET, &path, Value::Null).await.body["data"][0].clone() }
+    };
+    let top = revision("articles", &article).await;
+    assert_eq!(top["parent"], Value::Null, "{top}");
+    let nested_tag = r.body["data"]["tags"][1]["tags_id"].to_string();
+    for (collection, item) in
+        [("authors", author.as_str()), ("articles_tags", junctions[0].as_str()), ("articles_tags", junctions[1].as_str()), ("tags", nested_tag.as_str())]
+    {
+        let v = revision(collection, item).await;
+        assert_eq!(v["parent"], top["id"], "{collection} {item}: {v}");
+    }
     // GraphQL.
     let q = format!("mutation {{ update_tags_item(id: {}, data: {{name: \"graphql-32\"}}) {{ id }} }}", tags[1]);
     let g = graphql_as(app, "/graphql", Some(ADMIN_TOKEN), &q, json!({})).await;

@@ -87,10 +87,50 @@ fn key_matches(collection: &Collection) -> String {
     }
 }
 
+/// Where a write stands in a nested write ([`crate::write::relational`]), so that the revisions
+/// of the items nested in a top-level item get its revision as `parent` (as Directus links
+/// them).
+#[derive(Debug, Default)]
+pub struct Nesting {
+    /// Relational depth of the item being written (0: the top-level item).
+    pub depth: usize,
+    /// The top-level item's revision, once recorded.
+    pub top: Option<i64>,
+    /// Revisions of the nested items recorded so far.
+    pub children: Vec<i64>,
+}
+
+impl Nesting {
+    /// Notes the revisions just recorded: the first at depth 0 is the top-level item's, all
+    /// others are nested.
+    pub fn note(&mut self, ids: Vec<i64>) {
+        let mut ids = ids.into_iter();
+        if self.depth == 0 && self.top.is_none() {
+            self.top = ids.next();
+        }
+        self.children.extend(ids);
+    }
+
+    /// Links the nested revisions to the top-level one (nothing when the top-level collection
+    /// keeps no revisions) and starts over. Errors: database errors.
+    pub async fn link(&mut self, conn: &mut PgConnection) -> Result<(), ApiError> {
+        let children = std::mem::take(&mut self.children);
+        if let (Some(top), false) = (self.top.take(), children.is_empty()) {
+            sqlx::query("UPDATE cdapi.revisions SET parent = $1 WHERE id = ANY($2)")
+                .bind(top)
+                .bind(children)
+                .execute(&mut *conn)
+                .await
+                .map_err(crate::db::map_write_error)?;
+        }
+        Ok(())
+    }
+}
+
 /// Records `change` of the items `keys` (text form; duplicates recorded once) of `collection`,
 /// each of which set the fields `fields[i]` (or all of `fields[0]` when it holds one list for
-/// all), for `user` and `client`, in one statement on `conn` (the write's transaction). Errors:
-/// database errors.
+/// all), for `user` and `client`, in one statement on `conn` (the write's transaction);
+/// returns the ids of the revisions written, in item order. Errors: database errors.
 pub async fn record(
     conn: &mut PgConnection,
     collection: &Collection,
@@ -99,9 +139,9 @@ pub async fn record(
     fields: &[Vec<&str>],
     user: Option<&str>,
     client: &Client,
-) -> Result<(), ApiError> {
+) -> Result<Vec<i64>, ApiError> {
     if keys.is_empty() || collection.name == ACTIVITY || collection.name == REVISIONS {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let mut seen = std::collections::HashSet::new();
     let items: Vec<Value> = keys
@@ -151,13 +191,17 @@ pub async fn record(
              INSERT INTO {system}.revisions (activity, collection, item, data, delta) \
              SELECT r.id, {name}, r.item, {data}, dl.delta FROM r \
              CROSS JOIN LATERAL (SELECT coalesce((SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each(r.data) e WHERE r.fields ? e.key), '{{}}'::jsonb) AS delta) dl \
-             WHERE (SELECT a FROM acc) = 'all' AND ({create} OR dl.delta <> '{{}}'::jsonb) ORDER BY r.n",
+             WHERE (SELECT a FROM acc) = 'all' AND ({create} OR dl.delta <> '{{}}'::jsonb) ORDER BY r.n RETURNING id",
             columns.join(", "),
             collection.table,
             key_matches(collection),
             create = change == Change::Create,
         )
     };
-    sql.query().execute(&mut *conn).await.map_err(crate::db::map_write_error)?;
-    Ok(())
+    if change == Change::Delete {
+        sql.query().execute(&mut *conn).await.map_err(crate::db::map_write_error)?;
+        return Ok(Vec::new());
+    }
+    let rows = sql.query().fetch_all(&mut *conn).await.map_err(crate::db::map_write_error)?;
+    rows.iter().map(|r| sqlx::Row::try_get::<i64, _>(r, 0).map_err(crate::db::map_error)).collect()
 }

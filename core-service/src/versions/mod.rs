@@ -299,6 +299,7 @@ impl<'a> Versions<'a> {
             vars: self.vars,
             accounts: self.accounts,
             client: self.client,
+            nesting: Default::default(),
         }
     }
 

@@ -48,6 +48,8 @@ pub struct Writer<'a> {
     /// Where the request came from: recorded with the activity of each write
     /// ([`crate::activity`]).
     pub client: &'a crate::activity::Client,
+    /// Where the write stands in a nested write (the `parent` of nested items' revisions).
+    pub nesting: crate::activity::Nesting,
 }
 
 fn writable(collection: &Collection) -> Result<(), ApiError> {
@@ -353,7 +355,9 @@ impl<'w> Writer<'w> {
 
     /// Records a change of `keys` in activity and revisions ([`crate::activity::record`]).
     pub(crate) async fn record(&mut self, collection: &Collection, change: Change, keys: &[String], set: &[Vec<&str>]) -> Result<(), ApiError> {
-        crate::activity::record(&mut *self.conn, collection, change, keys, set, self.vars.user.as_deref(), self.client).await
+        let ids = crate::activity::record(&mut *self.conn, collection, change, keys, set, self.vars.user.as_deref(), self.client).await?;
+        self.nesting.note(ids);
+        Ok(())
     }
 
     /// Updates the items with these keys; FORBIDDEN unless every key exists and the caller's

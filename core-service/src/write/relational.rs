@@ -82,6 +82,32 @@ impl<'w> Writer<'w> {
             if depth > self.limits.max_depth {
                 return Err(ApiError::invalid_payload("Max relational depth exceeded"));
             }
+            if depth == 0 {
+                self.nesting = crate::activity::Nesting::default();
+            }
+            let outer = std::mem::replace(&mut self.nesting.depth, depth);
+            let saved = self.save_here(collection, obj, key, depth, extra).await;
+            self.nesting.depth = outer;
+            if depth == 0 && saved.is_ok() {
+                self.nesting.link(&mut *self.conn).await?;
+            }
+            saved
+        })
+    }
+
+    /// [`Self::save_with`] of one item at `depth`, its nested items recorded as such.
+    fn save_here<'b>(
+        &'b mut self,
+        collection: &'b Collection,
+        obj: &'b Map<String, Value>,
+        key: Option<String>,
+        depth: usize,
+        extra: &'b [&'b str],
+    ) -> Saved<'b>
+    where
+        'w: 'b,
+    {
+        Box::pin(async move {
             let schema = self.schema;
             let mut own = Map::new();
             let mut to_many = Vec::new();
@@ -136,6 +162,8 @@ impl<'w> Writer<'w> {
                     }
                 }
             };
+            // What follows (the to-many lists, items removed from them) is nested in this item.
+            self.nesting.depth = depth + 1;
             for (name, value) in to_many {
                 let Some(FieldRelation::O2M { related, related_field, local_field, on_deselect, .. }) =
                     collection.field(name).and_then(|f| f.relation.as_ref())
