@@ -320,6 +320,15 @@ async fn revert_restores_a_revision_only_for_those_who_may_update_the_item() {
     let r = admin(app, Method::GET, &format!("/items/articles/{draft}?fields=title"), Value::Null).await;
     assert_eq!(r.body["data"]["title"], "Draft 32 edited");
 
+    // The same through GraphQL.
+    let q = format!("mutation {{ utils_revert(revision: \"{revision}\") }}");
+    let g = graphql_as(app, "/graphql/system", Some(&reader), &q, json!({})).await;
+    assert_eq!(g.body["errors"][0]["extensions"]["code"], "FORBIDDEN", "GraphQL revert without update rights: {}", g.body);
+    let q = format!("mutation {{ utils_revert(revision: \"{draft_revision}\") }}");
+    let g = graphql_as(app, "/graphql/system", Some(&editor), &q, json!({})).await;
+    assert_eq!(g.body["errors"][0]["extensions"]["code"], "FORBIDDEN", "GraphQL revert of an unreadable item's revision: {}", g.body);
+    assert_eq!(title().await, "Revert 32 second");
+
     // The editor may: the item is back, and the revert is recorded.
     let r = call(app, Some(&editor), Method::POST, &format!("/utils/revert/{revision}"), None).await;
     assert_eq!(r.status, 204, "{}", r.body);
@@ -328,4 +337,10 @@ async fn revert_restores_a_revision_only_for_those_who_may_update_the_item() {
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[2]["action"], "update");
     assert_eq!(rows[2]["revisions"][0]["data"]["title"], "Revert 32 first");
+    // And through GraphQL, to the second revision.
+    let r = admin(app, Method::GET, &format!("/revisions?filter[item][_eq]={id}&filter[collection][_eq]=articles&sort=id&fields=id"), Value::Null).await;
+    let second = id_of(&r.body["data"][1]);
+    let g = graphql_as(app, "/graphql/system", Some(&editor), &format!("mutation {{ utils_revert(revision: \"{second}\") }}"), json!({})).await;
+    assert_eq!(g.body["data"]["utils_revert"], true, "{}", g.body);
+    assert_eq!(title().await, "Revert 32 second");
 }

@@ -28,6 +28,7 @@ pub mod observe;
 pub mod random;
 pub mod reply;
 pub mod request_target;
+pub mod revert;
 pub mod schema_calls;
 pub mod serve;
 pub mod settings;
