@@ -43,17 +43,15 @@ pub fn parse_age(text: &str) -> anyhow::Result<Duration> {
 impl RetentionSettings {
     /// Reads the settings. Errors: a value that does not parse.
     pub fn from_env() -> anyhow::Result<Self> {
-        let age = |key: &str| -> anyhow::Result<Duration> {
-            parse_age(&std::env::var(key).unwrap_or_else(|_| "90d".to_owned())).map_err(|e| anyhow::anyhow!("{key}: {e}"))
+        let age = |key: &str, default: &str| -> anyhow::Result<Duration> {
+            parse_age(&std::env::var(key).unwrap_or_else(|_| default.to_owned())).map_err(|e| anyhow::anyhow!("{key}: {e}"))
         };
         Ok(Self {
             enabled: service_runtime::env_or("RETENTION_ENABLED", false)?,
-            activity: age("ACTIVITY_RETENTION")?,
-            revisions: age("REVISIONS_RETENTION")?,
+            activity: age("ACTIVITY_RETENTION", "90d")?,
+            revisions: age("REVISIONS_RETENTION", "90d")?,
             batch: service_runtime::env_or("RETENTION_BATCH", 500i64)?.max(1),
-            interval: parse_age(&std::env::var("RETENTION_INTERVAL").unwrap_or_else(|_| "1h".to_owned()))
-                .map_err(|e| anyhow::anyhow!("RETENTION_INTERVAL: {e}"))?
-                .max(Duration::from_secs(1)),
+            interval: age("RETENTION_INTERVAL", "1h")?.max(Duration::from_secs(1)),
         })
     }
 }

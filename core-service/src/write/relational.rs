@@ -95,87 +95,82 @@ impl<'w> Writer<'w> {
         })
     }
 
-    /// [`Self::save_with`] of one item at `depth`, its nested items recorded as such.
-    fn save_here<'b>(
-        &'b mut self,
-        collection: &'b Collection,
-        obj: &'b Map<String, Value>,
+    /// [`Self::save_with`] of one item at `depth`, its nested items recorded as such. Not
+    /// boxed: its recursion goes through `save_with`.
+    async fn save_here(
+        &mut self,
+        collection: &Collection,
+        obj: &Map<String, Value>,
         key: Option<String>,
         depth: usize,
-        extra: &'b [&'b str],
-    ) -> Saved<'b>
-    where
-        'w: 'b,
-    {
-        Box::pin(async move {
-            let schema = self.schema;
-            let mut own = Map::new();
-            let mut to_many = Vec::new();
-            for (name, value) in obj {
-                let relation = collection.field(name).and_then(|f| f.relation.as_ref());
-                match (relation, value) {
-                    (Some(FieldRelation::M2O { related, related_field, .. }), Value::Object(sub)) => {
-                        let rel = schema.collection(related).ok_or_else(ApiError::internal)?;
-                        let k = self.save_related(rel, sub, depth).await?;
-                        let fk = self.column_value(rel, &k, related_field).await?;
-                        own.insert(name.clone(), Value::String(fk));
+        extra: &[&str],
+    ) -> Result<String, ApiError> {
+        let schema = self.schema;
+        let mut own = Map::new();
+        let mut to_many = Vec::new();
+        for (name, value) in obj {
+            let relation = collection.field(name).and_then(|f| f.relation.as_ref());
+            match (relation, value) {
+                (Some(FieldRelation::M2O { related, related_field, .. }), Value::Object(sub)) => {
+                    let rel = schema.collection(related).ok_or_else(ApiError::internal)?;
+                    let k = self.save_related(rel, sub, depth).await?;
+                    let fk = self.column_value(rel, &k, related_field).await?;
+                    own.insert(name.clone(), Value::String(fk));
+                }
+                (Some(FieldRelation::M2A { collection_field, allowed }), Value::Object(sub)) => {
+                    let target = obj
+                        .get(collection_field)
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| ApiError::invalid_payload(format!("\"{name}\" needs \"{collection_field}\" to name the item's collection")))?;
+                    if !allowed.iter().any(|c| c == target) {
+                        return Err(ApiError::invalid_payload(format!("\"{target}\" is not a collection \"{name}\" can hold")));
                     }
-                    (Some(FieldRelation::M2A { collection_field, allowed }), Value::Object(sub)) => {
-                        let target = obj
-                            .get(collection_field)
-                            .and_then(Value::as_str)
-                            .ok_or_else(|| ApiError::invalid_payload(format!("\"{name}\" needs \"{collection_field}\" to name the item's collection")))?;
-                        if !allowed.iter().any(|c| c == target) {
-                            return Err(ApiError::invalid_payload(format!("\"{target}\" is not a collection \"{name}\" can hold")));
-                        }
-                        let rel = schema.collection(target).ok_or_else(ApiError::internal)?;
-                        let k = self.save_related(rel, sub, depth).await?;
-                        own.insert(name.clone(), Value::String(k));
-                    }
-                    (Some(FieldRelation::O2M { .. }), _) => to_many.push((name, value)),
-                    _ => {
-                        own.insert(name.clone(), value.clone());
-                    }
+                    let rel = schema.collection(target).ok_or_else(ApiError::internal)?;
+                    let k = self.save_related(rel, sub, depth).await?;
+                    own.insert(name.clone(), Value::String(k));
+                }
+                (Some(FieldRelation::O2M { .. }), _) => to_many.push((name, value)),
+                _ => {
+                    own.insert(name.clone(), value.clone());
                 }
             }
-            // Relational fields are granted like the columns, by the same permission rows.
-            let names: Vec<&str> = to_many.iter().map(|(n, _)| n.as_str()).chain(extra.iter().copied()).collect();
-            let key = if depth > 0 && collection.name == crate::users::USERS {
-                // A user nested in another item's payload keeps every user rule (password and
-                // token stored hashed, sessions ended; docs/security.md "Sessions"). At depth 0
-                // the request's own user write (crate::users) has applied them already.
-                let done = match key {
-                    Some(k) => crate::users::update_keys_with(self, collection, std::slice::from_ref(&k), Value::Object(own), &names).await?,
-                    None => crate::users::create_with(self, collection, Value::Object(own), &names).await?,
-                };
-                done.into_iter().next().ok_or_else(ApiError::internal)?
-            } else {
-                match key {
-                    Some(k) if own.is_empty() => {
-                        self.require_update(collection, &k, &Map::new(), &names).await?;
-                        k
-                    }
-                    Some(k) => self.update_keys_with(collection, std::slice::from_ref(&k), &Value::Object(own), &names).await?.remove(0),
-                    None => {
-                        let mut keys = self.create_with(collection, &Value::Object(own), &names).await?;
-                        keys.pop().ok_or_else(ApiError::internal)?
-                    }
-                }
+        }
+        // Relational fields are granted like the columns, by the same permission rows.
+        let names: Vec<&str> = to_many.iter().map(|(n, _)| n.as_str()).chain(extra.iter().copied()).collect();
+        let key = if depth > 0 && collection.name == crate::users::USERS {
+            // A user nested in another item's payload keeps every user rule (password and
+            // token stored hashed, sessions ended; docs/security.md "Sessions"). At depth 0
+            // the request's own user write (crate::users) has applied them already.
+            let done = match key {
+                Some(k) => crate::users::update_keys_with(self, collection, std::slice::from_ref(&k), Value::Object(own), &names).await?,
+                None => crate::users::create_with(self, collection, Value::Object(own), &names).await?,
             };
-            // What follows (the to-many lists, items removed from them) is nested in this item.
-            self.nesting.depth = depth + 1;
-            for (name, value) in to_many {
-                let Some(FieldRelation::O2M { related, related_field, local_field, on_deselect, .. }) =
-                    collection.field(name).and_then(|f| f.relation.as_ref())
-                else {
-                    continue;
-                };
-                let rel = schema.collection(related).ok_or_else(ApiError::internal)?;
-                let local = self.column_value(collection, &key, local_field).await?;
-                self.save_to_many(rel, related_field, &local, *on_deselect, name, value, depth).await?;
+            done.into_iter().next().ok_or_else(ApiError::internal)?
+        } else {
+            match key {
+                Some(k) if own.is_empty() => {
+                    self.require_update(collection, &k, &Map::new(), &names).await?;
+                    k
+                }
+                Some(k) => self.update_keys_with(collection, std::slice::from_ref(&k), &Value::Object(own), &names).await?.remove(0),
+                None => {
+                    let mut keys = self.create_with(collection, &Value::Object(own), &names).await?;
+                    keys.pop().ok_or_else(ApiError::internal)?
+                }
             }
-            Ok(key)
-        })
+        };
+        // What follows (the to-many lists, items removed from them) is nested in this item.
+        self.nesting.depth = depth + 1;
+        for (name, value) in to_many {
+            let Some(FieldRelation::O2M { related, related_field, local_field, on_deselect, .. }) = collection.field(name).and_then(|f| f.relation.as_ref())
+            else {
+                continue;
+            };
+            let rel = schema.collection(related).ok_or_else(ApiError::internal)?;
+            let local = self.column_value(collection, &key, local_field).await?;
+            self.save_to_many(rel, related_field, &local, *on_deselect, name, value, depth).await?;
+        }
+        Ok(key)
     }
 
     /// An M2O/M2A object: update (when it has a key of an existing item and more) or create
