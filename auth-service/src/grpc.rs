@@ -1,6 +1,7 @@
 //! AuthService: each RPC a thin call into the flows of the other modules.
 
 use crate::Auth;
+use access_token::client::Client;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::auth_service_server::AuthService;
 use cdapi_proto::v1::*;
@@ -52,8 +53,8 @@ impl AuthService for AuthApi {
 
     async fn login(&self, req: Request<LoginRequest>) -> Result<Response<TokenReply>, Status> {
         self.database_needed()?;
-        let ip = ip(&req);
-        reply(self.auth.login(req.into_inner(), ip).await)
+        let (ip, client) = (ip(&req), Client::from_metadata(req.metadata()));
+        reply(self.auth.login(req.into_inner(), ip, &client).await)
     }
 
     async fn refresh(&self, req: Request<RefreshRequest>) -> Result<Response<TokenReply>, Status> {
@@ -89,8 +90,8 @@ impl AuthService for AuthApi {
 
     async fn finish_sso(&self, req: Request<FinishSsoRequest>) -> Result<Response<SsoResult>, Status> {
         self.database_needed()?;
-        let ip = ip(&req);
-        reply(self.auth.finish_sso(req.into_inner(), ip).await)
+        let (ip, client) = (ip(&req), Client::from_metadata(req.metadata()));
+        reply(self.auth.finish_sso(req.into_inner(), ip, &client).await)
     }
 
     async fn generate_tfa(&self, req: Request<GenerateTfaRequest>) -> Result<Response<TfaSecret>, Status> {

@@ -4,6 +4,7 @@ use crate::Auth;
 use crate::sessions::Rotation;
 use access_token::Claims;
 use access_token::claims::ACCESS_ISSUER;
+use access_token::client::Client;
 use access_token::keys::VerifyError;
 use cdapi_proto::v1::{LoginRequest, LogoutRequest, RefreshRequest, SessionMode, TokenReply};
 use cdapi_proto::{ApiError, ErrorCode};
@@ -24,7 +25,7 @@ impl Auth {
     /// others); OTP. Errors: INVALID_PAYLOAD (missing or too long email/password/otp),
     /// REQUESTS_EXCEEDED, ROUTE_NOT_FOUND (AUTH_DISABLE_DEFAULT), INVALID_CREDENTIALS,
     /// INVALID_IP, INVALID_OTP, SERVICE_UNAVAILABLE (database, Redis, argon2 queue full).
-    pub async fn login(&self, req: LoginRequest, ip: Option<IpAddr>) -> Result<TokenReply, ApiError> {
+    pub async fn login(&self, req: LoginRequest, ip: Option<IpAddr>, client: &Client) -> Result<TokenReply, ApiError> {
         if self.settings.disable_default {
             return Err(ApiError::route_not_found("/auth/login"));
         }
@@ -53,7 +54,7 @@ impl Auth {
             let otp = req.otp.as_deref().filter(|o| !o.trim().is_empty()).ok_or_else(crate::tfa::invalid_otp)?;
             self.check_otp(&user.id, secret, otp).await?;
         }
-        let reply = self.open_session(&user, SessionMode::try_from(req.mode).unwrap_or(SessionMode::Json)).await?;
+        let reply = self.open_session(&user, SessionMode::try_from(req.mode).unwrap_or(SessionMode::Json), client).await?;
         self.touch(&user.id).await;
         Ok(reply)
     }
@@ -110,8 +111,13 @@ impl Auth {
         claims.session.ok_or_else(|| VerifyError::Invalid.to_api_error())
     }
 
-    /// Opens a new login session for `user` and returns its tokens.
-    pub async fn open_session(&self, user: &Identity, mode: SessionMode) -> Result<TokenReply, ApiError> {
+    /// Opens a new login session for `user` and returns its tokens; the login is recorded in
+    /// the activity first (with `client`), so no session exists without its record. Errors:
+    /// SERVICE_UNAVAILABLE (database, Redis).
+    pub async fn open_session(&self, user: &Identity, mode: SessionMode, client: &Client) -> Result<TokenReply, ApiError> {
+        users::record_login(&self.pool, &user.id, client.ip.as_deref(), client.user_agent.as_deref(), client.origin.as_deref())
+            .await
+            .map_err(crate::db_error)?;
         self.tokens(user, mode, None).await
     }
 

@@ -24,6 +24,7 @@
 
 use crate::Auth;
 use crate::config::env_list;
+use access_token::client::Client;
 use cdapi_proto::v1::{FinishSsoRequest, Provider, SessionMode, SsoRedirect, SsoResult, StartSsoRequest};
 use cdapi_proto::{ApiError, ErrorCode};
 use openidconnect::core::{CoreAuthenticationFlow, CoreClient, CoreProviderMetadata};
@@ -292,7 +293,7 @@ impl Auth {
     /// the state is known come back as `error_code` with the redirect, so the browser can be
     /// sent back with `?reason=`; without a known state they are errors: FORBIDDEN (unknown,
     /// used or foreign state), ROUTE_NOT_FOUND.
-    pub async fn finish_sso(&self, req: FinishSsoRequest, ip: Option<IpAddr>) -> Result<SsoResult, ApiError> {
+    pub async fn finish_sso(&self, req: FinishSsoRequest, ip: Option<IpAddr>, client: &Client) -> Result<SsoResult, ApiError> {
         let (i, p) = self.providers.find(&req.provider)?;
         for (field, value) in [("state", &req.state), ("code", &req.code), ("error", &req.error)] {
             access_token::within_budget(field, value, self.settings.budgets.token)?;
@@ -319,7 +320,7 @@ impl Auth {
                 Ok(SessionMode::Session) => SessionMode::Session,
                 _ => SessionMode::Cookie,
             };
-            self.open_session(&user, mode).await
+            self.open_session(&user, mode, client).await
         }
         .await;
         match outcome {

@@ -344,3 +344,39 @@ async fn revert_restores_a_revision_only_for_those_who_may_update_the_item() {
     assert_eq!(g.body["data"]["utils_revert"], true, "{}", g.body);
     assert_eq!(title().await, "Revert 32 second");
 }
+
+/// A login is recorded as Directus records it (action `login`, collection `directus_users`, the
+/// user as item, with address, user agent and origin); a failed login is not; a user granted
+/// only its own activity reads its logins and no one else's.
+#[tokio::test]
+async fn logins_are_recorded_and_read_only_by_whom_the_rules_allow() {
+    let app = app(Dataset::DemoWrites);
+    let own = json!({"user": {"_eq": "$CURRENT_USER"}});
+    let (token, user, _) = role(app, "Loggers32", json!([{"collection": "directus_activity", "action": "read", "permissions": own, "fields": ["*"]}])).await;
+    let (_, other, _) = role(app, "OtherLoggers32", json!([])).await;
+    let headers = [("user-agent", "login-test/2.0"), ("origin", "https://studio.example.com")];
+    for (email, password, status) in
+        [("loggers32@example.com", "a-password-1", 200), ("otherloggers32@example.com", "a-password-1", 200), ("loggers32@example.com", "wrong-password", 401)]
+    {
+        let body = json!({"email": email, "password": password}).to_string();
+        let r = send(app, Method::POST, "/auth/login", None, &headers, Some(("application/json", body))).await;
+        assert_eq!(r.status, status, "{email}: {}", r.body);
+    }
+    let path = "/activity?filter[action][_eq]=login&filter[collection][_eq]=directus_users&fields=*&limit=-1";
+    let r = admin(app, Method::GET, path, Value::Null).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let rows = r.body["data"].as_array().cloned().unwrap_or_default();
+    let of = |u: &str| rows.iter().filter(|a| a["user"] == json!(u)).cloned().collect::<Vec<_>>();
+    let (mine, theirs) = (of(&user), of(&other));
+    assert_eq!((mine.len(), theirs.len()), (1, 1), "one row per successful login: {rows:?}");
+    assert_eq!(mine[0]["item"], json!(user));
+    assert_eq!(mine[0]["user_agent"], "login-test/2.0");
+    assert_eq!(mine[0]["origin"], "https://studio.example.com");
+    assert!(mine[0]["ip"].as_str().is_some_and(|ip| !ip.is_empty()), "{}", mine[0]);
+    // The user reads its own login, never the other user's.
+    let r = call(app, Some(&token), Method::GET, path, None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let seen = r.body["data"].as_array().cloned().unwrap_or_default();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["user"], json!(user));
+}

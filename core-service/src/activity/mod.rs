@@ -30,28 +30,8 @@ pub const ACTIVITY: &str = "directus_activity";
 /// The collection of revisions.
 pub const REVISIONS: &str = "directus_revisions";
 
-/// The longest user agent or origin recorded (characters); longer ones are cut.
-const MAX_CLIENT_TEXT: usize = 1024;
-
-/// Where a request came from, as the edge reports it (gRPC metadata `x-client-ip`,
-/// `x-user-agent`, `x-origin`), recorded with each activity row.
-#[derive(Debug, Clone, Default)]
-pub struct Client {
-    /// The client's address (after the edge's trusted-proxy rules).
-    pub ip: Option<String>,
-    /// The `User-Agent` header, at most [`MAX_CLIENT_TEXT`] characters.
-    pub user_agent: Option<String>,
-    /// The `Origin` header, at most [`MAX_CLIENT_TEXT`] characters.
-    pub origin: Option<String>,
-}
-
-impl Client {
-    /// Reads the client from a call's metadata; values that are not text are left out.
-    pub fn from_metadata(md: &tonic::metadata::MetadataMap) -> Self {
-        let text = |key: &str| md.get(key).and_then(|v| v.to_str().ok()).filter(|v| !v.is_empty()).map(|v| v.chars().take(MAX_CLIENT_TEXT).collect());
-        Self { ip: access_token::ip::client_ip(md).map(|ip| ip.to_string()), user_agent: text("x-user-agent"), origin: text("x-origin") }
-    }
-}
+/// Where a request came from (recorded with each activity row).
+pub use access_token::client::Client;
 
 /// What a write did to its items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,12 +8,14 @@
 //!   set fetched from auth-service over gRPC and refetched when an unknown key id shows up.
 //! - [`sessions`]: the Redis layout of refresh sessions and the liveness check of session tokens.
 //! - [`ip`]: IP allow-lists (addresses and CIDR ranges), the client address in metadata.
+//! - [`client`]: where a request came from (address, user agent, origin), for activity rows.
 //! - [`authenticate`]: who is calling, from a request's metadata ([`Authenticator`]).
 //! - [`passwords`]: argon2id hashing behind a concurrency bound, and the password policy,
 //!   shared by auth-service and core-service.
 
 pub mod authenticate;
 pub mod claims;
+pub mod client;
 pub mod ip;
 pub mod keys;
 pub mod sessions;
