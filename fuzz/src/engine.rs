@@ -114,6 +114,7 @@ fn o2m(name: &str, related: &str, related_field: &str, junction_field: Option<&s
         local_field: "id".into(),
         junction_field: junction_field.map(Into::into),
         on_deselect,
+        sort_field: None,
     };
     field(name, FieldType::Alias, "", Some(relation))
 }

@@ -6,7 +6,7 @@
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
 use e2e_tests::fixture::{admin, call, eventually, id_of, role};
-use e2e_tests::{ADMIN_TOKEN, Dataset, app, graphql_as, sql_json};
+use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error, graphql_as, sql_json};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -90,4 +90,75 @@ async fn created_and_updated_fields_are_set_by_the_server_and_cannot_be_forged()
     )
     .await;
     assert_eq!(g.body["data"]["update_notes32_item"]["user_updated"], admin_id, "{}", g.body);
+}
+
+/// `uuid`, `cast-csv`, `cast-json`, `cast-boolean` and `conceal` (Directus's read and write
+/// shapes); from the attacker's side, a concealed value never comes back: not read, not
+/// filtered or searched for, not in a revision.
+#[tokio::test]
+async fn specials_shape_values_and_concealed_ones_never_come_back() {
+    let app = app(Dataset::DemoWrites);
+    let special = |s: &str| json!({"special": [s]});
+    let r = admin(
+        app,
+        Method::POST,
+        "/collections",
+        json!({"collection": "shapes32", "schema": {}, "meta": {}, "fields": [
+            {"field": "id", "type": "integer", "schema": {"is_primary_key": true, "has_auto_increment": true}},
+            {"field": "code", "type": "uuid", "meta": special("uuid")},
+            {"field": "flags", "type": "text", "meta": special("cast-csv")},
+            {"field": "settings", "type": "text", "meta": special("cast-json")},
+            {"field": "active", "type": "integer", "meta": special("cast-boolean")},
+            {"field": "secret", "type": "string", "meta": special("conceal")}
+        ]}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    eventually("shapes32 is served", || async { admin(app, Method::GET, "/items/shapes32", Value::Null).await.status == 200 }).await;
+    let all = |action: &str| json!({"collection": "shapes32", "action": action, "fields": ["*"]});
+    let (token, _, _) = role(app, "Shapers32", json!([all("create"), all("read"), all("update")])).await;
+    let body = json!({"flags": ["a", "b"], "settings": {"x": 1}, "active": 1, "secret": "s3cr3t-value"});
+    let r = call(app, Some(&token), Method::POST, "/items/shapes32", Some(body)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let item = r.body["data"].clone();
+    let id = id_of(&item);
+    let code = item["code"].as_str().expect("a generated uuid").to_owned();
+    assert!(code.len() == 36 && &code[14..15] == "4", "{item}");
+    assert_eq!(item["flags"], json!(["a", "b"]));
+    assert_eq!(item["settings"], json!({"x": 1}));
+    assert_eq!(item["active"], json!(true));
+    assert_eq!(item["secret"], "**********");
+    let stored = sql_json(app, &format!("SELECT row_to_json(s)::text FROM shapes32 s WHERE id = {id}")).await;
+    assert_eq!((stored["flags"].clone(), stored["settings"].clone(), stored["secret"].clone()), (json!("a,b"), json!("{\"x\":1}"), json!("s3cr3t-value")));
+    // A given uuid is kept; empty and odd values read as Directus reads them.
+    let given = "0b0e5c4e-8f1a-4b8e-9a55-3f2d1c0b9a87";
+    let r = call(app, Some(&token), Method::POST, "/items/shapes32", Some(json!({"code": given, "flags": "", "active": 0}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let second = &r.body["data"];
+    assert_eq!((second["code"].clone(), second["flags"].clone(), second["active"].clone(), second["secret"].clone()), (json!(given), json!([]), json!(false), Value::Null));
+    let r = admin(app, Method::PATCH, &format!("/items/shapes32/{}", id_of(second)), json!({"settings": "not json", "active": 7})).await;
+    assert_eq!((r.body["data"]["settings"].clone(), r.body["data"]["active"].clone()), (json!("not json"), json!(7)), "{}", r.body);
+    // The concealed value: not by filter, not by search, not through a revision or GraphQL.
+    for path in [
+        "/items/shapes32?filter[secret][_eq]=s3cr3t-value",
+        "/items/shapes32?filter[secret][_gt]=s",
+        "/items/shapes32?sort=secret",
+        "/items/shapes32?groupBy=secret&aggregate[count]=*",
+        "/items/shapes32?aggregate[max]=secret",
+    ] {
+        let r = call(app, Some(&token), Method::GET, path, None).await;
+        assert_error(&r, 400, "INVALID_QUERY", path);
+    }
+    let r = call(app, Some(&token), Method::GET, "/items/shapes32?aggregate[count]=secret", None).await;
+    assert_eq!(r.body["data"][0]["count"]["secret"], "1", "counting is allowed: {}", r.body);
+    let r = call(app, Some(&token), Method::GET, "/items/shapes32?filter[secret][_nnull]=true&fields=id", None).await;
+    assert_eq!(r.body["data"].as_array().map(Vec::len), Some(1), "{}", r.body);
+    let r = call(app, Some(&token), Method::GET, "/items/shapes32?search=s3cr3t", None).await;
+    assert_eq!(r.body["data"], json!([]), "search found a concealed value: {}", r.body);
+    let r = admin(app, Method::GET, &format!("/revisions?filter[collection][_eq]=shapes32&filter[item][_eq]={id}&fields=data,delta"), Value::Null).await;
+    assert!(r.body["data"].as_array().is_some_and(|a| !a.is_empty()), "{}", r.body);
+    assert!(!r.body.to_string().contains("s3cr3t"), "a revision holds the concealed value: {}", r.body);
+    let g = graphql_as(app, "/graphql", Some(ADMIN_TOKEN), &format!("{{ shapes32_by_id(id: {id}) {{ secret flags settings active }} }}"), json!({})).await;
+    assert!(!g.body.to_string().contains("s3cr3t"), "{}", g.body);
+    assert_eq!(g.body["data"]["shapes32_by_id"]["secret"], "**********", "{}", g.body);
 }

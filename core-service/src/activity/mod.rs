@@ -8,7 +8,7 @@
 //! address, user agent and origin, the collection and the item's key), and for creates and
 //! updates a revision, as Directus writes them: `delta` holds the fields the write set, as
 //! stored (secrets such as passwords are never served, so never recorded; hash fields hold
-//! their hash); `data` is the same for a create, and for an update the whole item as stored
+//! their hash, concealed fields their mask); `data` is the same for a create, and for an update the whole item as stored
 //! after it (the fields its collection serves). An update that set no field has no revision. What is recorded follows the collection's
 //! `meta.accountability` (Directus's setting, read from `cdapi.collections` by the statement
 //! itself): `all` (the default, also without meta), `activity` (no revisions), `null` (nothing).
@@ -159,7 +159,18 @@ pub async fn record(
         )
     } else {
         let data = if change == Change::Create { "dl.delta" } else { "r.data" };
-        let columns: Vec<String> = collection.fields.iter().filter(|f| !f.is_alias()).map(|f| format!("t0.{}", ident(&f.name))).collect();
+        // Concealed fields are recorded masked, as Directus records them.
+        let columns: Vec<String> = collection
+            .fields
+            .iter()
+            .filter(|f| !f.is_alias())
+            .map(|f| match collection.cast(&f.name) {
+                Some(crate::schema::ValueCast::Conceal) => {
+                    format!("{} AS {}", crate::query::values::concealed(&format!("t0.{}", ident(&f.name))), ident(&f.name))
+                }
+                _ => format!("t0.{}", ident(&f.name)),
+            })
+            .collect();
         // The item is read by a scalar subquery, so each is one primary-key lookup (a join
         // would be planned as a scan of the whole table); `r` is materialised so it runs once.
         format!(

@@ -390,6 +390,16 @@ impl ItemsService for Items {
         self.deleted(&r.collection).await;
         Ok(Response::new(DeleteResponse {}))
     }
+
+    async fn sort_item(&self, req: Request<SortItemRequest>) -> Result<Response<SortItemResponse>, Status> {
+        let span = request_span("SortItem", &req);
+        let r = req.get_ref();
+        let (item, to) = (r.item.clone(), r.to.clone());
+        self.in_write_tx(req.metadata(), "SortItem", &r.collection, move |w, c| Box::pin(async move { w.sort(c, &item, &to).await.map(|_| ()) }))
+            .instrument(span)
+            .await?;
+        Ok(Response::new(SortItemResponse {}))
+    }
 }
 
 /// `name` in what `caller` may read.

@@ -78,6 +78,8 @@ pub fn read_view(base: &Arc<Schema>, subject: &Subject) -> Schema {
             .collect();
         let mut view = Collection::new(c.name.clone(), c.table.clone(), c.primary_key.clone(), c.singleton, c.read_only, fields);
         view.row_access = access.map(Arc::new);
+        view.sort_field = c.sort_field.clone();
+        view.casts = c.casts.clone();
         collections.insert(name.clone(), Arc::new(view));
     }
     Schema { version: base.version, db_schema: base.db_schema.clone(), collections, base: Some(base.clone()), permissions: base.permissions.clone() }

@@ -87,6 +87,10 @@ impl Planner<'_> {
             let mut pairs = Vec::new();
             for f in &call.fields {
                 let field = collection.field(f).ok_or_else(|| forbidden_field(&collection.name, f))?;
+                let counting = matches!(function, AggregateFunction::Count | AggregateFunction::CountDistinct);
+                if !counting && collection.cast(f) == Some(crate::schema::ValueCast::Conceal) {
+                    return Err(ApiError::invalid_query(format!("aggregate[{name}] cannot take \"{f}\": its value is concealed")));
+                }
                 let (output, raw, db_type) = aggregate_expr(function, field, "t0")?;
                 pairs.push(format!("'{}', {output}", f.replace('\'', "''")));
                 let field_type = result_type(&db_type, field);

@@ -159,6 +159,8 @@ pub enum Column<'a> {
         select: Option<Select<'a>>,
         /// The `deep` query of this relation (filter, sort, limit... of the nested list).
         query: &'a Query,
+        /// The relation's manual order, used when `query` has no `sort`.
+        sort_field: Option<&'a str>,
     },
 }
 
@@ -345,12 +347,12 @@ impl<'a> Planner<'a> {
                 Ok(Column::M2O { key, field, related_field, select })
             }
             (Some(FieldRelation::M2A { .. }), _) => Err(ApiError::internal()),
-            (Some(FieldRelation::O2M { related, related_field, local_field, .. }), children) => {
+            (Some(FieldRelation::O2M { related, related_field, local_field, sort_field, .. }), children) => {
                 self.count_expansion()?;
                 let related = self.collection(related)?;
                 // The way back: the foreign key in the related collection.
                 let select = children.map(|t| self.resolve_nested(related, t, deep, Some(related_field.as_str()))).transpose()?;
-                Ok(Column::O2M { key, related_field, local_field, related, select, query: deep })
+                Ok(Column::O2M { key, related_field, local_field, related, select, query: deep, sort_field: sort_field.as_deref() })
             }
         }
     }

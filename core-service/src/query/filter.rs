@@ -11,7 +11,7 @@ use super::functions::{Call, Function};
 use super::operators::Target;
 use super::sql::{Param, column, escape_like};
 use super::{Planner, forbidden_field};
-use crate::schema::{Collection, FieldRelation, FieldType};
+use crate::schema::{Collection, FieldRelation, FieldType, ValueCast};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldCondition, Filter, Operator, Quantifier, RelationFilter, filter};
 
@@ -134,17 +134,23 @@ impl Planner<'_> {
     fn condition(&mut self, collection: &Collection, alias: &str, c: &FieldCondition) -> Result<String, ApiError> {
         let t = self.target(collection, alias, &c.field, c.function())?;
         let op = Operator::try_from(c.operator).unwrap_or(Operator::Unspecified);
+        // A concealed value is only known to be there or not (Directus's rule).
+        if collection.cast(&c.field) == Some(ValueCast::Conceal) && !matches!(op, Operator::Null | Operator::Nnull | Operator::Empty | Operator::Nempty) {
+            let name = cdapi_proto::filters::operator_name(op);
+            return Err(ApiError::invalid_query(format!("Field with \"conceal\" special does not allow the \"{name}\" filter operator.")));
+        }
         self.compare(&t, op, c.value.as_ref())
     }
 
     /// `search` (spec: Global query parameters): case-insensitive substring match over the root
     /// item's string and text fields (enum labels included); integer fields also match a
-    /// whole-number search exactly. No searchable field: matches nothing.
+    /// whole-number search exactly; concealed fields are not searched. No searchable field:
+    /// matches nothing.
     pub fn search(&mut self, collection: &Collection, alias: &str, term: &str) -> String {
         let mut parts = Vec::new();
         let mut pattern = None;
         let number = term.trim().parse::<i64>().ok();
-        for f in collection.fields.iter().filter(|f| !f.is_alias()) {
+        for f in collection.fields.iter().filter(|f| !f.is_alias() && collection.cast(&f.name) != Some(ValueCast::Conceal)) {
             if f.field_type.is_textual() {
                 let p = pattern.get_or_insert_with(|| self.sql.param(Param::Text(format!("%{}%", escape_like(term))))).clone();
                 let col = column(alias, &f.name);

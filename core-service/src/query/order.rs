@@ -19,11 +19,17 @@ pub struct Joins {
 
 impl Planner<'_> {
     /// Sort (spec: `sort`): descending or not, paths through M2O fields, functions
-    /// (`-year(published_at)`), primary key appended for a stable order.
+    /// (`-year(published_at)`), primary key appended for a stable order. Without `sort`, the
+    /// manual order `default` comes first (a collection's `meta.sort_field`; for an O2M list,
+    /// the relation's `sort_field`, else the related collection's; as Directus, NULLs last)
+    /// when the caller may read that field (an order would tell what they may not read).
     /// Returns (joins, ` ORDER BY ...`).
-    pub fn order_by(&mut self, collection: &Collection, root: &str, sort: &[SortKey]) -> Result<(String, String), ApiError> {
+    pub fn order_by(&mut self, collection: &Collection, root: &str, sort: &[SortKey], default: Option<&str>) -> Result<(String, String), ApiError> {
         let mut joins = Joins::default();
         let mut terms = Vec::new();
+        if let (true, Some(field)) = (sort.is_empty(), default.filter(|f| collection.field(f).is_some())) {
+            terms.push(column(root, field));
+        }
         for key in sort {
             let path = key.path.as_ref().ok_or_else(|| ApiError::invalid_query("A sort key has no path"))?;
             let expr = self.path_expr(collection, root, path, &mut joins, "sort")?;
@@ -69,6 +75,10 @@ impl Planner<'_> {
                 }
                 (_, true) if field.field_type == crate::schema::FieldType::Json => {
                     return Err(ApiError::invalid_query(format!("Cannot {purpose} by \"{path}\": JSON values have no order")));
+                }
+                // An order or grouping by a concealed value would tell it (docs/security.md).
+                (_, true) if current.cast(seg) == Some(crate::schema::ValueCast::Conceal) => {
+                    return Err(ApiError::invalid_query(format!("Cannot {purpose} by \"{path}\": its value is concealed")));
                 }
                 (_, true) => return Ok(column(&alias, seg)),
                 (Some(FieldRelation::M2O { related, related_field, .. }), false) => {

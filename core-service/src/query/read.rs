@@ -196,7 +196,7 @@ impl Planner<'_> {
     /// INVALID_QUERY).
     pub fn select_keys(mut self, collection: &Collection, q: &Query) -> Result<Sql, ApiError> {
         let wheres = self.where_clause(collection, "t0", q)?;
-        let (joins, order) = self.order_by(collection, "t0", &q.sort)?;
+        let (joins, order) = self.order_by(collection, "t0", &q.sort, collection.sort_field.as_deref())?;
         let (limit, offset) = pagination(q, &self.limits, self.limits.default)?;
         let page = self.limit_offset(limit, offset);
         let from = self.source(collection)?;
@@ -219,7 +219,7 @@ impl Planner<'_> {
         self.enter_list(limit)?;
         let list = self.select_list(&select, "t0")?;
         let wheres = self.where_clause(collection, "t0", q)?;
-        let (joins, order) = self.order_by(collection, "t0", &q.sort)?;
+        let (joins, order) = self.order_by(collection, "t0", &q.sort, collection.sort_field.as_deref())?;
         let page = self.limit_offset(limit, offset);
         let from = self.source(collection)?;
         let where_sql = wheres.as_deref().map(|w| format!(" WHERE {w}")).unwrap_or_default();
@@ -350,6 +350,7 @@ mod tests {
                         local_field: "id".into(),
                         junction_field: None,
                         on_deselect: crate::schema::Deselect::Nullify,
+                        sort_field: None,
                     }),
                 ),
             ],

@@ -15,7 +15,15 @@ impl Planner<'_> {
         let mut out = Vec::with_capacity(select.columns.len());
         for col in &select.columns {
             let item = match col {
-                Column::Value { key, field } => format!("{} AS {}", super::values::output(field.field_type, column(alias, &field.name)), ident(key)),
+                Column::Value { key, field } => {
+                    let raw = column(alias, &field.name);
+                    let out = super::values::output(field.field_type, raw.clone());
+                    let expr = match select.collection.cast(&field.name) {
+                        Some(cast) => super::values::cast_output(cast, field.field_type, &raw, out),
+                        None => out,
+                    };
+                    format!("{expr} AS {}", ident(key))
+                }
                 Column::Function { key, call } => {
                     format!("{} AS {}", self.function_output_expr(select.collection, alias, call)?, ident(key))
                 }
@@ -50,7 +58,7 @@ impl Planner<'_> {
                     }
                     format!("CASE{cases} ELSE to_json({}) END AS {}", column(alias, &field.name), ident(key))
                 }
-                Column::O2M { key, related_field, local_field, related, select: nested, query } => {
+                Column::O2M { key, related_field, local_field, related, select: nested, query, sort_field } => {
                     let t = self.sql.next_alias('t');
                     let j = self.sql.next_alias('j');
                     let (limit, offset) = pagination(query, &self.limits, self.limits.nested_default)?;
@@ -61,7 +69,7 @@ impl Planner<'_> {
                     };
                     self.fanout.factor = parent;
                     let where_sql = self.where_clause(related, &t, query)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
-                    let (joins, order) = self.order_by(related, &t, &query.sort)?;
+                    let (joins, order) = self.order_by(related, &t, &query.sort, sort_field.or(related.sort_field.as_deref()))?;
                     let page = self.limit_offset(limit, offset);
                     // The related rows are selected in a fenced subquery (OFFSET 0) and sorted
                     // after: otherwise the planner may walk the whole primary key index in order,

@@ -14,7 +14,32 @@
 //!
 //! Values outside `to_char`'s range (`infinity`) come out as JSON `null`.
 
-use crate::schema::FieldType;
+use crate::schema::{FieldType, ValueCast};
+
+/// What a concealed value reads as (Directus's mask).
+pub const CONCEALED: &str = "**********";
+
+/// The SQL expression of a value shaped by `cast` (a field's `meta.special`; rules at
+/// [`ValueCast`]): `raw` is the column, `out` its usual output form. Casts that do not apply
+/// to the column's type (`cast-json` of a json column, `cast-boolean` of a boolean) leave
+/// `out` as it is.
+pub fn cast_output(cast: ValueCast, field_type: FieldType, raw: &str, out: String) -> String {
+    match cast {
+        ValueCast::Conceal => concealed(raw),
+        ValueCast::Json if field_type.is_textual() => format!("{}.json_or_text({raw})", crate::schema::introspect::SYSTEM_SCHEMA),
+        ValueCast::Csv if field_type.is_textual() => format!("to_json(string_to_array({raw}, ','))"),
+        ValueCast::Boolean if field_type != FieldType::Boolean => format!(
+            "CASE WHEN {raw}::text = '1' THEN to_json(true) WHEN {raw}::text = '0' THEN to_json(false) \
+             WHEN {raw} IS NULL OR {raw}::text = '' THEN NULL ELSE to_json({out}) END"
+        ),
+        _ => out,
+    }
+}
+
+/// A concealed column: the mask, or null when it holds nothing (null or empty).
+pub fn concealed(raw: &str) -> String {
+    format!("CASE WHEN {raw} IS NULL OR {raw}::text = '' THEN NULL ELSE '{CONCEALED}' END")
+}
 
 /// `to_char` pattern of a UTC timestamp with milliseconds and `Z`. The colons are quoted
 /// literal text (the same output): a bare `:MI` reads as a variable to tools such as pgbench,

@@ -137,15 +137,25 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
         sqlx::query_as::<_, (String, Vec<String>)>(PRIMARY_KEYS_SQL).bind(db_schema).fetch_all(&mut *conn).await?.into_iter().collect();
     let fk_rows: Vec<(String, String, String, String)> = sqlx::query_as(FOREIGN_KEYS_SQL).bind(db_schema).fetch_all(&mut *conn).await?;
     let singletons: HashSet<String> = system_tables::metadata::singletons(&mut *conn).await?.into_iter().collect();
+    let mut sort_fields: HashMap<String, String> = system_tables::metadata::sort_fields(&mut *conn).await?.into_iter().collect();
     let settings: HashMap<(String, String), RelationSetting> =
         system_tables::metadata::relation_settings(&mut *conn).await?.into_iter().map(|r| ((r.many_collection.clone(), r.many_field.clone()), r)).collect();
 
     // Text columns whose metadata marks them `hash` are hash fields (written as argon2 hashes).
     let hashed: HashSet<(String, String)> = system_tables::metadata::hash_fields(&mut *conn).await?.into_iter().collect();
     let mut auto_values: HashMap<String, Vec<(String, super::AutoValue)>> = HashMap::new();
-    for (collection, field, special) in system_tables::metadata::auto_value_fields(&mut *conn).await? {
+    let mut casts: HashMap<String, Vec<(String, super::ValueCast)>> = HashMap::new();
+    for (collection, field, special) in system_tables::metadata::special_fields(&mut *conn).await? {
         if let Some(v) = super::AutoValue::from_special(&special) {
             auto_values.entry(collection).or_default().push((field, v));
+        } else if let Some(c) = super::ValueCast::from_special(&special) {
+            let list = casts.entry(collection).or_default();
+            // One shape per field; `conceal` wins (a password is `hash` and `conceal`).
+            match list.iter_mut().find(|(f, _)| *f == field) {
+                Some(existing) if c == super::ValueCast::Conceal => existing.1 = c,
+                Some(_) => {}
+                None => list.push((field, c)),
+            }
         }
     }
 
@@ -243,6 +253,7 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
                 local_field: fk.one_field_column.clone(),
                 junction_field,
                 on_deselect,
+                sort_field: setting.and_then(|s| s.sort_field.clone()),
             }),
         });
     }
@@ -272,6 +283,8 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
         let mut collection = Collection::new(name.clone(), table(&namespace, &relname), primary_key, singleton, read_only, fs);
         collection.auto_values =
             auto_values.remove(&name).unwrap_or_default().into_iter().filter(|(f, _)| collection.field(f).is_some_and(|f| !f.is_alias())).collect();
+        collection.casts = casts.remove(&name).unwrap_or_default().into_iter().filter(|(f, _)| collection.field(f).is_some_and(|f| !f.is_alias())).collect();
+        collection.sort_field = sort_fields.remove(&name).filter(|f| collection.field(f).is_some_and(|f| !f.is_alias()));
         collections.insert(name, Arc::new(collection));
     }
     let permissions = Arc::new(crate::permissions::Rules::load(conn).await?);

@@ -5,6 +5,9 @@
 
 pub mod defaults;
 pub mod introspect;
+pub mod specials;
+
+pub use specials::{AutoValue, ValueCast};
 mod naming;
 
 use std::collections::{BTreeMap, HashMap};
@@ -67,45 +70,13 @@ pub struct Collection {
     pub fields: Vec<Field>,
     /// Fields the server fills on writes (`meta.special`; [`AutoValue`]), in field order.
     pub auto_values: Vec<(String, AutoValue)>,
+    /// Fields whose values reads and writes shape (`meta.special`; [`ValueCast`]), in field
+    /// order.
+    pub casts: Vec<(String, ValueCast)>,
+    /// The manual order's field (Directus's `meta.sort_field`): a list's order when its query
+    /// has no `sort`, and what `POST /utils/sort/:collection` rewrites (README "Manual order").
+    pub sort_field: Option<String>,
     index: HashMap<String, usize>,
-}
-
-/// A value the server sets on a field on every write, whatever the payload says (Directus's
-/// `meta.special`; README "Automatic field values").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AutoValue {
-    /// `date-created`: the time of the create.
-    DateCreated,
-    /// `date-updated`: the time of each update.
-    DateUpdated,
-    /// `user-created`: the creating user (null for the public).
-    UserCreated,
-    /// `user-updated`: the updating user.
-    UserUpdated,
-    /// `role-created`: the creating user's role.
-    RoleCreated,
-    /// `role-updated`: the updating user's role.
-    RoleUpdated,
-}
-
-impl AutoValue {
-    /// The value of a `meta.special` entry, if it is one of these.
-    pub fn from_special(special: &str) -> Option<Self> {
-        Some(match special {
-            "date-created" => Self::DateCreated,
-            "date-updated" => Self::DateUpdated,
-            "user-created" => Self::UserCreated,
-            "user-updated" => Self::UserUpdated,
-            "role-created" => Self::RoleCreated,
-            "role-updated" => Self::RoleUpdated,
-            _ => return None,
-        })
-    }
-
-    /// Whether it is set on creates (else on updates).
-    pub fn on_create(self) -> bool {
-        matches!(self, Self::DateCreated | Self::UserCreated | Self::RoleCreated)
-    }
 }
 
 impl Collection {
@@ -113,7 +84,25 @@ impl Collection {
     pub fn new(name: String, table: String, primary_key: Vec<String>, singleton: bool, read_only: bool, fields: Vec<Field>) -> Self {
         let index = fields.iter().enumerate().map(|(i, f)| (f.name.clone(), i)).collect();
         let system = name.starts_with(SYSTEM_PREFIX);
-        Self { name, table, system, row_access: None, primary_key, singleton, read_only, fields, auto_values: Vec::new(), index }
+        Self {
+            name,
+            table,
+            system,
+            row_access: None,
+            primary_key,
+            singleton,
+            read_only,
+            fields,
+            auto_values: Vec::new(),
+            casts: Vec::new(),
+            sort_field: None,
+            index,
+        }
+    }
+
+    /// How reads and writes shape `field`'s values, if they do.
+    pub fn cast(&self, field: &str) -> Option<ValueCast> {
+        self.casts.iter().find(|(f, _)| f == field).map(|(_, c)| *c)
     }
 
     /// A field by name.
@@ -198,6 +187,9 @@ pub enum FieldRelation {
         /// What removing an item from this relation in a write does (`cdapi.relations.
         /// one_deselect_action`); default: delete for junctions and NOT NULL keys, else nullify.
         on_deselect: Deselect,
+        /// The field of `related` ordering the list when its query has no `sort` (the
+        /// relation's `sort_field`; for an M2M, the junction's).
+        sort_field: Option<String>,
     },
 }
 

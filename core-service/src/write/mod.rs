@@ -6,7 +6,8 @@
 //!
 //! Layout: [`payload`] (validation and values), [`relational`] (nested relational data),
 //! [`keys`] (write keys: a write sent to two replicas is applied once), [`server_owned`]
-//! (fields no client writes), [`auto_values`] (fields the server fills), this module
+//! (fields no client writes), [`auto_values`] (fields the server fills), [`sort`] (manual
+//! order), this module
 //! (statements and their order).
 //! Database constraint errors map to API codes in [`crate::db::map_write_error`].
 
@@ -15,6 +16,7 @@ pub mod keys;
 pub mod payload;
 pub mod relational;
 pub mod server_owned;
+pub mod sort;
 
 use crate::activity::Change;
 use crate::permissions::{Access, Action, Grant, scope, validate};

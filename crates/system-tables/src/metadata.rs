@@ -65,6 +65,12 @@ pub async fn singletons<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<String>
     sqlx::query_scalar("SELECT collection FROM cdapi.collections WHERE singleton").fetch_all(db).await
 }
 
+/// The collections with a manual order (Directus's `meta.sort_field`): (collection, field).
+/// Errors: database errors.
+pub async fn sort_fields<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as("SELECT collection, meta->>'sort_field' FROM cdapi.collections WHERE meta->>'sort_field' <> ''").fetch_all(db).await
+}
+
 /// Every relation setting row, in creation order. Errors: database errors.
 pub async fn relation_settings<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<RelationSetting>, sqlx::Error> {
     sqlx::query_as(
@@ -92,13 +98,15 @@ pub async fn hash_fields<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<(Strin
 
 /// The fields whose `meta.special` (a list, or one string) names a value the server sets on
 /// writes (`date-created`, `date-updated`, `user-created`, `user-updated`, `role-created`,
-/// `role-updated`): (collection, field, special). Errors: database errors.
-pub async fn auto_value_fields<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<(String, String, String)>, sqlx::Error> {
+/// `role-updated`, `uuid`) or a shape of their values (`cast-boolean`, `cast-json`,
+/// `cast-csv`, `conceal`): (collection, field, special). Errors: database errors.
+pub async fn special_fields<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<(String, String, String)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT f.collection, f.field, s.special FROM cdapi.fields f, \
          jsonb_array_elements_text(CASE jsonb_typeof(f.meta->'special') WHEN 'array' THEN f.meta->'special' \
            WHEN 'string' THEN jsonb_build_array(f.meta->'special') ELSE '[]'::jsonb END) AS s(special) \
-         WHERE s.special IN ('date-created', 'date-updated', 'user-created', 'user-updated', 'role-created', 'role-updated') \
+         WHERE s.special IN ('date-created', 'date-updated', 'user-created', 'user-updated', 'role-created', 'role-updated', 'uuid', \
+           'cast-boolean', 'cast-json', 'cast-csv', 'conceal') \
          ORDER BY 1, 2, 3",
     )
     .fetch_all(db)
