@@ -149,4 +149,14 @@ impl AuthService for AuthApi {
         };
         reply(r.await)
     }
+
+    async fn generate_hash(&self, req: Request<HashRequest>) -> Result<Response<HashReply>, Status> {
+        let s = &self.auth.settings;
+        reply(crate::passwords::generate(&s.hasher, &s.password_policy, req.into_inner()).await)
+    }
+
+    async fn verify_hash(&self, req: Request<HashRequest>) -> Result<Response<HashReply>, Status> {
+        let s = &self.auth.settings;
+        reply(crate::passwords::verify(&s.hasher, &s.password_policy, req.into_inner()).await)
+    }
 }

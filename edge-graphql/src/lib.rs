@@ -11,6 +11,7 @@
 //! - [`list_stream`] — long root lists written as they arrive (`limit` over GRAPHQL_STREAM_LIMIT).
 //! - [`root`] — `/graphql`'s root fields and their resolvers (one core call per root field).
 //! - [`system`] — `/graphql/system`'s own root fields (the `auth_*` mutations).
+//! - [`utils`] — `/graphql/system`'s `utils_*` mutations.
 //! - [`schema_management`] — `/graphql/system`'s collections, fields and relations (reads and changes).
 //! - [`selection`] — a selection tree → the typed query's `fields`, `alias` and `deep`.
 //! - [`filters`] — a `filter` argument → the typed filter (the GraphQL key spelling).
@@ -37,6 +38,7 @@ pub mod selection;
 pub mod subscriptions;
 pub mod system;
 pub mod types;
+pub mod utils;
 pub mod values;
 pub mod views;
 pub mod ws;

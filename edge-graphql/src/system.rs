@@ -109,28 +109,6 @@ fn auth_field(name: &str, ty: TypeRef, op: AuthOp, args: &[(&str, TypeRef)]) -> 
     args.iter().fold(field, |f, (n, t)| f.argument(InputValue::new(*n, t.clone())))
 }
 
-/// `utils_revert(revision: ID!): Boolean` (Directus's): the item of a revision set back to its
-/// data with the caller's rights ([`edge_http::revert`]); `true` when done.
-fn revert_field() -> Field {
-    Field::new("utils_revert", TypeRef::named(TypeRef::BOOLEAN), |ctx| {
-        FieldFuture::new(async move {
-            let result = async {
-                let (backend, _, req) = request_env(&ctx)?;
-                let revision = match ctx.args.get("revision").map(|v| v.as_value()) {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Number(n)) => n.to_string(),
-                    _ => return Err(ApiError::invalid_payload("\"revision\" is required")),
-                };
-                edge_http::revert::revert(&backend.items, &req.caller, revision).await?;
-                Ok(Some(FieldValue::value(true)))
-            }
-            .await;
-            field_result(ctx.ctx, true, result)
-        })
-    })
-    .argument(InputValue::new("revision", TypeRef::named_nn(TypeRef::ID)))
-}
-
 /// Adds `server_ping` to a Query (`/graphql/system`, and `/graphql` of an empty database).
 pub fn ping_field(query: Object) -> Object {
     query.field(Field::new("server_ping", TypeRef::named(TypeRef::STRING), |_| FieldFuture::Value(Some(FieldValue::value("pong")))))
@@ -141,18 +119,18 @@ pub fn query_fields(query: Object) -> Object {
     ping_field(query)
 }
 
-/// Adds the `auth_*` mutations and `utils_revert` to the system Mutation.
+/// Adds the `auth_*` and `utils_*` ([`crate::utils`]) mutations to the system Mutation.
 pub fn mutation_fields(mutation: Object) -> Object {
     let s = || TypeRef::named(TypeRef::STRING);
     let s_nn = || TypeRef::named_nn(TypeRef::STRING);
     let mode = || TypeRef::named("auth_mode");
     let tokens = || TypeRef::named("auth_tokens");
     let ok = || TypeRef::named(TypeRef::BOOLEAN);
-    mutation
+    let mutation = mutation
         .field(auth_field("auth_login", tokens(), AuthOp::Login, &[("email", s_nn()), ("password", s_nn()), ("mode", mode()), ("otp", s())]))
         .field(auth_field("auth_refresh", tokens(), AuthOp::Refresh, &[("refresh_token", s()), ("mode", mode())]))
         .field(auth_field("auth_logout", ok(), AuthOp::Logout, &[("refresh_token", s()), ("mode", mode())]))
         .field(auth_field("auth_password_request", ok(), AuthOp::PasswordRequest, &[("email", s_nn()), ("reset_url", s())]))
-        .field(auth_field("auth_password_reset", ok(), AuthOp::PasswordReset, &[("token", s_nn()), ("password", s_nn())]))
-        .field(revert_field())
+        .field(auth_field("auth_password_reset", ok(), AuthOp::PasswordReset, &[("token", s_nn()), ("password", s_nn())]));
+    crate::utils::mutation_fields(mutation)
 }

@@ -301,6 +301,7 @@ fn shared_types() -> Vec<async_graphql::dynamic::Type> {
         ScalarType::new("JSON").description("Any JSON value.").into(),
         ScalarType::new("Date").description("A date, date-time or timestamp as an ISO 8601 string.").into(),
         ScalarType::new("Hash").description("A hashed value (never readable).").into(),
+        ScalarType::new("Void").description("No value (Directus's `Void`: always null).").into(),
         ScalarType::new("GraphQLBigInt").description("A 64-bit integer, as a string so JavaScript keeps it exact.").into(),
         ScalarType::new("GraphQLStringOrFloat").description("A number, or a string (a dynamic variable such as $NOW, a decimal).").into(),
         operators("string_filter_operators", &text_ops(|| TypeRef::named(TypeRef::STRING), || TypeRef::named_list(TypeRef::STRING))).into(),

@@ -118,7 +118,7 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
         ["fields", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Fields, rest).await,
         ["relations", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Relations, rest).await,
         ["schema", what] => crate::model::schema_transfer(state, req, body, request_id, what).await,
-        ["utils", rest @ ..] => crate::utils::route(state, req, request_id, rest).await,
+        ["utils", rest @ ..] => crate::utils::route(state, req, body, request_id, rest).await,
         ["versions", rest @ ..] => crate::versions::route(state, req, body, request_id, rest).await,
         ["auth", rest @ ..] => crate::auth::route(state, req, body, request_id, rest).await,
         _ => Err(ApiError::route_not_found(&req.path)),

@@ -16,6 +16,7 @@
 //! - [`serve`] — the server loop (hyper through a warp filter, graceful shutdown).
 //! - [`upgrade`] — the WebSocket handshake, and the settings of every WebSocket connection.
 //! - [`websocket`] — what both edges' WebSockets share (writer queue, keepalive, limits).
+//! - [`revert`], [`utils`] — Directus's `/utils` calls (`utils_*` in GraphQL).
 //! - [`request_target`] — raw `"`, `<`, `>` in request targets made acceptable to hyper.
 
 pub mod balance;
@@ -33,5 +34,6 @@ pub mod schema_calls;
 pub mod serve;
 pub mod settings;
 pub mod upgrade;
+pub mod utils;
 pub mod websocket;
 pub mod write_stall;
