@@ -6,4 +6,5 @@ pub mod graphql;
 pub mod permissions;
 pub mod reads;
 pub mod relations;
+pub mod utils;
 pub mod writes;
