@@ -5,6 +5,7 @@
 //! system collections themselves (`users`, `users_me`, `roles`...) are [`crate::root`]'s.
 
 use crate::root::request_env;
+use crate::utils::Util;
 use crate::values::field_result;
 use async_graphql::Value;
 use async_graphql::dynamic::{Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef};
@@ -99,10 +100,20 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, op: AuthOp) -> Result<Option<Fie
     }
 }
 
-fn auth_field(name: &str, ty: TypeRef, op: AuthOp, args: &[(&str, TypeRef)]) -> Field {
+/// A system root field: an auth call or a utility.
+#[derive(Clone, Copy)]
+enum Op {
+    Auth(AuthOp),
+    Util(Util),
+}
+
+fn op_field(name: &str, ty: TypeRef, op: Op, args: &[(&str, TypeRef)]) -> Field {
     let field = Field::new(name, ty, move |ctx| {
         FieldFuture::new(async move {
-            let result = resolve(&ctx, op).await;
+            let result = match op {
+                Op::Auth(a) => resolve(&ctx, a).await,
+                Op::Util(u) => crate::utils::resolve(&ctx, u).await,
+            };
             field_result(ctx.ctx, true, result)
         })
     });
@@ -123,14 +134,22 @@ pub fn query_fields(query: Object) -> Object {
 pub fn mutation_fields(mutation: Object) -> Object {
     let s = || TypeRef::named(TypeRef::STRING);
     let s_nn = || TypeRef::named_nn(TypeRef::STRING);
+    let id_nn = || TypeRef::named_nn(TypeRef::ID);
     let mode = || TypeRef::named("auth_mode");
     let tokens = || TypeRef::named("auth_tokens");
     let ok = || TypeRef::named(TypeRef::BOOLEAN);
-    let mutation = mutation
-        .field(auth_field("auth_login", tokens(), AuthOp::Login, &[("email", s_nn()), ("password", s_nn()), ("mode", mode()), ("otp", s())]))
-        .field(auth_field("auth_refresh", tokens(), AuthOp::Refresh, &[("refresh_token", s()), ("mode", mode())]))
-        .field(auth_field("auth_logout", ok(), AuthOp::Logout, &[("refresh_token", s()), ("mode", mode())]))
-        .field(auth_field("auth_password_request", ok(), AuthOp::PasswordRequest, &[("email", s_nn()), ("reset_url", s())]))
-        .field(auth_field("auth_password_reset", ok(), AuthOp::PasswordReset, &[("token", s_nn()), ("password", s_nn())]));
-    crate::utils::mutation_fields(mutation)
+    let auth = |name, ty, op, args: &[(&str, TypeRef)]| op_field(name, ty, Op::Auth(op), args);
+    let util = |name, ty, u, args: &[(&str, TypeRef)]| op_field(name, ty, Op::Util(u), args);
+    mutation
+        .field(auth("auth_login", tokens(), AuthOp::Login, &[("email", s_nn()), ("password", s_nn()), ("mode", mode()), ("otp", s())]))
+        .field(auth("auth_refresh", tokens(), AuthOp::Refresh, &[("refresh_token", s()), ("mode", mode())]))
+        .field(auth("auth_logout", ok(), AuthOp::Logout, &[("refresh_token", s()), ("mode", mode())]))
+        .field(auth("auth_password_request", ok(), AuthOp::PasswordRequest, &[("email", s_nn()), ("reset_url", s())]))
+        .field(auth("auth_password_reset", ok(), AuthOp::PasswordReset, &[("token", s_nn()), ("password", s_nn())]))
+        .field(util("utils_random_string", s(), Util::RandomString, &[("length", TypeRef::named(TypeRef::INT))]))
+        .field(util("utils_hash_generate", s(), Util::HashGenerate, &[("string", s_nn())]))
+        .field(util("utils_hash_verify", ok(), Util::HashVerify, &[("string", s_nn()), ("hash", s_nn())]))
+        .field(util("utils_sort", ok(), Util::Sort, &[("collection", s_nn()), ("item", id_nn()), ("to", id_nn())]))
+        .field(util("utils_revert", ok(), Util::Revert, &[("revision", id_nn())]))
+        .field(util("utils_cache_clear", TypeRef::named("Void"), Util::CacheClear, &[]))
 }

@@ -1,26 +1,31 @@
-//! The `utils_*` mutations of `/graphql/system` (Directus's, with its types), over
-//! [`edge_http::utils`] and [`edge_http::revert`], the calls REST's `/utils` makes (README
-//! "Utilities"): `utils_random_string(length: Int): String`,
+//! What the `utils_*` mutations of `/graphql/system` do (Directus's; declared with their types
+//! in [`crate::system`]), over [`edge_http::utils`] and [`edge_http::revert`], the calls REST's
+//! `/utils` makes (README "Utilities"): `utils_random_string(length: Int): String`,
 //! `utils_hash_generate(string: String!): String`,
 //! `utils_hash_verify(string: String!, hash: String!): Boolean`,
 //! `utils_sort(collection: String!, item: ID!, to: ID!): Boolean`,
 //! `utils_revert(revision: ID!): Boolean`, `utils_cache_clear: Void`.
 
 use crate::root::request_env;
-use crate::values::field_result;
 use async_graphql::Value;
-use async_graphql::dynamic::{Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef};
+use async_graphql::dynamic::{FieldValue, ResolverContext};
 use cdapi_proto::ApiError;
 use edge_http::utils;
 
 /// Which utility.
 #[derive(Clone, Copy)]
-enum Util {
+pub enum Util {
+    /// `utils_random_string`.
     RandomString,
+    /// `utils_hash_generate`.
     HashGenerate,
+    /// `utils_hash_verify`.
     HashVerify,
+    /// `utils_sort`.
     Sort,
+    /// `utils_revert`.
     Revert,
+    /// `utils_cache_clear`.
     CacheClear,
 }
 
@@ -34,7 +39,9 @@ fn arg(ctx: &ResolverContext<'_>, name: &str) -> Result<String, ApiError> {
     }
 }
 
-async fn resolve(ctx: &ResolverContext<'_>, util: Util) -> Result<Option<FieldValue<'static>>, ApiError> {
+/// Runs `util` with the field's arguments. Errors: as the calls made (INVALID_PAYLOAD for a
+/// missing argument).
+pub async fn resolve(ctx: &ResolverContext<'_>, util: Util) -> Result<Option<FieldValue<'static>>, ApiError> {
     let (backend, _, req) = request_env(ctx)?;
     let caller = &req.caller;
     let value = match util {
@@ -58,29 +65,4 @@ async fn resolve(ctx: &ResolverContext<'_>, util: Util) -> Result<Option<FieldVa
         }
     };
     Ok(Some(value))
-}
-
-fn util_field(name: &str, ty: TypeRef, util: Util, args: &[(&str, TypeRef)]) -> Field {
-    let field = Field::new(name, ty, move |ctx| {
-        FieldFuture::new(async move {
-            let result = resolve(&ctx, util).await;
-            field_result(ctx.ctx, true, result)
-        })
-    });
-    args.iter().fold(field, |f, (n, t)| f.argument(InputValue::new(*n, t.clone())))
-}
-
-/// Adds the `utils_*` mutations to the system Mutation.
-pub fn mutation_fields(mutation: Object) -> Object {
-    let s = || TypeRef::named(TypeRef::STRING);
-    let s_nn = || TypeRef::named_nn(TypeRef::STRING);
-    let id_nn = || TypeRef::named_nn(TypeRef::ID);
-    let ok = || TypeRef::named(TypeRef::BOOLEAN);
-    mutation
-        .field(util_field("utils_random_string", s(), Util::RandomString, &[("length", TypeRef::named(TypeRef::INT))]))
-        .field(util_field("utils_hash_generate", s(), Util::HashGenerate, &[("string", s_nn())]))
-        .field(util_field("utils_hash_verify", ok(), Util::HashVerify, &[("string", s_nn()), ("hash", s_nn())]))
-        .field(util_field("utils_sort", ok(), Util::Sort, &[("collection", s_nn()), ("item", id_nn()), ("to", id_nn())]))
-        .field(util_field("utils_revert", ok(), Util::Revert, &[("revision", id_nn())]))
-        .field(util_field("utils_cache_clear", TypeRef::named("Void"), Util::CacheClear, &[]))
 }

@@ -276,4 +276,3 @@ mod tests {
         assert!(!super::is_uuid("zb8a7c1e-1d2f-4e3a-9b8c-7d6e5f4a3b2c"));
     }
 }
-
