@@ -1,15 +1,17 @@
 //! auth-service: owns identities and tokens. It signs access and session tokens with an Ed25519
 //! key only it holds (and publishes the public keys), keeps refresh sessions in Redis, mails
-//! password-reset links, checks TOTP codes, signs users in through SSO providers and limits
+//! password-reset links and notifications, checks TOTP codes, signs users in through SSO providers and limits
 //! attempts per account and address. The edges expose it as `/auth/*` and `/users/me/tfa/*`.
 //!
 //! Layout:
 //! - [`config`]: settings from the environment.
 //! - [`keys`]: the signing keys, rotation, `auth-service keygen`.
-//! - [`passwords`]: the dummy hash; hashing itself is [`access_token::passwords`] (bounded).
+//! - [`passwords`]: the dummy hash and `/utils/hash/*`; hashing itself is
+//!   [`access_token::passwords`] (bounded).
 //! - [`sessions`]: refresh sessions in Redis (rotation, grace window, reuse detection).
 //! - [`login`]: login, refresh, logout and the tokens of each mode.
 //! - [`reset`] and [`mail`]: password reset by mail (lettre over SMTP).
+//! - [`notification_mail`]: mails new notifications (mentions) to their recipients.
 //! - [`tfa`]: TOTP enrolment and checks.
 //! - [`sso`]: OAuth 2.0 / OpenID Connect providers.
 //! - [`limits`]: attempt limits per account, per address and per both, in Redis.
@@ -23,6 +25,7 @@ pub mod keys;
 pub mod limits;
 pub mod login;
 pub mod mail;
+pub mod notification_mail;
 pub mod passwords;
 pub mod reset;
 pub mod sessions;
@@ -101,6 +104,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         settings,
     });
 
+    notification_mail::spawn(auth.clone());
     let (health, health_service) = service_runtime::grpc::Health::new().await;
     health.reporter.set_serving::<AuthServiceServer<grpc::AuthApi>>().await;
     // Readiness follows this replica's database connection; Redis is reported but not required:

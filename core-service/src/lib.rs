@@ -8,6 +8,7 @@
 //! - [`query`]: the query engine (fields, filter, search, sort, pagination, meta → SQL).
 //! - [`write`]: creates, updates and deletes, one transaction per request.
 //! - [`versions`]: content versions (deltas, compare, promote, reads in a version).
+//! - [`activity`], [`comments`]: who changed what; comments and their mentions.
 //! - [`model`]: schema management (collections, fields, relations as DDL + metadata).
 //! - [`permissions`]: roles' grants; read views of the snapshot; payload validation.
 //! - [`auth`]: who is calling ([`auth::Caller`]) and the bootstrap admin.
@@ -17,6 +18,7 @@
 
 pub mod activity;
 pub mod auth;
+pub mod comments;
 pub mod config;
 pub mod db;
 pub mod files;

@@ -29,6 +29,8 @@ const SYSTEM_PATHS: &[(&str, &str)] = &[
     ("directus_folders", "/folders"),
     ("directus_activity", "/activity"),
     ("directus_revisions", "/revisions"),
+    ("directus_comments", "/comments"),
+    ("directus_notifications", "/notifications"),
 ];
 
 /// The document for `snapshot` (the caller's view); `server` is the public base URL, if known.

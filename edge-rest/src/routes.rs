@@ -93,10 +93,12 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
             _ => Ok(reply::method_not_allowed(&req.method, "POST")),
         },
         ["assets", id] if !id.is_empty() => crate::files::asset(state, req, request_id, decode(id)).await,
-        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders" | "activity" | "revisions")] => {
+        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders" | "activity" | "revisions" | "comments" | "notifications")] => {
             collection_route(state, req, body, request_id, format!("directus_{system}")).await
         }
-        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders" | "activity" | "revisions"), key] if !key.is_empty() => {
+        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders" | "activity" | "revisions" | "comments" | "notifications"), key]
+            if !key.is_empty() =>
+        {
             item_route(state, req, body, request_id, format!("directus_{system}"), decode(key)).await
         }
         ["graphql"] | ["graphql", "system"] | ["server", "specs", "graphql"] | ["server", "specs", "graphql", "system"] if state.graphql.is_some() => {

@@ -256,7 +256,7 @@ impl ItemsService for Items {
         let out = self
             .in_write_tx(req.metadata(), "CreateItem", &r.collection, move |w, c| {
                 Box::pin(async move {
-                    let keys = crate::users::create(w, c, data).await?;
+                    let keys = crate::comments::create(w, c, data).await?;
                     w.read_back(c, &keys, &q).await
                 })
             })
@@ -272,7 +272,7 @@ impl ItemsService for Items {
         let out = self
             .in_write_tx(req.metadata(), "CreateItems", &r.collection, move |w, c| {
                 Box::pin(async move {
-                    let keys = crate::users::create(w, c, data).await?;
+                    let keys = crate::comments::create(w, c, data).await?;
                     w.read_back(c, &keys, &q).await
                 })
             })

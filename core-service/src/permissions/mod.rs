@@ -271,8 +271,12 @@ pub struct Subject {
 }
 
 /// What every signed-in user may do whatever their policies (as Directus's app access minimum):
-/// read their own user, role and policies, and update their own name and password. Each is a row of its
-/// own, so it widens nothing of the policies' rows: it reaches the caller's own row only.
+/// read their own user, role and policies, and update their own name and password; comment
+/// (on items they can read, checked by `crate::comments`), and read, edit (the text) and
+/// delete their own comments; read their notifications, set their `status` (archive) and
+/// notify themselves (sender and recipient both the caller). Each
+/// is a row of its own, so it widens nothing of the policies' rows: it reaches the caller's own
+/// rows only.
 fn minimal() -> Vec<(&'static str, Action, Permission)> {
     let rule = |v: Value| cdapi_proto::query_json::filter_from_json(&v, 0).ok().flatten().map(Arc::new);
     let own = |field: &str, var: &str| rule(serde_json::json!({ field: { "_eq": var } }));
@@ -289,6 +293,25 @@ fn minimal() -> Vec<(&'static str, Action, Permission)> {
         ("directus_users", Action::Update, row(own("id", "$CURRENT_USER"), only(&["first_name", "last_name", "password"]))),
         ("directus_roles", Action::Read, row(own("id", "$CURRENT_ROLE"), Fields::All)),
         ("directus_policies", Action::Read, row(rule(serde_json::json!({"id": {"_in": "$CURRENT_POLICIES"}})), Fields::All)),
+        ("directus_comments", Action::Read, row(own("user_created", "$CURRENT_USER"), Fields::All)),
+        (
+            "directus_comments",
+            Action::Create,
+            Permission { filter: None, fields: only(&["collection", "item", "comment"]), validation: None, presets: Map::new() },
+        ),
+        ("directus_comments", Action::Update, row(own("user_created", "$CURRENT_USER"), only(&["comment"]))),
+        ("directus_comments", Action::Delete, row(own("user_created", "$CURRENT_USER"), Fields::All)),
+        ("directus_notifications", Action::Read, row(own("recipient", "$CURRENT_USER"), Fields::All)),
+        // Notes to oneself (an export's "ready" notice is one).
+        (
+            "directus_notifications",
+            Action::Create,
+            row(
+                rule(serde_json::json!({"_and": [{"recipient": {"_eq": "$CURRENT_USER"}}, {"sender": {"_eq": "$CURRENT_USER"}}]})),
+                only(&["recipient", "sender", "subject", "message", "collection", "item"]),
+            ),
+        ),
+        ("directus_notifications", Action::Update, row(own("recipient", "$CURRENT_USER"), only(&["status"]))),
     ]
 }
 

@@ -35,7 +35,7 @@ macro_rules! served {
             $ns,
             ".nspname = 'cdapi' AND ",
             $rel,
-            ".relname IN ('users', 'roles', 'permissions', 'versions', 'policies', 'access', 'files', 'folders', 'activity', 'revisions')))"
+            ".relname IN ('users', 'roles', 'permissions', 'versions', 'policies', 'access', 'files', 'folders', 'activity', 'revisions', 'comments', 'notifications')))"
         )
     };
 }

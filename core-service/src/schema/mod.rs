@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// One snapshot of the served database's structure, or a caller's view of one (see
 /// [`crate::permissions`]): the collections and fields that caller may use, each collection
 /// carrying the item filter its rows must pass.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Schema {
     /// Increases on every rebuild within the process's life.
     pub version: u64,

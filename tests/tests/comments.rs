@@ -1,0 +1,144 @@
+//! Comments and notifications (README "Comments and notifications"): a user comments on items
+//! they can read; a mention notifies the mentioned user when they can read the item too, in
+//! their inbox and by real mail (aiosmtpd); from the attacker's side, nobody comments on an item
+//! they cannot read, reads or archives another user's notifications, or edits another's comment.
+
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
+use e2e_tests::fixture::{admin, call, id_of, role};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, graphql_as, start, wait_mail};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::sync::OnceLock;
+
+/// This file's environment: the demo data, with mail.
+fn env() -> &'static TestApp {
+    static APP: OnceLock<TestApp> = OnceLock::new();
+    APP.get_or_init(|| start(Spec { dataset: Dataset::DemoWrites, name: Some("comments".into()), mail: true, ..Spec::default() }).expect("environment"))
+}
+
+/// An article with this status; returns its id.
+async fn article(app: &TestApp, title: &str, status: &str) -> String {
+    let r = admin(app, Method::POST, "/items/articles", json!({"title": title, "status": status})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    id_of(&r.body["data"])
+}
+
+#[tokio::test]
+async fn a_mention_notifies_whoever_can_read_the_item_in_the_inbox_and_by_mail() {
+    let app = env();
+    let published = json!({"status": {"_eq": "published"}});
+    let read = |rule: Value| json!([{"collection": "articles", "action": "read", "permissions": rule, "fields": ["*"]}]);
+    let (author, author_id, _) = role(app, "Commenters33", read(published.clone())).await;
+    let (reader, reader_id, _) = role(app, "Mentioned33", read(Value::Null)).await;
+    let (_, blind_id, _) = role(app, "Blind33", json!([])).await;
+    let public = article(app, "Commented 33", "published").await;
+
+    let text = format!("Look, @{reader_id} and @{}:\n\nthe intro is long", blind_id.to_uppercase());
+    let r = call(app, Some(&author), Method::POST, "/comments", Some(json!({"collection": "articles", "item": public, "comment": text}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let comment = &r.body["data"];
+    assert_eq!((comment["user_created"].clone(), comment["comment"].clone()), (json!(author_id), json!(text)), "{comment}");
+    assert!(comment["date_created"].is_string() && comment["id"].is_string(), "{comment}");
+
+    // The reader is notified, in the inbox and by mail; the user who cannot read it is not.
+    let r = call(app, Some(&reader), Method::GET, "/notifications?fields=*", None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let inbox = r.body["data"].as_array().cloned().unwrap_or_default();
+    assert_eq!(inbox.len(), 1, "{inbox:?}");
+    let n = &inbox[0];
+    assert_eq!(n["subject"], "You were mentioned in articles");
+    assert_eq!((n["sender"].clone(), n["recipient"].clone()), (json!(author_id), json!(reader_id)));
+    assert_eq!((n["collection"].clone(), n["item"].clone(), n["status"].clone()), (json!("articles"), json!(public), json!("inbox")));
+    let message = n["message"].as_str().unwrap_or_default();
+    assert!(message.contains("has mentioned you in a comment") && message.contains("<em>") && message.contains("> Look,"), "{message}");
+    let mail = wait_mail(app, "mentioned33@example.com", 15).await.expect("the mention's mail");
+    assert_eq!(mail["subject"], "You were mentioned in articles");
+    assert!(mail["body"].as_str().is_some_and(|b| b.contains(&format!("/admin/content/articles/{public}"))), "{mail}");
+    let r = admin(app, Method::GET, &format!("/notifications?filter[recipient][_eq]={blind_id}"), Value::Null).await;
+    assert_eq!(r.body["data"], json!([]), "a user who cannot read the item was notified: {}", r.body);
+    assert!(wait_mail(app, "blind33@example.com", 2).await.is_none(), "a mail to a user who cannot read the item");
+
+    // Only the recipient reads and archives a notification, and only its status.
+    let id = n["id"].to_string();
+    let r = call(app, Some(&author), Method::GET, "/notifications", None).await;
+    assert_eq!(r.body["data"], json!([]), "another user's inbox: {}", r.body);
+    let r = call(app, Some(&author), Method::PATCH, &format!("/notifications/{id}"), Some(json!({"status": "archived"}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "archiving another user's notification");
+    let r = call(app, Some(&reader), Method::PATCH, &format!("/notifications/{id}"), Some(json!({"subject": "forged"}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "changing a notification's subject");
+    let r = call(app, Some(&reader), Method::PATCH, &format!("/notifications/{id}"), Some(json!({"status": "archived"}))).await;
+    assert_eq!((r.status, r.body["data"]["status"].clone()), (200, json!("archived")), "{}", r.body);
+    let g = graphql_as(app, "/graphql/system", Some(&reader), "{ notifications { subject status } }", json!({})).await;
+    assert_eq!(g.body["data"]["notifications"], json!([{"subject": "You were mentioned in articles", "status": "archived"}]), "{}", g.body);
+}
+
+#[tokio::test]
+async fn comments_are_made_on_readable_items_and_edited_by_their_authors() {
+    let app = env();
+    let published = json!({"status": {"_eq": "published"}});
+    let rows = json!([{"collection": "articles", "action": "read", "permissions": published, "fields": ["*"]}]);
+    let (author, _, _) = role(app, "Authors33", rows.clone()).await;
+    let (other, _, _) = role(app, "Others33", rows).await;
+    let public = article(app, "Open 33", "published").await;
+    let draft = article(app, "Hidden 33", "draft").await;
+    let comment = |item: &str, text: &str| Some(json!({"collection": "articles", "item": item, "comment": text}));
+
+    for (token, body, status, code, what) in [
+        (Some(author.as_str()), comment(&draft, "seen?"), 403, "FORBIDDEN", "an item outside the read rule"),
+        (Some(author.as_str()), comment("999999", "seen?"), 403, "FORBIDDEN", "a missing item"),
+        (Some(author.as_str()), Some(json!({"collection": "nope", "item": "1", "comment": "x"})), 403, "FORBIDDEN", "an unknown collection"),
+        (Some(author.as_str()), Some(json!({"collection": "articles", "item": public})), 400, "INVALID_PAYLOAD", "no comment"),
+        (Some(author.as_str()), Some(json!({"item": public, "comment": "x"})), 400, "INVALID_PAYLOAD", "no collection"),
+        (None, comment(&public, "anonymous"), 403, "FORBIDDEN", "the public"),
+    ] {
+        let r = call(app, token, Method::POST, "/comments", body).await;
+        assert_error(&r, status, code, what);
+    }
+    let r = call(app, Some(&author), Method::POST, "/comments", comment(&public, "first")).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = id_of(&r.body["data"]);
+    // Its author edits its text only; another user neither reads nor edits nor deletes it.
+    let r = call(app, Some(&author), Method::PATCH, &format!("/comments/{id}"), Some(json!({"comment": "first, edited"}))).await;
+    assert_eq!(r.body["data"]["comment"], "first, edited", "{}", r.body);
+    assert!(r.body["data"]["user_updated"].is_string() && r.body["data"]["date_updated"].is_string(), "{}", r.body);
+    let r = call(app, Some(&author), Method::PATCH, &format!("/comments/{id}"), Some(json!({"item": draft}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "moving a comment to another item");
+    let r = call(app, Some(&other), Method::GET, &format!("/comments?filter[item][_eq]={public}"), None).await;
+    assert_eq!(r.body["data"], json!([]), "{}", r.body);
+    for (method, body) in [(Method::PATCH, Some(json!({"comment": "defaced"}))), (Method::DELETE, None)] {
+        let r = call(app, Some(&other), method, &format!("/comments/{id}"), body).await;
+        assert_error(&r, 403, "FORBIDDEN", "another user's comment");
+    }
+    // The admin sees them all; the history records them.
+    let r = admin(app, Method::GET, &format!("/comments?filter[item][_eq]={public}&fields=comment"), Value::Null).await;
+    assert_eq!(r.body["data"], json!([{"comment": "first, edited"}]), "{}", r.body);
+    let g = graphql_as(app, "/graphql/system", Some(ADMIN_TOKEN), &format!("{{ comments(filter: {{item: {{_eq: \"{public}\"}}}}) {{ comment }} }}"), json!({}))
+        .await;
+    assert_eq!(g.body["data"]["comments"], json!([{"comment": "first, edited"}]), "{}", g.body);
+    let r = admin(app, Method::GET, &format!("/activity?filter[collection][_eq]=directus_comments&filter[item][_eq]={id}&fields=action"), Value::Null).await;
+    assert_eq!(r.body["data"], json!([{"action": "create"}, {"action": "update"}]), "{}", r.body);
+    let r = call(app, Some(&author), Method::DELETE, &format!("/comments/{id}"), None).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+}
+
+#[tokio::test]
+async fn notifications_made_through_the_api_are_mailed_unless_the_user_opted_out() {
+    let app = env();
+    let (_, mailed, _) = role(app, "Mailed33", json!([])).await;
+    let (_, quiet, _) = role(app, "Quiet33", json!([])).await;
+    let r = admin(app, Method::PATCH, &format!("/users/{quiet}"), json!({"email_notifications": false})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    for (recipient, subject) in [(&quiet, "Quiet news 33"), (&mailed, "News 33")] {
+        let r = admin(app, Method::POST, "/notifications", json!({"recipient": recipient, "subject": subject, "message": "Hello **there**"})).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let mail = wait_mail(app, "mailed33@example.com", 15).await.expect("the notification's mail");
+    assert_eq!(mail["subject"], "News 33");
+    assert!(mail["body"].as_str().is_some_and(|b| b.contains("Hello **there**")), "{mail}");
+    assert!(wait_mail(app, "quiet33@example.com", 2).await.is_none(), "mailed a user who opted out");
+    // A user may not notify others without a grant.
+    let (token, _, _) = role(app, "Notifiers33", json!([])).await;
+    let r = call(app, Some(&token), Method::POST, "/notifications", Some(json!({"recipient": mailed, "subject": "spam"}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "notifying without a grant");
+}
