@@ -20,6 +20,9 @@ pub struct Settings {
     /// REST_STREAM_LIMIT (default 1000; 0 = never): lists asked with a larger `limit`, or
     /// `limit=-1`, are streamed from the core as they are read ([`crate::list_stream`]).
     pub stream_limit: i64,
+    /// IMPORT_MAX_SIZE (bytes, default 104857600 = 100 MiB): largest file
+    /// `POST /utils/import/:collection` takes ([`crate::import`]).
+    pub import_max_size: u64,
     /// QUERY_LIMIT_DEFAULT (100) and QUERY_LIMIT_MAX (10,000; -1 = none), as the core reads
     /// them (give both the same values): only announced, in `/server/info`'s `queryLimit`.
     pub query_limit: (i64, i64),
@@ -42,6 +45,7 @@ impl Settings {
             rate_limit,
             graphql_url: env_opt("GRAPHQL_URL"),
             stream_limit: env_or("REST_STREAM_LIMIT", 1000i64)?.max(0),
+            import_max_size: env_or("IMPORT_MAX_SIZE", 104_857_600u64)?,
             query_limit: (env_or("QUERY_LIMIT_DEFAULT", 100i64)?, env_or("QUERY_LIMIT_MAX", 10_000i64)?),
             websockets: crate::realtime::WebsocketSettings::from_env()?,
         })

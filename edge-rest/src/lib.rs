@@ -5,7 +5,7 @@
 //! and query-string rules, shared by the route modules), [`routes`] (routing and translation to gRPC), [`auth`]
 //! (`/auth/*`, `/users/me/tfa/*`), [`rate_limit`] (requests per client address), [`query_string`]
 //! (query string → query object), [`identifiers`] (the names' length budget), [`export`] (file formats of `export=`), [`versions`]
-//! (`/versions`), [`model`] (`/collections`, `/fields`, `/relations`), [`graphql_proxy`] (`/graphql*` forwarded to edge-graphql), [`server`]
+//! (`/versions`), [`utils`], [`import`] and [`export_file`] (`/utils/*`), [`model`] (`/collections`, `/fields`, `/relations`), [`graphql_proxy`] (`/graphql*` forwarded to edge-graphql), [`server`]
 //! (`/server/info`, `/server/specs/oas`), [`openapi`] (the OpenAPI document), [`reply`]
 //! (responses and error rendering).
 //! [`run`] serves on a given listener until a shutdown future resolves.
@@ -13,9 +13,11 @@
 pub mod auth;
 pub mod config;
 pub mod export;
+pub mod export_file;
 pub mod files;
 pub mod graphql_proxy;
 pub mod identifiers;
+pub mod import;
 pub mod list_stream;
 pub mod model;
 pub mod openapi;

@@ -41,6 +41,11 @@ pub struct EdgeState {
     /// Lists asked with a `limit` over this (or `-1`) are streamed (REST_STREAM_LIMIT; see
     /// [`crate::list_stream`]).
     pub stream_limit: i64,
+    /// Largest import file (IMPORT_MAX_SIZE).
+    pub import_max_size: u64,
+    /// Items client for long calls (imports, exports to files), on the channel without the
+    /// CORE_TIMEOUT_MS deadline (a large import or export takes longer).
+    pub long_items: ItemsServiceClient<Channel>,
     /// `/server/info`'s `queryLimit`: (default, max) (see `config::Settings::query_limit`).
     pub query_limit: (i64, i64),
     /// Auth cookie names and attributes.
@@ -72,6 +77,7 @@ impl EdgeState {
             versions: VersionsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
             schema: SchemaServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
             files: cdapi_proto::v1::files_service_client::FilesServiceClient::new(core_files.clone()).max_decoding_message_size(usize::MAX),
+            long_items: ItemsServiceClient::new(core_files.clone()).max_decoding_message_size(usize::MAX),
             subscriptions: ItemsServiceClient::new(core_files).max_decoding_message_size(usize::MAX),
             websocket_settings: settings.websockets.clone(),
             websockets: edge_http::websocket::Connections::new(settings.websockets.max_connections, settings.websockets.max_connections_per_user),
@@ -82,6 +88,7 @@ impl EdgeState {
             max_query_string_size: settings.edge.max_query_string_size,
             max_query_nodes: settings.edge.max_query_nodes,
             stream_limit: settings.stream_limit,
+            import_max_size: settings.import_max_size,
             query_limit: settings.query_limit,
             cookies: settings.edge.cookies.clone(),
             client_ip: settings.edge.client_ip.clone(),

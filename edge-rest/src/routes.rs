@@ -24,8 +24,9 @@ pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Resp
             limiter.check(ip).inspect_err(|_| service_runtime::metrics::global().rate_limited("edge-rest"))?;
         }
         // File uploads stream past MAX_PAYLOAD_SIZE: the core bounds each file
-        // (FILES_MAX_UPLOAD_SIZE).
-        let upload = req.method == Method::POST && req.path.trim_matches('/') == "files" && crate::files::is_multipart(&req);
+        // (FILES_MAX_UPLOAD_SIZE), and imports have IMPORT_MAX_SIZE.
+        let path = req.path.trim_matches('/');
+        let upload = req.method == Method::POST && (path == "files" || path.starts_with("utils/import/")) && crate::files::is_multipart(&req);
         let body = if upload { body } else { edge_http::body::refuse_oversized(&req.headers, body, state.max_payload_size)? };
         route(&state, &req, body, &request_id).await
     };

@@ -5,6 +5,10 @@
 //! - `POST /utils/hash/verify` `{string, hash}` → `{"data": true|false}`;
 //! - `POST /utils/sort/:collection` `{item, to}` → 200 with no body;
 //! - `POST /utils/revert/:revision` → 204;
+//! - `POST /utils/import/:collection` (a CSV or JSON file, multipart) → 200 with no body
+//!   ([`crate::import`]);
+//! - `POST /utils/export/:collection` `{query, format, file?}` → 204, the file made in the
+//!   background ([`crate::export_file`]);
 //! - `POST /utils/cache/clear` (admin) → 200 with no body.
 
 use crate::reply;
@@ -23,13 +27,17 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
         ["hash", action @ ("generate" | "verify")] if post(req) => hash(state, req, body, request_id, action).await,
         ["sort", collection] if post(req) && !collection.is_empty() => sort(state, req, body, request_id, decode(collection)).await,
         ["revert", revision] if post(req) && !revision.is_empty() => revert(state, req, request_id, decode(revision)).await,
+        ["import", collection] if post(req) && !collection.is_empty() => crate::import::import(state, req, body, request_id, decode(collection)).await,
+        ["export", collection] if post(req) && !collection.is_empty() => crate::export_file::export(state, req, body, request_id, decode(collection)).await,
         ["cache", "clear"] if post(req) => {
             let (_, token) = url_query(req)?;
             utils::clear_cache(&state.schema, &req.caller(request_id, token)?).await?;
             Ok(empty_ok())
         }
         ["random", "string"] => Ok(reply::method_not_allowed(&req.method, "GET")),
-        ["hash", "generate" | "verify"] | ["sort", _] | ["revert", _] | ["cache", "clear"] => Ok(reply::method_not_allowed(&req.method, "POST")),
+        ["hash", "generate" | "verify"] | ["sort", _] | ["revert", _] | ["import", _] | ["export", _] | ["cache", "clear"] => {
+            Ok(reply::method_not_allowed(&req.method, "POST"))
+        }
         _ => Err(ApiError::route_not_found(&req.path)),
     }
 }

@@ -75,3 +75,132 @@ async fn only_the_admin_clears_the_cache() {
     let r = call(app, None, Method::GET, "/utils/cache/clear", None).await;
     assert_eq!(r.status, 405, "{}", r.body);
 }
+
+/// POSTs `content` as the file part (`media_type`) of an import into `collection`.
+async fn import(app: &e2e_tests::TestApp, token: Option<&str>, collection: &str, media_type: &str, content: String) -> (u16, Value) {
+    let part = reqwest::multipart::Part::text(content).file_name("import").mime_str(media_type).expect("media type");
+    let client = e2e_tests::http_client().build().expect("client");
+    let mut req = client.post(format!("{}/utils/import/{collection}", app.rest_url)).multipart(reqwest::multipart::Form::new().part("file", part));
+    if let Some(t) = token {
+        req = req.bearer_auth(t);
+    }
+    let res = req.send().await.expect("post");
+    let status = res.status().as_u16();
+    (status, serde_json::from_str(&res.text().await.unwrap_or_default()).unwrap_or(Value::Null))
+}
+
+/// The tags whose name starts with `prefix`, as (name, id) sorted by name.
+async fn tags(app: &e2e_tests::TestApp, prefix: &str) -> Vec<String> {
+    let r = admin(app, Method::GET, &format!("/items/tags?filter[name][_starts_with]={prefix}&sort=name&fields=name&limit=-1"), Value::Null).await;
+    r.body["data"].as_array().map(|a| a.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn imports_upsert_json_and_csv_in_one_transaction() {
+    let app = app(Dataset::DemoWrites);
+    let r = admin(app, Method::POST, "/items/tags", json!({"name": "imp32-existing"})).await;
+    let existing = r.body["data"]["id"].clone();
+    // JSON: a new tag, and the existing one updated by its key.
+    let json_file = json!([{"name": "imp32-json"}, {"id": existing, "name": "imp32-existing-renamed"}]).to_string();
+    let (status, body) = import(app, Some(ADMIN_TOKEN), "tags", "application/json", json_file).await;
+    assert_eq!((status, body), (200, Value::Null), "200 with no body");
+    assert_eq!(tags(app, "imp32").await, ["imp32-existing-renamed", "imp32-json"]);
+    // CSV, with Directus's cell rules (a number-like name stays text).
+    let (status, body) = import(app, Some(ADMIN_TOKEN), "tags", "text/csv", "name\nimp32-csv-a\nimp32-csv-1\n".into()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(tags(app, "imp32-csv").await, ["imp32-csv-1", "imp32-csv-a"]);
+    // A bad item anywhere, or a malformed file, imports nothing at all.
+    let many: Vec<Value> = (0..1200).map(|i| json!({"name": format!("imp32-bulk-{i:04}")})).chain([json!({"name": ["not", "text"]})]).collect();
+    let (status, body) = import(app, Some(ADMIN_TOKEN), "tags", "application/json", Value::Array(many).to_string()).await;
+    assert_eq!((status, body["errors"][0]["extensions"]["code"].clone()), (400, json!("FAILED_VALIDATION")), "{body}");
+    let (status, _) = import(app, Some(ADMIN_TOKEN), "tags", "application/json", "[{\"name\": \"imp32-broken\"}, {\"name\": ".into()).await;
+    assert_eq!(status, 400);
+    assert_eq!(tags(app, "imp32-b").await, Vec::<String>::new(), "a failed import kept items");
+    // Other media types.
+    let (status, body) = import(app, Some(ADMIN_TOKEN), "tags", "text/plain", "name\nx\n".into()).await;
+    assert_eq!((status, body["errors"][0]["extensions"]["code"].clone()), (415, json!("UNSUPPORTED_MEDIA_TYPE")), "{body}");
+    let r = admin(app, Method::POST, "/utils/import/tags", json!([{"name": "x"}])).await;
+    assert_error(&r, 415, "UNSUPPORTED_MEDIA_TYPE", "a JSON body instead of a file");
+}
+
+#[tokio::test]
+async fn imports_need_create_and_update_rights() {
+    let app = app(Dataset::DemoWrites);
+    let all = |action: &str| json!({"collection": "tags", "action": action, "fields": ["*"]});
+    let (creator, _, _) = role(app, "TagCreators32", json!([all("create"), all("read")])).await;
+    let (importer, _, _) = role(app, "TagImporters32", json!([all("create"), all("read"), all("update")])).await;
+    let file = || json!([{"name": "imp32-rights"}]).to_string();
+    for (token, what) in [(None, "the public"), (Some(creator.as_str()), "no update right")] {
+        let (status, body) = import(app, token, "tags", "application/json", file()).await;
+        assert_eq!((status, body["errors"][0]["extensions"]["code"].clone()), (403, json!("FORBIDDEN")), "{what}: {body}");
+    }
+    let (status, body) = import(app, Some(&importer), "directus_users", "application/json", json!([{"email": "x@example.com"}]).to_string()).await;
+    assert_eq!(status, 403, "a system collection: {body}");
+    assert_eq!(tags(app, "imp32-rights").await, Vec::<String>::new());
+    let (status, body) = import(app, Some(&importer), "tags", "application/json", file()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(tags(app, "imp32-rights").await, ["imp32-rights"]);
+}
+
+/// The text of file `id`, as the admin downloads it.
+async fn asset_text(app: &e2e_tests::TestApp, id: &str) -> String {
+    let client = e2e_tests::http_client().build().expect("client");
+    let res = client.get(format!("{}/assets/{id}", app.rest_url)).bearer_auth(ADMIN_TOKEN).send().await.expect("get");
+    assert_eq!(res.status().as_u16(), 200);
+    res.text().await.unwrap_or_default()
+}
+
+/// Waits for `token`'s notification with this subject; returns it.
+async fn notification(app: &e2e_tests::TestApp, token: &str, subject: &str) -> Value {
+    let path = format!("/notifications?filter[subject][_eq]={}&fields=*", subject.replace(' ', "%20"));
+    for _ in 0..100 {
+        let r = call(app, Some(token), Method::GET, &path, None).await;
+        if let Some(n) = r.body["data"].as_array().and_then(|a| a.first()) {
+            return n.clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("no notification \"{subject}\"");
+}
+
+#[tokio::test]
+async fn exports_are_files_made_with_the_callers_rights_and_announced() {
+    let app = app(Dataset::DemoWrites);
+    let published = json!({"status": {"_eq": "published"}});
+    let rows = |files: bool| {
+        let mut rows = vec![json!({"collection": "articles", "action": "read", "permissions": published, "fields": ["id", "title"]})];
+        if files {
+            rows.push(json!({"collection": "directus_files", "action": "create", "fields": ["*"]}));
+            rows.push(json!({"collection": "directus_files", "action": "read", "fields": ["*"]}));
+        }
+        Value::Array(rows)
+    };
+    let (exporter, _, _) = role(app, "Exporters32", rows(true)).await;
+    let (no_files, _, _) = role(app, "NoFileExporters32", rows(false)).await;
+    let body = json!({"query": {"fields": ["*"], "sort": ["id"]}, "format": "csv", "file": {"title": "Published articles 32"}});
+    let r = call(app, Some(&exporter), Method::POST, "/utils/export/articles", Some(body.clone())).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    let n = notification(app, &exporter, "Your export of articles is ready").await;
+    assert_eq!(n["collection"], "directus_files", "{n}");
+    let file = n["item"].as_str().expect("the file").to_owned();
+    let r = admin(app, Method::GET, &format!("/files/{file}?fields=title,type,filename_download"), Value::Null).await;
+    assert_eq!((r.body["data"]["title"].clone(), r.body["data"]["type"].clone()), (json!("Published articles 32"), json!("text/csv")), "{}", r.body);
+    assert!(r.body["data"]["filename_download"].as_str().is_some_and(|f| f.starts_with("export-articles-") && f.ends_with(".csv")), "{}", r.body);
+    // Only the published articles, only the fields the role may read.
+    let text = asset_text(app, &file).await;
+    let count = admin(app, Method::GET, "/items/articles?filter[status][_eq]=published&aggregate[count]=*", Value::Null).await;
+    let published_count: usize = count.body["data"][0]["count"].as_str().and_then(|c| c.parse().ok()).expect("a count");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.first().copied(), Some("id,title"), "{text}");
+    assert_eq!(lines.len(), published_count + 1, "{text}");
+    // Without the right to store files: no file, a "failed" notice.
+    let r = call(app, Some(&no_files), Method::POST, "/utils/export/articles", Some(body)).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    let n = notification(app, &no_files, "Your export of articles failed").await;
+    assert_eq!(n["item"], Value::Null, "{n}");
+    // Bad requests are refused before anything runs.
+    for bad in [json!({"format": "csv"}), json!({"query": {}}), json!({"query": {}, "format": "pdf"})] {
+        let r = call(app, Some(&exporter), Method::POST, "/utils/export/articles", Some(bad.clone())).await;
+        assert_error(&r, 400, "INVALID_PAYLOAD", &bad.to_string());
+    }
+}

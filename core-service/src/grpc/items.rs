@@ -391,6 +391,30 @@ impl ItemsService for Items {
         Ok(Response::new(DeleteResponse {}))
     }
 
+    async fn import_items(&self, req: Request<tonic::Streaming<ImportChunk>>) -> Result<Response<ImportResponse>, Status> {
+        let span = request_span("ImportItems", &req);
+        let md = req.metadata().clone();
+        let mut chunks = req.into_inner();
+        let first = next_chunk(&mut chunks).await?;
+        let collection = first.collection.clone();
+        self.in_write_tx(&md, "ImportItems", &collection, move |w, c| {
+            Box::pin(async move {
+                w.may_import(c)?;
+                let mut chunk = first;
+                loop {
+                    w.import(c, &chunk.items).await?;
+                    if chunk.done {
+                        return Ok(());
+                    }
+                    chunk = next_chunk(&mut chunks).await?;
+                }
+            })
+        })
+        .instrument(span)
+        .await?;
+        Ok(Response::new(ImportResponse {}))
+    }
+
     async fn sort_item(&self, req: Request<SortItemRequest>) -> Result<Response<SortItemResponse>, Status> {
         let span = request_span("SortItem", &req);
         let r = req.get_ref();
@@ -399,6 +423,20 @@ impl ItemsService for Items {
             .instrument(span)
             .await?;
         Ok(Response::new(SortItemResponse {}))
+    }
+}
+
+/// How long an import waits for its next chunk before giving up (and rolling back).
+const IMPORT_CHUNK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The next chunk of an import. Errors: INVALID_PAYLOAD when the stream ends before its last
+/// chunk or stalls past [`IMPORT_CHUNK_WAIT`]; the stream's own error.
+async fn next_chunk(chunks: &mut tonic::Streaming<ImportChunk>) -> Result<ImportChunk, ApiError> {
+    match tokio::time::timeout(IMPORT_CHUNK_WAIT, chunks.message()).await {
+        Err(_) => Err(ApiError::invalid_payload("The import stalled; nothing was imported")),
+        Ok(Err(status)) => Err(ApiError::from(status)),
+        Ok(Ok(None)) => Err(ApiError::invalid_payload("The import ended before its last chunk; nothing was imported")),
+        Ok(Ok(Some(chunk))) => Ok(chunk),
     }
 }
 

@@ -7,11 +7,12 @@
 //! Layout: [`payload`] (validation and values), [`relational`] (nested relational data),
 //! [`keys`] (write keys: a write sent to two replicas is applied once), [`server_owned`]
 //! (fields no client writes), [`auto_values`] (fields the server fills), [`sort`] (manual
-//! order), this module
+//! order), [`import`] (upserts of imported items), this module
 //! (statements and their order).
 //! Database constraint errors map to API codes in [`crate::db::map_write_error`].
 
 pub mod auto_values;
+pub mod import;
 pub mod keys;
 pub mod payload;
 pub mod relational;
