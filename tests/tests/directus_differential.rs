@@ -135,6 +135,7 @@ async fn ours_and_directus_answer_alike() {
     cases::writes::run(&mut d).await;
     cases::writes::history(&mut d).await;
     cases::utils::run(&mut d).await;
+    cases::utils::comments(&mut d).await;
     cases::errors::run(&mut d).await;
 
     let total = d.outcomes.len();

@@ -61,4 +61,39 @@ pub async fn run(d: &mut Differential) {
     d.check("hash verify, no match", post("/utils/hash/verify", json!({"string": "another", "hash": hash}))).await;
     d.check("hash generate without a string", post("/utils/hash/generate", json!({}))).await;
     d.check("clear the cache", post("/utils/cache/clear", json!({}))).await;
+
+    let import = |media_type: &str, content: &str| Req {
+        method: Method::POST,
+        path: "/utils/import/cards".into(),
+        body: Some((
+            "multipart/form-data; boundary=XyZ".into(),
+            format!("--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"cards\"\r\nContent-Type: {media_type}\r\n\r\n{content}\r\n--XyZ--\r\n"),
+        )),
+        auth: e2e_tests::differential::Auth::Admin,
+    };
+    d.check("import JSON, a new item and an update", import("application/json", r#"[{"name": "e", "sort": 5}, {"id": 2, "name": "b2"}]"#)).await;
+    d.check("import CSV", import("text/csv", "name,sort,active\nf,6,1\n")).await;
+    d.check("import another type", import("text/plain", "name\ng\n")).await;
+    d.check("the items after the imports", Req::get("/items/cards?fields=name,sort,active&sort=id")).await;
+}
+
+/// Comments and notifications (README "Comments and notifications"): writes and reads as the
+/// admin, times left out of the fields asked for.
+pub async fn comments(d: &mut Differential) {
+    let post = |path: &str, body: Value| Req::json(Method::POST, path, body);
+    let fields = "fields=collection,item,comment";
+    d.check("create a comment", post(&format!("/comments?{fields}"), json!({"collection": "articles", "item": "1", "comment": "Nice"}))).await;
+    d.check("a comment without text", post("/comments", json!({"collection": "articles", "item": "1"}))).await;
+    d.check("a comment on no item", post(&format!("/comments?{fields}"), json!({"collection": "articles", "item": "999999", "comment": "x"}))).await;
+    d.check("a comment on no collection", post("/comments", json!({"collection": "nope", "item": "1", "comment": "x"}))).await;
+    d.check("the item's comments", Req::get(&format!("/comments?{fields}&filter[item][_eq]=1"))).await;
+    let me = Req::get("/users/me?fields=id");
+    let (o, t) = d.both(&me, &me).await;
+    let id = |a: &e2e_tests::differential::Answer| a.json()["data"]["id"].as_str().unwrap_or_default().to_owned();
+    let note = |recipient: String| {
+        post("/notifications?fields=recipient,subject,message,status,collection,item", json!({"recipient": recipient, "subject": "Hi", "message": "Hello"}))
+    };
+    d.pair("notify a user", note(id(&o)), note(id(&t))).await;
+    d.check("the inbox", Req::get("/notifications?fields=recipient,subject,status,collection,item")).await;
+    d.check("archive a notification", Req::json(Method::PATCH, "/notifications/1?fields=status", json!({"status": "archived"}))).await;
 }
