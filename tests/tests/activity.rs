@@ -380,3 +380,47 @@ async fn logins_are_recorded_and_read_only_by_whom_the_rules_allow() {
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert_eq!(seen[0]["user"], json!(user));
 }
+
+/// Schema changes are recorded as Directus records them: activity on `directus_collections`,
+/// `directus_fields` and `directus_relations`, with who made them.
+#[tokio::test]
+async fn schema_changes_are_recorded() {
+    let app = app(Dataset::DemoWrites);
+    let me = admin(app, Method::GET, "/users/me?fields=id", Value::Null).await.body["data"]["id"].clone();
+    let pk = json!({"field": "id", "type": "integer", "schema": {"is_primary_key": true, "has_auto_increment": true}});
+    let steps = [
+        (Method::POST, "/collections".to_owned(), json!({"collection": "logged32", "schema": {}, "meta": {}, "fields": [pk]})),
+        (Method::POST, "/fields/logged32".to_owned(), json!({"field": "title", "type": "string"})),
+        (Method::POST, "/fields/logged32".to_owned(), json!({"field": "article", "type": "integer"})),
+        (Method::POST, "/relations".to_owned(), json!({"collection": "logged32", "field": "article", "related_collection": "articles"})),
+        (Method::PATCH, "/fields/logged32/title".to_owned(), json!({"meta": {"note": "a note"}})),
+        (Method::DELETE, "/collections/logged32".to_owned(), Value::Null),
+    ];
+    for (method, path, body) in steps {
+        let r = admin(app, method.clone(), &path, body).await;
+        assert!(r.status == 200 || r.status == 204, "{method} {path}: {} {}", r.status, r.body);
+    }
+    let path = "/activity?filter[collection][_in]=directus_collections,directus_fields,directus_relations&filter[item][_starts_with]=logged32&sort=id&fields=action,collection,item,user&limit=-1";
+    let r = admin(app, Method::GET, path, Value::Null).await;
+    let rows: Vec<(String, String, String)> = r.body["data"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .inspect(|a| assert_eq!(a["user"], me, "{a}"))
+        .map(|a| {
+            (a["action"].as_str().unwrap_or("").to_owned(), a["collection"].as_str().unwrap_or("").to_owned(), a["item"].as_str().unwrap_or("").to_owned())
+        })
+        .collect();
+    let expected: Vec<(String, String, String)> = [
+        ("create", "directus_collections", "logged32"),
+        ("create", "directus_fields", "logged32.title"),
+        ("create", "directus_fields", "logged32.article"),
+        ("create", "directus_relations", "logged32.article"),
+        ("update", "directus_fields", "logged32.title"),
+        ("delete", "directus_collections", "logged32"),
+    ]
+    .iter()
+    .map(|(a, c, i)| (a.to_string(), c.to_string(), i.to_string()))
+    .collect();
+    assert_eq!(rows, expected);
+}

@@ -67,6 +67,32 @@ fn key_matches(collection: &Collection) -> String {
     }
 }
 
+/// Records a schema change (Directus's activity on `directus_collections`, `directus_fields`,
+/// `directus_relations`): one activity row in the change's transaction, `item` the collection
+/// name, or `<collection>.<field>` for a field or a relation; no revision. Errors: database
+/// errors.
+pub async fn record_schema(
+    conn: &mut PgConnection,
+    system_collection: &str,
+    change: Change,
+    item: &str,
+    user: Option<&str>,
+    client: &Client,
+) -> Result<(), ApiError> {
+    sqlx::query("INSERT INTO cdapi.activity (action, \"user\", ip, user_agent, collection, item, origin) VALUES ($1, $2::uuid, $3, $4, $5, $6, $7)")
+        .bind(change.action())
+        .bind(user)
+        .bind(&client.ip)
+        .bind(&client.user_agent)
+        .bind(system_collection)
+        .bind(item)
+        .bind(&client.origin)
+        .execute(&mut *conn)
+        .await
+        .map_err(crate::db::map_write_error)?;
+    Ok(())
+}
+
 /// Where a write stands in a nested write ([`crate::write::relational`]), so that the revisions
 /// of the items nested in a top-level item get its revision as `parent` (as Directus links
 /// them).

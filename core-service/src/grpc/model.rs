@@ -66,8 +66,26 @@ pub async fn read(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kin
 
 /// Admin access (a policy with it that admits the client's address), or FORBIDDEN (schema
 /// changes, `ReloadSchema`).
-pub async fn admin(state: &AppState, md: &tonic::metadata::MetadataMap) -> Result<(), ApiError> {
-    if matches!(state.caller(md).await?.access, Access::Admin) { Ok(()) } else { Err(ApiError::forbidden()) }
+pub async fn admin(state: &AppState, md: &tonic::metadata::MetadataMap) -> Result<crate::auth::Caller, ApiError> {
+    let caller = state.caller(md).await?;
+    if matches!(caller.access, Access::Admin) { Ok(caller) } else { Err(ApiError::forbidden()) }
+}
+
+/// Records a schema change in the activity ([`crate::activity::record_schema`]).
+async fn record(
+    change: &mut Change,
+    caller: &crate::auth::Caller,
+    kind: Kind,
+    action: crate::activity::Change,
+    collection: &str,
+    field: &str,
+) -> Result<(), ApiError> {
+    let (system, item) = match kind {
+        Kind::Collections => ("directus_collections", collection.to_owned()),
+        Kind::Fields => ("directus_fields", format!("{collection}.{field}")),
+        Kind::Relations => ("directus_relations", format!("{collection}.{field}")),
+    };
+    crate::activity::record_schema(&mut change.tx, system, action, &item, caller.vars.user.as_deref(), &caller.client).await
 }
 
 /// `ReadCallerPermissions` (`GET /permissions/me`): see
@@ -98,7 +116,7 @@ async fn read_back(state: &AppState, schema: &Arc<Schema>, kind: Kind, collectio
 
 /// `Create*`: admin only; the new object.
 pub async fn create(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, change: &SchemaChange) -> Result<SchemaReply, ApiError> {
-    admin(state, md).await?;
+    let caller = admin(state, md).await?;
     let data = model::object(&change.data)?;
     let mut tx = Change::begin(state).await?;
     let (collection, field) = match kind {
@@ -115,13 +133,14 @@ pub async fn create(state: &AppState, md: &tonic::metadata::MetadataMap, kind: K
             (model::required_str(&data, "collection")?, model::required_str(&data, "field")?)
         }
     };
+    record(&mut tx, &caller, kind, crate::activity::Change::Create, collection, field).await?;
     let schema = tx.commit(state).await?;
     read_back(state, &schema, kind, collection, field).await
 }
 
 /// `Update*`: admin only; the changed object.
 pub async fn update(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, change: &SchemaChange) -> Result<SchemaReply, ApiError> {
-    admin(state, md).await?;
+    let caller = admin(state, md).await?;
     let data = model::object(&change.data)?;
     let mut tx = Change::begin(state).await?;
     match kind {
@@ -129,19 +148,21 @@ pub async fn update(state: &AppState, md: &tonic::metadata::MetadataMap, kind: K
         Kind::Fields => model::fields::update(&mut tx, &change.collection, &change.field, &data).await?,
         Kind::Relations => model::relations::update(&mut tx, &change.collection, &change.field, &data).await?,
     }
+    record(&mut tx, &caller, kind, crate::activity::Change::Update, &change.collection, &change.field).await?;
     let schema = tx.commit(state).await?;
     read_back(state, &schema, kind, &change.collection, &change.field).await
 }
 
 /// `Delete*`: admin only.
 pub async fn delete(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, target: &SchemaTarget) -> Result<(), ApiError> {
-    admin(state, md).await?;
+    let caller = admin(state, md).await?;
     let mut tx = Change::begin(state).await?;
     match kind {
         Kind::Collections => model::collections::delete(&mut tx, &target.collection).await?,
         Kind::Fields => model::fields::delete(&mut tx, &target.collection, &target.field).await?,
         Kind::Relations => model::relations::delete(&mut tx, &target.collection, &target.field).await?,
     }
+    record(&mut tx, &caller, kind, crate::activity::Change::Delete, &target.collection, &target.field).await?;
     tx.commit(state).await?;
     Ok(())
 }
