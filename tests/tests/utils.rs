@@ -129,17 +129,17 @@ async fn imports_need_create_and_update_rights() {
     let all = |action: &str| json!({"collection": "tags", "action": action, "fields": ["*"]});
     let (creator, _, _) = role(app, "TagCreators32", json!([all("create"), all("read")])).await;
     let (importer, _, _) = role(app, "TagImporters32", json!([all("create"), all("read"), all("update")])).await;
-    let file = || json!([{"name": "imp32-rights"}]).to_string();
+    let file = || json!([{"name": "imprights32"}]).to_string();
     for (token, what) in [(None, "the public"), (Some(creator.as_str()), "no update right")] {
         let (status, body) = import(app, token, "tags", "application/json", file()).await;
         assert_eq!((status, body["errors"][0]["extensions"]["code"].clone()), (403, json!("FORBIDDEN")), "{what}: {body}");
     }
     let (status, body) = import(app, Some(&importer), "directus_users", "application/json", json!([{"email": "x@example.com"}]).to_string()).await;
     assert_eq!(status, 403, "a system collection: {body}");
-    assert_eq!(tags(app, "imp32-rights").await, Vec::<String>::new());
+    assert_eq!(tags(app, "imprights32").await, Vec::<String>::new());
     let (status, body) = import(app, Some(&importer), "tags", "application/json", file()).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(tags(app, "imp32-rights").await, ["imp32-rights"]);
+    assert_eq!(tags(app, "imprights32").await, ["imprights32"]);
 }
 
 /// The text of file `id`, as the admin downloads it.
