@@ -424,3 +424,32 @@ async fn schema_changes_are_recorded() {
     .collect();
     assert_eq!(rows, expected);
 }
+
+/// `POST /schema/apply` records each object its diff changes (in an environment of its own: a
+/// snapshot holds every collection, and other tests make theirs meanwhile).
+#[tokio::test]
+async fn an_applied_schema_diff_is_recorded_per_object() {
+    let app = e2e_tests::start(e2e_tests::Spec { dataset: Dataset::DemoWrites, name: Some("schema_apply_activity".into()), ..Default::default() })
+        .expect("environment");
+    let app = &app;
+    let pk = json!({"field": "id", "type": "integer", "schema": {"is_primary_key": true, "has_auto_increment": true}});
+    let r = admin(app, Method::POST, "/collections", json!({"collection": "applied32", "schema": {}, "meta": {}, "fields": [pk]})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let snapshot = admin(app, Method::GET, "/schema/snapshot", Value::Null).await.body["data"].clone();
+    let r = admin(app, Method::DELETE, "/collections/applied32", Value::Null).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    let d = admin(app, Method::POST, "/schema/diff", snapshot).await.body["data"].clone();
+    let r = admin(app, Method::POST, "/schema/apply", json!({"hash": d["hash"], "diff": d["diff"]})).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    let path = "/activity?filter[item][_starts_with]=applied32&sort=id&fields=action,collection,item&limit=-1";
+    let rows = admin(app, Method::GET, path, Value::Null).await.body["data"].clone();
+    assert_eq!(
+        rows,
+        json!([
+            {"action": "create", "collection": "directus_collections", "item": "applied32"},
+            {"action": "delete", "collection": "directus_collections", "item": "applied32"},
+            {"action": "create", "collection": "directus_collections", "item": "applied32"},
+            {"action": "create", "collection": "directus_fields", "item": "applied32.id"}
+        ])
+    );
+}

@@ -188,6 +188,6 @@ pub async fn diff_snapshot(state: &AppState, md: &tonic::metadata::MetadataMap, 
 
 /// `ApplyDiff` (`POST /schema/apply`): admin only. Errors: see [`model::snapshot::apply`].
 pub async fn apply_diff(state: &AppState, md: &tonic::metadata::MetadataMap, change: &SchemaChange) -> Result<(), ApiError> {
-    admin(state, md).await?;
-    model::snapshot::apply(state, &model::object(&change.data)?).await
+    let caller = admin(state, md).await?;
+    model::snapshot::apply(state, &model::object(&change.data)?, &caller).await
 }

@@ -302,7 +302,7 @@ fn object(v: Value) -> Result<Map<String, Value>, ApiError> {
 /// INVALID_PAYLOAD (no or another hash, a malformed diff, a step Postgres or the model
 /// refuses), FORBIDDEN (a change to a collection, field or relation that does not exist),
 /// SERVICE_UNAVAILABLE (a lock).
-pub async fn apply(state: &AppState, body: &Map<String, Value>) -> Result<(), ApiError> {
+pub async fn apply(state: &AppState, body: &Map<String, Value>, caller: &crate::auth::Caller) -> Result<(), ApiError> {
     let given = body.get("hash").and_then(Value::as_str).ok_or_else(|| ApiError::invalid_payload("\"hash\" is required"))?;
     let diff = body.get("diff").filter(|d| d.is_object()).ok_or_else(|| ApiError::invalid_payload("\"diff\" must be an object"))?;
     let mut change = Change::begin(state).await?;
@@ -384,6 +384,18 @@ pub async fn apply(state: &AppState, body: &Map<String, Value>) -> Result<(), Ap
     change.refresh(state).await?;
     for e in cols.iter().filter(|e| whole(e, "D").is_some()) {
         collections::delete(&mut change, &e.collection).await?;
+    }
+    // Each object the diff changed is one activity row, as a change through its own endpoint.
+    for (system, entries) in [("directus_collections", &cols), ("directus_fields", &flds), ("directus_relations", &rels)] {
+        for e in entries.iter() {
+            let action = match (whole(e, "N"), whole(e, "D")) {
+                (Some(_), _) => crate::activity::Change::Create,
+                (None, Some(_)) => crate::activity::Change::Delete,
+                (None, None) => crate::activity::Change::Update,
+            };
+            let item = if system == "directus_collections" { e.collection.clone() } else { format!("{}.{}", e.collection, e.field) };
+            crate::activity::record_schema(&mut change.tx, system, action, &item, caller.vars.user.as_deref(), &caller.client).await?;
+        }
     }
     change.commit(state).await?;
     Ok(())
