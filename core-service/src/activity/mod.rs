@@ -215,10 +215,14 @@ pub async fn record(
             create = change == Change::Create,
         )
     };
+    // Planned afresh each time, never from a connection's cached generic plan: that plan is
+    // made for the table sizes and item counts of its first runs (one item, a small table),
+    // and a later batch of 1,000 items then read each one with a scan of the whole table
+    // (seen: a batch of creates took seconds after many single creates).
     if change == Change::Delete {
-        sql.query().execute(&mut *conn).await.map_err(crate::db::map_write_error)?;
+        sql.query().persistent(false).execute(&mut *conn).await.map_err(crate::db::map_write_error)?;
         return Ok(Vec::new());
     }
-    let rows = sql.query().fetch_all(&mut *conn).await.map_err(crate::db::map_write_error)?;
+    let rows = sql.query().persistent(false).fetch_all(&mut *conn).await.map_err(crate::db::map_write_error)?;
     rows.iter().map(|r| sqlx::Row::try_get::<i64, _>(r, 0).map_err(crate::db::map_error)).collect()
 }
