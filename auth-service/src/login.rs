@@ -115,9 +115,16 @@ impl Auth {
     /// the activity first (with `client`), so no session exists without its record. Errors:
     /// SERVICE_UNAVAILABLE (database, Redis).
     pub async fn open_session(&self, user: &Identity, mode: SessionMode, client: &Client) -> Result<TokenReply, ApiError> {
-        users::record_login(&self.pool, &user.id, client.ip.as_deref(), client.user_agent.as_deref(), client.origin.as_deref())
-            .await
-            .map_err(crate::db_error)?;
+        let login = system_tables::activity::Activity {
+            action: "login",
+            user: Some(&user.id),
+            ip: client.ip.as_deref(),
+            user_agent: client.user_agent.as_deref(),
+            origin: client.origin.as_deref(),
+            collection: "directus_users",
+            item: &user.id,
+        };
+        system_tables::activity::record(&self.pool, &login).await.map_err(crate::db_error)?;
         self.tokens(user, mode, None).await
     }
 

@@ -68,29 +68,28 @@ fn key_matches(collection: &Collection) -> String {
 }
 
 /// Records a schema change (Directus's activity on `directus_collections`, `directus_fields`,
-/// `directus_relations`): one activity row in the change's transaction, `item` the collection
-/// name, or `<collection>.<field>` for a field or a relation; no revision. Errors: database
-/// errors.
+/// `directus_relations`): one activity row in the change's transaction, `item` the collection's
+/// name, or `<collection>.<field>` for a field or a relation (`field` not empty); no revision.
+/// Errors: database errors.
 pub async fn record_schema(
     conn: &mut PgConnection,
     system_collection: &str,
     change: Change,
-    item: &str,
+    (collection, field): (&str, &str),
     user: Option<&str>,
     client: &Client,
 ) -> Result<(), ApiError> {
-    sqlx::query("INSERT INTO cdapi.activity (action, \"user\", ip, user_agent, collection, item, origin) VALUES ($1, $2::uuid, $3, $4, $5, $6, $7)")
-        .bind(change.action())
-        .bind(user)
-        .bind(&client.ip)
-        .bind(&client.user_agent)
-        .bind(system_collection)
-        .bind(item)
-        .bind(&client.origin)
-        .execute(&mut *conn)
-        .await
-        .map_err(crate::db::map_write_error)?;
-    Ok(())
+    let item = if field.is_empty() { collection.to_owned() } else { format!("{collection}.{field}") };
+    let row = system_tables::activity::Activity {
+        action: change.action(),
+        user,
+        ip: client.ip.as_deref(),
+        user_agent: client.user_agent.as_deref(),
+        origin: client.origin.as_deref(),
+        collection: system_collection,
+        item: &item,
+    };
+    system_tables::activity::record(&mut *conn, &row).await.map_err(crate::db::map_write_error)
 }
 
 /// Where a write stands in a nested write ([`crate::write::relational`]), so that the revisions

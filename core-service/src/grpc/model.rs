@@ -80,12 +80,12 @@ async fn record(
     collection: &str,
     field: &str,
 ) -> Result<(), ApiError> {
-    let (system, item) = match kind {
-        Kind::Collections => ("directus_collections", collection.to_owned()),
-        Kind::Fields => ("directus_fields", format!("{collection}.{field}")),
-        Kind::Relations => ("directus_relations", format!("{collection}.{field}")),
+    let (system, field) = match kind {
+        Kind::Collections => ("directus_collections", ""),
+        Kind::Fields => ("directus_fields", field),
+        Kind::Relations => ("directus_relations", field),
     };
-    crate::activity::record_schema(&mut change.tx, system, action, &item, caller.vars.user.as_deref(), &caller.client).await
+    crate::activity::record_schema(&mut change.tx, system, action, (collection, field), caller.vars.user.as_deref(), &caller.client).await
 }
 
 /// `ReadCallerPermissions` (`GET /permissions/me`): see

@@ -393,8 +393,8 @@ pub async fn apply(state: &AppState, body: &Map<String, Value>, caller: &crate::
                 (None, Some(_)) => crate::activity::Change::Delete,
                 (None, None) => crate::activity::Change::Update,
             };
-            let item = if system == "directus_collections" { e.collection.clone() } else { format!("{}.{}", e.collection, e.field) };
-            crate::activity::record_schema(&mut change.tx, system, action, &item, caller.vars.user.as_deref(), &caller.client).await?;
+            let field = if system == "directus_collections" { "" } else { e.field.as_str() };
+            crate::activity::record_schema(&mut change.tx, system, action, (&e.collection, field), caller.vars.user.as_deref(), &caller.client).await?;
         }
     }
     change.commit(state).await?;

@@ -9,11 +9,12 @@
 //! Where a migration Job applies them instead (Kubernetes, MIGRATE_ON_START=false), the
 //! services wait for them with [`wait_until_migrated`].
 //!
-//! Layout: [`migrate`], [`wait_until_migrated`]; [`metadata`] (singletons and relation settings of
+//! Layout: [`migrate`], [`wait_until_migrated`]; [`activity`] (single activity rows); [`metadata`] (singletons and relation settings of
 //! the served schema); [`users`] (identities, shared by both services,
 //! and the writes of sign-in state and of the bootstrap admin), [`permissions`] (permission rows,
 //! policies and the public's policies).
 
+pub mod activity;
 pub mod metadata;
 pub mod permissions;
 pub mod readiness;

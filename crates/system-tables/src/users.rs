@@ -250,23 +250,6 @@ pub fn is_uuid(s: &str) -> bool {
     parts.len() == 5 && parts.iter().zip([8, 4, 4, 4, 12]).all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// Records a login of `user` in the activity (Directus's `directus_activity` row with action
-/// `login`, collection `directus_users`, the user as item, and the client's address, user agent
-/// and origin; README "Who changed what"). Errors: database errors.
-pub async fn record_login(pool: &PgPool, user: &str, ip: Option<&str>, user_agent: Option<&str>, origin: Option<&str>) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO cdapi.activity (action, \"user\", ip, user_agent, collection, item, origin) \
-         VALUES ('login', $1::uuid, $2, $3, 'directus_users', $1, $4)",
-    )
-    .bind(user)
-    .bind(ip)
-    .bind(user_agent)
-    .bind(origin)
-    .execute(pool)
-    .await
-    .map(|_| ())
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
