@@ -13,7 +13,7 @@ use bytes::Bytes;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::files_service_client::FilesServiceClient;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
-use cdapi_proto::v1::{CreateItemRequest, ExportFormat, ExportItemsRequest, Query, ReadRequest, UploadChunk, UploadEnd, UploadStart, upload_chunk};
+use cdapi_proto::v1::{CreateItemRequest, ExportFormat, ExportItemsRequest, Query, ReadRequest, UploadStart};
 use edge_http::balance::Balanced;
 use edge_http::caller::Caller;
 use serde_json::{Map, Value, json};
@@ -96,8 +96,8 @@ impl Job {
     /// Renders the items into a new file; returns its id.
     async fn store(&self) -> Result<String, ApiError> {
         let call = self.caller.request(ExportItemsRequest { collection: self.collection.clone(), query: Some(self.query.clone()) })?;
-        let mut stream = self.items.clone().export_items(call).await?.into_inner();
-        let mut renderer = crate::export::Renderer::new(self.format);
+        let stream = self.items.clone().export_items(call).await?.into_inner();
+        let renderer = crate::export::Renderer::new(self.format);
         let (content_type, ext) = renderer.kind();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
         let title = format!("export-{}-{}", self.collection, crate::export::timestamp(now));
@@ -113,31 +113,16 @@ impl Job {
             content_type: content_type.split(';').next().unwrap_or(content_type).to_owned(),
             query: Some(typed_query(&Map::from_iter([("fields".to_owned(), json!(["id"]))]))?),
         };
-        let (tx, rx) = tokio::sync::mpsc::channel::<UploadChunk>(4);
-        let call = self.caller.request(tokio_stream::wrappers::ReceiverStream::new(rx))?;
-        let mut files = self.files.clone();
-        let upload = files.upload_file(call);
-        tokio::pin!(upload);
-        let pump = async move {
-            let lost = || ApiError::new(cdapi_proto::ErrorCode::ServiceUnavailable, "The export file was not accepted.");
-            let send = |part| tx.send(UploadChunk { part: Some(part) });
-            send(upload_chunk::Part::Start(start)).await.map_err(|_| lost())?;
-            while let Some(chunk) = stream.message().await? {
-                let piece = renderer.chunk(&chunk.data).map_err(|_| ApiError::internal())?;
-                send(upload_chunk::Part::Data(piece)).await.map_err(|_| lost())?;
+        // The rendered items, then what closes the file.
+        let chunks = futures_util::stream::unfold(Some((stream, renderer)), |state| async move {
+            let (mut stream, mut renderer) = state?;
+            match stream.message().await {
+                Ok(Some(chunk)) => Some((renderer.chunk(&chunk.data).map_err(|_| ApiError::internal()), Some((stream, renderer)))),
+                Ok(None) => Some((Ok(renderer.finish()), None)),
+                Err(status) => Some((Err(ApiError::from(status)), None)),
             }
-            send(upload_chunk::Part::Data(renderer.finish())).await.map_err(|_| lost())?;
-            send(upload_chunk::Part::End(UploadEnd {})).await.map_err(|_| lost())?;
-            Ok::<(), ApiError>(())
-        };
-        tokio::pin!(pump);
-        let res = tokio::select! {
-            pumped = &mut pump => {
-                pumped?;
-                upload.await?
-            }
-            res = &mut upload => res?,
-        };
+        });
+        let res = crate::files::store(&self.files, &self.caller, start, chunks).await?;
         let stored: Value = serde_json::from_slice(&res.get_ref().data).map_err(|_| ApiError::internal())?;
         stored["id"].as_str().map(str::to_owned).ok_or_else(ApiError::forbidden)
     }

@@ -72,34 +72,16 @@ pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id
             content_type: part.content_type().map(|m| m.to_string()).unwrap_or_default(),
             query: Some(query.clone()),
         };
-        let (tx, rx) = tokio::sync::mpsc::channel::<UploadChunk>(4);
-        let call = caller.request(tokio_stream::wrappers::ReceiverStream::new(rx))?;
-        let mut client = state.files.clone();
-        // The call and the pump run in this request's future. The file is whole only with the
-        // `end` message, sent once the body ended whole: a client gone mid-way ends the stream
-        // without it (HTTP/2 may end it gracefully even then) and the core keeps nothing.
-        let rpc = client.upload_file(call);
-        tokio::pin!(rpc);
-        let pump = async move {
-            let lost = || ApiError::new(ErrorCode::ServiceUnavailable, "The upload was not accepted.");
-            tx.send(UploadChunk { part: Some(upload_chunk::Part::Start(start)) }).await.map_err(|_| lost())?;
-            while let Some(chunk) = part.chunk().await.map_err(broken)? {
-                tx.send(UploadChunk { part: Some(upload_chunk::Part::Data(chunk)) }).await.map_err(|_| lost())?;
+        // A client gone mid-way ends the stream without `end` (HTTP/2 may end it gracefully
+        // even then) and the core keeps nothing.
+        let chunks = futures_util::stream::unfold(part, move |mut part| async move {
+            match part.chunk().await {
+                Ok(Some(chunk)) => Some((Ok(chunk), part)),
+                Ok(None) => None,
+                Err(e) => Some((Err(broken(e)), part)),
             }
-            tx.send(UploadChunk { part: Some(upload_chunk::Part::End(UploadEnd {})) }).await.map_err(|_| lost())?;
-            Ok::<(), ApiError>(())
-        };
-        tokio::pin!(pump);
-        let res = tokio::select! {
-            pumped = &mut pump => {
-                // A broken body returns here, dropping (cancelling) the call.
-                pumped?;
-                rpc.await?
-            }
-            // The core answered before the body ended (a refusal): its answer says why.
-            res = &mut rpc => res?,
-        };
-        let data = res.into_inner().data;
+        });
+        let data = store(&state.files, &caller, start, chunks).await?.into_inner().data;
         created.push(if data.is_empty() { Value::Null } else { serde_json::from_slice(&data).map_err(|_| ApiError::internal())? });
     }
     let data = match created.len() {
@@ -111,6 +93,46 @@ pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id
         return Ok(reply::no_content());
     }
     Ok(reply::data(data.to_string().as_bytes(), b""))
+}
+
+/// Stores one file through FilesService `UploadFile`: `start`, then every chunk of `data`, then
+/// `end` once `data` ended whole. The call and the pump run in the caller's future: a chunk
+/// that fails ends the stream without `end` (the call is cancelled, the core keeps nothing) and
+/// its error is the answer; when the core answers before the chunks end (a refusal), its answer
+/// says why. Returns the created item. Errors: those, SERVICE_UNAVAILABLE when the core stops
+/// taking chunks.
+pub(crate) async fn store(
+    files: &cdapi_proto::v1::files_service_client::FilesServiceClient<edge_http::balance::Balanced>,
+    caller: &edge_http::caller::Caller,
+    start: UploadStart,
+    data: impl futures_util::Stream<Item = Result<Bytes, ApiError>>,
+) -> Result<tonic::Response<cdapi_proto::v1::ItemResponse>, ApiError> {
+    use futures_util::StreamExt;
+    let (tx, rx) = tokio::sync::mpsc::channel::<UploadChunk>(4);
+    let call = caller.request(tokio_stream::wrappers::ReceiverStream::new(rx))?;
+    let mut client = files.clone();
+    let rpc = client.upload_file(call);
+    tokio::pin!(rpc);
+    let pump = async move {
+        let lost = || ApiError::new(ErrorCode::ServiceUnavailable, "The upload was not accepted.");
+        let send = |part| tx.send(UploadChunk { part: Some(part) });
+        send(upload_chunk::Part::Start(start)).await.map_err(|_| lost())?;
+        futures_util::pin_mut!(data);
+        while let Some(chunk) = data.next().await {
+            send(upload_chunk::Part::Data(chunk?)).await.map_err(|_| lost())?;
+        }
+        send(upload_chunk::Part::End(UploadEnd {})).await.map_err(|_| lost())?;
+        Ok::<(), ApiError>(())
+    };
+    tokio::pin!(pump);
+    Ok(tokio::select! {
+        pumped = &mut pump => {
+            // A failed chunk returns here, dropping (cancelling) the call.
+            pumped?;
+            rpc.await?
+        }
+        res = &mut rpc => res?,
+    })
 }
 
 /// `POST /files/import` `{url, data?}` (Directus's body; `data` the item's fields). Errors:
