@@ -36,6 +36,9 @@ pub const MAX_MENTIONS: usize = 50;
 /// A mention: `@` and a version-4 UUID (Directus's pattern).
 static MENTION: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)@([0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12})").ok());
 
+/// Line breaks, each run of them one quote break of the notification's message.
+static LINE_BREAKS: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\n+").ok());
+
 /// Creates the items of `data` in `c`; for comments, checks them first and notifies the users
 /// they mention after. Returns the keys. Errors: as [`crate::users::create`], and for comments
 /// FORBIDDEN (the public, an item the commenter cannot read) and INVALID_PAYLOAD.
@@ -155,7 +158,7 @@ async fn notify_mentions(w: &mut Writer<'_>, sender: &str, collection: &str, ite
             None => "@Unknown User".to_owned(),
         }
     });
-    let quoted = format!("> {}", Regex::new(r"\n+").map(|r| r.replace_all(&quoted, "\n> ").into_owned()).unwrap_or_else(|_| quoted.into_owned()));
+    let quoted = format!("> {}", LINE_BREAKS.as_ref().map_or_else(|| quoted.clone().into_owned(), |r| r.replace_all(&quoted, "\n> ").into_owned()));
     let Some(notifications) = w.schema.collection(NOTIFICATIONS).cloned() else { return Ok(()) };
     let base = Arc::new(w.schema.clone());
     let mut created = Vec::new();

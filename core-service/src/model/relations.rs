@@ -104,7 +104,7 @@ fn row(schema: &Schema, collection: &str, field: &str, one: Option<&Collection>,
     let one_field = text("one_field")?;
     if let (Some(alias), Some(one)) = (&one_field, one) {
         super::check_name("Field", alias)?;
-        if one.field(alias).is_some_and(|f| !f.is_alias()) {
+        if one.has_column(alias) {
             return Err(ApiError::invalid_payload(format!("\"meta.one_field\": \"{alias}\" is already a column of \"{}\"", one.name)));
         }
     }

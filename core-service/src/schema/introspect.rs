@@ -281,10 +281,10 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
         let read_only = matches!(relkind.as_str(), "v" | "m") || name == crate::activity::ACTIVITY || name == crate::activity::REVISIONS;
         let singleton = singletons.contains(&name);
         let mut collection = Collection::new(name.clone(), table(&namespace, &relname), primary_key, singleton, read_only, fs);
-        collection.auto_values =
-            auto_values.remove(&name).unwrap_or_default().into_iter().filter(|(f, _)| collection.field(f).is_some_and(|f| !f.is_alias())).collect();
-        collection.casts = casts.remove(&name).unwrap_or_default().into_iter().filter(|(f, _)| collection.field(f).is_some_and(|f| !f.is_alias())).collect();
-        collection.sort_field = sort_fields.remove(&name).filter(|f| collection.field(f).is_some_and(|f| !f.is_alias()));
+        // Metadata naming a field that is no column of the table is left out.
+        collection.auto_values = auto_values.remove(&name).unwrap_or_default().into_iter().filter(|(f, _)| collection.has_column(f)).collect();
+        collection.casts = casts.remove(&name).unwrap_or_default().into_iter().filter(|(f, _)| collection.has_column(f)).collect();
+        collection.sort_field = sort_fields.remove(&name).filter(|f| collection.has_column(f));
         collections.insert(name, Arc::new(collection));
     }
     let permissions = Arc::new(crate::permissions::Rules::load(conn).await?);

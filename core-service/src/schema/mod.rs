@@ -105,6 +105,11 @@ impl Collection {
         self.casts.iter().find(|(f, _)| f == field).map(|(_, c)| *c)
     }
 
+    /// Whether `name` is a field backed by a column (not an alias).
+    pub fn has_column(&self, name: &str) -> bool {
+        self.field(name).is_some_and(|f| !f.is_alias())
+    }
+
     /// A field by name.
     pub fn field(&self, name: &str) -> Option<&Field> {
         self.index.get(name).map(|&i| &self.fields[i])
