@@ -121,6 +121,19 @@ impl AuthService for AuthApi {
         reply(r.await.map(|()| AuthAck {}))
     }
 
+    async fn track_page(&self, req: Request<TrackPageRequest>) -> Result<Response<AuthAck>, Status> {
+        self.database_needed()?;
+        let r = async {
+            let user = self.auth.authenticator.identify(req.metadata()).await?.ok_or_else(ApiError::invalid_credentials)?;
+            let page = req.get_ref().last_page.as_str();
+            if page.is_empty() || page.chars().count() > 255 {
+                return Err(ApiError::invalid_payload("\"last_page\" (at most 255 characters) is required"));
+            }
+            system_tables::users::set_last_page(&self.auth.pool, &user.id, page).await.map_err(access_token::authenticate::db_error)
+        };
+        reply(r.await.map(|()| AuthAck {}))
+    }
+
     async fn get_current_user(&self, req: Request<GetCurrentUserRequest>) -> Result<Response<CurrentUser>, Status> {
         self.database_needed()?;
         let r = async {

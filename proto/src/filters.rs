@@ -88,6 +88,12 @@ pub struct RestKeys;
 
 impl Keys for RestKeys {
     fn key(&self, key: &str) -> Result<Key<Self>> {
+        if let Some(args) = key.strip_prefix("$FOLLOW(").and_then(|k| k.strip_suffix(')')) {
+            // Directus 11's reverse relation `$FOLLOW(<collection>,<field>)`: the items of
+            // <collection> whose M2O <field> points here; resolved by the core.
+            let args: String = args.chars().filter(|c| !c.is_whitespace()).collect();
+            return Ok(Key::Field(format!("$FOLLOW({args})"), RestKeys));
+        }
         if key.contains('(') {
             let path = crate::paths::parse(key)?;
             return match path.segments.as_slice() {

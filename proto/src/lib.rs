@@ -15,6 +15,7 @@ pub mod field_type;
 pub mod filters;
 pub mod paths;
 pub mod query_json;
+pub mod system_collections;
 
 /// Generated code of package `cdapi.v1`.
 #[allow(missing_docs, clippy::all, clippy::unwrap_used, clippy::expect_used)]

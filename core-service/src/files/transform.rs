@@ -51,30 +51,36 @@ pub struct TransformSettings {
     pub max_concurrent: usize,
     /// ASSETS_CACHE_MAX_BYTES.
     pub cache_bytes: usize,
-    /// ASSETS_PRESETS, by key.
+    /// The Studio's `system-*` presets ([`system_presets`]) and ASSETS_PRESETS, by key.
     pub presets: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// Directus's built-in presets the Data Studio asks for (its `SYSTEM_ASSET_ALLOW_LIST`):
+/// `system-{small,medium,large}-{cover,contain}`, 64, 300 and 800 pixels wide (cover: square).
+pub fn system_presets() -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for (size, px) in [("small", "64"), ("medium", "300"), ("large", "800")] {
+        let cover = [("width", px), ("height", px), ("fit", "cover")];
+        let contain = [("width", px), ("fit", "contain")];
+        out.insert(format!("system-{size}-cover"), cover.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect());
+        out.insert(format!("system-{size}-contain"), contain.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect());
+    }
+    out
 }
 
 impl TransformSettings {
     /// Reads the settings. Errors: a value that does not parse.
     pub fn from_env() -> anyhow::Result<Self> {
-        let presets = match service_runtime::env_opt("ASSETS_PRESETS") {
-            None => BTreeMap::new(),
-            Some(text) => {
-                let list: Vec<serde_json::Map<String, Value>> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("ASSETS_PRESETS: {e}"))?;
-                let mut out = BTreeMap::new();
-                for p in list {
-                    let key = p.get("key").and_then(Value::as_str).ok_or_else(|| anyhow::anyhow!("ASSETS_PRESETS: every preset needs a \"key\""))?.to_owned();
-                    let params = p
-                        .iter()
-                        .filter(|(k, _)| k.as_str() != "key")
-                        .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
-                        .collect();
-                    out.insert(key, params);
-                }
-                out
+        let mut presets = system_presets();
+        if let Some(text) = service_runtime::env_opt("ASSETS_PRESETS") {
+            let list: Vec<serde_json::Map<String, Value>> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("ASSETS_PRESETS: {e}"))?;
+            for p in list {
+                let key = p.get("key").and_then(Value::as_str).ok_or_else(|| anyhow::anyhow!("ASSETS_PRESETS: every preset needs a \"key\""))?.to_owned();
+                let params =
+                    p.iter().filter(|(k, _)| k.as_str() != "key").map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned))).collect();
+                presets.insert(key, params);
             }
-        };
+        }
         Ok(Self {
             max_dimension: service_runtime::env_or("ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION", 6000u32)?,
             max_input_bytes: service_runtime::env_or("ASSETS_TRANSFORM_MAX_INPUT_BYTES", 64u64 << 20)?,

@@ -9,7 +9,7 @@ use crate::permissions::Access;
 use crate::schema::Schema;
 use bytes::Bytes;
 use cdapi_proto::ApiError;
-use cdapi_proto::v1::{SchemaChange, SchemaReply, SchemaTarget};
+use cdapi_proto::v1::{ItemAccessRequest, SchemaChange, SchemaReply, SchemaTarget};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -106,6 +106,31 @@ pub async fn caller_globals(state: &AppState, md: &tonic::metadata::MetadataMap)
     }
     let globals = caller.schema.permissions.globals(&caller.vars.policies);
     Ok(reply(&serde_json::to_value(globals).map_err(|_| ApiError::internal())?))
+}
+
+/// `ReadProjectInfo` (`/server/info`'s `project`): the settings singleton's public fields, for
+/// anyone. Errors: database errors; INTERNAL when the settings row is missing.
+pub async fn project_info(state: &AppState) -> Result<SchemaReply, ApiError> {
+    let text = system_tables::settings::project_info(&state.pool).await.map_err(crate::db::map_error)?.ok_or_else(ApiError::internal)?;
+    Ok(SchemaReply { data: Bytes::from(text) })
+}
+
+/// `ReadItemAccess` (`GET /permissions/me/:collection/:key?`): see
+/// [`crate::write::Writer::item_access`]. A collection the caller cannot see answers every
+/// action `false`, as Directus does. Errors: FORBIDDEN for the public; database errors.
+pub async fn item_access(state: &AppState, md: &tonic::metadata::MetadataMap, req: &ItemAccessRequest) -> Result<SchemaReply, ApiError> {
+    let caller = state.caller(md).await?;
+    if caller.vars.user.is_none() {
+        return Err(ApiError::forbidden());
+    }
+    let Some(collection) = caller.schema.collection(&req.collection).cloned() else {
+        return Ok(reply(&serde_json::json!({"update": {"access": false}, "delete": {"access": false}, "share": {"access": false}})));
+    };
+    let mut tx = state.pool.begin().await.map_err(crate::db::map_error)?;
+    let key = Some(req.key.as_str()).filter(|k| !k.is_empty());
+    let access = caller.writer(&mut tx, state.limits).item_access(&collection, key).await?;
+    tx.rollback().await.map_err(crate::db::map_error)?;
+    Ok(reply(&access))
 }
 
 /// The changed object as read back from the new snapshot.

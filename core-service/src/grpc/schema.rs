@@ -8,8 +8,8 @@ use crate::schema::{FieldRelation, Schema};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::schema_service_server::SchemaService;
 use cdapi_proto::v1::{
-    self as pb, CallerAccessRequest, GetSchemaRequest, ReloadSchemaRequest, SchemaChange, SchemaDeleted, SchemaReply, SchemaSnapshot, SchemaTarget,
-    WatchSchemaRequest,
+    self as pb, CallerAccessRequest, GetSchemaRequest, ItemAccessRequest, ReloadSchemaRequest, SchemaChange, SchemaDeleted, SchemaReply, SchemaSnapshot,
+    SchemaTarget, WatchSchemaRequest,
 };
 use std::sync::Arc;
 use tonic::{Request, Response, Status};
@@ -226,6 +226,16 @@ impl SchemaService for SchemaApi {
     async fn read_caller_globals(&self, req: Request<CallerAccessRequest>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span("ReadCallerGlobals", &req);
         model_rpc::caller_globals(&self.state, req.metadata()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+    }
+
+    async fn read_project_info(&self, req: Request<CallerAccessRequest>) -> Result<Response<SchemaReply>, Status> {
+        let span = request_span("ReadProjectInfo", &req);
+        model_rpc::project_info(&self.state).instrument(span).await.map(Response::new).map_err(|e| e.into())
+    }
+
+    async fn read_item_access(&self, req: Request<ItemAccessRequest>) -> Result<Response<SchemaReply>, Status> {
+        let span = request_span("ReadItemAccess", &req);
+        model_rpc::item_access(&self.state, req.metadata(), req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
     }
 
     async fn watch_schema(&self, req: Request<WatchSchemaRequest>) -> Result<Response<Self::WatchSchemaStream>, Status> {

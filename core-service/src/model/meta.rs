@@ -40,15 +40,14 @@ pub fn field_keys() -> Vec<String> {
 }
 
 /// A collection's `meta`: `null` for a table without a metadata row (as Directus answers for
-/// tables it does not track), the defaults with `system: true` for system collections.
+/// tables it does not track); for system collections the defaults with `system: true`, under
+/// what their migrations stored (`directus_settings` is a singleton).
 pub fn collection(name: &str, system: bool, setting: Option<&CollectionSetting>) -> Value {
-    if system {
-        let mut m = collection_defaults(name);
-        m.insert("system".into(), true.into());
-        return Value::Object(m);
-    }
-    let Some(s) = setting else { return Value::Null };
     let mut m = collection_defaults(name);
+    if system {
+        m.insert("system".into(), true.into());
+    }
+    let Some(s) = setting else { return if system { Value::Object(m) } else { Value::Null } };
     if let Some(Value::Object(stored)) = s.meta.as_deref().and_then(|t| serde_json::from_str(t).ok()) {
         m.extend(stored);
     }

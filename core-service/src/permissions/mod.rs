@@ -270,8 +270,11 @@ pub struct Subject {
     pub user: bool,
 }
 
-/// What every signed-in user may do whatever their policies (as Directus's app access minimum):
-/// read their own user, role and policies, and update their own name and password; comment
+/// What every signed-in user may do whatever their policies (as Directus's app access minimum,
+/// `appAccessMinimalPermissions` of its system data): read their own user, roles, policies and
+/// activity, the settings and the translations, and update their own name, password and Studio
+/// preferences (language, appearance, themes); read
+/// the presets meant for them (their own, their role's, everyone's) and keep their own; comment
 /// (on items they can read, checked by `crate::comments`), and read, edit (the text) and
 /// delete their own comments; read their notifications, set their `status` (archive) and
 /// notify themselves (sender and recipient both the caller). Each
@@ -290,8 +293,40 @@ fn minimal() -> Vec<(&'static str, Action, Permission)> {
     };
     vec![
         ("directus_users", Action::Read, row(own("id", "$CURRENT_USER"), Fields::All)),
-        ("directus_users", Action::Update, row(own("id", "$CURRENT_USER"), only(&["first_name", "last_name", "password"]))),
-        ("directus_roles", Action::Read, row(own("id", "$CURRENT_ROLE"), Fields::All)),
+        (
+            "directus_users",
+            Action::Update,
+            row(
+                own("id", "$CURRENT_USER"),
+                only(&[
+                    "first_name",
+                    "last_name",
+                    "password",
+                    "language",
+                    "appearance",
+                    "theme_light",
+                    "theme_dark",
+                    "theme_light_overrides",
+                    "theme_dark_overrides",
+                ]),
+            ),
+        ),
+        ("directus_roles", Action::Read, row(rule(serde_json::json!({"id": {"_in": "$CURRENT_ROLES"}})), Fields::All)),
+        ("directus_activity", Action::Read, row(own("user", "$CURRENT_USER"), Fields::All)),
+        ("directus_settings", Action::Read, Permission { filter: None, fields: Fields::All, validation: None, presets: Map::new() }),
+        ("directus_translations", Action::Read, Permission { filter: None, fields: Fields::All, validation: None, presets: Map::new() }),
+        ("directus_presets", Action::Read, row(rule(own_role_or_global_presets()), Fields::All)),
+        (
+            "directus_presets",
+            Action::Create,
+            Permission { filter: None, fields: Fields::All, validation: Some(serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})), presets: Map::new() },
+        ),
+        (
+            "directus_presets",
+            Action::Update,
+            Permission { validation: Some(serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})), ..row(own("user", "$CURRENT_USER"), Fields::All) },
+        ),
+        ("directus_presets", Action::Delete, row(own("user", "$CURRENT_USER"), Fields::All)),
         ("directus_policies", Action::Read, row(rule(serde_json::json!({"id": {"_in": "$CURRENT_POLICIES"}})), Fields::All)),
         ("directus_comments", Action::Read, row(own("user_created", "$CURRENT_USER"), Fields::All)),
         (
@@ -313,6 +348,15 @@ fn minimal() -> Vec<(&'static str, Action, Permission)> {
         ),
         ("directus_notifications", Action::Update, row(own("recipient", "$CURRENT_USER"), only(&["status"]))),
     ]
+}
+
+/// The presets a user reads: their own, their role's (no user) and everyone's (neither).
+fn own_role_or_global_presets() -> Value {
+    serde_json::json!({"_or": [
+        {"user": {"_eq": "$CURRENT_USER"}},
+        {"_and": [{"user": {"_null": true}}, {"role": {"_eq": "$CURRENT_ROLE"}}]},
+        {"_and": [{"user": {"_null": true}}, {"role": {"_null": true}}]},
+    ]})
 }
 
 impl Rules {

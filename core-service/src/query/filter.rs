@@ -5,7 +5,8 @@
 //! compared by the one operator table, [`super::operators`].
 //! Relational filters are `EXISTS` subqueries: through an M2O the related item must match;
 //! through an O2M (and so an M2M junction) some related item must (`_some`, the default) or
-//! none may (`_none`).
+//! none may (`_none`). `$FOLLOW(<collection>,<field>)` (Directus 11) follows an M2O of another
+//! collection backwards, as an O2M without an alias.
 
 use super::functions::{Call, Function};
 use super::operators::Target;
@@ -14,6 +15,11 @@ use super::{Planner, forbidden_field};
 use crate::schema::{Collection, FieldRelation, FieldType, ValueCast};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldCondition, Filter, Operator, Quantifier, RelationFilter, filter};
+
+/// `$FOLLOW(<collection>,<field>)` → `(collection, field)`.
+fn followed(name: &str) -> Option<(&str, &str)> {
+    name.strip_prefix("$FOLLOW(")?.strip_suffix(')')?.split_once(',')
+}
 
 impl Planner<'_> {
     /// Compiles a filter tree on `collection` (rows aliased `alias`) into a boolean SQL expression.
@@ -42,9 +48,14 @@ impl Planner<'_> {
         if let Some(scope) = &r.scope {
             return self.m2a_relation(collection, alias, &r.field, scope, r, depth);
         }
-        let field = collection.field(&r.field).ok_or_else(|| forbidden_field(&collection.name, &r.field))?;
         let quantifier = Quantifier::try_from(r.quantifier).unwrap_or(Quantifier::Unspecified);
         let inner = self.sql.next_alias('t');
+        if let Some((from, via)) = followed(&r.field) {
+            let join = self.follow_join(collection, alias, &inner, from, via)?;
+            let related = self.collection(from)?;
+            return self.exists(related, &inner, &join, r, quantifier, depth);
+        }
+        let field = collection.field(&r.field).ok_or_else(|| forbidden_field(&collection.name, &r.field))?;
         let (related, join) = match &field.relation {
             Some(FieldRelation::M2O { related, related_field, .. }) => {
                 if quantifier != Quantifier::Unspecified {
@@ -69,12 +80,33 @@ impl Planner<'_> {
             }
         };
         let related = self.collection(related)?;
+        self.exists(related, &inner, &join, r, quantifier, depth)
+    }
+
+    /// `EXISTS` (`NOT EXISTS` for `_none`) a row `inner` of `related` joined by `join` that
+    /// matches the relation filter's nested filter.
+    fn exists(&mut self, related: &Collection, inner: &str, join: &str, r: &RelationFilter, quantifier: Quantifier, depth: usize) -> Result<String, ApiError> {
         let nested = match &r.filter {
-            Some(f) => self.filter(related, &inner, f, depth + 1)?,
+            Some(f) => self.filter(related, inner, f, depth + 1)?,
             None => "TRUE".into(),
         };
         let exists = format!("EXISTS (SELECT 1 FROM {} {inner} WHERE {join} AND {nested})", self.source(related)?);
         Ok(if quantifier == Quantifier::None { format!("NOT {exists}") } else { exists })
+    }
+
+    /// The join of `$FOLLOW(<from>,<via>)` (Directus 11's reverse relation, as the Studio's
+    /// M2M "add existing" list sends it): rows `inner` of `from` whose M2O `via` points at the
+    /// row `alias` of `collection`. Errors: FORBIDDEN for a collection or field the caller
+    /// cannot read; INVALID_QUERY when `via` is not an M2O to `collection`.
+    fn follow_join(&mut self, collection: &Collection, alias: &str, inner: &str, from: &str, via: &str) -> Result<String, ApiError> {
+        let source = self.collection(from)?;
+        let field = source.field(via).ok_or_else(|| forbidden_field(from, via))?;
+        match &field.relation {
+            Some(FieldRelation::M2O { related, related_field, .. }) if *related == collection.name => {
+                Ok(format!("{} = {}", column(inner, &field.name), column(alias, related_field)))
+            }
+            _ => Err(ApiError::invalid_query(format!("\"$FOLLOW({from},{via})\": \"{via}\" is not a many-to-one field to \"{}\"", collection.name))),
+        }
     }
 
     /// `{"item:headings": {...}}`: rows whose item is in `scope` and matches the nested filter.

@@ -23,20 +23,11 @@ pub use system_tables::SYSTEM_SCHEMA;
 
 /// The relations served: user tables of `$1`, and the system tables exposed as system
 /// collections. A user table named `directus_*` would shadow a system collection: it is not
-/// served. Arguments: the namespace and class aliases of the query.
+/// served. Arguments: the namespace and class aliases of the query; it binds `$1` (the served
+/// schema) and `$2` (the system tables, [`cdapi_proto::system_collections::served_tables`]).
 macro_rules! served {
     ($ns:literal, $rel:literal) => {
-        concat!(
-            "((",
-            $ns,
-            ".nspname = $1 AND ",
-            $rel,
-            ".relname NOT LIKE 'directus\\_%') OR (",
-            $ns,
-            ".nspname = 'cdapi' AND ",
-            $rel,
-            ".relname IN ('users', 'roles', 'permissions', 'versions', 'policies', 'access', 'files', 'folders', 'activity', 'revisions', 'comments', 'notifications')))"
-        )
+        concat!("((", $ns, ".nspname = $1 AND ", $rel, ".relname NOT LIKE 'directus\\_%') OR (", $ns, ".nspname = 'cdapi' AND ", $rel, ".relname = ANY($2)))")
     };
 }
 
@@ -130,12 +121,13 @@ ORDER BY 1, 2, 3, 4"
 /// Reads the database structure of `db_schema` and the system tables into a new snapshot.
 /// Errors: database errors only (an unknown type becomes [`FieldType::Unknown`], never an error).
 pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) -> Result<Schema, sqlx::Error> {
-    let tables: Vec<(String, String, String, String)> = sqlx::query_as(COLLECTIONS_SQL).bind(db_schema).fetch_all(&mut *conn).await?;
+    let system = cdapi_proto::system_collections::served_tables();
+    let tables: Vec<(String, String, String, String)> = sqlx::query_as(COLLECTIONS_SQL).bind(db_schema).bind(&system).fetch_all(&mut *conn).await?;
     type ColumnRow = (String, String, String, String, String, String, bool, bool, Option<i32>, Option<Vec<String>>);
-    let columns: Vec<ColumnRow> = sqlx::query_as(COLUMNS_SQL).bind(db_schema).fetch_all(&mut *conn).await?;
+    let columns: Vec<ColumnRow> = sqlx::query_as(COLUMNS_SQL).bind(db_schema).bind(&system).fetch_all(&mut *conn).await?;
     let pks: HashMap<String, Vec<String>> =
-        sqlx::query_as::<_, (String, Vec<String>)>(PRIMARY_KEYS_SQL).bind(db_schema).fetch_all(&mut *conn).await?.into_iter().collect();
-    let fk_rows: Vec<(String, String, String, String)> = sqlx::query_as(FOREIGN_KEYS_SQL).bind(db_schema).fetch_all(&mut *conn).await?;
+        sqlx::query_as::<_, (String, Vec<String>)>(PRIMARY_KEYS_SQL).bind(db_schema).bind(&system).fetch_all(&mut *conn).await?.into_iter().collect();
+    let fk_rows: Vec<(String, String, String, String)> = sqlx::query_as(FOREIGN_KEYS_SQL).bind(db_schema).bind(&system).fetch_all(&mut *conn).await?;
     let singletons: HashSet<String> = system_tables::metadata::singletons(&mut *conn).await?.into_iter().collect();
     let mut sort_fields: HashMap<String, String> = system_tables::metadata::sort_fields(&mut *conn).await?.into_iter().collect();
     let settings: HashMap<(String, String), RelationSetting> =

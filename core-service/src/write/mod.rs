@@ -11,6 +11,7 @@
 //! (statements and their order).
 //! Database constraint errors map to API codes in [`crate::db::map_write_error`].
 
+pub mod access;
 pub mod auto_values;
 pub mod import;
 pub mod keys;

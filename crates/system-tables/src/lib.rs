@@ -12,12 +12,13 @@
 //! Layout: [`migrate`], [`wait_until_migrated`]; [`activity`] (single activity rows); [`metadata`] (singletons and relation settings of
 //! the served schema); [`users`] (identities, shared by both services,
 //! and the writes of sign-in state and of the bootstrap admin), [`permissions`] (permission rows,
-//! policies and the public's policies).
+//! policies and the public's policies), [`settings`] (the settings singleton's public part).
 
 pub mod activity;
 pub mod metadata;
 pub mod permissions;
 pub mod readiness;
+pub mod settings;
 pub mod users;
 
 use sqlx::Connection;

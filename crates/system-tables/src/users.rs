@@ -156,6 +156,12 @@ pub async fn replace_password_hash(pool: &PgPool, id: &str, new_hash: &str, old_
     Ok(changed.rows_affected() == 1)
 }
 
+/// Stores the Studio page a user is on (`last_page`; Directus's `PATCH /users/me/track/page`).
+/// Errors: database errors.
+pub async fn set_last_page(pool: &PgPool, id: &str, page: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE cdapi.users SET last_page = $2 WHERE id = $1::uuid").bind(id).bind(page).execute(pool).await.map(|_| ())
+}
+
 /// Records now as user `id`'s last sign-in. Errors: database errors.
 pub async fn touch_last_access(pool: &PgPool, id: &str) -> sqlx::Result<()> {
     sqlx::query("UPDATE cdapi.users SET last_access = now() WHERE id = $1::uuid").bind(id).execute(pool).await?;

@@ -1,0 +1,22 @@
+//! The `directus_settings` singleton (`cdapi.settings`, one row; migration 0016): what the
+//! services read of it themselves, outside any caller's permissions.
+
+/// `/server/info`'s `project` (Directus 11 `ServerService.serverInfo`): the public fields of the
+/// settings row as a JSON object text; `None` when the row is missing. Errors: database.
+pub async fn project_info<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar(
+        "SELECT json_build_object(
+            'project_name', project_name, 'project_descriptor', project_descriptor,
+            'project_logo', project_logo, 'project_color', project_color,
+            'default_appearance', default_appearance, 'default_theme_light', default_theme_light,
+            'default_theme_dark', default_theme_dark, 'theme_light_overrides', theme_light_overrides,
+            'theme_dark_overrides', theme_dark_overrides, 'default_language', default_language,
+            'public_foreground', public_foreground, 'public_background', public_background,
+            'public_favicon', public_favicon, 'public_note', public_note, 'custom_css', custom_css,
+            'public_registration', public_registration,
+            'public_registration_verify_email', public_registration_verify_email)::text
+         FROM cdapi.settings ORDER BY id LIMIT 1",
+    )
+    .fetch_optional(db)
+    .await
+}
