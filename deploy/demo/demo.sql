@@ -214,6 +214,20 @@ VALUES ('cdapi demo', 'Content served from PostgreSQL in one statement per read'
 INSERT INTO cdapi.collections (collection, singleton) VALUES ('settings', true)
 ON CONFLICT (collection) DO UPDATE SET singleton = EXCLUDED.singleton;
 
+-- Collection metadata, as a Directus project has it: the Data Studio lists only collections
+-- with a metadata row, in `sort` order, with these icons; junctions stay hidden.
+INSERT INTO cdapi.collections (collection, singleton, hidden, meta) VALUES
+    ('articles', false, false, '{"icon": "article", "display_template": "{{title}}", "sort": 1}'),
+    ('authors', false, false, '{"icon": "person", "display_template": "{{name}}", "sort": 2}'),
+    ('tags', false, false, '{"icon": "label", "display_template": "{{name}}", "sort": 3}'),
+    ('comments', false, false, '{"icon": "chat", "display_template": "{{author_name}}", "sort": 4}'),
+    ('headings', false, false, '{"icon": "title", "display_template": "{{title}}", "sort": 5}'),
+    ('text_blocks', false, false, '{"icon": "notes", "sort": 6}'),
+    ('articles_tags', false, true, '{"icon": "import_export", "sort": 7}'),
+    ('articles_blocks', false, true, '{"icon": "import_export", "sort": 8}')
+ON CONFLICT (collection) DO NOTHING;
+UPDATE cdapi.collections SET meta = coalesce(meta, '{}') || '{"icon": "settings", "sort": 9, "singleton": true}' WHERE collection = 'settings';
+
 COMMIT;
 
 -- Fresh statistics so the first API queries get sensible plans.

@@ -339,23 +339,36 @@ stop_private_redis() {
 
 # ------------------------------------------------------------- test peers
 
-# A Python with aiosmtpd (the real SMTP server the tests deliver mail to) and schemathesis
-# (run against /server/specs/oas by tests/tests/openapi.rs): CDAPI_PYTHON if given, the system
+# A Python with aiosmtpd (the real SMTP server the tests deliver mail to), schemathesis
+# (run against /server/specs/oas by tests/tests/openapi.rs) and Playwright (driving Debian's
+# chromium in tests/tests/studio.rs; it never downloads a browser of its own): CDAPI_PYTHON if given, the system
 # python3 if it has both, else a venv under ~/.cache/cdapi/venv (created once). Exports
 # CDAPI_PYTHON.
 ensure_test_python() {
   if [[ -n "${CDAPI_PYTHON:-}" ]]; then export CDAPI_PYTHON; return 0; fi
   command -v python3 >/dev/null 2>&1 || _apt_install python3 python3-venv
-  local need='import aiosmtpd, schemathesis, moto.server'
+  local need='import aiosmtpd, schemathesis, moto.server, playwright.sync_api'
   if python3 -c "$need" 2>/dev/null; then export CDAPI_PYTHON=python3; return 0; fi
   local venv="$HOME/.cache/cdapi/venv"
   if ! "$venv/bin/python" -c "$need" 2>/dev/null; then
     cdapi_log "installing aiosmtpd (the tests' SMTP server), schemathesis (the OpenAPI fuzzer) and moto (the tests' S3 server) into $venv"
     [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv" 2>/dev/null || { _apt_install python3-venv; python3 -m venv "$venv"; }
-    "$venv/bin/pip" install -q --disable-pip-version-check 'aiosmtpd==1.4.6' 'schemathesis==4.32.5' 'hypothesis==6.170.15' 'moto[s3,server]==5.2.5' >&2 \
-      || cdapi_die "pip install aiosmtpd schemathesis moto failed"
+    "$venv/bin/pip" install -q --disable-pip-version-check 'aiosmtpd==1.4.6' 'schemathesis==4.32.5' 'hypothesis==6.170.15' 'moto[s3,server]==5.2.5' 'playwright==1.65.2' >&2 \
+      || cdapi_die "pip install aiosmtpd schemathesis moto playwright failed"
   fi
   export CDAPI_PYTHON="$venv/bin/python"
+}
+
+# Debian's Chromium, the browser of the Data Studio tests (tests/tests/studio.rs). Exports
+# CDAPI_CHROMIUM.
+ensure_chromium() {
+  local bin="${CDAPI_CHROMIUM:-}"
+  [[ -n "$bin" ]] || bin="$(command -v chromium || true)"
+  if [[ -z "$bin" ]]; then
+    _apt_install chromium
+    bin="$(command -v chromium)"
+  fi
+  export CDAPI_CHROMIUM="$bin"
 }
 
 # Node.js and the JavaScript peers of the tests (tests/js: the Directus SDK, oidc-provider),
@@ -368,6 +381,27 @@ ensure_test_node() {
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2) || cdapi_die "npm ci in tests/js failed"
     cp "$dir/package-lock.json" "$dir/node_modules/.installed-lock.json"
   fi
+}
+
+# The Directus Data Studio (@directus/app 13.4.0, the app of directus 11.3.5; BUSL-1.1, never
+# part of this repository or its images) for `deploy/local/up --studio`: STUDIO_DIR when set,
+# else installed once from npm into ~/.cache/cdapi/studio. Prints the dist directory.
+ensure_studio() {
+  if [[ -n "${STUDIO_DIR:-}" ]]; then
+    [[ -f "$STUDIO_DIR/index.html" ]] || cdapi_die "STUDIO_DIR=$STUDIO_DIR has no index.html"
+    echo "$STUDIO_DIR"
+    return 0
+  fi
+  local dir="$HOME/.cache/cdapi/studio"
+  if [[ ! -f "$dir/node_modules/@directus/app/dist/index.html" ]]; then
+    command -v npm >/dev/null 2>&1 || _apt_install nodejs npm
+    cdapi_log "installing the Data Studio (@directus/app@13.4.0, licensed BUSL-1.1) into $dir"
+    mkdir -p "$dir"
+    [[ -f "$dir/package.json" ]] || echo '{"name": "cdapi-studio", "private": true}' >"$dir/package.json"
+    (cd "$dir" && npm install --no-audit --no-fund --loglevel=error --ignore-scripts --omit=peer @directus/app@13.4.0 >&2) \
+      || cdapi_die "npm install @directus/app@13.4.0 into $dir failed"
+  fi
+  echo "$dir/node_modules/@directus/app/dist"
 }
 
 # The real Directus 11.3.5, the peer of the differential suite (tests/tests/directus_differential.rs),

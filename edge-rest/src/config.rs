@@ -28,6 +28,13 @@ pub struct Settings {
     pub query_limit: (i64, i64),
     /// `/websocket` (WEBSOCKETS_* settings; [`crate::realtime`]).
     pub websockets: crate::realtime::WebsocketSettings,
+    /// STUDIO_DIR (default none): the Directus Data Studio's `dist/` directory (from the
+    /// `@directus/app` npm package, BUSL-1.1, supplied by the operator), served at `/admin`
+    /// ([`crate::studio`]); unset, `/admin` answers ROUTE_NOT_FOUND.
+    pub studio_dir: Option<std::path::PathBuf>,
+    /// PUBLIC_URL (default none): the API's public URL; its path prefixes the Studio's base
+    /// (`<path>/admin/`).
+    pub public_url: Option<String>,
 }
 
 impl Settings {
@@ -48,6 +55,8 @@ impl Settings {
             import_max_size: env_or("IMPORT_MAX_SIZE", 104_857_600u64)?,
             query_limit: (env_or("QUERY_LIMIT_DEFAULT", 100i64)?, env_or("QUERY_LIMIT_MAX", 10_000i64)?),
             websockets: crate::realtime::WebsocketSettings::from_env()?,
+            studio_dir: env_opt("STUDIO_DIR").map(std::path::PathBuf::from),
+            public_url: env_opt("PUBLIC_URL"),
         })
     }
 }

@@ -3,10 +3,11 @@
 //!
 //! Layout: [`config`] (settings), [`request`] (the state, the request and its gRPC call, body
 //! and query-string rules, shared by the route modules), [`routes`] (routing and translation to gRPC), [`auth`]
-//! (`/auth/*`, `/users/me/tfa/*`), [`rate_limit`] (requests per client address), [`query_string`]
+//! (`/auth/*`, `/users/me/tfa/*`), [`me`] (the caller's roles, page and item access), [`extensions`]
+//! (`/extensions*`), [`rate_limit`] (requests per client address), [`query_string`]
 //! (query string → query object), [`identifiers`] (the names' length budget), [`export`] (file formats of `export=`), [`versions`]
 //! (`/versions`), [`utils`], [`import`] and [`export_file`] (`/utils/*`), [`model`] (`/collections`, `/fields`, `/relations`), [`graphql_proxy`] (`/graphql*` forwarded to edge-graphql), [`server`]
-//! (`/server/info`, `/server/specs/oas`), [`openapi`] (the OpenAPI document), [`reply`]
+//! (`/server/info`, `/server/specs/oas`), [`studio`] (the Data Studio at `/admin`), [`openapi`] (the OpenAPI document), [`reply`]
 //! (responses and error rendering).
 //! [`run`] serves on a given listener until a shutdown future resolves.
 
@@ -14,11 +15,13 @@ pub mod auth;
 pub mod config;
 pub mod export;
 pub mod export_file;
+pub mod extensions;
 pub mod files;
 pub mod graphql_proxy;
 pub mod identifiers;
 pub mod import;
 pub mod list_stream;
+pub mod me;
 pub mod model;
 pub mod openapi;
 pub mod query_string;
@@ -28,6 +31,7 @@ pub mod reply;
 pub mod request;
 pub mod routes;
 pub mod server;
+pub mod studio;
 pub mod utils;
 pub mod versions;
 

@@ -66,6 +66,8 @@ pub struct EdgeState {
     pub websocket_settings: crate::realtime::WebsocketSettings,
     /// Open WebSocket connections.
     pub websockets: std::sync::Arc<edge_http::websocket::Connections>,
+    /// The Data Studio at `/admin`, when STUDIO_DIR is set.
+    pub studio: Option<crate::studio::Studio>,
 }
 
 impl EdgeState {
@@ -96,6 +98,7 @@ impl EdgeState {
             limiter: settings.rate_limit.map(|(points, secs)| crate::rate_limit::PerClient::new(points, secs)).transpose()?,
             request_ids: edge_http::caller::RequestIds::default(),
             readiness: service_runtime::shutdown::Readiness::default(),
+            studio: settings.studio_dir.as_deref().map(|dir| crate::studio::Studio::load(dir, settings.public_url.as_deref())).transpose()?,
         })
     }
 

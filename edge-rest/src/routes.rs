@@ -6,6 +6,7 @@ use crate::reply;
 use crate::request::{Body, EdgeState, HttpRequest, decode, json_body, typed_query, url_query};
 use bytes::Bytes;
 use cdapi_proto::ApiError;
+use cdapi_proto::system_collections;
 use cdapi_proto::v1::{
     CreateItemRequest, CreateItemsRequest, DeleteItemRequest, DeleteItemsRequest, ExportFormat, ExportItemsRequest, KeyList, Query, ReadRequest,
     UpdateBatchRequest, UpdateItemRequest, UpdateItemsRequest, UpdateSingletonRequest, delete_items_request, update_items_request,
@@ -62,6 +63,10 @@ pub async fn websocket(state: Arc<EdgeState>, req: HttpRequest, handshake: edge_
 async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
     let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     match segments.as_slice() {
+        ["admin", rest @ ..] if state.studio.is_some() => match &state.studio {
+            Some(studio) => Ok(studio.serve(&req.method, rest).await),
+            None => Err(ApiError::internal()),
+        },
         ["server", "ping"] => match req.method {
             // Directus sends it as Express sends a string: text/html.
             Method::GET => Ok(reply::with_body(StatusCode::OK, "text/html; charset=utf-8", "pong")),
@@ -86,7 +91,14 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
             item_route(state, req, body, request_id, decode(collection), decode(key)).await
         }
         ["users", "me", "tfa", action] => crate::auth::tfa(state, req, body, request_id, action).await,
+        ["users", "me", "track", "page"] => crate::me::track_page(state, req, body, request_id).await,
+        ["roles", "me"] => crate::me::roles(state, req, request_id).await,
         ["permissions", "me"] => crate::model::caller_access(state, req, request_id, false).await,
+        ["permissions", "me", collection] if !collection.is_empty() => crate::me::item_access(state, req, request_id, decode(collection), String::new()).await,
+        ["permissions", "me", collection, key] if !collection.is_empty() => {
+            crate::me::item_access(state, req, request_id, decode(collection), decode(key)).await
+        }
+        ["extensions", rest @ ..] => crate::extensions::route(&req.method, rest),
         ["policies", "me", "globals"] => crate::model::caller_access(state, req, request_id, true).await,
         ["files"] if req.method == Method::POST && crate::files::is_multipart(req) => crate::files::upload(state, req, body, request_id).await,
         ["files", "import"] => match req.method {
@@ -94,13 +106,14 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
             _ => Ok(reply::method_not_allowed(&req.method, "POST")),
         },
         ["assets", id] if !id.is_empty() => crate::files::asset(state, req, request_id, decode(id)).await,
-        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders" | "activity" | "revisions" | "comments" | "notifications")] => {
-            collection_route(state, req, body, request_id, format!("directus_{system}")).await
+        [system] if let Some(collection) = system_collections::rest_items_collection(system) => {
+            collection_route(state, req, body, request_id, collection).await
         }
-        [system @ ("users" | "roles" | "permissions" | "policies" | "files" | "folders" | "activity" | "revisions" | "comments" | "notifications"), key]
-            if !key.is_empty() =>
+        [system, key]
+            if !key.is_empty()
+                && let Some(collection) = system_collections::rest_items_collection(system) =>
         {
-            item_route(state, req, body, request_id, format!("directus_{system}"), decode(key)).await
+            item_route(state, req, body, request_id, collection, decode(key)).await
         }
         ["graphql"] | ["graphql", "system"] | ["server", "specs", "graphql"] | ["server", "specs", "graphql", "system"] if state.graphql.is_some() => {
             match &state.graphql {

@@ -1,6 +1,7 @@
 //! `/server/info` and `/server/specs/oas` (Directus's paths; issue 16).
 //!
-//! `/server/info` answers Directus's shape: `project` for everyone; for a signed-in caller also
+//! `/server/info` answers Directus's shape: `project` (the settings singleton's public fields,
+//! SchemaService `ReadProjectInfo`) for everyone; for a signed-in caller also
 //! `rateLimit`, `rateLimitGlobal`, `extensions`, `queryLimit` and `websocket` (Directus's shape:
 //! `{rest: {authentication, path}, graphql: {authentication, path}, heartbeat}`, or `false` when
 //! off; `graphql` from WEBSOCKETS_GRAPHQL_* as this process read them at start); for an admin also
@@ -9,20 +10,15 @@
 
 use crate::request::{EdgeState, HttpRequest, url_query};
 use cdapi_proto::ApiError;
-use cdapi_proto::v1::{GetCurrentUserRequest, GetSchemaRequest};
+use cdapi_proto::v1::{CallerAccessRequest, GetCurrentUserRequest, GetSchemaRequest};
 use serde_json::json;
 use warp::reply::Response;
 
 /// `GET /server/info`. Errors: the auth service's answer for a bad token.
 pub async fn info(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Result<Response, ApiError> {
-    let mut data = json!({"project": {
-        "project_name": "cdapi",
-        "project_color": "#6644FF",
-        "default_language": "en-US",
-        "default_appearance": "auto",
-        "public_registration": false,
-        "public_registration_verify_email": true,
-    }});
+    let project = state.schema.clone().read_project_info(req.grpc(request_id, None, CallerAccessRequest {})?).await?.into_inner();
+    let project: serde_json::Value = serde_json::from_slice(&project.data).map_err(|_| ApiError::internal())?;
+    let mut data = json!({ "project": project });
     let (_, token) = url_query(req)?;
     let signed_in = token.is_some() || req.headers.contains_key(http::header::AUTHORIZATION) || req.session_cookie.is_some();
     if signed_in {

@@ -22,7 +22,8 @@ fn text(v: &Value, key: &str) -> Option<String> {
     }
 }
 
-/// `filter[field][_eq]=x` of the list: only `collection` and `item` are understood.
+/// `filter[field][_eq]=x` of the list: only `collection` and `item` are understood, alone or
+/// inside `_and` (the Studio's `filter[_and][0][collection][_eq]=...`).
 fn list_filter(req: &HttpRequest) -> Result<(String, String), ApiError> {
     let parsed = crate::query_string::parse(&req.query)?;
     let mut out = (String::new(), String::new());
@@ -31,17 +32,28 @@ fn list_filter(req: &HttpRequest) -> Result<(String, String), ApiError> {
         Value::String(s) => serde_json::from_str(s).map_err(|e| ApiError::invalid_query(format!("\"filter\" is not valid JSON: {e}")))?,
         other => other.clone(),
     };
-    for (field, cond) in filter.as_object().into_iter().flatten() {
+    collect_conditions(&filter, &mut out, 0)?;
+    Ok(out)
+}
+
+/// Reads the `_eq` conditions of `filter` (and of its `_and` groups, up to 3 deep) into `out`.
+fn collect_conditions(filter: &Value, out: &mut (String, String), depth: usize) -> Result<(), ApiError> {
+    let refuse = || ApiError::invalid_query("Versions can be filtered by collection and item with _eq only");
+    for (field, cond) in filter.as_object().ok_or_else(refuse)? {
+        if field == "_and" && depth < 3 {
+            for part in cond.as_array().ok_or_else(refuse)? {
+                collect_conditions(part, out, depth + 1)?;
+            }
+            continue;
+        }
         let value = cond.get("_eq").and_then(|v| text(cond, "_eq").or_else(|| v.as_str().map(str::to_owned)));
         match (field.as_str(), value) {
             ("collection", Some(v)) => out.0 = v,
             ("item", Some(v)) => out.1 = v,
-            _ => {
-                return Err(ApiError::invalid_query("Versions can be filtered by collection and item with _eq only"));
-            }
+            _ => return Err(refuse()),
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Routes `/versions/...` (`rest` = the path segments after `versions`).
