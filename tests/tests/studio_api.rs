@@ -1,0 +1,210 @@
+//! The API calls the Data Studio makes besides items (README "Data Studio"), from the user's
+//! and the attacker's side, without a browser: `/settings` and `/server/info`'s project,
+//! `/presets`, `/translations`, `/dashboards` and `/panels`, `/roles/me`,
+//! `/users/me/track/page`, `/permissions/me/:collection/:key`, `/extensions`, the `$FOLLOW`
+//! filter, the `system-*` asset presets, and `/admin` itself.
+
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
+use e2e_tests::fixture::{admin, call, id_of, role};
+use e2e_tests::{Dataset, Spec, TestApp, assert_error, sql_json, start};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::sync::OnceLock;
+
+/// A Studio directory of this test's own (an `index.html` with Directus's `<base />`, one
+/// asset), so `/admin` is tested without the real app.
+fn studio_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("cdapi-studio-api-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("assets")).expect("studio dir");
+    std::fs::write(dir.join("index.html"), "<!doctype html><html><head><base /></head><body>studio</body></html>").expect("index");
+    std::fs::write(dir.join("assets/app.js"), "export default 1;").expect("asset");
+    dir
+}
+
+fn env() -> &'static TestApp {
+    static APP: OnceLock<TestApp> = OnceLock::new();
+    APP.get_or_init(|| {
+        let dir = studio_dir().to_string_lossy().into_owned();
+        start(Spec { dataset: Dataset::DemoWrites, name: Some("studio_api".into()), edge_env: vec![("STUDIO_DIR".into(), dir)], ..Spec::default() })
+            .expect("environment")
+    })
+}
+
+async fn raw(app: &TestApp, path: &str) -> (u16, String, String) {
+    let r = reqwest::get(format!("{}{path}", app.rest_url)).await.expect("request");
+    let status = r.status().as_u16();
+    let ct = r.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    (status, ct, r.text().await.unwrap_or_default())
+}
+
+#[tokio::test]
+async fn admin_serves_the_app_its_files_and_nothing_else() {
+    let app = env();
+    let (status, ct, body) = raw(app, "/admin").await;
+    assert_eq!((status, ct.as_str()), (200, "text/html; charset=utf-8"));
+    assert!(body.contains("<base href=\"/admin/\" />"), "{body}");
+    let (status, ct, body) = raw(app, "/admin/assets/app.js").await;
+    assert_eq!((status, ct.as_str(), body.as_str()), (200, "text/javascript", "export default 1;"));
+    // Client-side routes get the app; nothing outside the directory is ever read.
+    for path in ["/admin/content/articles/1", "/admin/..%2f..%2fetc%2fpasswd", "/admin/assets/..%2f..%2f..%2fetc%2fhostname"] {
+        let (status, ct, body) = raw(app, path).await;
+        assert_eq!((status, ct.as_str()), (200, "text/html; charset=utf-8"), "{path}");
+        assert!(body.contains("studio") && !body.contains("root:"), "{path}: {body}");
+    }
+    let r = reqwest::Client::new().post(format!("{}/admin/assets/app.js", app.rest_url)).send().await.expect("post");
+    assert_eq!(r.status().as_u16(), 405);
+}
+
+#[tokio::test]
+async fn settings_are_a_singleton_that_feeds_the_project_and_only_admins_change() {
+    let app = env();
+    let r = admin(app, Method::PATCH, "/settings", json!({"project_name": "Newsroom", "project_color": "#112233"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["data"]["project_name"], "Newsroom");
+    let r = call(app, None, Method::GET, "/server/info", None).await;
+    assert_eq!((r.body["data"]["project"]["project_name"].clone(), r.body["data"]["project"]["project_color"].clone()), (json!("Newsroom"), json!("#112233")));
+    assert!(r.body["data"]["project"].get("mapbox_key").is_none(), "a setting that is not public: {}", r.body);
+
+    // The public reads none of it; a signed-in user reads it but does not change it.
+    let r = call(app, None, Method::GET, "/settings", None).await;
+    assert_error(&r, 403, "FORBIDDEN", "forbidden");
+    let (token, _, _) = role(app, "SettingsReader", json!([])).await;
+    let r = call(app, Some(&token), Method::GET, "/settings", None).await;
+    assert_eq!((r.status, r.body["data"]["project_name"].clone()), (200, json!("Newsroom")), "{}", r.body);
+    let r = call(app, Some(&token), Method::PATCH, "/settings", Some(json!({"project_name": "Owned"}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "forbidden");
+    assert_eq!(sql_json(app, "SELECT to_json(project_name)::text FROM cdapi.settings").await, json!("Newsroom"));
+}
+
+#[tokio::test]
+async fn presets_are_read_by_who_they_are_for_and_kept_by_their_owner_only() {
+    let app = env();
+    let (alice, alice_id, role_id) = role(app, "PresetsAlice", json!([])).await;
+    let (bob, bob_id, _) = role(app, "PresetsBob", json!([])).await;
+    let mine = json!({"user": alice_id, "collection": "articles", "layout": "tabular", "layout_query": {"tabular": {"sort": ["-title"]}}});
+    let r = call(app, Some(&alice), Method::POST, "/presets", Some(mine)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let preset = id_of(&r.body["data"]);
+    // Nobody creates a preset for someone else.
+    let r = call(app, Some(&alice), Method::POST, "/presets", Some(json!({"user": bob_id, "collection": "articles"}))).await;
+    assert_error(&r, 400, "FAILED_VALIDATION", "failed_validation");
+    // A role's preset and a global one are read by its users; another user's is not.
+    for (user, role) in [(Value::Null, json!(role_id)), (Value::Null, Value::Null)] {
+        let r = admin(app, Method::POST, "/presets", json!({"user": user, "role": role, "collection": "tags", "bookmark": "shared"})).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let r = call(app, Some(&alice), Method::GET, "/presets?fields=id,user,role&limit=-1", None).await;
+    let seen = r.body["data"].as_array().cloned().unwrap_or_default();
+    assert_eq!(seen.len(), 3, "{}", r.body);
+    let r = call(app, Some(&bob), Method::GET, "/presets?fields=id,user,role&limit=-1", None).await;
+    let seen = r.body["data"].as_array().cloned().unwrap_or_default();
+    assert_eq!(seen.len(), 1, "bob reads only the global preset: {}", r.body);
+    for (method, body) in [(Method::PATCH, Some(json!({"bookmark": "taken"}))), (Method::DELETE, None)] {
+        let r = call(app, Some(&bob), method, &format!("/presets/{preset}"), body).await;
+        assert_error(&r, 403, "FORBIDDEN", "forbidden");
+    }
+    let r = call(app, Some(&alice), Method::PATCH, &format!("/presets/{preset}"), Some(json!({"user": bob_id}))).await;
+    assert_error(&r, 400, "FAILED_VALIDATION", "failed_validation");
+    assert_eq!(sql_json(app, &format!("SELECT to_json(\"user\")::text FROM cdapi.presets WHERE id = {preset}")).await, json!(alice_id));
+}
+
+#[tokio::test]
+async fn translations_dashboards_and_panels_are_stored_system_collections() {
+    let app = env();
+    let r = admin(app, Method::POST, "/translations", json!({"language": "en-US", "key": "greeting", "value": "Hello"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = admin(app, Method::POST, "/dashboards", json!({"name": "Traffic", "panels": [{"type": "metric", "position_x": 1, "position_y": 1, "width": 6, "height": 4, "options": {"collection": "articles"}}]})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let dashboard = id_of(&r.body["data"]);
+    let r = admin(app, Method::GET, &format!("/dashboards/{dashboard}?fields=name,user_created,panels.type,panels.options"), Value::Null).await;
+    assert_eq!(r.body["data"]["panels"], json!([{"type": "metric", "options": {"collection": "articles"}}]), "{}", r.body);
+    assert!(r.body["data"]["user_created"].is_string(), "{}", r.body);
+
+    let (token, _, _) = role(app, "InsightsOutsider", json!([])).await;
+    let r = call(app, Some(&token), Method::GET, "/translations?filter[key][_eq]=greeting&fields=value", None).await;
+    assert_eq!(r.body["data"], json!([{"value": "Hello"}]), "every user reads translations: {}", r.body);
+    for path in ["/dashboards", "/panels"] {
+        let r = call(app, Some(&token), Method::GET, path, None).await;
+        assert_error(&r, 403, "FORBIDDEN", "forbidden");
+    }
+    let r = call(app, Some(&token), Method::POST, "/translations", Some(json!({"language": "en-US", "key": "x", "value": "y"}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "forbidden");
+}
+
+#[tokio::test]
+async fn roles_me_tracks_and_item_access_answer_for_the_caller_only() {
+    let app = env();
+    let rows = json!([
+        {"collection": "articles", "action": "read", "fields": ["*"]},
+        {"collection": "articles", "action": "update", "fields": ["title"], "permissions": {"status": {"_eq": "draft"}}},
+    ]);
+    let (token, user, role_id) = role(app, "StudioCaller", rows).await;
+    // `/roles/me`: the caller's role, whatever filter they add.
+    let r = call(app, Some(&token), Method::GET, "/roles/me?fields=id,name", None).await;
+    assert_eq!(r.body["data"], json!([{"id": role_id, "name": "StudioCaller"}]), "{}", r.body);
+    let r = call(app, Some(&token), Method::GET, "/roles/me?fields=id&filter[name][_eq]=Administrator", None).await;
+    assert_eq!(r.body["data"], json!([]), "{}", r.body);
+    let r = call(app, None, Method::GET, "/roles/me", None).await;
+    assert_error(&r, 403, "FORBIDDEN", "forbidden");
+
+    let r = call(app, Some(&token), Method::PATCH, "/users/me/track/page", Some(json!({"last_page": "/content/articles"}))).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_eq!(sql_json(app, &format!("SELECT to_json(last_page)::text FROM cdapi.users WHERE id = '{user}'")).await, json!("/content/articles"));
+    let r = call(app, None, Method::PATCH, "/users/me/track/page", Some(json!({"last_page": "/x"}))).await;
+    assert_error(&r, 401, "INVALID_CREDENTIALS", "invalid_credentials");
+    for bad in [json!({}), json!({"last_page": ""}), json!({"last_page": "x".repeat(256)})] {
+        let r = call(app, Some(&token), Method::PATCH, "/users/me/track/page", Some(bad)).await;
+        assert_error(&r, 400, "INVALID_PAYLOAD", "invalid_payload");
+    }
+
+    // Item access follows the rows' filters: a draft may be updated, a published one not.
+    let draft = sql_json(app, "SELECT to_json(min(id)::text)::text FROM articles WHERE status = 'draft'").await;
+    let published = sql_json(app, "SELECT to_json(min(id)::text)::text FROM articles WHERE status = 'published'").await;
+    let access = |key: &Value| format!("/permissions/me/articles/{}", key.as_str().unwrap_or_default());
+    let r = call(app, Some(&token), Method::GET, &access(&draft), None).await;
+    assert_eq!(r.body["data"], json!({"update": {"access": true}, "delete": {"access": false}, "share": {"access": false}}), "{}", r.body);
+    let r = call(app, Some(&token), Method::GET, &access(&published), None).await;
+    assert_eq!(r.body["data"]["update"], json!({"access": false}), "{}", r.body);
+    for path in ["/permissions/me/authors/1", "/permissions/me/directus_users/1", "/permissions/me/articles/999999", "/permissions/me/articles/not-a-key"] {
+        let r = call(app, Some(&token), Method::GET, path, None).await;
+        assert_eq!(r.body["data"]["update"], json!({"access": false}), "{path}: {}", r.body);
+    }
+    let r = call(app, None, Method::GET, &access(&draft), None).await;
+    assert_error(&r, 403, "FORBIDDEN", "forbidden");
+    let r = admin(app, Method::GET, "/permissions/me/settings", Value::Null).await;
+    assert_eq!(r.body["data"]["delete"], json!({"access": true}), "{}", r.body);
+}
+
+#[tokio::test]
+async fn follow_filters_reverse_relations_the_caller_can_read_only() {
+    let app = env();
+    let path = "/items/tags?filter[$FOLLOW(articles_tags,tags_id)][_none][articles_id][_eq]=1&aggregate[countDistinct]=id";
+    let r = admin(app, Method::GET, path, Value::Null).await;
+    let expected = sql_json(
+        app,
+        "SELECT to_json(count(*)::text)::text FROM tags WHERE id NOT IN (SELECT tags_id FROM articles_tags WHERE articles_id = 1 AND tags_id IS NOT NULL)",
+    )
+    .await;
+    assert_eq!(r.body["data"], json!([{"countDistinct": {"id": expected}}]), "{}", r.body);
+    let r = admin(app, Method::GET, "/items/tags?filter[$FOLLOW(articles_tags,articles_id)][_some][id][_nnull]=true", Value::Null).await;
+    assert_error(&r, 400, "INVALID_QUERY", "invalid_query");
+    // A role that reads tags but not the junction cannot reach through it.
+    let (token, _, _) = role(app, "FollowTags", json!([{"collection": "tags", "action": "read", "fields": ["*"]}])).await;
+    let r = call(app, Some(&token), Method::GET, "/items/tags?filter[$FOLLOW(articles_tags,tags_id)][_some][articles_id][_eq]=1", None).await;
+    assert_error(&r, 403, "FORBIDDEN", "forbidden");
+}
+
+#[tokio::test]
+async fn extensions_are_none_and_the_studio_bundle_exports_empty_lists() {
+    let app = env();
+    let r = admin(app, Method::GET, "/extensions", Value::Null).await;
+    assert_eq!(r.body, json!({"data": []}));
+    let (status, ct, body) = raw(app, "/extensions/sources/index.js").await;
+    assert_eq!((status, ct.as_str()), (200, "application/javascript; charset=UTF-8"));
+    for kind in ["interfaces", "displays", "layouts", "modules", "panels", "themes", "operations"] {
+        assert!(body.contains(&format!("export const {kind} = [];")), "{body}");
+    }
+    let (status, _, _) = raw(app, "/extensions/sources/other.js").await;
+    assert_eq!(status, 404);
+}
