@@ -196,6 +196,73 @@ async fn follow_filters_reverse_relations_the_caller_can_read_only() {
 }
 
 #[tokio::test]
+async fn the_settings_asset_rules_decide_which_transformations_run() {
+    let app = env();
+    let mut png = Vec::new();
+    let pixels = image::RgbImage::from_fn(120, 80, |x, y| image::Rgb([x as u8, y as u8, 7]));
+    image::DynamicImage::ImageRgb8(pixels).write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png).expect("png");
+    let (status, file) = e2e_tests::upload_file(app, Some(e2e_tests::ADMIN_TOKEN), &[], "rules.png", "image/png", png).await;
+    assert_eq!(status, 200, "{file}");
+    let id = id_of(&file["data"]);
+    let asset = |query: &str| {
+        let url = format!("{}/assets/{id}?{query}", app.rest_url);
+        async move {
+            let r = reqwest::Client::new().get(url).bearer_auth(e2e_tests::ADMIN_TOKEN).send().await.expect("asset");
+            let status = r.status().as_u16();
+            let bytes = r.bytes().await.unwrap_or_default();
+            let width = image::load_from_memory(&bytes).map(|i| i.width()).ok();
+            (status, width)
+        }
+    };
+    // A preset stored in the settings serves at once (the snapshot reloads on the change).
+    let r = admin(
+        app,
+        Method::PATCH,
+        "/settings",
+        json!({"storage_asset_presets": [{"key": "card", "width": 30, "fit": "contain"}], "storage_asset_transform": "all"}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut seen = (0, None);
+    for _ in 0..50 {
+        seen = asset("key=card").await;
+        if seen == (200, Some(30)) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen, (200, Some(30)));
+    assert_eq!(asset("width=50").await, (200, Some(50)));
+    // `presets`: only a preset's key, alone.
+    admin(app, Method::PATCH, "/settings", json!({"storage_asset_transform": "presets"})).await;
+    let mut refused = 0;
+    for _ in 0..50 {
+        refused = asset("width=50").await.0;
+        if refused == 400 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(refused, 400);
+    assert_eq!(asset("key=card&width=60").await.0, 400);
+    assert_eq!(asset("key=card").await, (200, Some(30)));
+    // `none`: the Studio's own thumbnails only; the original always.
+    admin(app, Method::PATCH, "/settings", json!({"storage_asset_transform": "none"})).await;
+    let mut refused = 0;
+    for _ in 0..50 {
+        refused = asset("key=card").await.0;
+        if refused == 400 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(refused, 400);
+    assert_eq!(asset("key=system-small-contain").await, (200, Some(64)));
+    assert_eq!(asset("").await, (200, Some(120)));
+    admin(app, Method::PATCH, "/settings", json!({"storage_asset_transform": "all", "storage_asset_presets": null})).await;
+}
+
+#[tokio::test]
 async fn extensions_are_none_and_the_studio_bundle_exports_empty_lists() {
     let app = env();
     let r = admin(app, Method::GET, "/extensions", Value::Null).await;

@@ -50,7 +50,7 @@ pub async fn asset(
     caller: &Caller,
     req: &cdapi_proto::v1::AssetRequest,
 ) -> Result<(AssetHead, Option<BoxStream<'static, Result<Bytes, ApiError>>>), ApiError> {
-    let transform = super::transform::Transform::parse(&req.transform, &state.files.transformer.settings)?;
+    let transform = super::transform::Transform::parse(&req.transform, &state.files.transformer.settings, &caller.schema.assets)?;
     // Readable by the caller: the item's key through their view (its filter applies).
     let files = caller.read.collection("directus_files").cloned().ok_or_else(ApiError::forbidden)?;
     let q = cdapi_proto::query_json::query_from_json(&serde_json::json!({"fields": ["id"]}).as_object().cloned().unwrap_or_default())?;

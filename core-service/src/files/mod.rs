@@ -16,6 +16,7 @@
 //! nothing is kept); memory per upload: the gRPC chunks in flight plus the store's part buffer
 //! ([`PART_SIZE`]).
 
+pub mod asset_settings;
 pub mod assets;
 pub mod import;
 pub mod locations;

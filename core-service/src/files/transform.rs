@@ -27,6 +27,7 @@
 //! `tiff`, `auto`/absent (the source's when it is png or webp, else jpeg). Sources: jpeg, png,
 //! webp, tiff. Files that are not images are served as stored, as Directus does.
 
+use super::asset_settings::AssetSettings;
 use bytes::Bytes;
 use cdapi_proto::{ApiError, ErrorCode};
 use image::{DynamicImage, GenericImageView, ImageFormat, imageops::FilterType};
@@ -74,12 +75,7 @@ impl TransformSettings {
         let mut presets = system_presets();
         if let Some(text) = service_runtime::env_opt("ASSETS_PRESETS") {
             let list: Vec<serde_json::Map<String, Value>> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("ASSETS_PRESETS: {e}"))?;
-            for p in list {
-                let key = p.get("key").and_then(Value::as_str).ok_or_else(|| anyhow::anyhow!("ASSETS_PRESETS: every preset needs a \"key\""))?.to_owned();
-                let params =
-                    p.iter().filter(|(k, _)| k.as_str() != "key").map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned))).collect();
-                presets.insert(key, params);
-            }
+            presets.extend(super::asset_settings::parse_presets(&list).map_err(|e| anyhow::anyhow!("ASSETS_PRESETS: {e}"))?);
         }
         Ok(Self {
             max_dimension: service_runtime::env_or("ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION", 6000u32)?,
@@ -114,14 +110,10 @@ pub struct Transform {
 
 impl Transform {
     /// The transformation `params` ask for (a preset's under `key`, the others on top), `None`
-    /// when they ask for none. Errors: INVALID_QUERY for a bad value or an unknown preset.
-    pub fn parse(params: &HashMap<String, String>, settings: &TransformSettings) -> Result<Option<Self>, ApiError> {
-        let mut p: BTreeMap<String, String> = BTreeMap::new();
-        if let Some(key) = params.get("key") {
-            let preset = settings.presets.get(key).ok_or_else(|| ApiError::invalid_query(format!("Unknown asset preset \"{key}\"")))?;
-            p.extend(preset.clone());
-        }
-        p.extend(params.iter().filter(|(k, _)| k.as_str() != "key").map(|(k, v)| (k.clone(), v.clone())));
+    /// when they ask for none, as the project's settings allow ([`AssetSettings::expand`]).
+    /// Errors: INVALID_QUERY for a bad value, an unknown preset or one the settings refuse.
+    pub fn parse(params: &HashMap<String, String>, settings: &TransformSettings, assets: &AssetSettings) -> Result<Option<Self>, ApiError> {
+        let p = assets.expand(params, &settings.presets)?;
         if p.is_empty() {
             return Ok(None);
         }
@@ -390,15 +382,15 @@ mod tests {
     #[test]
     fn parameters_are_checked() {
         let s = settings();
-        assert!(Transform::parse(&params(&[]), &s).expect("ok").is_none());
-        assert!(Transform::parse(&params(&[("width", "0")]), &s).is_err());
-        assert!(Transform::parse(&params(&[("width", "6001")]), &s).is_err());
-        assert!(Transform::parse(&params(&[("fit", "stretch")]), &s).is_err());
-        assert!(Transform::parse(&params(&[("format", "heic")]), &s).is_err());
-        assert!(Transform::parse(&params(&[("format", "avif")]), &s).expect("ok").is_some());
-        assert!(Transform::parse(&params(&[("quality", "101")]), &s).is_err());
-        assert!(Transform::parse(&params(&[("key", "thumb")]), &s).is_err());
-        assert!(Transform::parse(&params(&[("width", "10"), ("format", "webp")]), &s).expect("ok").is_some());
+        assert!(Transform::parse(&params(&[]), &s, &AssetSettings::default()).expect("ok").is_none());
+        assert!(Transform::parse(&params(&[("width", "0")]), &s, &AssetSettings::default()).is_err());
+        assert!(Transform::parse(&params(&[("width", "6001")]), &s, &AssetSettings::default()).is_err());
+        assert!(Transform::parse(&params(&[("fit", "stretch")]), &s, &AssetSettings::default()).is_err());
+        assert!(Transform::parse(&params(&[("format", "heic")]), &s, &AssetSettings::default()).is_err());
+        assert!(Transform::parse(&params(&[("format", "avif")]), &s, &AssetSettings::default()).expect("ok").is_some());
+        assert!(Transform::parse(&params(&[("quality", "101")]), &s, &AssetSettings::default()).is_err());
+        assert!(Transform::parse(&params(&[("key", "thumb")]), &s, &AssetSettings::default()).is_err());
+        assert!(Transform::parse(&params(&[("width", "10"), ("format", "webp")]), &s, &AssetSettings::default()).expect("ok").is_some());
     }
 
     #[test]
@@ -420,7 +412,7 @@ mod tests {
         let mut png = Vec::new();
         DynamicImage::new_luma8(1, 6000).write_to(&mut std::io::Cursor::new(&mut png), ImageFormat::Png).expect("png");
         let s = settings();
-        let t = |list: &[(&str, &str)]| Transform::parse(&params(list), &s).expect("ok").expect("some");
+        let t = |list: &[(&str, &str)]| Transform::parse(&params(list), &s, &AssetSettings::default()).expect("ok").expect("some");
         for asked in [
             t(&[("width", "300")]),
             t(&[("width", "2500")]),

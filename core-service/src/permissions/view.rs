@@ -82,7 +82,14 @@ pub fn read_view(base: &Arc<Schema>, subject: &Subject) -> Schema {
         view.casts = c.casts.clone();
         collections.insert(name.clone(), Arc::new(view));
     }
-    Schema { version: base.version, db_schema: base.db_schema.clone(), collections, base: Some(base.clone()), permissions: base.permissions.clone() }
+    Schema {
+        version: base.version,
+        db_schema: base.db_schema.clone(),
+        collections,
+        base: Some(base.clone()),
+        permissions: base.permissions.clone(),
+        assets: base.assets.clone(),
+    }
 }
 
 /// Read views by subject, for the current snapshot: built on first use, dropped when the snapshot

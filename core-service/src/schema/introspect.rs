@@ -280,7 +280,9 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
         collections.insert(name, Arc::new(collection));
     }
     let permissions = Arc::new(crate::permissions::Rules::load(conn).await?);
-    Ok(Schema { version, db_schema: db_schema.to_owned(), collections, base: None, permissions })
+    let (presets, mode) = system_tables::settings::asset_settings(&mut *conn).await?;
+    let assets = Arc::new(crate::files::asset_settings::AssetSettings::from_settings(presets.as_deref(), mode.as_deref()));
+    Ok(Schema { version, db_schema: db_schema.to_owned(), collections, base: None, permissions, assets })
 }
 
 /// Maps a (domain-resolved) Postgres type to a [`FieldType`].

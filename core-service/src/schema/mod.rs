@@ -30,6 +30,8 @@ pub struct Schema {
     pub base: Option<Arc<Schema>>,
     /// The permission rules of every role (read from `cdapi.permissions` with the snapshot).
     pub permissions: Arc<crate::permissions::Rules>,
+    /// What the settings allow of asset transformations (`storage_asset_*`).
+    pub assets: Arc<crate::files::asset_settings::AssetSettings>,
 }
 
 /// Name prefix of the system collections (Directus's).

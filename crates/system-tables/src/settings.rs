@@ -20,3 +20,11 @@ pub async fn project_info<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Opt
     .fetch_optional(db)
     .await
 }
+
+/// The settings' `storage_asset_presets` (JSON text) and `storage_asset_transform`; both `None`
+/// without a settings row. Errors: database.
+pub async fn asset_settings<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<(Option<String>, Option<String>)> {
+    let row: Option<(Option<String>, Option<String>)> =
+        sqlx::query_as("SELECT storage_asset_presets::text, storage_asset_transform FROM cdapi.settings ORDER BY id LIMIT 1").fetch_optional(db).await?;
+    Ok(row.unwrap_or((None, None)))
+}
