@@ -63,10 +63,7 @@ pub async fn websocket(state: Arc<EdgeState>, req: HttpRequest, handshake: edge_
 async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
     let segments: Vec<&str> = req.path.trim_matches('/').split('/').collect();
     match segments.as_slice() {
-        ["admin", rest @ ..] if state.studio.is_some() => match &state.studio {
-            Some(studio) => Ok(studio.serve(&req.method, rest).await),
-            None => Err(ApiError::internal()),
-        },
+        ["admin", rest @ ..] if let Some(studio) = &state.studio => Ok(studio.serve(&req.method, rest).await),
         ["server", "ping"] => match req.method {
             // Directus sends it as Express sends a string: text/html.
             Method::GET => Ok(reply::with_body(StatusCode::OK, "text/html; charset=utf-8", "pong")),

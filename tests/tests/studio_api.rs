@@ -195,6 +195,29 @@ async fn follow_filters_reverse_relations_the_caller_can_read_only() {
     assert_error(&r, 403, "FORBIDDEN", "forbidden");
 }
 
+/// `GET /assets/<id>?<query>` as the admin: the status and the image's width, if one came.
+async fn asset_as_admin(app: &TestApp, id: &str, query: String) -> (u16, Option<u32>) {
+    let url = format!("{}/assets/{id}?{query}", app.rest_url);
+    let r = reqwest::Client::new().get(url).bearer_auth(e2e_tests::ADMIN_TOKEN).send().await.expect("asset");
+    let status = r.status().as_u16();
+    let bytes = r.bytes().await.unwrap_or_default();
+    (status, image::load_from_memory(&bytes).map(|i| i.width()).ok())
+}
+
+/// [`asset_as_admin`] asked again (for up to 5 s) until `done` holds: a settings change reaches
+/// the snapshot on its NOTIFY. Returns the last answer.
+async fn settled(app: &TestApp, id: &str, query: &str, done: impl Fn((u16, Option<u32>)) -> bool) -> (u16, Option<u32>) {
+    let mut seen = asset_as_admin(app, id, query.to_owned()).await;
+    for _ in 0..50 {
+        if done(seen) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        seen = asset_as_admin(app, id, query.to_owned()).await;
+    }
+    seen
+}
+
 #[tokio::test]
 async fn the_settings_asset_rules_decide_which_transformations_run() {
     let app = env();
@@ -204,16 +227,7 @@ async fn the_settings_asset_rules_decide_which_transformations_run() {
     let (status, file) = e2e_tests::upload_file(app, Some(e2e_tests::ADMIN_TOKEN), &[], "rules.png", "image/png", png).await;
     assert_eq!(status, 200, "{file}");
     let id = id_of(&file["data"]);
-    let asset = |query: &str| {
-        let url = format!("{}/assets/{id}?{query}", app.rest_url);
-        async move {
-            let r = reqwest::Client::new().get(url).bearer_auth(e2e_tests::ADMIN_TOKEN).send().await.expect("asset");
-            let status = r.status().as_u16();
-            let bytes = r.bytes().await.unwrap_or_default();
-            let width = image::load_from_memory(&bytes).map(|i| i.width()).ok();
-            (status, width)
-        }
-    };
+    let asset = |query: &str| asset_as_admin(app, &id, query.to_owned());
     // A preset stored in the settings serves at once (the snapshot reloads on the change).
     let r = admin(
         app,
@@ -223,40 +237,16 @@ async fn the_settings_asset_rules_decide_which_transformations_run() {
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let mut seen = (0, None);
-    for _ in 0..50 {
-        seen = asset("key=card").await;
-        if seen == (200, Some(30)) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert_eq!(seen, (200, Some(30)));
+    assert_eq!(settled(app, &id, "key=card", |s| s == (200, Some(30))).await, (200, Some(30)));
     assert_eq!(asset("width=50").await, (200, Some(50)));
     // `presets`: only a preset's key, alone.
     admin(app, Method::PATCH, "/settings", json!({"storage_asset_transform": "presets"})).await;
-    let mut refused = 0;
-    for _ in 0..50 {
-        refused = asset("width=50").await.0;
-        if refused == 400 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert_eq!(refused, 400);
+    assert_eq!(settled(app, &id, "width=50", |s| s.0 == 400).await.0, 400);
     assert_eq!(asset("key=card&width=60").await.0, 400);
     assert_eq!(asset("key=card").await, (200, Some(30)));
     // `none`: the Studio's own thumbnails only; the original always.
     admin(app, Method::PATCH, "/settings", json!({"storage_asset_transform": "none"})).await;
-    let mut refused = 0;
-    for _ in 0..50 {
-        refused = asset("key=card").await.0;
-        if refused == 400 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert_eq!(refused, 400);
+    assert_eq!(settled(app, &id, "key=card", |s| s.0 == 400).await.0, 400);
     assert_eq!(asset("key=system-small-contain").await, (200, Some(64)));
     assert_eq!(asset("").await, (200, Some(120)));
     admin(app, Method::PATCH, "/settings", json!({"storage_asset_transform": "all", "storage_asset_presets": null})).await;

@@ -72,7 +72,7 @@ impl AssetSettings {
             TransformMode::All => {}
             TransformMode::Presets if params.is_empty() || key_alone => {}
             TransformMode::Presets => return Err(ApiError::invalid_query("Only configured presets can be used in asset generation")),
-            TransformMode::None if params.is_empty() || (key_alone && key.is_some_and(|k| is_system_key(k))) => {}
+            TransformMode::None if params.is_empty() || (key_alone && key.is_some_and(|k| super::transform::is_system_key(k))) => {}
             TransformMode::None => return Err(ApiError::invalid_query("Dynamic asset generation has been disabled for this project")),
         }
         let mut out = Preset::new();
@@ -83,11 +83,6 @@ impl AssetSettings {
         out.extend(params.iter().filter(|(k, _)| k.as_str() != "key").map(|(k, v)| (k.clone(), v.clone())));
         Ok(out)
     }
-}
-
-/// Whether `key` is one of the built-in `system-*` presets.
-fn is_system_key(key: &str) -> bool {
-    super::transform::system_presets().contains_key(key)
 }
 
 /// Presets by key from a list of preset objects (`key` required; other values as text).

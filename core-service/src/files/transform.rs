@@ -56,11 +56,22 @@ pub struct TransformSettings {
     pub presets: BTreeMap<String, BTreeMap<String, String>>,
 }
 
+/// The sizes of the built-in presets: name and width in pixels.
+pub const SYSTEM_SIZES: [(&str, &str); 3] = [("small", "64"), ("medium", "300"), ("large", "800")];
+
+/// Whether `key` names one of [`system_presets`] (`system-<size>-<cover|contain>`).
+pub fn is_system_key(key: &str) -> bool {
+    match key.strip_prefix("system-").and_then(|k| k.split_once('-')) {
+        Some((size, fit)) => SYSTEM_SIZES.iter().any(|(s, _)| *s == size) && matches!(fit, "cover" | "contain"),
+        None => false,
+    }
+}
+
 /// Directus's built-in presets the Data Studio asks for (its `SYSTEM_ASSET_ALLOW_LIST`):
 /// `system-{small,medium,large}-{cover,contain}`, 64, 300 and 800 pixels wide (cover: square).
 pub fn system_presets() -> BTreeMap<String, BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
-    for (size, px) in [("small", "64"), ("medium", "300"), ("large", "800")] {
+    for (size, px) in SYSTEM_SIZES {
         let cover = [("width", px), ("height", px), ("fit", "cover")];
         let contain = [("width", px), ("fit", "contain")];
         out.insert(format!("system-{size}-cover"), cover.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect());
