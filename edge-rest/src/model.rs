@@ -130,7 +130,11 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
         return Err(ApiError::route_not_found(&req.path));
     }
     let depth = names.len();
+    // `PATCH` where objects are created is Directus's batch update (an array body), for
+    // collections and fields (`PATCH /collections`, `PATCH /fields/:collection`).
+    let batch_depth = if resource == Resource::Relations { None } else { Some(create_depth) };
     let allowed = match (depth == create_depth, depth == item_depth) {
+        (true, _) if batch_depth.is_some() => "GET, POST, PATCH",
         (true, _) => "GET, POST",
         (false, true) => "GET, PATCH, DELETE",
         (false, false) => "GET",
@@ -140,7 +144,9 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
             let data = schema_calls::read(&mut client, resource, caller.request(target(&names))?).await?;
             Ok(reply::data(&data, b""))
         }
-        ref m @ (Method::POST | Method::PATCH) if (*m == Method::POST && depth == create_depth) || (*m == Method::PATCH && depth == item_depth) => {
+        ref m @ (Method::POST | Method::PATCH)
+            if (*m == Method::POST && depth == create_depth) || (*m == Method::PATCH && (depth == item_depth || Some(depth) == batch_depth)) =>
+        {
             let data = json_body(req, body, state.max_payload_size).await?;
             let t = target(&names);
             let change = caller.request(SchemaChange { collection: t.collection, field: t.field, data: Bytes::from(data.to_string()) })?;

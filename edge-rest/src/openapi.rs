@@ -205,12 +205,19 @@ fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, V
     };
     let one = |tag: &str| json!({"$ref": format!("#/components/schemas/{tag}")});
     let many = |tag: &str| json!({"type": "array", "items": one(tag)});
+    // Directus's batch updates take an array of changes and answer the array of changed objects.
+    let batch = |id: &str, summary: &str, tag: &str, params: &[&str]| {
+        let mut o = op(id, summary, tag, params, true, Some(many(tag)));
+        o["requestBody"]["content"]["application/json"]["schema"] = many(tag);
+        o
+    };
     let (c, f, r) = ("Collections", "Fields", "Relations");
     paths.insert(
         "/collections".into(),
         json!({
             "get": op("readCollections", "List the collections", c, &[], false, Some(many(c))),
             "post": op("createCollection", "Create a collection (admin)", c, &[], true, Some(one(c))),
+            "patch": batch("updateCollections", "Update several collections' meta at once (admin)", c, &[]),
         }),
     );
     paths.insert(
@@ -227,6 +234,7 @@ fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, V
         json!({
             "get": op("getCollectionFields", "List a collection's fields", f, &["collection"], false, Some(many(f))),
             "post": op("createField", "Add a field (admin)", f, &["collection"], true, Some(one(f))),
+            "patch": batch("updateFields", "Change several fields at once (admin)", f, &["collection"]),
         }),
     );
     paths.insert(

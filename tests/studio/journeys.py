@@ -94,6 +94,8 @@ def journey_list(page, args):
     # Next page.
     page.locator(".v-pagination .v-button.next button").click()
     expect(page.locator("header.header-bar .item-count")).to_contain_text("26-50")
+    # The count changes before the rows do: wait for page one's first row to go.
+    expect(rows.first).not_to_contain_text(sorted_titles[0].rstrip("…"))
     page_two = first_cells(page, title_col)
 
     # Search.
@@ -112,7 +114,14 @@ def journey_list(page, args):
     page.locator(".search-input .filter").get_by_text("Select...").click()
     page.locator(".v-menu-content .v-list-item", has_text="Archived").first.click()
     expect(page.locator("header.header-bar .item-count")).to_contain_text(args["filter_count"])
-    filtered = first_cells(page, header_columns(page).index("Status"))
+    # As with the pages, the rows follow the count: give them time to be the filtered ones.
+    status_col = header_columns(page).index("Status")
+    filtered = first_cells(page, status_col)
+    for _ in range(50):
+        if all(s == "archived" for s in filtered):
+            break
+        page.wait_for_timeout(200)
+        filtered = first_cells(page, status_col)
     return {
         "count": first_count,
         "sorted": sorted_titles,

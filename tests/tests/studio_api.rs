@@ -265,3 +265,98 @@ async fn extensions_are_none_and_the_studio_bundle_exports_empty_lists() {
     let (status, _, _) = raw(app, "/extensions/sources/other.js").await;
     assert_eq!(status, 404);
 }
+
+/// The Data Model's drag and drop: `PATCH /fields/:collection` and `PATCH /collections` with an
+/// array of changes, all or nothing, admin only.
+#[tokio::test]
+async fn batch_schema_updates_apply_all_or_nothing_for_admins_only() {
+    let app = env();
+    let sorts =
+        || sql_json(app, "SELECT json_object_agg(field, meta->'sort')::text FROM cdapi.fields WHERE collection = 'authors' AND field IN ('name', 'email')");
+    let r = admin(app, Method::PATCH, "/fields/authors", json!([{"field": "email", "meta": {"sort": 1}}, {"field": "name", "meta": {"sort": 2}}])).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let answered: Vec<(Value, Value)> = r.body["data"].as_array().expect("array").iter().map(|f| (f["field"].clone(), f["meta"]["sort"].clone())).collect();
+    assert_eq!(answered, vec![(json!("email"), json!(1)), (json!("name"), json!(2))], "{}", r.body);
+    assert_eq!(sorts().await, json!({"email": 1, "name": 2}));
+
+    // One bad element (a field that does not exist, a field named twice) changes nothing.
+    let r = admin(app, Method::PATCH, "/fields/authors", json!([{"field": "name", "meta": {"sort": 9}}, {"field": "nope", "meta": {"sort": 1}}])).await;
+    assert_error(&r, 403, "FORBIDDEN", "an unknown field");
+    let r = admin(app, Method::PATCH, "/fields/authors", json!([{"field": "name", "meta": {"sort": 9}}, {"field": "name", "meta": {"sort": 1}}])).await;
+    assert_error(&r, 400, "INVALID_PAYLOAD", "a field twice");
+    for bad in [json!({"field": "name"}), json!([{"meta": {"sort": 1}}]), json!([3])] {
+        let r = admin(app, Method::PATCH, "/fields/authors", bad.clone()).await;
+        assert_error(&r, 400, "INVALID_PAYLOAD", &bad.to_string());
+    }
+    assert_eq!(sorts().await, json!({"email": 1, "name": 2}));
+
+    let r = admin(
+        app,
+        Method::PATCH,
+        "/collections",
+        json!([{"collection": "tags", "meta": {"sort": 1}}, {"collection": "authors", "meta": {"sort": 2, "group": null}}]),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!((r.body["data"][0]["collection"].clone(), r.body["data"][1]["meta"]["sort"].clone()), (json!("tags"), json!(2)), "{}", r.body);
+    let collection_sorts =
+        || sql_json(app, "SELECT json_object_agg(collection, meta->'sort')::text FROM cdapi.collections WHERE collection IN ('tags', 'authors')");
+    assert_eq!(collection_sorts().await, json!({"tags": 1, "authors": 2}));
+    let r =
+        admin(app, Method::PATCH, "/collections", json!([{"collection": "tags", "meta": {"sort": 5}}, {"collection": "ghosts", "meta": {"sort": 1}}])).await;
+    assert_error(&r, 403, "FORBIDDEN", "an unknown collection");
+    assert_eq!(collection_sorts().await, json!({"tags": 1, "authors": 2}));
+
+    // A user with every item permission still changes no schema; relations have no batch form.
+    let (token, _, _) = role(app, "SchemaReorderer", json!([{"collection": "authors", "action": "update", "fields": ["*"]}])).await;
+    let r = call(app, Some(&token), Method::PATCH, "/fields/authors", Some(json!([{"field": "name", "meta": {"sort": 7}}]))).await;
+    assert_error(&r, 403, "FORBIDDEN", "a non-admin's field batch");
+    let r = call(app, Some(&token), Method::PATCH, "/collections", Some(json!([{"collection": "authors", "meta": {"hidden": true}}]))).await;
+    assert_error(&r, 403, "FORBIDDEN", "a non-admin's collection batch");
+    assert_eq!(sorts().await, json!({"email": 1, "name": 2}));
+    let r = admin(app, Method::PATCH, "/relations", json!([])).await;
+    assert_eq!(r.status, 405, "{}", r.body);
+}
+
+/// `/access` (the Studio's role and user pages): the rows that give roles and users their
+/// policies. Admins create and list them and the policy applies at once; a user can neither
+/// grant themselves a policy nor move or remove one.
+#[tokio::test]
+async fn access_rows_grant_policies_and_only_admins_write_them() {
+    let app = env();
+    let (token, user, _) = role(app, "AccessSeeker", json!([])).await;
+    let rows = json!([{"collection": "authors", "action": "read", "fields": ["id", "name"]}]);
+    let r = admin(app, Method::POST, "/policies", json!({"name": "AuthorsReaders", "app_access": true, "permissions": rows})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let policy = id_of(&r.body["data"]);
+    let admin_policy = sql_json(app, "SELECT to_json(min(id::text))::text FROM cdapi.policies WHERE admin_access").await;
+    let admin_policy = admin_policy.as_str().expect("an admin policy").to_owned();
+    let r = call(app, Some(&token), Method::GET, "/items/authors?limit=1", None).await;
+    assert_error(&r, 403, "FORBIDDEN", "before the grant");
+    for p in [&policy, &admin_policy] {
+        let r = call(app, Some(&token), Method::POST, "/access", Some(json!({"user": user, "policy": p}))).await;
+        assert_error(&r, 403, "FORBIDDEN", "granting oneself a policy");
+    }
+
+    let r = admin(app, Method::POST, "/access", json!({"user": user, "policy": policy})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let access = id_of(&r.body["data"]);
+    let r = admin(app, Method::GET, &format!("/access?filter[user][_eq]={user}&fields=policy.name"), Value::Null).await;
+    assert_eq!(r.body["data"], json!([{"policy": {"name": "AuthorsReaders"}}]), "{}", r.body);
+    e2e_tests::fixture::eventually("the granted policy applies", || async {
+        call(app, Some(&token), Method::GET, "/items/authors?limit=1&fields=name", None).await.status == 200
+    })
+    .await;
+
+    let r = call(app, Some(&token), Method::PATCH, &format!("/access/{access}"), Some(json!({"policy": admin_policy}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "moving one's access row to the admin policy");
+    let r = call(app, Some(&token), Method::DELETE, &format!("/access/{access}"), None).await;
+    assert_error(&r, 403, "FORBIDDEN", "removing an access row");
+    // Directus's minimal app permissions hold no `directus_access` row: users list none.
+    let r = call(app, Some(&token), Method::GET, "/access", None).await;
+    assert_error(&r, 403, "FORBIDDEN", "listing access rows");
+    let held = sql_json(app, &format!("SELECT json_agg(policy::text)::text FROM cdapi.access WHERE \"user\" = '{user}'")).await;
+    assert_eq!(held, json!([policy]));
+    let r = call(app, Some(&token), Method::GET, "/policies/me/globals", None).await;
+    assert_eq!(r.body["data"]["admin_access"], json!(false), "{}", r.body);
+}

@@ -163,9 +163,18 @@ pub async fn create(state: &AppState, md: &tonic::metadata::MetadataMap, kind: K
     read_back(state, &schema, kind, collection, field).await
 }
 
-/// `Update*`: admin only; the changed object.
+/// `Update*`: admin only; the changed object. An array body with no object named in the path is
+/// Directus's batch form (`PATCH /collections`, `PATCH /fields/:collection`): see [`update_batch`].
 pub async fn update(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, change: &SchemaChange) -> Result<SchemaReply, ApiError> {
     let caller = admin(state, md).await?;
+    let batch = match kind {
+        Kind::Collections => change.collection.is_empty(),
+        Kind::Fields => change.field.is_empty(),
+        Kind::Relations => false,
+    };
+    if batch {
+        return update_batch(state, &caller, kind, &change.collection, &change.data).await;
+    }
     let data = model::object(&change.data)?;
     let mut tx = Change::begin(state).await?;
     match kind {
@@ -176,6 +185,58 @@ pub async fn update(state: &AppState, md: &tonic::metadata::MetadataMap, kind: K
     record(&mut tx, &caller, kind, crate::activity::Change::Update, &change.collection, &change.field).await?;
     let schema = tx.commit(state).await?;
     read_back(state, &schema, kind, &change.collection, &change.field).await
+}
+
+/// The batch updates of Directus's Data Model (reordering and grouping collections or fields):
+/// `data` is an array of changes, each naming its object (`collection` for collections, `field`
+/// for the fields of `collection`), each at most once. All are applied in one transaction, all
+/// or nothing, each as its single update would be, and answered as the array of changed objects
+/// in the order given. The batch is bounded by what exists: every element names a distinct
+/// existing object. Errors: INVALID_PAYLOAD (not an array, an element that is not an object or
+/// names nothing or names an object twice), and each update's errors (FORBIDDEN for an unknown
+/// object); nothing is changed on any error.
+async fn update_batch(state: &AppState, caller: &crate::auth::Caller, kind: Kind, collection: &str, data: &[u8]) -> Result<SchemaReply, ApiError> {
+    let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(data) else {
+        return Err(ApiError::invalid_payload("Submitted body has to be an array"));
+    };
+    let key = if matches!(kind, Kind::Collections) { "collection" } else { "field" };
+    let mut changes = Vec::with_capacity(items.len());
+    let mut seen = std::collections::HashSet::new();
+    for item in items {
+        let Value::Object(item) = item else {
+            return Err(ApiError::invalid_payload("Each change must be an object"));
+        };
+        let name = model::required_str(&item, key)?.to_owned();
+        if !seen.insert(name.clone()) {
+            return Err(ApiError::invalid_payload(format!("\"{name}\" is changed more than once")));
+        }
+        changes.push((name, item));
+    }
+    let mut tx = Change::begin(state).await?;
+    for (name, item) in &changes {
+        match kind {
+            Kind::Collections => {
+                model::collections::update(&mut tx, name, item).await?;
+                record(&mut tx, caller, kind, crate::activity::Change::Update, name, "").await?;
+            }
+            _ => {
+                model::fields::update(&mut tx, collection, name, item).await?;
+                record(&mut tx, caller, kind, crate::activity::Change::Update, collection, name).await?;
+                // A column change is DDL: the next element must see it.
+                if item.get("schema").is_some_and(|s| !s.is_null()) || item.contains_key("type") {
+                    tx.refresh(state).await?;
+                }
+            }
+        }
+    }
+    let schema = tx.commit(state).await?;
+    let mut out = Vec::with_capacity(changes.len());
+    for (name, _) in &changes {
+        let (c, f) = if matches!(kind, Kind::Collections) { (name.as_str(), "") } else { (collection, name.as_str()) };
+        let target = SchemaTarget { collection: c.to_owned(), field: f.to_owned() };
+        out.push(read_in(state, &schema, true, kind, &target).await?);
+    }
+    Ok(reply(&Value::Array(out)))
 }
 
 /// `Delete*`: admin only.
