@@ -23,6 +23,7 @@ pub mod config;
 pub mod grpc;
 pub mod keys;
 pub mod limits;
+pub mod lockout;
 pub mod login;
 pub mod mail;
 pub mod notification_mail;

@@ -20,8 +20,8 @@ pub fn ip_allowed(user: &Identity, ip: Option<IpAddr>) -> bool {
 impl Auth {
     /// `Login`: email + password (+ otp). Order of checks: input lengths (before any work;
     /// they depend on nothing stored, so they tell nothing about the account); attempt limits;
-    /// password (verified against a dummy hash when the email is unknown, so every wrong answer
-    /// takes as long); status; IP allow-list (only after the password, so it reveals nothing to
+    /// the account lockout (`auth_login_attempts`, [`crate::lockout`]); password (verified
+    /// against a dummy hash when the email is unknown, so every wrong answer takes as long); status; IP allow-list (only after the password, so it reveals nothing to
     /// others); OTP. Errors: INVALID_PAYLOAD (missing or too long email/password/otp),
     /// REQUESTS_EXCEEDED, ROUTE_NOT_FOUND (AUTH_DISABLE_DEFAULT), INVALID_CREDENTIALS,
     /// INVALID_IP, INVALID_OTP, SERVICE_UNAVAILABLE (database, Redis, argon2 queue full).
@@ -41,10 +41,15 @@ impl Auth {
         }
         self.attempts.check("login", req.email.trim(), ip).await?;
         let user = users::by_email(&self.pool, req.email.trim()).await.map_err(crate::db_error)?;
+        let lockout_limit = system_tables::settings::login_attempts(&self.pool).await.map_err(crate::db_error)?;
+        let mut suspended = false;
+        if let Some(u) = user.as_ref().filter(|u| u.is_active() && u.password_hash.is_some()) {
+            suspended = crate::lockout::attempt(self.sessions.redis(), &self.pool, &u.id, lockout_limit).await? == crate::lockout::Verdict::Suspended;
+        }
         let hash = user.as_ref().and_then(|u| u.password_hash.clone()).unwrap_or_else(|| self.dummy_hash.clone());
         let password_ok = self.settings.hasher.verify(req.password, hash).await?;
         let user = match user {
-            Some(u) if password_ok && u.password_hash.is_some() && u.is_active() => u,
+            Some(u) if password_ok && !suspended && u.password_hash.is_some() && u.is_active() => u,
             _ => return Err(ApiError::invalid_credentials()),
         };
         if !ip_allowed(&user, ip) {
@@ -53,6 +58,9 @@ impl Auth {
         if let Some(secret) = &user.tfa_secret {
             let otp = req.otp.as_deref().filter(|o| !o.trim().is_empty()).ok_or_else(crate::tfa::invalid_otp)?;
             self.check_otp(&user.id, secret, otp).await?;
+        }
+        if lockout_limit.is_some() {
+            crate::lockout::reset(self.sessions.redis(), &user.id).await?;
         }
         let reply = self.open_session(&user, SessionMode::try_from(req.mode).unwrap_or(SessionMode::Json), client).await?;
         self.touch(&user.id).await;

@@ -186,3 +186,55 @@ async fn signing_keys_rotate_without_downtime() {
     assert_eq!(read_with(&app, &[("authorization", &format!("Bearer {new_token}"))]).await.status, 200, "new key");
     assert_eq!(read_with(&app, &[("authorization", &format!("Bearer {old_token}"))]).await.status, 200, "old key still verifies");
 }
+
+/// The settings' `auth_login_attempts` (Directus's account lockout): the attempt past the limit
+/// suspends the account, whatever password it brings; a success resets the count; an admin
+/// re-activates the account; empty means unlimited.
+#[tokio::test]
+async fn failed_sign_ins_past_the_setting_suspend_the_account() {
+    use e2e_tests::fixture::admin;
+    // The attempt limits (per account 20 a window by default) stay out of the way here.
+    let app = env("lockout", &[("AUTH_RATE_LIMIT_ACCOUNT_POINTS", "100")], &[], false, false);
+    let r = admin(&app, Method::PATCH, "/settings", json!({"auth_login_attempts": 3})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = admin(&app, Method::POST, "/users", json!({"email": "locked@example.com", "password": "right-password"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = r.body["data"]["id"].as_str().expect("id").to_owned();
+    let attempt = |password: &'static str, from: &'static str| {
+        let app = &app;
+        async move { post_json(app, "/auth/login", json!({"email": "locked@example.com", "password": password}), &[("x-forwarded-for", from)]).await.status }
+    };
+    let status_sql = format!("SELECT to_json(status)::text FROM cdapi.users WHERE id = '{id}'");
+    let status = || sql_json(&app, &status_sql);
+    for _ in 0..3 {
+        assert_eq!(attempt("wrong-password", "10.7.0.1").await, 401);
+    }
+    assert_eq!(status().await, json!("active"), "three failures are within the limit");
+    assert_eq!(attempt("right-password", "10.7.0.2").await, 401, "the fourth attempt is refused even with the right password");
+    assert_eq!(status().await, json!("suspended"));
+    assert_eq!(attempt("right-password", "10.7.0.2").await, 401, "a suspended account stays shut");
+
+    let r = admin(&app, Method::PATCH, &format!("/users/{id}"), json!({"status": "active"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(attempt("right-password", "10.7.0.3").await, 200, "re-activated with a fresh count");
+    for _ in 0..3 {
+        assert_eq!(attempt("wrong-password", "10.7.0.4").await, 401);
+    }
+    assert_eq!(attempt("right-password", "10.7.0.4").await, 401, "past the limit again");
+    assert_eq!(status().await, json!("suspended"));
+
+    // A success resets the count; no setting, no lockout.
+    admin(&app, Method::PATCH, &format!("/users/{id}"), json!({"status": "active"})).await;
+    for from in ["10.7.0.5", "10.7.0.6"] {
+        for _ in 0..2 {
+            assert_eq!(attempt("wrong-password", from).await, 401);
+        }
+        assert_eq!(attempt("right-password", from).await, 200);
+    }
+    admin(&app, Method::PATCH, "/settings", json!({"auth_login_attempts": null})).await;
+    for _ in 0..5 {
+        assert_eq!(attempt("wrong-password", "10.7.0.7").await, 401);
+    }
+    assert_eq!(attempt("right-password", "10.7.0.7").await, 200);
+    assert_eq!(status().await, json!("active"));
+}

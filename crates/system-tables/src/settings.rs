@@ -28,3 +28,10 @@ pub async fn asset_settings<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<(
         sqlx::query_as("SELECT storage_asset_presets::text, storage_asset_transform FROM cdapi.settings ORDER BY id LIMIT 1").fetch_optional(db).await?;
     Ok(row.unwrap_or((None, None)))
 }
+
+/// The settings' `auth_login_attempts`: consecutive failed sign-ins an account may have before
+/// it is suspended; `None` = unlimited (also without a settings row). Errors: database.
+pub async fn login_attempts<'e>(db: impl sqlx::PgExecutor<'e>) -> sqlx::Result<Option<i32>> {
+    let row: Option<Option<i32>> = sqlx::query_scalar("SELECT auth_login_attempts FROM cdapi.settings ORDER BY id LIMIT 1").fetch_optional(db).await?;
+    Ok(row.flatten())
+}

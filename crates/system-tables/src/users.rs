@@ -162,6 +162,13 @@ pub async fn set_last_page(pool: &PgPool, id: &str, page: &str) -> sqlx::Result<
     sqlx::query("UPDATE cdapi.users SET last_page = $2 WHERE id = $1::uuid").bind(id).bind(page).execute(pool).await.map(|_| ())
 }
 
+/// Suspends user `id` if it is still active (too many failed sign-ins); returns whether it was.
+/// Errors: database errors.
+pub async fn suspend(pool: &PgPool, id: &str) -> sqlx::Result<bool> {
+    let done = sqlx::query("UPDATE cdapi.users SET status = 'suspended' WHERE id = $1::uuid AND status = 'active'").bind(id).execute(pool).await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Records now as user `id`'s last sign-in. Errors: database errors.
 pub async fn touch_last_access(pool: &PgPool, id: &str) -> sqlx::Result<()> {
     sqlx::query("UPDATE cdapi.users SET last_access = now() WHERE id = $1::uuid").bind(id).execute(pool).await?;
