@@ -54,8 +54,10 @@ pub fn plan(field: &Value) -> Result<FieldPlan, ApiError> {
     let flag = |key: &str, default: bool| schema.get(key).and_then(Value::as_bool).unwrap_or(default);
     let primary_key = flag("is_primary_key", false);
     let mut column = format!("{} {sql_type}", ident(name));
-    if let Some(d) = schema.get("default_value").filter(|d| !d.is_null()) {
-        column.push_str(&format!(" DEFAULT {}", types::default_literal(d, &sql_type)?));
+    if let Some(d) = schema.get("default_value").filter(|d| !d.is_null())
+        && let Some(d) = types::default_sql(d, &sql_type)?
+    {
+        column.push_str(&format!(" DEFAULT {d}"));
     }
     if !flag("is_nullable", true) && !primary_key {
         column.push_str(" NOT NULL");
@@ -164,7 +166,12 @@ pub async fn update(change: &mut Change, collection: &str, field: &str, data: &M
         match changes.get("default_value") {
             None => {}
             Some(Value::Null) => execute(tx, &format!("{target} DROP DEFAULT")).await?,
-            Some(d) => execute(tx, &format!("{target} SET DEFAULT {}", types::default_literal(d, &type_sql)?)).await?,
+            // `None`: a `nextval(...)` on a serial column, the default it already has.
+            Some(d) => {
+                if let Some(d) = types::default_sql(d, &type_sql)? {
+                    execute(tx, &format!("{target} SET DEFAULT {d}")).await?;
+                }
+            }
         }
         match changes.get("is_nullable").and_then(Value::as_bool) {
             Some(true) if !f.primary_key => execute(tx, &format!("{target} DROP NOT NULL")).await?,

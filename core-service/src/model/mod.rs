@@ -16,6 +16,7 @@ pub mod collections;
 pub mod fields;
 pub mod meta;
 pub mod relations;
+pub mod sanitize;
 pub mod snapshot;
 pub mod types;
 

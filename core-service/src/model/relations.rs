@@ -47,13 +47,25 @@ fn actions(schema: Option<&Map<String, Value>>) -> Result<String, ApiError> {
     Ok(out)
 }
 
-/// Adds the foreign key of `many.field` to `one`'s primary key, named as Directus names it
-/// (`<collection>_<field>_foreign`, or Postgres's own name past 63 bytes).
-async fn add_foreign_key(tx: &mut Transaction<'static, Postgres>, many: &Collection, field: &str, one: &Collection, actions: &str) -> Result<(), ApiError> {
+/// Adds the foreign key of `many.field` to `one`'s primary key, named `name` when given (a
+/// snapshot's `schema.constraint_name`, so a schema moved from elsewhere keeps its names), else
+/// as Directus names it (`<collection>_<field>_foreign`, or Postgres's own name past 63 bytes).
+/// Errors: INVALID_PAYLOAD for a name that is not 1 to 63 letters, digits or underscores.
+async fn add_foreign_key(
+    tx: &mut Transaction<'static, Postgres>,
+    many: &Collection,
+    field: &str,
+    one: &Collection,
+    actions: &str,
+    name: Option<&str>,
+) -> Result<(), ApiError> {
     let [key] = one.primary_key.as_slice() else {
         return Err(ApiError::invalid_payload(format!("Collection \"{}\" has no single-field primary key to relate to", one.name)));
     };
-    let name = format!("{}_{field}_foreign", many.name);
+    if let Some(n) = name {
+        super::check_name("Constraint", n)?;
+    }
+    let name = name.map(str::to_owned).unwrap_or_else(|| format!("{}_{field}_foreign", many.name));
     let constraint = if name.len() <= super::MAX_NAME_LEN { format!("CONSTRAINT {} ", ident(&name)) } else { String::new() };
     execute(tx, &format!("ALTER TABLE {} ADD {constraint}FOREIGN KEY ({}) REFERENCES {} ({}){actions}", many.table, ident(field), one.table, ident(key))).await
 }
@@ -173,7 +185,8 @@ pub async fn create(change: &mut Change, data: &Map<String, Value>) -> Result<()
     let meta = optional_object(data, "meta")?;
     let setting = row(&schema, collection, field, one.map(|o| o.as_ref()), meta)?;
     if let Some(one) = one {
-        add_foreign_key(&mut change.tx, many, field, one, &actions(fk_schema)?).await?;
+        let name = fk_schema.and_then(|s| s.get("constraint_name")).and_then(Value::as_str);
+        add_foreign_key(&mut change.tx, many, field, one, &actions(fk_schema)?, name).await?;
     }
     system_tables::metadata::put_relation(&mut change.tx, &setting).await.map_err(super::ddl_error)?;
     Ok(())
@@ -196,7 +209,7 @@ pub async fn update(change: &mut Change, collection: &str, field: &str, data: &M
     let setting = row(&schema, collection, field, one.map(|o| o.as_ref()), Some(&merged))?;
     if let (Some(fk_schema), Some(one)) = (optional_object(data, "schema")?, one) {
         drop_foreign_keys(&mut change.tx, many, field).await?;
-        add_foreign_key(&mut change.tx, many, field, one, &actions(Some(fk_schema))?).await?;
+        add_foreign_key(&mut change.tx, many, field, one, &actions(Some(fk_schema))?, None).await?;
     }
     system_tables::metadata::put_relation(&mut change.tx, &setting).await.map_err(super::ddl_error)?;
     Ok(())

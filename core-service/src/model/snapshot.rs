@@ -18,7 +18,7 @@
 //!   step Postgres or the model refuses rolls the whole apply back with its error, as Directus
 //!   does.
 
-use super::{Change, catalog, collections, fields, relations};
+use super::{Change, catalog, collections, fields, relations, sanitize};
 use crate::AppState;
 use crate::schema::Schema;
 use cdapi_proto::ApiError;
@@ -43,15 +43,10 @@ pub async fn snapshot(state: &AppState) -> Result<Value, ApiError> {
 /// Errors: database errors.
 async fn snapshot_of(conn: &mut sqlx::PgConnection, schema: &Schema) -> Result<Value, ApiError> {
     let db = crate::db::map_error;
-    let collections = user_entries(catalog::collections(conn, schema, true, None).await.map_err(db)?, |mut c| {
-        // Where the table lives is this environment's business: the name is what moves.
-        if let Some(name) = c["schema"].get("name").cloned() {
-            c["schema"] = json!({"name": name});
-        }
-        c
-    });
-    let fields = user_entries(catalog::fields(conn, schema, None, None).await.map_err(db)?, without_meta_id);
-    let relations = user_entries(catalog::relations(conn, schema, None, None).await.map_err(db)?, without_meta_id);
+    // Where the table lives is this environment's business: the name is what moves.
+    let collections = user_entries(catalog::collections(conn, schema, true, None).await.map_err(db)?, |c| sanitize::collection(&c));
+    let fields = user_entries(catalog::fields(conn, schema, None, None).await.map_err(db)?, |f| sanitize::field(&without_meta_id(f), false));
+    let relations = user_entries(catalog::relations(conn, schema, None, None).await.map_err(db)?, |r| sanitize::relation(&without_meta_id(r)));
     Ok(json!({
         "version": 1,
         "directus": DIRECTUS_VERSION,
@@ -125,9 +120,13 @@ pub fn diff(current: &Value, target: &Value, force: bool) -> Result<Option<Value
     let mut out = Map::new();
     let mut total = 0;
     for section in ["collections", "fields", "relations"] {
-        let lhs: BTreeMap<(String, String), Value> = list(current, section)?.into_iter().map(|v| (key(&v), v)).collect();
-        let rhs: BTreeMap<(String, String), Value> =
+        let lhs_raw: BTreeMap<(String, String), Value> = list(current, section)?.into_iter().map(|v| (key(&v), v)).collect();
+        let rhs_raw: BTreeMap<(String, String), Value> =
             list(target, section)?.into_iter().map(|v| if section == "collections" { v } else { without_meta_id(v) }).map(|v| (key(&v), v)).collect();
+        // Both sides compared as Directus compares them; an auto-increment key without its column.
+        let whole = |k: &(String, String)| section == "fields" && lhs_raw.get(k).is_some_and(sanitize::is_auto_increment_key);
+        let lhs: BTreeMap<(String, String), Value> = lhs_raw.iter().map(|(k, v)| (k.clone(), sanitized(section, v, whole(k)))).collect();
+        let rhs: BTreeMap<(String, String), Value> = rhs_raw.iter().map(|(k, v)| (k.clone(), sanitized(section, v, whole(k)))).collect();
         let mut entries = Vec::new();
         for k in lhs.keys().chain(rhs.keys().filter(|k| !lhs.contains_key(*k))) {
             let changes = match (lhs.get(k), rhs.get(k)) {
@@ -160,6 +159,15 @@ pub fn diff(current: &Value, target: &Value, force: bool) -> Result<Option<Value
         return Err(ApiError::invalid_payload(format!("The diff has {total} changes, more than {MAX_CHANGES}")));
     }
     Ok((total > 0).then_some(Value::Object(out)))
+}
+
+/// `v`, an entry of a snapshot's `section`, as Directus compares it (see [`sanitize`]).
+fn sanitized(section: &str, v: &Value, whole_schema_out: bool) -> Value {
+    match section {
+        "collections" => sanitize::collection(v),
+        "fields" => sanitize::field(v, whole_schema_out),
+        _ => sanitize::relation(v),
+    }
 }
 
 /// Deep-diff changes from `l` to `r` under `path` (objects key by key; anything else, arrays

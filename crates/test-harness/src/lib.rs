@@ -100,6 +100,10 @@ pub struct Spec {
     /// A PostgreSQL server of this environment's own ([`postgres::PrivatePostgres`]), which
     /// [`TestApp::stop_postgres`] and [`TestApp::start_postgres`] stop and start.
     pub own_postgres: bool,
+    /// Serve this existing database (a Directus peer's) instead of a new one: no dataset is
+    /// loaded; Directus's system tables are imported into ours (`core-service
+    /// import-directus`) before the services start.
+    pub directus_database: Option<String>,
 }
 
 /// The bucket of an environment with [`Spec::s3`].
@@ -131,12 +135,15 @@ pub enum Dataset {
     /// peer had registered: `authors.articles` (O2M, the default name) and the M2M aliases
     /// `articles.tags` and `tags.articles` through `articles_tags`.
     Blog,
+    /// No content tables: the system tables only (a target for schema snapshots).
+    Empty,
 }
 
 static PAGILA: OnceLock<std::result::Result<TestApp, String>> = OnceLock::new();
 static DEMO: OnceLock<std::result::Result<TestApp, String>> = OnceLock::new();
 static DEMO_WRITES: OnceLock<std::result::Result<TestApp, String>> = OnceLock::new();
 static BLOG: OnceLock<std::result::Result<TestApp, String>> = OnceLock::new();
+static EMPTY: OnceLock<std::result::Result<TestApp, String>> = OnceLock::new();
 
 /// The shared environment for `dataset`, started on first use. Panics (failing the test) with the
 /// reason when it cannot start.
@@ -146,6 +153,7 @@ pub fn app(dataset: Dataset) -> &'static TestApp {
         Dataset::Demo => &DEMO,
         Dataset::DemoWrites => &DEMO_WRITES,
         Dataset::Blog => &BLOG,
+        Dataset::Empty => &EMPTY,
     };
     match cell.get_or_init(|| start(Spec { dataset, ..Spec::default() }).map_err(|e| format!("{e:#}"))) {
         Ok(app) => app,
@@ -245,8 +253,10 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     let postgres = if spec.own_postgres { Some(postgres::PrivatePostgres::start(&label)?) } else { None };
     let admin = postgres.as_ref().map(postgres::PrivatePostgres::admin_url).unwrap_or_else(admin_url);
     drop_stale_databases(&admin);
-    let name = format!("cdapi_test_{label}_{}", std::process::id());
-    psql(&admin, &["-c", &format!("DROP DATABASE IF EXISTS \"{name}\""), "-c", &format!("CREATE DATABASE \"{name}\"")])?;
+    let name = spec.directus_database.clone().unwrap_or_else(|| format!("cdapi_test_{label}_{}", std::process::id()));
+    if spec.directus_database.is_none() {
+        psql(&admin, &["-c", &format!("DROP DATABASE IF EXISTS \"{name}\""), "-c", &format!("CREATE DATABASE \"{name}\"")])?;
+    }
     let db = database_url_on(&admin, &name);
     let root = repo_root();
     let bins = bin_dir()?;
@@ -254,7 +264,15 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     if !migrate.status.success() {
         bail!("core-service migrate failed: {}", String::from_utf8_lossy(&migrate.stderr));
     }
+    if spec.directus_database.is_some() {
+        let import =
+            Command::new(bins.join("core-service")).arg("import-directus").env("DATABASE_URL", &db).output().context("running core-service import-directus")?;
+        if !import.status.success() {
+            bail!("core-service import-directus failed: {}{}", String::from_utf8_lossy(&import.stdout), String::from_utf8_lossy(&import.stderr));
+        }
+    }
     match spec.dataset {
+        _ if spec.directus_database.is_some() => {}
         Dataset::Pagila => {
             let dir = root.join("../shared/datasets/pagila");
             for f in ["pagila-schema.sql", "pagila-data.sql"] {
@@ -269,6 +287,7 @@ pub fn start(spec: Spec) -> Result<TestApp> {
                 ],
             )?;
         }
+        Dataset::Empty => {}
         Dataset::Demo | Dataset::DemoWrites => psql(&db, &["-f", &root.join("deploy/demo/demo.sql").to_string_lossy()])?,
         Dataset::Blog => {
             psql(&db, &["-f", &root.join("../shared/bench/blog.sql").to_string_lossy()])?;
@@ -505,4 +524,10 @@ impl TestApp {
     pub fn keys_file(&self) -> PathBuf {
         self.logs.join("auth-keys.pem")
     }
+}
+
+/// The path of one of our binaries (`core-service`, ...), as the tests start them.
+/// Errors: no build directory found.
+pub fn binary(name: &str) -> Result<PathBuf> {
+    Ok(processes::bin_dir()?.join(name))
 }
