@@ -43,12 +43,28 @@ return 1
 ";
 
 /// The TOTP of a base32 secret, labelled for authenticator apps. Errors: INVALID_PAYLOAD when
-/// the secret is not valid base32 of at least 128 bits.
+/// the secret is not valid base32 of at least 128 bits (RFC 4226's minimum, for the secrets made
+/// here).
 fn totp(secret: &str, issuer: &str, account: &str) -> Result<TOTP, ApiError> {
     let bytes = Secret::Encoded(secret.trim().to_owned()).to_bytes().map_err(|_| ApiError::invalid_payload("\"secret\" is not a base32 TOTP secret"))?;
     // otpauth labels may not contain ':'.
     TOTP::new(Algorithm::SHA1, 6, 1, STEP, bytes, Some(issuer.replace(':', " ")), account.replace(':', " "))
         .map_err(|_| ApiError::invalid_payload("\"secret\" is not a valid TOTP secret"))
+}
+
+/// Shortest enrolled secret accepted when checking a code, in bytes: Directus enrols 80-bit
+/// secrets (otplib's default), and users who come from it keep theirs (README "Coming from
+/// Directus"). Secrets made here have 160 bits.
+const MIN_ENROLLED_SECRET_BYTES: usize = 10;
+
+/// The TOTP of a secret already enrolled, to check a code against. Errors: INVALID_PAYLOAD when
+/// it is not base32 of at least [`MIN_ENROLLED_SECRET_BYTES`].
+fn enrolled_totp(secret: &str, account: &str) -> Result<TOTP, ApiError> {
+    let bytes = Secret::Encoded(secret.trim().to_owned()).to_bytes().map_err(|_| ApiError::invalid_payload("\"secret\" is not a base32 TOTP secret"))?;
+    if bytes.len() < MIN_ENROLLED_SECRET_BYTES {
+        return Err(ApiError::invalid_payload("\"secret\" is too short"));
+    }
+    Ok(TOTP::new_unchecked(Algorithm::SHA1, 6, 1, STEP, bytes, None, account.replace(':', " ")))
 }
 
 /// The step `code` belongs to (now, or one step either side), if any.
@@ -62,7 +78,7 @@ impl Auth {
     /// Checks `code` against the user's `secret` and spends it. Errors: INVALID_OTP (wrong,
     /// or already used), SERVICE_UNAVAILABLE (Redis).
     pub async fn check_otp(&self, user_id: &str, secret: &str, code: &str) -> Result<(), ApiError> {
-        let totp = totp(secret, &self.settings.project_name, user_id).map_err(|_| invalid_otp())?;
+        let totp = enrolled_totp(secret, user_id).map_err(|_| invalid_otp())?;
         let step = matching_step(&totp, code).ok_or_else(invalid_otp)?;
         let redis = self.sessions.redis();
         let fresh: i64 = redis::Script::new(USE_STEP)
@@ -161,6 +177,18 @@ mod tests {
         let old = t.generate(now - 120);
         assert_ne!(super::matching_step(&t, &old), Some(now / 30));
         assert!(super::totp("not base32!", "cdapi", "a").is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn directus_enrolled_secrets_are_checked_but_never_made() -> Result<(), cdapi_proto::ApiError> {
+        // 16 base32 characters: the 80-bit secrets Directus enrols.
+        let directus = "JBSWY3DPEHPK3PXP";
+        assert!(super::totp(directus, "cdapi", "a").is_err(), "new secrets need 128 bits");
+        let t = super::enrolled_totp(directus, "a")?;
+        let now = access_token::now_ms() / 1000;
+        assert_eq!(super::matching_step(&t, &t.generate(now)), Some(now / 30));
+        assert!(super::enrolled_totp("JBSWY3DP", "a").is_err(), "40 bits is too short");
         Ok(())
     }
 }

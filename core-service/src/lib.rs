@@ -21,6 +21,7 @@ pub mod auth;
 pub mod comments;
 pub mod config;
 pub mod db;
+pub mod directus_import;
 pub mod files;
 pub mod grpc;
 pub mod model;

@@ -6,6 +6,9 @@
 //!   run (parameters written in as literals), for benchmarks against raw Postgres (pgbench) and
 //!   for debugging. QUERY_JSON is a Directus query object, e.g. `{"fields":"*,author.*"}`;
 //!   with KEY it is a read by primary key.
+//! - `core-service import-directus [--dry-run]`: makes this API serve the Directus 11 database
+//!   DATABASE_URL names (its system tables copied into ours; see
+//!   `core_service::directus_import`), or with `--dry-run` prints what it would do.
 
 use core_service::config::Settings;
 
@@ -28,7 +31,17 @@ async fn main() -> anyhow::Result<()> {
             println!("{sql}");
             Ok(())
         }
-        Some(other) => anyhow::bail!("unknown command {other:?} (commands: migrate, sql)"),
+        Some("import-directus") => {
+            let dry_run = match args.get(2).map(String::as_str) {
+                None => false,
+                Some("--dry-run") => true,
+                Some(other) => anyhow::bail!("unknown option {other:?} (usage: core-service import-directus [--dry-run])"),
+            };
+            let report = core_service::directus_import::run(&settings, dry_run).await?;
+            print!("{report}");
+            Ok(())
+        }
+        Some(other) => anyhow::bail!("unknown command {other:?} (commands: migrate, sql, import-directus)"),
         None => {
             tracing::info!(?settings, "core-service starting");
             let listener = tokio::net::TcpListener::bind(settings.grpc_addr).await?;

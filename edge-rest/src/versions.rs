@@ -1,5 +1,5 @@
 //! `/versions` (Directus's content versions API; spec: "Versioning") → VersionsService:
-//! `GET /versions` (optionally `filter[collection][_eq]`, `filter[item][_eq]`), `POST /versions`
+//! `GET /versions` (any items query: `fields`, `filter`, `sort`, `limit`, ...), `POST /versions`
 //! `{key, name?, collection, item}`, `GET|PATCH|DELETE /versions/:id`, `POST /versions/:id/save`
 //! (body: the changes), `GET /versions/:id/compare`, `POST /versions/:id/promote`
 //! `{mainHash?, force?}` (`force` is an extension). Reading an item in a version is
@@ -22,40 +22,6 @@ fn text(v: &Value, key: &str) -> Option<String> {
     }
 }
 
-/// `filter[field][_eq]=x` of the list: only `collection` and `item` are understood, alone or
-/// inside `_and` (the Studio's `filter[_and][0][collection][_eq]=...`).
-fn list_filter(req: &HttpRequest) -> Result<(String, String), ApiError> {
-    let parsed = crate::query_string::parse(&req.query)?;
-    let mut out = (String::new(), String::new());
-    let Some(filter) = parsed.query.get("filter") else { return Ok(out) };
-    let filter: Value = match filter {
-        Value::String(s) => serde_json::from_str(s).map_err(|e| ApiError::invalid_query(format!("\"filter\" is not valid JSON: {e}")))?,
-        other => other.clone(),
-    };
-    collect_conditions(&filter, &mut out, 0)?;
-    Ok(out)
-}
-
-/// Reads the `_eq` conditions of `filter` (and of its `_and` groups, up to 3 deep) into `out`.
-fn collect_conditions(filter: &Value, out: &mut (String, String), depth: usize) -> Result<(), ApiError> {
-    let refuse = || ApiError::invalid_query("Versions can be filtered by collection and item with _eq only");
-    for (field, cond) in filter.as_object().ok_or_else(refuse)? {
-        if field == "_and" && depth < 3 {
-            for part in cond.as_array().ok_or_else(refuse)? {
-                collect_conditions(part, out, depth + 1)?;
-            }
-            continue;
-        }
-        let value = cond.get("_eq").and_then(|v| text(cond, "_eq").or_else(|| v.as_str().map(str::to_owned)));
-        match (field.as_str(), value) {
-            ("collection", Some(v)) => out.0 = v,
-            ("item", Some(v)) => out.1 = v,
-            _ => return Err(refuse()),
-        }
-    }
-    Ok(())
-}
-
 /// Routes `/versions/...` (`rest` = the path segments after `versions`).
 pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, rest: &[&str]) -> Result<Response, ApiError> {
     let (_, token) = url_query(req)?;
@@ -63,8 +29,12 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
     let caller = req.caller(request_id, token)?;
     match (req.method.clone(), rest) {
         (Method::GET, []) => {
-            let (collection, item) = list_filter(req)?;
-            let res = client.list_versions(caller.request(ListVersionsRequest { collection, item })?).await?;
+            // The whole query, checked here as an items query is, read there as one.
+            let parsed = crate::query_string::parse(&req.query)?;
+            crate::request::typed_query(&parsed.query)?;
+            let query = Bytes::from(serde_json::Value::Object(parsed.query).to_string());
+            let msg = ListVersionsRequest { collection: String::new(), item: String::new(), query };
+            let res = client.list_versions(caller.request(msg)?).await?;
             Ok(reply::data(&res.get_ref().data, b""))
         }
         (Method::POST, []) => {

@@ -28,6 +28,10 @@ pub struct Peer {
     pub url: String,
     /// Its log file.
     pub log: PathBuf,
+    /// Its database's name.
+    pub database: String,
+    /// Its local storage (STORAGE_LOCAL_ROOT).
+    pub uploads: PathBuf,
     child: Child,
 }
 
@@ -129,7 +133,7 @@ pub fn start(name: &str, sql_files: &[&Path]) -> Result<Peer, String> {
         return Err(format!("directus bootstrap failed: {}", std::fs::read_to_string(&boot_log).unwrap_or_default()));
     }
     let child = run(&["start"], &log)?;
-    let mut peer = Peer { url: format!("http://127.0.0.1:{port}"), log, child };
+    let mut peer = Peer { url: format!("http://127.0.0.1:{port}"), log, database: db.clone(), uploads: logs.join("uploads"), child };
     let deadline = Instant::now() + Duration::from_secs(120);
     while Instant::now() < deadline {
         if let Ok(Some(status)) = peer.child.try_wait() {

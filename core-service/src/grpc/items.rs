@@ -111,8 +111,22 @@ impl Items {
     }
 
     /// Every read but the export (see `items.proto`: Read): one item, an aggregate, a singleton,
-    /// a version or a list, as one reply. Errors: FORBIDDEN, INVALID_QUERY, the database's.
+    /// a version or a list, as one reply. `/users/me` that the caller may not read answers
+    /// `{"id": <the caller>}`, as Directus's users controller does. Errors: FORBIDDEN,
+    /// INVALID_QUERY, the database's.
     async fn read_reply(&self, caller: &Caller, r: &ReadRequest) -> Result<ReadResponse, ApiError> {
+        let me = r.collection == crate::users::USERS && r.key.as_deref() == Some("me");
+        match self.read_any(caller, r).await {
+            Err(e) if me && e.code == cdapi_proto::ErrorCode::Forbidden => match &caller.vars.user {
+                Some(id) => Ok(ReadResponse { data: Bytes::from(serde_json::json!({ "id": id }).to_string()), meta: Bytes::new() }),
+                None => Err(e),
+            },
+            other => other,
+        }
+    }
+
+    /// [`Self::read_reply`] but for `/users/me`'s answer when forbidden.
+    async fn read_any(&self, caller: &Caller, r: &ReadRequest) -> Result<ReadResponse, ApiError> {
         // `me` without a signed-in user is INVALID_CREDENTIALS before any permission check.
         let key = r.key.as_deref().map(|k| crate::users::resolve_me(&r.collection, k, caller.vars.user.as_deref())).transpose()?;
         let collection = readable_in(caller, &r.collection)?;

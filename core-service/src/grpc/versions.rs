@@ -61,11 +61,16 @@ impl VersionsService for VersionsApi {
     async fn list_versions(&self, req: Request<ListVersionsRequest>) -> Result<Response<ItemsResponse>, Status> {
         let span = request_span("ListVersions", &req);
         let r = req.get_ref().clone();
-        self.run(req.metadata(), Action::Read, move |v| Box::pin(async move { v.list(&r.collection, &r.item).await }))
-            .instrument(span)
-            .await
-            .map(|j| Response::new(ItemsResponse { data: Bytes::from(j) }))
-            .map_err(Into::into)
+        let query = match serde_json::from_slice::<serde_json::Value>(&r.query) {
+            _ if r.query.is_empty() => Ok(serde_json::Map::new()),
+            Ok(serde_json::Value::Object(q)) => Ok(q),
+            _ => Err(ApiError::invalid_query("The versions query must be a JSON object")),
+        };
+        let run = async move {
+            let query = query?;
+            self.run(req.metadata(), Action::Read, move |v| Box::pin(async move { v.list(&r.collection, &r.item, query).await })).await
+        };
+        run.instrument(span).await.map(|j| Response::new(ItemsResponse { data: Bytes::from(j) })).map_err(Into::into)
     }
 
     async fn read_version(&self, req: Request<VersionRef>) -> Result<Response<ItemResponse>, Status> {

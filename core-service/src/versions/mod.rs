@@ -138,21 +138,27 @@ impl<'a> Versions<'a> {
         self.one_json(sql).await
     }
 
-    /// Versions the caller may see (JSON array), optionally of one collection and item, oldest
-    /// first: read as any collection is, through their view of `directus_versions` (filtering
-    /// on `collection` or `item` needs them readable, as any filter).
-    pub async fn list(&mut self, collection: &str, item: &str) -> Result<String, ApiError> {
+    /// Versions the caller may see (JSON array), optionally of one collection and item, with the
+    /// Directus query `query` (its `fields`, `filter`, `sort`, `limit`, ...; by default every
+    /// field, oldest first, all): read as any collection is, through their view of
+    /// `directus_versions` (filtering on `collection` or `item` needs them readable, as any
+    /// filter). Errors: INVALID_QUERY, FORBIDDEN.
+    pub async fn list(&mut self, collection: &str, item: &str, query: Map<String, Value>) -> Result<String, ApiError> {
+        let mut query = query;
         // Oldest first where the caller may read the creation date (sorting on a field is
         // reading it).
         let readable = self.read.collection(VERSIONS).is_some_and(|v| v.field("date_created").is_some());
         let sort = if readable { json!(["date_created", "id"]) } else { json!(["id"]) };
-        let mut query = json!({"fields": ["*"], "sort": sort, "limit": -1});
-        let conditions: Vec<Value> =
+        query.entry("fields").or_insert_with(|| json!(["*"]));
+        query.entry("sort").or_insert(sort);
+        query.entry("limit").or_insert_with(|| json!(-1));
+        let mut conditions: Vec<Value> =
             [("collection", collection), ("item", item)].into_iter().filter(|(_, v)| !v.is_empty()).map(|(f, v)| json!({ f: {"_eq": v} })).collect();
         if !conditions.is_empty() {
-            query["filter"] = json!({"_and": conditions});
+            conditions.extend(query.remove("filter"));
+            query.insert("filter".into(), json!({"_and": conditions}));
         }
-        self.read_versions(None, &query).await
+        self.read_versions(None, &Value::Object(query)).await
     }
 
     /// One version (JSON) as the caller reads it (see [`Self::list`]). FORBIDDEN when there is

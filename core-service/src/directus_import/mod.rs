@@ -1,0 +1,239 @@
+//! `core-service import-directus [--dry-run]`: makes this API serve a Directus 11 database
+//! (README "Coming from Directus"). The content tables are served where they are; Directus's
+//! system tables (`directus_*`, in DATABASE_SCHEMA) are copied into ours (`cdapi`), converted
+//! where the shapes differ: static tokens are kept as their SHA-256 (Directus keeps them in
+//! clear), comma-separated lists become arrays, `json` becomes `jsonb`. Passwords stay the
+//! argon2 hashes Directus made (they verify here as they are). The `directus_*` tables are
+//! only read: starting Directus again on the same database goes back (without what changed
+//! here since).
+//!
+//! One run is one transaction: the tables of [`steps::STEPS`] are replaced by Directus's rows
+//! (our metadata of our own system collections excepted) and the settings row is updated, or
+//! nothing changes. Running it again gives the same result (idempotent); a run that stopped
+//! left nothing behind, so it is simply run again. The dry run does the same work and rolls it
+//! back, so it reports exactly what a run would do, or the error it would stop at. Blobs are
+//! never touched: the file rows point at the same `filename_disk` in the same storage, which
+//! this API's STORAGE_* settings must name (Directus's STORAGE_LOCAL_ROOT, or its bucket).
+//!
+//! Refused (nothing changed): a database without Directus 11's `directus_access`; users
+//! without an email, or emails that differ only in case (we sign in by email, case-insensitively).
+
+pub mod steps;
+
+use crate::config::Settings;
+use crate::query::sql::ident;
+use anyhow::{Context, bail};
+use sqlx::{Connection, PgConnection, Row};
+use std::fmt::Write as _;
+use steps::{NOT_CARRIED, STEPS, Step};
+
+/// What a run did (or a dry run would do), as lines for the operator.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// One line per table carried over, refused or left out.
+    pub lines: Vec<String>,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for line in &self.lines {
+            writeln!(f, "{line}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the import on DATABASE_URL (after our migrations), or with `dry_run` reports it and
+/// changes nothing. Errors: not a Directus 11 database, users it cannot carry over, and any
+/// step's database error (named with the step).
+pub async fn run(settings: &Settings, dry_run: bool) -> anyhow::Result<Report> {
+    system_tables::migrate(&settings.database_url).await?;
+    let mut conn = PgConnection::connect(&settings.database_url).await.context("connecting to DATABASE_URL")?;
+    let src = settings.database_schema.as_str();
+    if !table_exists(&mut conn, src, "directus_access").await? {
+        bail!("{src}.directus_access does not exist: DATABASE_URL and DATABASE_SCHEMA must name a Directus 11 database");
+    }
+    refuse_unmatched_users(&mut conn, src).await?;
+    let mut report = Report::default();
+    let mut tx = conn.begin().await?;
+    let blobs_before: i64 = sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM cdapi.file_blobs_deleted").fetch_one(&mut *tx).await?;
+    for step in STEPS.iter().rev() {
+        let keep = step.keep.map(|k| format!(" WHERE NOT ({k})")).unwrap_or_default();
+        let deleted = sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM cdapi.{}{keep}", ident(step.target)))).execute(&mut *tx).await?.rows_affected();
+        if deleted > 0 {
+            report.lines.push(format!("replaced: {deleted} row(s) of cdapi.{}", step.target));
+        }
+    }
+    // Rows deleted above queued their blobs for removal: the blobs are Directus's, keep them.
+    sqlx::query("DELETE FROM cdapi.file_blobs_deleted WHERE id > $1").bind(blobs_before).execute(&mut *tx).await?;
+    for step in STEPS {
+        if !table_exists(&mut tx, src, step.source).await? {
+            report.lines.push(format!("{}: not in this database, nothing to carry over", step.source));
+            continue;
+        }
+        let copied = copy(&mut tx, src, step).await.with_context(|| format!("copying {src}.{} into cdapi.{}", step.source, step.target))?;
+        let mut line = format!("carried over: {} → cdapi.{}: {copied} row(s)", step.source, step.target);
+        if let Some((skip, why)) = step.skip {
+            let skipped: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {}.{} s WHERE {skip}", ident(src), ident(step.source))))
+                .fetch_one(&mut *tx)
+                .await?;
+            if skipped > 0 {
+                let _ = write!(line, "; left out {skipped}: {why}");
+            }
+        }
+        report.lines.push(line);
+    }
+    for step in STEPS {
+        for statement in step.after {
+            if table_exists(&mut tx, src, step.source).await? {
+                sqlx::query(sqlx::AssertSqlSafe(statement.replace("{src}", &ident(src))))
+                    .execute(&mut *tx)
+                    .await
+                    .with_context(|| format!("after {}", step.source))?;
+            }
+        }
+    }
+    // Imported notifications were delivered by Directus: queue no mail for them.
+    sqlx::query("DELETE FROM cdapi.notification_mail").execute(&mut *tx).await?;
+    if table_exists(&mut tx, src, "directus_settings").await? {
+        settings_row(&mut tx, src).await.context("copying directus_settings into cdapi.settings")?;
+        report.lines.push("carried over: directus_settings → cdapi.settings".into());
+    }
+    advance_sequences(&mut tx).await?;
+    for (table, why) in NOT_CARRIED {
+        if table_exists(&mut tx, src, table).await? {
+            let rows: i64 =
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {}.{}", ident(src), ident(table)))).fetch_one(&mut *tx).await?;
+            report.lines.push(format!("not carried over: {table}: {rows} row(s) ({why})"));
+        }
+    }
+    if dry_run {
+        tx.rollback().await?;
+        report.lines.push("dry run: nothing was changed".into());
+    } else {
+        tx.commit().await?;
+        report.lines.push("done: the Directus tables were only read".into());
+    }
+    Ok(report)
+}
+
+async fn table_exists(conn: &mut PgConnection, schema: &str, table: &str) -> anyhow::Result<bool> {
+    Ok(sqlx::query_scalar("SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL").bind(schema).bind(table).fetch_one(conn).await?)
+}
+
+/// Errors when a Directus user could not sign in here: no email, or an email that another
+/// differs from only in case.
+async fn refuse_unmatched_users(conn: &mut PgConnection, src: &str) -> anyhow::Result<()> {
+    let sql = format!(
+        "SELECT count(*) FILTER (WHERE email IS NULL OR email = ''), \
+         (SELECT count(*) FROM (SELECT lower(email) FROM {s}.directus_users WHERE email <> '' GROUP BY 1 HAVING count(*) > 1) d) \
+         FROM {s}.directus_users",
+        s = ident(src)
+    );
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_one(conn).await?;
+    let (no_email, same_email): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+    if no_email > 0 || same_email > 0 {
+        bail!(
+            "{no_email} user(s) without an email and {same_email} email(s) used by several users (differing in case) cannot sign in here: \
+             give each user its own email in Directus first"
+        );
+    }
+    Ok(())
+}
+
+/// The columns of `schema.table`: (name, type as Postgres writes it), in order.
+async fn columns(conn: &mut PgConnection, schema: &str, table: &str) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT a.attname::text, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a \
+         WHERE a.attrelid = to_regclass(format('%I.%I', $1::text, $2::text)) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+    )
+    .bind(schema)
+    .bind(table)
+    .fetch_all(conn)
+    .await?)
+}
+
+/// The expression giving our column of type `to` from Directus's same-named column of type
+/// `from` in the row `s`.
+fn convert(column: &str, from: &str, to: &str) -> String {
+    let c = format!("s.{}", ident(column));
+    match (from, to) {
+        (f, t) if f == t => c,
+        ("json" | "jsonb", "text[]") => format!("ARRAY(SELECT jsonb_array_elements_text({c}::jsonb))"),
+        (_, "text[]") => format!("string_to_array(nullif({c}::text, ''), ',')"),
+        // `to` is Postgres's own name of our column's type, from the catalog.
+        _ => format!("{c}::{to}"),
+    }
+}
+
+/// Copies one table's rows; returns how many.
+async fn copy(conn: &mut PgConnection, src: &str, step: &Step) -> anyhow::Result<u64> {
+    let ours = columns(conn, "cdapi", step.target).await?;
+    let theirs = columns(conn, src, step.source).await?;
+    let mut names = Vec::new();
+    let mut values = Vec::new();
+    for (name, ty) in &ours {
+        let value = match step.computed.iter().find(|(c, _)| c == name) {
+            Some((_, expr)) => (*expr).to_owned(),
+            None => match theirs.iter().find(|(n, _)| n == name) {
+                Some((_, from)) => convert(name, from, ty),
+                None => continue,
+            },
+        };
+        names.push(ident(name));
+        values.push(value);
+    }
+    let skip = step.skip.map(|(s, _)| format!(" WHERE NOT ({s})")).unwrap_or_default();
+    let sql = format!(
+        "INSERT INTO cdapi.{} ({}) SELECT {} FROM {}.{} s{skip}",
+        ident(step.target),
+        names.join(", "),
+        values.join(", "),
+        ident(src),
+        ident(step.source)
+    );
+    Ok(sqlx::query(sqlx::AssertSqlSafe(sql)).execute(conn).await?.rows_affected())
+}
+
+/// Our settings row takes Directus's values of the columns both have.
+async fn settings_row(conn: &mut PgConnection, src: &str) -> anyhow::Result<()> {
+    let ours = columns(conn, "cdapi", "settings").await?;
+    let theirs = columns(conn, src, "directus_settings").await?;
+    let (mut names, mut values) = (Vec::new(), Vec::new());
+    for (name, ty) in ours.iter().filter(|(n, _)| n != "id") {
+        if let Some((_, from)) = theirs.iter().find(|(n, _)| n == name) {
+            names.push(ident(name));
+            values.push(convert(name, from, ty));
+        }
+    }
+    if names.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "UPDATE cdapi.settings SET ({}) = (SELECT {} FROM {}.directus_settings s ORDER BY s.id LIMIT 1) \
+         WHERE id = (SELECT min(id) FROM cdapi.settings) AND EXISTS (SELECT 1 FROM {}.directus_settings)",
+        names.join(", "),
+        values.join(", "),
+        ident(src),
+        ident(src)
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql)).execute(conn).await?;
+    Ok(())
+}
+
+/// Moves each copied table's `id` sequence past the ids copied, so rows made here next do not
+/// collide with Directus's.
+async fn advance_sequences(conn: &mut PgConnection) -> anyhow::Result<()> {
+    for step in STEPS {
+        if !columns(conn, "cdapi", step.target).await?.iter().any(|(n, _)| n == "id") {
+            continue;
+        }
+        let sequence: Option<String> =
+            sqlx::query_scalar("SELECT pg_get_serial_sequence(format('cdapi.%I', $1::text), 'id')").bind(step.target).fetch_one(&mut *conn).await?;
+        if let Some(seq) = sequence {
+            let sql = format!("SELECT setval($1::regclass, greatest((SELECT max(id) FROM cdapi.{}), 1))", ident(step.target));
+            sqlx::query(sqlx::AssertSqlSafe(sql)).bind(seq).execute(&mut *conn).await?;
+        }
+    }
+    Ok(())
+}

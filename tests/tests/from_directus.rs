@@ -1,0 +1,255 @@
+//! Coming from Directus (README "Coming from Directus"): a Directus 11.3.5 project made through
+//! Directus's own API — two roles with policies and permissions (a row rule, a field list, a
+//! validation rule, a preset), three users (one with TOTP, one with a static token), relations,
+//! a file in a folder, settings, a preset, a content version, activity and revisions, a comment,
+//! a notification — is imported by `core-service import-directus` into ours on the same
+//! database and storage. Then the same requests, as each user, go to Directus (its tables left
+//! as they were) and to us through the differential harness, and must answer alike. When the
+//! peer is not installed the test says so on stderr (`SKIPPED ...`) and does nothing else.
+
+#![allow(clippy::expect_used)] // a failed expectation is a failed test
+
+use e2e_tests::differential::{Auth, Differential, Req};
+use e2e_tests::directus_peer::{self, ADMIN_TOKEN as PEER_TOKEN};
+use e2e_tests::fixture::call;
+use e2e_tests::{Spec, http_client, repo_root, sql_json, start, totp_code};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::io::Write as _;
+
+/// A Directus peer call as `token`: the body's `data`. Panics on a failure status.
+async fn directus(url: &str, token: &str, method: Method, path: &str, body: Value) -> Value {
+    let c = http_client().build().expect("client");
+    let mut req = c.request(method.clone(), format!("{url}{path}")).bearer_auth(token);
+    if !body.is_null() {
+        req = req.json(&body);
+    }
+    let r = req.send().await.expect("peer answered");
+    let status = r.status();
+    let text = r.text().await.unwrap_or_default();
+    assert!(status.is_success(), "{method} {path}: {status} {text}");
+    serde_json::from_str::<Value>(&text).map(|v| v["data"].clone()).unwrap_or(Value::Null)
+}
+
+/// Signs in at `base` (either side) and returns the access token.
+async fn sign_in(base: &str, email: &str, password: &str, otp: Option<String>) -> String {
+    let mut body = json!({"email": email, "password": password});
+    if let Some(otp) = otp {
+        body["otp"] = json!(otp);
+    }
+    let r = http_client().build().expect("client").post(format!("{base}/auth/login")).json(&body).send().await.expect("login answered");
+    let status = r.status();
+    let v: Value = r.json().await.unwrap_or(Value::Null);
+    assert!(status.is_success(), "sign-in of {email} at {base}: {status} {v}");
+    v["data"]["access_token"].as_str().expect("access token").to_owned()
+}
+
+/// One JSON value computed by `sql` on the database at `url`.
+async fn sql_at(url: &str, sql: &str) -> Value {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(url).await.unwrap_or_else(|e| panic!("connect: {e}"));
+    let text: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(&mut conn).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    serde_json::from_str(&text.unwrap_or_else(|| "null".into())).unwrap_or(Value::Null)
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// A digest of every `directus_*` table's rows, to show the import leaves them as they were.
+const DIRECTUS_TABLES_DIGEST: &str = "SELECT to_json(md5(string_agg(t, '|' ORDER BY t)))::text FROM ( \
+     SELECT 'u' || md5(string_agg(x::text, ',' ORDER BY x::text)) AS t FROM directus_users x UNION ALL \
+     SELECT 'r' || md5(string_agg(x::text, ',' ORDER BY x::text)) FROM directus_roles x UNION ALL \
+     SELECT 'p' || md5(string_agg(x::text, ',' ORDER BY x::text)) FROM directus_permissions x UNION ALL \
+     SELECT 'f' || md5(string_agg(x::text, ',' ORDER BY x::text)) FROM directus_files x UNION ALL \
+     SELECT 'a' || md5(string_agg(x::text, ',' ORDER BY x::text)) FROM directus_activity x UNION ALL \
+     SELECT 's' || md5(string_agg(x::text, ',' ORDER BY x::text)) FROM directus_settings x) d";
+
+/// The Directus project of the module docs, made through Directus's API. Returns the editor's
+/// user id, the reviewer's TOTP secret and the file's id.
+async fn model_project(url: &str) -> (String, String, String) {
+    let admin = |method: Method, path: &'static str, body: Value| directus(url, PEER_TOKEN, method, path, body);
+    // Relations as a Directus team registers them: an O2M alias and an M2M through the junction.
+    for (collection, field, special) in [("authors", "articles", "o2m"), ("articles", "tags", "m2m"), ("tags", "articles", "m2m")] {
+        directus(url, PEER_TOKEN, Method::POST, &format!("/fields/{collection}"), json!({"field": field, "type": "alias", "meta": {"special": [special]}}))
+            .await;
+    }
+    for (collection, field, related, one_field, junction, on_delete) in [
+        ("articles", "author", "authors", "articles", None, "NO ACTION"),
+        ("articles_tags", "articles_id", "articles", "tags", Some("tags_id"), "CASCADE"),
+        ("articles_tags", "tags_id", "tags", "articles", Some("articles_id"), "CASCADE"),
+    ] {
+        let body = json!({"collection": collection, "field": field, "related_collection": related, "schema": {"on_delete": on_delete},
+                          "meta": {"one_field": one_field, "junction_field": junction}});
+        directus(url, PEER_TOKEN, Method::PATCH, &format!("/relations/{collection}/{field}"), body).await;
+    }
+    admin(Method::PATCH, "/collections/articles", json!({"meta": {"versioning": true, "icon": "article"}})).await;
+
+    let editors = json!([
+        {"collection": "articles", "action": "read", "permissions": {"status": {"_eq": "published"}}, "fields": ["id", "title", "status", "author"]},
+        {"collection": "articles", "action": "create", "fields": ["title", "status", "body"], "validation": {"title": {"_nnull": true}}, "presets": {"status": "draft"}},
+        {"collection": "authors", "action": "read", "fields": ["id", "name"]},
+    ]);
+    let policy = admin(Method::POST, "/policies", json!({"name": "Editors", "app_access": true, "admin_access": false, "permissions": editors})).await;
+    let role = admin(Method::POST, "/roles", json!({"name": "Editors", "policies": [{"policy": policy["id"]}]})).await;
+    let reviewers = json!([{"collection": "articles", "action": "read", "fields": ["*"]}]);
+    let policy = admin(Method::POST, "/policies", json!({"name": "Reviewers", "app_access": true, "admin_access": false, "permissions": reviewers})).await;
+    let reviewer_role = admin(Method::POST, "/roles", json!({"name": "Reviewers", "policies": [{"policy": policy["id"]}]})).await;
+    let editor = admin(
+        Method::POST,
+        "/users",
+        json!({"email": "editor@example.com", "password": "editor-password-1", "first_name": "Edith", "role": role["id"],
+               "token": "editor-static-token", "email_notifications": false}),
+    )
+    .await;
+    // TOTP with a secret as Directus makes them (80 bits, otplib's default), set by the admin
+    // (enrolling through `/users/me/tfa/*` needs a permission on `directus_users` the role lacks).
+    let secret = "KRUGS4ZANFZSA5DF".to_owned();
+    let reviewer = json!({"email": "reviewer@example.com", "password": "reviewer-password-1", "role": reviewer_role["id"],
+                          "email_notifications": false, "tfa_secret": secret});
+    admin(Method::POST, "/users", reviewer).await;
+    admin(Method::POST, "/users", json!({"email": "plain@example.com", "password": "plain-password-1", "email_notifications": false})).await;
+
+    // A file in a folder, settings, a preset, a version, a revision, a comment, a notification.
+    let folder = admin(Method::POST, "/folders", json!({"name": "Covers"})).await;
+    let form = reqwest::multipart::Form::new()
+        .text("folder", folder["id"].as_str().expect("folder id").to_owned())
+        .part("file", reqwest::multipart::Part::bytes(b"cover bytes from directus".to_vec()).file_name("cover.txt").mime_str("text/plain").expect("mime"));
+    let r = http_client().build().expect("client").post(format!("{url}/files")).bearer_auth(PEER_TOKEN).multipart(form).send().await.expect("upload");
+    let file: Value = r.json().await.expect("file json");
+    let file_id = file["data"]["id"].as_str().expect("file id").to_owned();
+    admin(Method::PATCH, "/settings", json!({"project_name": "Newsroom", "auth_login_attempts": 7})).await;
+    admin(
+        Method::POST,
+        "/presets",
+        json!({"collection": "articles", "user": editor["id"], "layout": "tabular", "layout_query": {"tabular": {"sort": ["-id"]}}}),
+    )
+    .await;
+    admin(Method::POST, "/versions", json!({"key": "draft-2", "name": "Draft 2", "collection": "articles", "item": "1"})).await;
+    admin(Method::PATCH, "/items/articles/1", json!({"title": "Edited in Directus"})).await;
+    admin(Method::POST, "/comments", json!({"collection": "articles", "item": "1", "comment": "Looks good"})).await;
+    admin(Method::POST, "/notifications", json!({"recipient": editor["id"], "subject": "Welcome", "message": "Hello"})).await;
+    (editor["id"].as_str().expect("editor id").to_owned(), secret, file_id)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_directus_project_is_served_alike_after_the_import() {
+    if let Some(why) = directus_peer::unavailable() {
+        // Written past the test harness's capture, so the run shows it (deploy/local/test counts it).
+        let _ = writeln!(std::io::stderr(), "SKIPPED a_directus_project_is_served_alike_after_the_import: {why}");
+        return;
+    }
+    let blog = repo_root().join("../shared/bench/blog.sql");
+    let peer = tokio::task::spawn_blocking(move || directus_peer::start("from_directus", &[&blog]))
+        .await
+        .expect("join")
+        .unwrap_or_else(|e| panic!("the installed Directus peer did not start: {e}"));
+    let (editor_id, secret, file_id) = model_project(&peer.url).await;
+
+    // The dry run says what will and will not move, and changes nothing.
+    let db_url = test_harness::database_url(&peer.database);
+    let digest = || sql_at(&db_url, DIRECTUS_TABLES_DIGEST);
+    let before = digest().await;
+    let core = test_harness::binary("core-service").expect("core-service");
+    let dry = std::process::Command::new(&core).args(["import-directus", "--dry-run"]).env("DATABASE_URL", &db_url).output().expect("dry run");
+    let out = String::from_utf8_lossy(&dry.stdout);
+    assert!(dry.status.success(), "{out}{}", String::from_utf8_lossy(&dry.stderr));
+    for line in ["carried over: directus_users → cdapi.users: 4 row(s)", "not carried over: directus_flows: 0 row(s)", "dry run: nothing was changed"] {
+        assert!(out.contains(line), "{line:?} in:\n{out}");
+    }
+    let users_here = sql_at(&db_url, "SELECT to_json(count(*))::text FROM cdapi.users").await;
+    assert_eq!(users_here, json!(0), "the dry run imported nothing");
+
+    let uploads = peer.uploads.to_string_lossy().into_owned();
+    let database = peer.database.clone();
+    let app = tokio::task::spawn_blocking(move || {
+        start(Spec {
+            name: Some("from_directus".into()),
+            directus_database: Some(database),
+            core_env: vec![
+                ("ADMIN_PASSWORD".into(), directus_peer::ADMIN_PASSWORD.into()),
+                ("ADMIN_TOKEN".into(), PEER_TOKEN.into()),
+                ("STORAGE_LOCAL_ROOT".into(), uploads),
+            ],
+            ..Spec::default()
+        })
+    })
+    .await
+    .expect("join")
+    .expect("our environment on the Directus database");
+    // (Before anyone signs in on Directus again, which it records in its tables.)
+    assert_eq!(digest().await, before, "the import left the Directus tables as they were");
+
+    let mut d = Differential::new((app.rest_url.clone(), PEER_TOKEN.into()), (peer.url.clone(), PEER_TOKEN.into()));
+    // The same passwords sign in on both; the reviewer needs the same TOTP secret.
+    let editor = Auth::Tokens(
+        sign_in(&app.rest_url, "editor@example.com", "editor-password-1", None).await,
+        sign_in(&peer.url, "editor@example.com", "editor-password-1", None).await,
+    );
+    let reviewer = Auth::Tokens(
+        sign_in(&app.rest_url, "reviewer@example.com", "reviewer-password-1", Some(totp_code(&secret, now()))).await,
+        sign_in(&peer.url, "reviewer@example.com", "reviewer-password-1", Some(totp_code(&secret, now()))).await,
+    );
+    let plain = Auth::Tokens(
+        sign_in(&app.rest_url, "plain@example.com", "plain-password-1", None).await,
+        sign_in(&peer.url, "plain@example.com", "plain-password-1", None).await,
+    );
+    let static_token = Auth::Tokens("editor-static-token".into(), "editor-static-token".into());
+    let r = http_client()
+        .build()
+        .expect("client")
+        .post(format!("{}/auth/login", app.rest_url))
+        .json(&json!({"email": "reviewer@example.com", "password": "reviewer-password-1"}))
+        .send()
+        .await
+        .expect("login");
+    assert_eq!(r.status().as_u16(), 401, "the TOTP secret came along: a password alone is not enough");
+
+    // Who is who, and what each may read.
+    for (who, auth) in [("editor", &editor), ("static token", &static_token), ("reviewer", &reviewer), ("plain", &plain)] {
+        let me = Req::get("/users/me?fields=email,first_name,status,role.name").auth(auth.clone());
+        if who == "plain" {
+            // No policy with app access: Directus answers only the id (docs/directus-compatibility.md).
+            d.deviates("plain: me", "own-user", me).await;
+        } else {
+            d.check(&format!("{who}: me"), me).await;
+        }
+        d.check(&format!("{who}: articles"), Req::get("/items/articles?fields=id,title,status,author&sort=id&limit=3").auth(auth.clone())).await;
+        d.check(&format!("{who}: a field outside the list"), Req::get("/items/articles?fields=body&limit=1").auth(auth.clone())).await;
+        d.check(&format!("{who}: authors"), Req::get("/items/authors?fields=id,name&sort=id&limit=2").auth(auth.clone())).await;
+        d.check(&format!("{who}: policies"), Req::get("/policies/me/globals").auth(auth.clone())).await;
+    }
+    d.check("editor: the published count", Req::get("/items/articles?aggregate[count]=*").auth(editor.clone())).await;
+    // Relations and metadata.
+    d.check("admin: an article with its author and tags", Req::get("/items/articles/1?fields=id,title,author.name,tags.tags_id.name")).await;
+    d.check("admin: the O2M alias", Req::get("/items/authors/1?fields=id,articles&deep[articles][_limit]=3&deep[articles][_sort]=id")).await;
+    d.check("admin: roles", Req::get("/roles?fields=name,policies.policy.name&sort=name")).await;
+    d.check("admin: policies", Req::get("/policies?fields=name,admin_access,app_access&sort=name")).await;
+    d.check(
+        "admin: the Editors' permissions",
+        Req::get("/permissions?fields=collection,action,permissions,validation,presets,fields&filter[policy][name][_eq]=Editors&sort=id"),
+    )
+    .await;
+    // Files, settings, presets, versions, history, comments, notifications.
+    d.check("admin: files", Req::get("/files?fields=id,filename_download,title,type,filesize,folder.name")).await;
+    d.check("admin: the file's bytes", Req::get(&format!("/assets/{file_id}"))).await;
+    d.check("admin: settings", Req::get("/settings?fields=project_name,auth_login_attempts")).await;
+    d.check("editor: presets", Req::get("/presets?fields=collection,layout,layout_query&filter[user][_eq]=$CURRENT_USER").auth(editor.clone())).await;
+    d.check("admin: versions", Req::get("/versions?fields=key,name,collection,item")).await;
+    d.check("admin: activity", Req::get("/activity?fields=action,collection,item&filter[collection][_eq]=articles&sort=id")).await;
+    d.check("admin: revisions", Req::get("/revisions?fields=collection,item,delta&filter[collection][_eq]=articles&sort=id")).await;
+    d.check("admin: comments", Req::get("/comments?fields=collection,item,comment")).await;
+    d.check("editor: notifications", Req::get("/notifications?fields=subject,message,status").auth(editor.clone())).await;
+    let failures = d.failures();
+    assert!(failures.is_empty(), "answers differ:\n{failures}");
+
+    // Writes here follow Directus's rules: the validation rule and the preset.
+    let r = call(&app, Some("editor-static-token"), Method::POST, "/items/articles", Some(json!({"body": "no title"}))).await;
+    assert_eq!((r.status, r.body["errors"][0]["extensions"]["code"].clone()), (400, json!("FAILED_VALIDATION")), "{}", r.body);
+    let r = call(&app, Some("editor-static-token"), Method::POST, "/items/articles", Some(json!({"title": "Written here"}))).await;
+    assert!(r.status == 200 || r.status == 204, "{}", r.body);
+    let status = sql_json(&app, "SELECT to_json(status)::text FROM articles WHERE title = 'Written here'").await;
+    assert_eq!(status, json!("draft"), "the policy's preset applies");
+    let notified = sql_json(&app, &format!("SELECT to_json(count(*))::text FROM cdapi.notifications WHERE recipient = '{editor_id}'")).await;
+    assert_eq!(notified, json!(1));
+}
