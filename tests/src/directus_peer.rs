@@ -87,7 +87,6 @@ pub fn start(name: &str, sql_files: &[&Path]) -> Result<Peer, String> {
     for f in sql_files {
         psql(&db_url, &["-f", &f.to_string_lossy()])?;
     }
-    let port = free_port().map_err(|e| e.to_string())?;
     let logs = std::env::temp_dir().join(&db);
     std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
     let log = logs.join("directus.log");
@@ -101,8 +100,6 @@ pub fn start(name: &str, sql_files: &[&Path]) -> Result<Peer, String> {
         ("ADMIN_PASSWORD", ADMIN_PASSWORD.into()),
         ("ADMIN_TOKEN", ADMIN_TOKEN.into()),
         ("HOST", "127.0.0.1".into()),
-        ("PORT", port.to_string()),
-        ("PUBLIC_URL", format!("http://127.0.0.1:{port}")),
         ("CACHE_ENABLED", "false".into()),
         ("RATE_LIMITER_ENABLED", "false".into()),
         ("TELEMETRY", "false".into()),
@@ -113,7 +110,7 @@ pub fn start(name: &str, sql_files: &[&Path]) -> Result<Peer, String> {
         ("NO_UPDATE_NOTIFIER", "1".into()),
     ];
     let cli = dir.join("node_modules/directus/cli.js");
-    let run = |args: &[&str], out: &Path| -> Result<Child, String> {
+    let run = |args: &[&str], out: &Path, port: u16| -> Result<Child, String> {
         let file = std::fs::File::create(out).map_err(|e| e.to_string())?;
         let err = file.try_clone().map_err(|e| e.to_string())?;
         Command::new("node")
@@ -121,6 +118,8 @@ pub fn start(name: &str, sql_files: &[&Path]) -> Result<Peer, String> {
             .args(args)
             .current_dir(&logs)
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .env("PORT", port.to_string())
+            .env("PUBLIC_URL", format!("http://127.0.0.1:{port}"))
             .stdin(Stdio::null())
             .stdout(file)
             .stderr(err)
@@ -128,23 +127,33 @@ pub fn start(name: &str, sql_files: &[&Path]) -> Result<Peer, String> {
             .map_err(|e| format!("node {}: {e}", cli.display()))
     };
     let boot_log = logs.join("bootstrap.log");
-    let status = run(&["bootstrap"], &boot_log)?.wait().map_err(|e| e.to_string())?;
+    let status = run(&["bootstrap"], &boot_log, 0)?.wait().map_err(|e| e.to_string())?;
     if !status.success() {
         return Err(format!("directus bootstrap failed: {}", std::fs::read_to_string(&boot_log).unwrap_or_default()));
     }
-    let child = run(&["start"], &log)?;
-    let mut peer = Peer { url: format!("http://127.0.0.1:{port}"), log, database: db.clone(), uploads: logs.join("uploads"), child };
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while Instant::now() < deadline {
-        if let Ok(Some(status)) = peer.child.try_wait() {
-            return Err(format!("directus exited with {status}: {}", std::fs::read_to_string(&peer.log).unwrap_or_default()));
+    // A free port may be taken by another test's server before Directus listens on it: then
+    // Directus exits, and another port is tried (only Directus's answer counts, see `ping`).
+    let mut last = String::new();
+    for _ in 0..3 {
+        let port = free_port().map_err(|e| e.to_string())?;
+        let child = run(&["start"], &log, port)?;
+        let mut peer = Peer { url: format!("http://127.0.0.1:{port}"), log: log.clone(), database: db.clone(), uploads: logs.join("uploads"), child };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Ok(Some(status)) = peer.child.try_wait() {
+                last = format!("directus exited with {status}: {}", std::fs::read_to_string(&peer.log).unwrap_or_default());
+                break;
+            }
+            if ping(port) {
+                return Ok(peer);
+            }
+            if Instant::now() > deadline {
+                return Err(format!("directus did not answer /server/ping in 120 s: {}", std::fs::read_to_string(&peer.log).unwrap_or_default()));
+            }
+            std::thread::sleep(Duration::from_millis(200));
         }
-        if ping(port) {
-            return Ok(peer);
-        }
-        std::thread::sleep(Duration::from_millis(200));
     }
-    Err(format!("directus did not answer /server/ping in 120 s: {}", std::fs::read_to_string(&peer.log).unwrap_or_default()))
+    Err(last)
 }
 
 fn ping(port: u16) -> bool {
@@ -154,5 +163,6 @@ fn ping(port: u16) -> bool {
     let _ = write!(s, "GET /server/ping HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     let mut buf = String::new();
     let _ = s.read_to_string(&mut buf);
-    buf.starts_with("HTTP/1.1 200")
+    // Directus's own answer, not another server that took the port meanwhile.
+    buf.starts_with("HTTP/1.1 200") && buf.to_ascii_lowercase().contains("x-powered-by: directus")
 }

@@ -83,7 +83,29 @@ async fn model_project(url: &str) -> (String, String, String) {
                           "meta": {"one_field": one_field, "junction_field": junction}});
         directus(url, PEER_TOKEN, Method::PATCH, &format!("/relations/{collection}/{field}"), body).await;
     }
-    admin(Method::PATCH, "/collections/articles", json!({"meta": {"versioning": true, "icon": "article"}})).await;
+    // An M2A: articles.blocks through articles_blocks to text_blocks, made as the Data Model makes it.
+    let key = json!({"field": "id", "type": "integer", "schema": {"is_primary_key": true, "has_auto_increment": true}, "meta": {"hidden": true}});
+    admin(Method::POST, "/collections", json!({"collection": "text_blocks", "meta": {}, "schema": {}, "fields": [key, {"field": "body", "type": "text"}]}))
+        .await;
+    let junction_fields =
+        json!([key, {"field": "articles_id", "type": "integer"}, {"field": "item", "type": "string"}, {"field": "collection", "type": "string"}]);
+    admin(Method::POST, "/collections", json!({"collection": "articles_blocks", "meta": {"hidden": true}, "schema": {}, "fields": junction_fields})).await;
+    admin(Method::POST, "/fields/articles", json!({"field": "blocks", "type": "alias", "meta": {"special": ["m2a"], "interface": "list-m2a"}})).await;
+    let any = json!({"collection": "articles_blocks", "field": "item", "related_collection": null, "schema": null,
+                     "meta": {"one_allowed_collections": ["text_blocks"], "one_collection_field": "collection", "junction_field": "articles_id"}});
+    admin(Method::POST, "/relations", any).await;
+    let back = json!({"collection": "articles_blocks", "field": "articles_id", "related_collection": "articles", "schema": {"on_delete": "SET NULL"},
+                      "meta": {"one_field": "blocks", "junction_field": "item", "one_deselect_action": "nullify"}});
+    admin(Method::POST, "/relations", back).await;
+    admin(Method::PATCH, "/items/articles/1", json!({"blocks": [{"collection": "text_blocks", "item": {"body": "Intro"}}]})).await;
+    // Collection and field metadata as the Data Model writes it.
+    let articles_meta = json!({"versioning": true, "icon": "article", "accountability": "activity", "sort_field": "rating",
+                               "translations": [{"language": "en-US", "translation": "Stories", "singular": "Story", "plural": "Stories"}]});
+    admin(Method::PATCH, "/collections/articles", json!({"meta": articles_meta})).await;
+    admin(Method::PATCH, "/collections/tags", json!({"meta": {"hidden": true, "note": "Labels"}})).await;
+    let title_meta = json!({"note": "The headline", "required": true, "width": "half", "interface": "input",
+                            "translations": [{"language": "en-US", "translation": "Headline"}]});
+    admin(Method::PATCH, "/fields/articles/title", json!({"meta": title_meta})).await;
 
     let editors = json!([
         {"collection": "articles", "action": "read", "permissions": {"status": {"_eq": "published"}}, "fields": ["id", "title", "status", "author"]},
@@ -222,6 +244,9 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     d.check("editor: the published count", Req::get("/items/articles?aggregate[count]=*").auth(editor.clone())).await;
     // Relations and metadata.
     d.check("admin: an article with its author and tags", Req::get("/items/articles/1?fields=id,title,author.name,tags.tags_id.name")).await;
+    d.check("admin: the M2A", Req::get("/items/articles/1?fields=id,blocks.collection,blocks.item:text_blocks.body")).await;
+    let m2a = Req::get("/items/articles?fields=id,blocks.collection&limit=1").auth(editor.clone());
+    d.deviates("editor: the M2A is not theirs", "alias-outside-the-list", m2a).await;
     d.check("admin: the O2M alias", Req::get("/items/authors/1?fields=id,articles&deep[articles][_limit]=3&deep[articles][_sort]=id")).await;
     d.check("admin: roles", Req::get("/roles?fields=name,policies.policy.name&sort=name")).await;
     d.check("admin: policies", Req::get("/policies?fields=name,admin_access,app_access&sort=name")).await;
@@ -240,6 +265,19 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     d.check("admin: revisions", Req::get("/revisions?fields=collection,item,delta&filter[collection][_eq]=articles&sort=id")).await;
     d.check("admin: comments", Req::get("/comments?fields=collection,item,comment")).await;
     d.check("editor: notifications", Req::get("/notifications?fields=subject,message,status").auth(editor.clone())).await;
+    // The metadata came along whole: Directus's own snapshot has nothing to change here.
+    let (_, theirs) = d.both(&Req::get("/schema/snapshot"), &Req::get("/schema/snapshot")).await;
+    let r = http_client()
+        .build()
+        .expect("client")
+        .post(format!("{}/schema/diff", app.rest_url))
+        .bearer_auth(PEER_TOKEN)
+        .json(&theirs.json()["data"])
+        .send()
+        .await
+        .expect("diff");
+    let status = r.status().as_u16();
+    assert_eq!(status, 204, "metadata left to change: {}", r.text().await.unwrap_or_default());
     let failures = d.failures();
     assert!(failures.is_empty(), "answers differ:\n{failures}");
 
