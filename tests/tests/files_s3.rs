@@ -36,7 +36,14 @@ fn env() -> &'static TestApp {
 async fn bucket(app: &TestApp, path_and_query: &str) -> (u16, Vec<u8>) {
     let s3 = app.s3_url.as_deref().expect("an S3 environment");
     let auth = "AWS4-HMAC-SHA256 Credential=test-key/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00";
-    let res = reqwest::Client::new().get(format!("{s3}/{S3_BUCKET}{path_and_query}")).header("authorization", auth).send().await.expect("S3 request");
+    let res = e2e_tests::http_client()
+        .build()
+        .expect("client")
+        .get(format!("{s3}/{S3_BUCKET}{path_and_query}"))
+        .header("authorization", auth)
+        .send()
+        .await
+        .expect("S3 request");
     (res.status().as_u16(), res.bytes().await.expect("S3 body").to_vec())
 }
 

@@ -32,7 +32,7 @@ fn env() -> &'static TestApp {
 }
 
 async fn raw(app: &TestApp, path: &str) -> (u16, String, String) {
-    let r = reqwest::get(format!("{}{path}", app.rest_url)).await.expect("request");
+    let r = e2e_tests::http_client().build().expect("client").get(format!("{}{path}", app.rest_url)).send().await.expect("request");
     let status = r.status().as_u16();
     let ct = r.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     (status, ct, r.text().await.unwrap_or_default())
@@ -52,7 +52,7 @@ async fn admin_serves_the_app_its_files_and_nothing_else() {
         assert_eq!((status, ct.as_str()), (200, "text/html; charset=utf-8"), "{path}");
         assert!(body.contains("studio") && !body.contains("root:"), "{path}: {body}");
     }
-    let r = reqwest::Client::new().post(format!("{}/admin/assets/app.js", app.rest_url)).send().await.expect("post");
+    let r = e2e_tests::http_client().build().expect("client").post(format!("{}/admin/assets/app.js", app.rest_url)).send().await.expect("post");
     assert_eq!(r.status().as_u16(), 405);
 }
 
@@ -198,7 +198,7 @@ async fn follow_filters_reverse_relations_the_caller_can_read_only() {
 /// `GET /assets/<id>?<query>` as the admin: the status and the image's width, if one came.
 async fn asset_as_admin(app: &TestApp, id: &str, query: String) -> (u16, Option<u32>) {
     let url = format!("{}/assets/{id}?{query}", app.rest_url);
-    let r = reqwest::Client::new().get(url).bearer_auth(e2e_tests::ADMIN_TOKEN).send().await.expect("asset");
+    let r = e2e_tests::http_client().build().expect("client").get(url).bearer_auth(e2e_tests::ADMIN_TOKEN).send().await.expect("asset");
     let status = r.status().as_u16();
     let bytes = r.bytes().await.unwrap_or_default();
     (status, image::load_from_memory(&bytes).map(|i| i.width()).ok())
