@@ -43,9 +43,10 @@ impl std::fmt::Display for Report {
     }
 }
 
-/// Runs the import on DATABASE_URL (after our migrations), or with `dry_run` reports it and
-/// changes nothing. Errors: not a Directus 11 database, users it cannot carry over, and any
-/// step's database error (named with the step).
+/// Runs the import on DATABASE_URL, after our migrations (which create our empty system tables
+/// when missing, dry run or not); with `dry_run` it reports the import and rolls it back.
+/// Errors: not a Directus 11 database, users it cannot carry over, and any step's database
+/// error (named with the step).
 pub async fn run(settings: &Settings, dry_run: bool) -> anyhow::Result<Report> {
     system_tables::migrate(&settings.database_url).await?;
     let mut conn = PgConnection::connect(&settings.database_url).await.context("connecting to DATABASE_URL")?;
