@@ -101,6 +101,10 @@ pub fn start(name: &str, sql_files: &[&Path]) -> Result<Peer, String> {
         ("ADMIN_TOKEN", ADMIN_TOKEN.into()),
         ("HOST", "127.0.0.1".into()),
         ("CACHE_ENABLED", "false".into()),
+        // Read the schema from the database on every request: with the in-memory schema cache,
+        // a collection made or changed a moment before is sometimes missing from the next
+        // request's schema (Directus then answers 403), which made peer setups flaky.
+        ("CACHE_SCHEMA", "false".into()),
         ("RATE_LIMITER_ENABLED", "false".into()),
         ("TELEMETRY", "false".into()),
         ("WEBSOCKETS_ENABLED", "false".into()),
