@@ -109,8 +109,8 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let (health, health_service) = service_runtime::grpc::Health::new().await;
     health.reporter.set_serving::<AuthServiceServer<grpc::AuthApi>>().await;
     // Readiness follows this replica's database connection; Redis is reported but not required:
-    // every replica shares it, and token checks go on without it (README "What failures look
-    // like").
+    // every replica shares it, and token checks go on without it (docs/operations.md "What failures
+    // look like").
     let every = service_runtime::grpc::check_interval_from_env()?;
     health.watch("postgres", true, every, system_tables::readiness::postgres_flagging((*auth.pool.connect_options()).clone(), auth.database_away.clone()));
     health.watch("redis", false, every, move || {

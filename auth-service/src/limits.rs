@@ -1,5 +1,5 @@
 //! Attempt limits (always on): logins, OTP checks and password-reset requests, counted in Redis
-//! so every replica shares them (issue 15, finding 6). An attempt of one kind (`login`, `otp`,
+//! so every replica shares them (docs/security.md "Budgets"). An attempt of one kind (`login`, `otp`,
 //! `reset`) counts against three fixed windows of AUTH_RATE_LIMIT_DURATION:
 //! - the account from this address (AUTH_RATE_LIMIT_POINTS, default 10);
 //! - the account from any address (AUTH_RATE_LIMIT_ACCOUNT_POINTS, default 20): a botnet

@@ -1,4 +1,4 @@
-//! Login, refresh and logout (spec: Authentication endpoints; directus-facts.md "Auth").
+//! Login, refresh and logout (docs/authentication.md; Directus docs "Authentication").
 
 use crate::Auth;
 use crate::sessions::Rotation;

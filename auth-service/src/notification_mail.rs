@@ -1,4 +1,4 @@
-//! Notification mail (Directus's NotificationsService, checked against 11.3.5; README "Comments
+//! Notification mail (Directus's NotificationsService, checked against 11.3.5; docs/history.md "Comments
 //! and notifications"): every new `directus_notifications` row — a mention in a comment, or one
 //! created through the API — is mailed to its recipient when they are active, have an email
 //! and `email_notifications` is on. The database queues each new row in

@@ -36,7 +36,7 @@ fn required(name: &str, value: &str, max: usize) -> Result<(), ApiError> {
 
 /// A hash of a random password, made once at start: logins for unknown emails (or users without
 /// a password) are verified against it through the same bounded worker, so they take as long as
-/// a wrong password does (directus-facts.md: same message and timing). Errors: hashing failed.
+/// a wrong password does (same message and timing, docs/authentication.md). Errors: hashing failed.
 pub async fn dummy_hash(hasher: &Hasher) -> Result<String, ApiError> {
     hasher.hash(crate::sessions::random_token(16)).await
 }

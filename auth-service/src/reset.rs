@@ -1,4 +1,4 @@
-//! Password reset in two steps (spec: Authentication rule 6; directus-facts.md "Auth").
+//! Password reset in two steps (docs/authentication.md; Directus docs "Authentication").
 //!
 //! The request always succeeds at once: whether the email belongs to anyone is decided after
 //! the reply, in a background task that signs a reset token and mails the link, so neither the

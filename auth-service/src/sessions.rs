@@ -3,7 +3,7 @@
 //! [`Redis::end_user_sessions`] (password reset here; password, email, status or role changes
 //! in core-service).
 //!
-//! Rotation (directus-facts.md "better"): a refresh marks the presented token rotated and
+//! Rotation (docs/directus-compatibility.md, `refresh-grace`): a refresh marks the presented token rotated and
 //! issues a new one in the same family. During the grace window (REFRESH_TOKEN_GRACE) the old
 //! token still refreshes, so two tabs refreshing at once both succeed; presented again after
 //! the window it is a replay, and the whole family (every token of that login) is revoked.

@@ -53,8 +53,7 @@ fn totp(secret: &str, issuer: &str, account: &str) -> Result<TOTP, ApiError> {
 }
 
 /// Shortest enrolled secret accepted when checking a code, in bytes: Directus enrols 80-bit
-/// secrets (otplib's default), and users who come from it keep theirs (README "Coming from
-/// Directus"). Secrets made here have 160 bits.
+/// secrets (otplib's default), and users who come from it keep theirs (docs/coming-from-directus.md). Secrets made here have 160 bits.
 const MIN_ENROLLED_SECRET_BYTES: usize = 10;
 
 /// The TOTP of a secret already enrolled, to check a code against. Errors: INVALID_PAYLOAD when

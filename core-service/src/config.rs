@@ -1,4 +1,4 @@
-//! core-service settings, from environment variables (documented in README.md).
+//! core-service settings, from environment variables (documented in docs/configuration.md).
 
 use crate::query::Limits;
 use service_runtime::{env_opt, env_or};

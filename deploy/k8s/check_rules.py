@@ -6,7 +6,7 @@ import sys
 
 import yaml
 
-# Secrets an operator creates before applying (README "Operate"); all others must be rendered.
+# Secrets an operator creates before applying (docs/operations.md "Kubernetes"); all others must be rendered.
 OPERATOR_SECRETS = {"cdapi-secrets", "cdapi-auth-keys", "cdapi-internal", "cdapi-tls"}
 
 

@@ -1,4 +1,4 @@
-//! What one GraphQL document may ask for (issue 15, finding 7), checked on the parsed document
+//! What one GraphQL document may ask for (docs/security.md "Budgets"), checked on the parsed document
 //! before anything else happens: no schema lookup, no core or auth-service call. Each root
 //! field is one core call and each `auth_login` one argon2 verification, so a document of
 //! thousands of aliased root fields or logins must not get further than the edge. Exceeding a
@@ -11,7 +11,7 @@
 use async_graphql::parser::types::{DocumentOperations, ExecutableDocument, OperationType, Selection, SelectionSet};
 use std::collections::HashSet;
 
-/// The caps (README "Configuration", edge-graphql rows).
+/// The caps (docs/configuration.md, edge-graphql rows).
 #[derive(Debug, Clone, Copy)]
 pub struct DocumentLimits {
     /// GRAPHQL_MAX_DOCUMENT_SIZE (bytes, default 32768): longest query text.

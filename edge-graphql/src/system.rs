@@ -1,5 +1,5 @@
-//! The root fields only `/graphql/system` has besides its collections' (spec: Authentication
-//! endpoints, GraphQL column): `auth_login`, `auth_refresh`, `auth_logout`,
+//! The root fields only `/graphql/system` has besides its collections' (docs/graphql.md,
+//! `/graphql/system`): `auth_login`, `auth_refresh`, `auth_logout`,
 //! `auth_password_request`, `auth_password_reset` (the same AuthService calls as REST's
 //! `/auth/*`, with the same cookies in modes `cookie` and `session`), and `server_ping`. The
 //! system collections themselves (`users`, `users_me`, `roles`...) are [`crate::root`]'s.
@@ -28,7 +28,7 @@ fn mode(ctx: &ResolverContext<'_>) -> Result<Option<SessionMode>, ApiError> {
     }
 }
 
-/// The `auth_tokens` object of a reply (spec: Auth token response object: no access token in
+/// The `auth_tokens` object of a reply (docs/authentication.md: no access token in
 /// mode session, no refresh token in modes cookie and session), its cookie set on the response.
 fn tokens(ctx: &ResolverContext<'_>, t: &TokenReply) -> Result<FieldValue<'static>, ApiError> {
     let (backend, _, _) = request_env(ctx)?;

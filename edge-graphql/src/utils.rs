@@ -1,6 +1,6 @@
 //! What the `utils_*` mutations of `/graphql/system` do (Directus's; declared with their types
 //! in [`crate::system`]), over [`edge_http::utils`] and [`edge_http::revert`], the calls REST's
-//! `/utils` makes (README "Utilities"): `utils_random_string(length: Int): String`,
+//! `/utils` makes (docs/history.md "Utilities"): `utils_random_string(length: Int): String`,
 //! `utils_hash_generate(string: String!): String`,
 //! `utils_hash_verify(string: String!, hash: String!): Boolean`,
 //! `utils_sort(collection: String!, item: ID!, to: ID!): Boolean`,

@@ -81,7 +81,7 @@ pub fn field_result<'a>(
 }
 
 /// An API error as a GraphQL error: its message, and `extensions` with the error's own
-/// extensions and `code` last, as Directus writes them (directus-facts.md "Error body", GraphQL).
+/// extensions and `code` last, as Directus writes them (Directus docs "Error Codes"; docs/directus-compatibility.md).
 pub fn gql_error(e: ApiError) -> async_graphql::Error {
     let mut ext = ErrorExtensionValues::default();
     for (k, v) in e.extensions.iter().filter(|(k, _)| k.as_str() != "code") {

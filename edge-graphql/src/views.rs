@@ -1,6 +1,6 @@
 //! Schemas per caller: each caller sees a GraphQL schema of what their role may read, as
 //! Directus builds one per role, so collections and fields outside a role's permissions are
-//! neither queryable nor visible to introspection (issue 7).
+//! neither queryable nor visible to introspection (docs/graphql.md).
 //!
 //! The core answers `GetSchema` with the caller's read view of the snapshot. A caller's view
 //! is cached by credential (a hash of the token; one entry for the public role) for

@@ -1,4 +1,4 @@
-//! `/auth/*` and `/users/me/tfa/*` (spec: Authentication endpoints; Directus's paths) →
+//! `/auth/*` and `/users/me/tfa/*` (docs/authentication.md; Directus's paths) →
 //! AuthService. This module renders what the protocol needs (token bodies per mode, cookies,
 //! redirects); every rule lives in auth-service.
 //!
@@ -53,7 +53,7 @@ fn add_cookie(res: &mut Response, value: &str) {
     }
 }
 
-/// The auth token response object (spec) for the reply's mode, with its cookie.
+/// The auth token response object (Directus docs "Authentication") for the reply's mode, with its cookie.
 fn token_response(state: &EdgeState, t: &TokenReply) -> Response {
     let mode = SessionMode::try_from(t.mode).unwrap_or(SessionMode::Json);
     // Keys in Directus's order (a serde_json map would sort them).

@@ -1,8 +1,8 @@
-//! `export=csv|json|xml|yaml` (spec: Global query parameters, `export`; REST only): the core
+//! `export=csv|json|xml|yaml` (Directus docs "Global Query Parameters", `export`; REST only): the core
 //! streams the items as NDJSON (`ItemsService.ExportItems`), and each line is rendered here into
 //! the file format as it arrives, so memory stays flat at any size. The response is a download:
 //! `Content-Disposition: attachment; filename="<collection> <YYYYMMDD-HHMMSS>.<ext>"`
-//! (directus-facts.md: Export).
+//! (as Directus names the download).
 //!
 //! Formats: JSON, an array of the items; CSV (csv crate), nested objects flattened into dotted
 //! column names, arrays written as JSON text, columns taken from the first item, text cells

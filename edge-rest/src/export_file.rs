@@ -1,5 +1,5 @@
 //! `POST /utils/export/:collection` `{query, format, file?}` (Directus's export to the file
-//! library; README "Utilities"): answers 204 at once, then, in the background, reads the
+//! library; docs/history.md "Utilities"): answers 204 at once, then, in the background, reads the
 //! query's items with the caller's rights (core `ExportItems`; without a `limit`, all of them,
 //! as Directus), renders them in `format` (`csv`, `json`, `xml`, `yaml`: [`crate::export`]) and
 //! stores the result as a file with the caller's rights (core `UploadFile`), streaming all the

@@ -1,4 +1,4 @@
-//! Files over REST (issue 18; Directus's `/files`, `/assets`), over FilesService:
+//! Files over REST (docs/files.md; Directus's `/files`, `/assets`), over FilesService:
 //! - `POST /files` with `multipart/form-data`: each part with a file name is a file, streamed
 //!   to the core as it arrives (the edge holds one chunk at a time); the text parts before it
 //!   are its fields (`title`, `description`, `folder`, `tags`...). One file answers the item,

@@ -1,6 +1,6 @@
 //! `/graphql`, `/graphql/system` and their SDL (`/server/specs/graphql[/system]`) on the REST port: forwarded to edge-graphql (GRAPHQL_URL),
-//! so that one base URL serves REST and GraphQL, as with Directus (spec: What the service does,
-//! rule 4). In Kubernetes the Ingress routes `/graphql*` to edge-graphql directly; this is for a
+//! so that one base URL serves REST and GraphQL, as with Directus
+//! (README.md). In Kubernetes the Ingress routes `/graphql*` to edge-graphql directly; this is for a
 //! single machine (`deploy/local/up`) and for clients that are given only the REST URL.
 //!
 //! The method, path, query string, body and end-to-end headers travel as they came; the reply

@@ -1,4 +1,4 @@
-//! `POST /utils/import/:collection` (Directus's import; README "Utilities"): a
+//! `POST /utils/import/:collection` (Directus's import; docs/history.md "Utilities"): a
 //! `multipart/form-data` body whose file part is JSON (`application/json`: one array of item
 //! objects) or CSV (`text/csv`, `application/vnd.ms-excel`: a header row, then one item per
 //! row), as the part's own Content-Type says. Every item is created, or updated when it

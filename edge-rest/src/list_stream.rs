@@ -1,4 +1,4 @@
-//! Long lists streamed (issue 21: flat memory at any `limit`): a list read whose `limit` is over
+//! Long lists streamed (flat memory at any `limit`; docs/architecture.md "A read, end to end"): a list read whose `limit` is over
 //! REST_STREAM_LIMIT (or `-1`) is asked of the core as `ItemsService.ReadStream`, and its items
 //! are written to the client as they arrive, inside the same `{"meta": ..., "data": [...]}`
 //! envelope as any list.

@@ -1,4 +1,4 @@
-//! Schema management routes (Directus's paths, issue 18) → SchemaService:
+//! Schema management routes (Directus's paths; docs/data-model.md "Modeling content through the API") → SchemaService:
 //! `GET|POST /collections`, `GET|PATCH|DELETE /collections/:collection`; `GET /fields`,
 //! `GET|POST /fields/:collection`, `GET|PATCH|DELETE /fields/:collection/:field`;
 //! `GET|POST /relations`, `GET /relations/:collection`, `GET|PATCH|DELETE

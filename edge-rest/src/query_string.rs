@@ -1,7 +1,7 @@
 //! The REST query string → the Directus query object (JSON), which
-//! [`cdapi_proto::query_json::query_from_json`] turns into the typed query.
+//! [`query_language::query_json::query_from_json`] turns into the typed query.
 //!
-//! Forms accepted (spec: Global query parameters; directus-facts.md "Filters"):
+//! Forms accepted (Directus docs "Global Query Parameters" and "Filter Rules"):
 //! - plain `limit=10`, `fields=id,title`, repeated `fields=a&fields=b` (→ array);
 //! - brackets `filter[title][_eq]=x`, `fields[]=id`, `filter[_or][0][id][_eq]=1` (indices → arrays),
 //!   `deep[tags][_limit]=2`, `alias[n]=name`, `aggregate[count]=*`;
@@ -16,9 +16,9 @@ use serde_json::{Map, Value as Json};
 /// The parsed query object and the `access_token` parameter, if any.
 #[derive(Debug, Default)]
 pub struct ParsedQuery {
-    /// The query object (keys as in the spec: `fields`, `filter`, ...).
+    /// The query object (keys as in Directus: `fields`, `filter`, ...).
     pub query: Map<String, Json>,
-    /// `?access_token=` (spec: Authentication, ways to pass the token).
+    /// `?access_token=` (one way to pass the token: docs/authentication.md).
     pub access_token: Option<String>,
 }
 
@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn indices_past_the_array_limit_are_object_keys_as_in_qs() {
-        // Found writing the rest_query_string fuzz target (issue 15): with indices up to 999, a 16 KiB
+        // Found writing the rest_query_string fuzz target: with indices up to 999, a 16 KiB
         // query string of `filter[i][999]...[999]=1` padded ~3 million null slots (~100 MB).
         assert_eq!(p(&format!("a[{MAX_ARRAY_INDEX}]=x")), json!({"a": ["x"]}));
         assert_eq!(p(&format!("a[{}]=x", MAX_ARRAY_INDEX + 1)), json!({"a": {"21": "x"}}));

@@ -1,6 +1,6 @@
 //! Building HTTP responses: JSON bodies assembled from the core's JSON bytes without
-//! re-serialising item data, and the one mapping of [`ApiError`] to HTTP (status from the
-//! spec's table, Directus error body).
+//! re-serialising item data, and the one mapping of [`ApiError`] to HTTP (status and
+//! error body as in Directus docs "Error Codes").
 
 use http::StatusCode;
 use warp::reply::{Reply, Response};

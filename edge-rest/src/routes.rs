@@ -1,4 +1,4 @@
-//! The REST routes (spec: "Item endpoints (REST)"; Directus paths) and their translation into
+//! The REST routes (Directus docs "Items"; Directus paths) and their translation into
 //! gRPC calls. One catch-all warp filter hands every request to [`handle`], so unknown routes
 //! get ROUTE_NOT_FOUND and wrong methods 405 with `Allow`, in Directus's error body.
 
@@ -311,7 +311,7 @@ async fn export(state: &EdgeState, req: &HttpRequest, request_id: &str, collecti
     Ok(res)
 }
 
-/// `SEARCH` body: `{"query": {...}}` (spec: List items with body query).
+/// `SEARCH` body: `{"query": {...}}` (a list read with the query in the body).
 fn search_query(body: &serde_json::Value) -> Result<Query, ApiError> {
     match body.get("query") {
         Some(serde_json::Value::Object(q)) => typed_query(q),
@@ -320,7 +320,7 @@ fn search_query(body: &serde_json::Value) -> Result<Query, ApiError> {
     }
 }
 
-/// Which items a batch update or delete applies to (spec rule 2: exactly one of them).
+/// Which items a batch update or delete applies to (exactly one of them; docs/what-works.md).
 enum Selector {
     Keys(Vec<String>),
     Query(Box<Query>),

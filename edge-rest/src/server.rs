@@ -1,4 +1,4 @@
-//! `/server/info` and `/server/specs/oas` (Directus's paths; issue 16).
+//! `/server/info` and `/server/specs/oas` (Directus's paths; docs/directus-compatibility.md).
 //!
 //! `/server/info` answers Directus's shape: `project` (the settings singleton's public fields,
 //! SchemaService `ReadProjectInfo`) for everyone; for a signed-in caller also

@@ -1,4 +1,4 @@
-//! `/utils` (Directus's utility endpoints; README "Utilities"), over [`edge_http::utils`] and
+//! `/utils` (Directus's utility endpoints; docs/history.md "Utilities"), over [`edge_http::utils`] and
 //! [`edge_http::revert`]:
 //! - `GET /utils/random/string?length=` → `{"data": "<string>"}`;
 //! - `POST /utils/hash/generate` `{string}` → `{"data": "<argon2 hash>"}`;

@@ -1,4 +1,4 @@
-//! `/versions` (Directus's content versions API; spec: "Versioning") → VersionsService:
+//! `/versions` (Directus's content versions API; Directus docs "Content Versioning") → VersionsService:
 //! `GET /versions` (any items query: `fields`, `filter`, `sort`, `limit`, ...), `POST /versions`
 //! `{key, name?, collection, item}`, `GET|PATCH|DELETE /versions/:id`, `POST /versions/:id/save`
 //! (body: the changes), `GET /versions/:id/compare`, `POST /versions/:id/promote`

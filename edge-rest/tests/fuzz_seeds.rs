@@ -1,5 +1,5 @@
-//! Replays the seed corpora of the fuzz targets on this crate's parsers (README "Fuzzing";
-//! issue 15): every seed must parse to Ok or Err without a panic. The harness is the fuzz
+//! Replays the seed corpora of the fuzz targets on this crate's parsers (docs/testing.md
+//! "Fuzzing"): every seed must parse to Ok or Err without a panic. The harness is the fuzz
 //! targets' own (fuzz/src), compiled here too.
 
 #[path = "../../fuzz/src/rest.rs"]

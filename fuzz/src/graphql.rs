@@ -1,6 +1,6 @@
 //! GraphQL arguments and selections → the typed `Query` (edge-graphql `selection::Walker`,
 //! `root::item_query`, `filters::filter`, `values::{value_to_json, key_text}`, and through them
-//! `cdapi_proto::filters`): what a root field's resolver does before its
+//! `query_language::filters`): what a root field's resolver does before its
 //! one call to the core. The model is fixed (every relation kind); no schema is built and no
 //! call is made.
 //!

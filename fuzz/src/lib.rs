@@ -1,5 +1,5 @@
-//! The harness of the fuzz targets (issue 15: "fuzzing of every parser of untrusted input: no
-//! panic"). Each function takes one raw fuzz input, feeds it to a parser the way a request
+//! The harness of the fuzz targets (docs/testing.md "Fuzzing": every parser of untrusted input,
+//! no panic). Each function takes one raw fuzz input, feeds it to a parser the way a request
 //! would, and ignores the outcome: `Ok` and `Err` are both fine, a panic or a hang is the bug.
 //!
 //! The modules are plain files so that the workspace's tests can compile them too

@@ -1,5 +1,5 @@
 //! Directus's names of the field types ([`FieldType`], `schema.proto`): how they appear in
-//! `/fields`, the OpenAPI document and error messages (spec: Resources and their fields).
+//! `/fields`, the OpenAPI document and error messages (Directus docs "Fields"; docs/data-model.md).
 
 use crate::v1::FieldType;
 

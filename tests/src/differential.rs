@@ -1,4 +1,4 @@
-//! The differential conformance machinery (issue 16): the same request sent to our edge and to
+//! The differential conformance machinery (docs/directus-compatibility.md "The differential suite"): the same request sent to our edge and to
 //! the real Directus, both answers normalised the documented way and compared as bytes.
 //!
 //! Normalisations (docs/directus-compatibility.md, "The differential suite"), and nothing else:

@@ -1,4 +1,4 @@
-//! The real Directus 11.3.5 as a test peer (issue 16, the differential suite): found installed
+//! The real Directus 11.3.5 as a test peer (docs/directus-compatibility.md "The differential suite"): found installed
 //! outside the clone (`deploy/local/lib.sh` `ensure_directus_peer` installs it), bootstrapped
 //! on a database of its own loaded with the same SQL as ours, started on a free port, stopped
 //! when dropped.
@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use test_harness::database_url;
 
-/// The version the suite is written against (spec: the reference peer is `directus@11.3.5`).
+/// The version the suite is written against (the reference peer is `directus@11.3.5`).
 pub const VERSION: &str = "11.3.5";
 /// The peer's bootstrap admin (its ADMIN_EMAIL / ADMIN_PASSWORD / ADMIN_TOKEN).
 pub const ADMIN_EMAIL: &str = "admin@example.com";

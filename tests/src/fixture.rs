@@ -1,4 +1,4 @@
-//! The permissions fixture (issue 7), built once per test binary through the REST API as the
+//! The permissions fixture (docs/permissions.md), built once per test binary through the REST API as the
 //! admin (the way an operator sets permissions up): a `notes` table owned by users, three roles
 //! each with a policy holding its permissions (Directus 11), the public policy's permissions,
 //! and one user per role with a static token.

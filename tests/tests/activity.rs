@@ -1,4 +1,4 @@
-//! Activity and revisions (README "Activity and revisions"): every item write is recorded in
+//! Activity and revisions (docs/history.md "Activity and revisions"): every item write is recorded in
 //! `directus_activity` and `directus_revisions` in its own transaction, on every path, per the
 //! collection's `meta.accountability`; both are read-only and read under the caller's rights,
 //! and a revision of an item the caller cannot read is not readable through them.

@@ -1,4 +1,4 @@
-//! Authentication end to end (issue 5): login in every mode, cookies, refresh rotation with its
+//! Authentication end to end (docs/authentication.md): login in every mode, cookies, refresh rotation with its
 //! grace window and reuse detection, logout, password reset by real mail, TOTP, IP allow-lists,
 //! token passing and token errors. Real auth-service, Redis and SMTP server (aiosmtpd).
 

@@ -58,7 +58,7 @@ async fn tokens_expire() {
     assert_error(&r, 401, "TOKEN_EXPIRED", "expired access token");
     let r = read_with(&app, &[("cookie", &jar)]).await;
     assert_error(&r, 401, "TOKEN_EXPIRED", "expired session token");
-    // a session token cannot be refreshed after it expired (spec: token types)
+    // a session token cannot be refreshed after it expired (docs/authentication.md)
     let r = post_json(&app, "/auth/refresh", json!({"mode": "session"}), &[("cookie", &jar)]).await;
     assert_error(&r, 401, "TOKEN_EXPIRED", "refresh with an expired session token");
     // the refresh token lives on (7 days) and gives a fresh access token

@@ -1,4 +1,4 @@
-//! Automatic field values (README "Automatic field values"): `date-created`, `user-created`,
+//! Automatic field values (docs/history.md "Automatic field values"): `date-created`, `user-created`,
 //! `role-created` on creates, `date-updated`, `user-updated`, `role-updated` on updates, set by
 //! the server on every write path; from the attacker's side, a value the client sends for such
 //! a field (another user as `user_created`, an old `date_created`) is replaced.

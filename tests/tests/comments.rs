@@ -1,4 +1,4 @@
-//! Comments and notifications (README "Comments and notifications"): a user comments on items
+//! Comments and notifications (docs/history.md "Comments and notifications"): a user comments on items
 //! they can read; a mention notifies the mentioned user when they can read the item too, in
 //! their inbox and by real mail (aiosmtpd); from the attacker's side, nobody comments on an item
 //! they cannot read, reads or archives another user's notifications, or edits another's comment.

@@ -1,4 +1,4 @@
-//! Issue 16: the differential conformance suite. The real Directus 11.3.5 and our system serve
+//! The differential conformance suite (docs/directus-compatibility.md "The differential suite"). The real Directus 11.3.5 and our system serve
 //! the same data (`../shared/bench/blog.sql` plus `tests/sql/differential.sql`, the relations
 //! `authors.articles`, `kinds.events` (O2M) and `articles.tags` / `tags.articles` (M2M) registered through
 //! Directus's API, a restricted role with the same rules on both); every request below goes to

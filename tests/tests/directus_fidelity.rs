@@ -1,4 +1,4 @@
-//! Issue 16: where a Directus client's calls answered differently from Directus 11.3.5 on the
+//! Directus fidelity (docs/directus-compatibility.md): where a Directus client's calls answered differently from Directus 11.3.5 on the
 //! same data, each fixed difference end to end (raw JSON in URLs, function result keys,
 //! timestamp formats, aggregate value types, nested objects with new keys, lenient write
 //! payloads, dynamic variable paths, `page=0`, `backlink`, singleton defaults, 204 for writes

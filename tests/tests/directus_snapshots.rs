@@ -1,5 +1,4 @@
-//! Schema snapshots between the real Directus 11.3.5 and this API, both ways (README "Coming
-//! from Directus"): Directus's snapshot of the benchmark's blog data (serial keys, so
+//! Schema snapshots between the real Directus 11.3.5 and this API, both ways (docs/coming-from-directus.md): Directus's snapshot of the benchmark's blog data (serial keys, so
 //! `nextval(...)` defaults, plus fields made through Directus's API with `now()` and
 //! `gen_random_uuid()` defaults and an O2M alias) diffs and applies on an empty instance of ours,
 //! which then serves the collections and has nothing left to diff; our snapshot of the demo

@@ -1,4 +1,4 @@
-//! Faults (issue 21), under a steady load through edge-rest ([`Load`]):
+//! Faults (docs/operations.md "What failures look like"), under a steady load through edge-rest ([`Load`]):
 //! - a core replica that hangs: one of two is frozen (SIGSTOP) for 4 s and thawed under reads,
 //!   creates and updates; no request fails and none takes 2 s or more, because the edge hedges
 //!   a read, or an item write with its write key, that has no reply after GRPC_HEDGE_AFTER_MS on

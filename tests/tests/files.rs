@@ -1,4 +1,4 @@
-//! Files and assets (issue 18; Directus's `/files`, `/assets`): multipart uploads streamed to
+//! Files and assets (docs/files.md; Directus's `/files`, `/assets`): multipart uploads streamed to
 //! storage, file items listed, read, updated and deleted with their blobs, assets streamed with
 //! `Range` and `ETag`, a file field nesting like any M2O (REST and GraphQL), the Directus SDK.
 //! Failure paths: an upload cut mid-way and one past FILES_MAX_UPLOAD_SIZE leave no row and no

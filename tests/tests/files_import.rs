@@ -1,4 +1,4 @@
-//! `POST /files/import` (issue 18; Directus's): a file fetched by the core from a URL and stored
+//! `POST /files/import` (docs/files.md; Directus's): a file fetched by the core from a URL and stored
 //! as an upload, from a real HTTP server of the test's own on 127.0.0.3 (the one network this
 //! environment's FILES_IMPORT_ALLOW_NETWORKS opens). From the attacker's side: private and
 //! loopback addresses, however spelled (literal, a host name, a redirect), are refused before

@@ -1,4 +1,4 @@
-//! Files in an S3-compatible bucket (issue 18: "S3-compatible by setting"): the environment
+//! Files in an S3-compatible bucket (docs/files.md: S3-compatible by setting): the environment
 //! stores its files in location `s3` (STORAGE_LOCATIONS=s3, STORAGE_S3_*) on a real S3 server
 //! of its own (moto's), which the test reads directly. Uploads of several parts land as one
 //! object under the file's name; assets are read back with `Range` and `ETag`; a deleted file's

@@ -1,4 +1,4 @@
-//! Coming from Directus (README "Coming from Directus"): a Directus 11.3.5 project made through
+//! Coming from Directus (docs/coming-from-directus.md): a Directus 11.3.5 project made through
 //! Directus's own API — two roles with policies and permissions (a row rule, a field list, a
 //! validation rule, a preset), three users (one with TOTP, one with a static token), relations,
 //! a file in a folder, settings, a preset, a content version, activity and revisions, a comment,

@@ -1,5 +1,5 @@
-//! GraphQL reads on the demo schema and Pagila (spec: Item operations (GraphQL), GraphQL
-//! rules): each root field and argument, nested relations with their own arguments, aliases,
+//! GraphQL reads on the demo schema and Pagila (docs/graphql.md; Directus docs
+//! "GraphQL"): each root field and argument, nested relations with their own arguments, aliases,
 //! M2A fragments, functions, aggregates; the same data as REST.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
@@ -81,7 +81,7 @@ async fn many_to_any_items_by_inline_fragment_and_filter() {
     let blocks = gql_data(&g)["articles_by_id"]["blocks"].as_array().cloned().unwrap_or_default();
     let truth = e2e_tests::sql_json(app, "SELECT json_agg(CASE WHEN b.collection = 'headings' THEN json_build_object('collection', b.collection, 'item', json_build_object('__typename', 'headings', 'title', h.title)) ELSE json_build_object('collection', b.collection, 'item', json_build_object('__typename', 'text_blocks', 'body', t.body)) END ORDER BY b.sort)::text FROM articles_blocks b LEFT JOIN headings h ON b.collection = 'headings' AND h.id::text = b.item LEFT JOIN text_blocks t ON b.collection = 'text_blocks' AND t.id::text = b.item WHERE b.articles_id = 1").await;
     assert_eq!(Value::Array(blocks), truth);
-    // `item__headings` filters through the M2A scope (spec: GraphQL rules 2).
+    // `item__headings` filters through the M2A scope (docs/graphql.md).
     let q = "{ articles(limit: 100, sort: [\"id\"], filter: {blocks: {item__headings: {title: {_starts_with: \"Section 7:\"}}}}) { id } }";
     let g = graphql(app, "/graphql", q, json!({})).await;
     let ids = e2e_tests::sql_json(app, "SELECT json_agg(json_build_object('id', b.articles_id::text) ORDER BY b.articles_id)::text FROM articles_blocks b JOIN headings h ON b.collection = 'headings' AND h.id::text = b.item WHERE h.title LIKE 'Section 7:%'").await;

@@ -1,4 +1,4 @@
-//! GraphQL subscriptions (issue 19): `<collection>_mutated` over the `graphql-transport-ws`
+//! GraphQL subscriptions (docs/realtime.md): `<collection>_mutated` over the `graphql-transport-ws`
 //! protocol on `/graphql` (edge-rest tunnels it to edge-graphql), fed by the database's item
 //! events, with two core replicas and two edge-rest processes. A real WebSocket client speaking the protocol, and the
 //! graphql-ws library's client (`tests/js`). From the attacker's side: a restricted role never

@@ -1,4 +1,4 @@
-//! GraphQL mutations (spec: Item operations (GraphQL)) on their own demo database, the
+//! GraphQL mutations (docs/graphql.md) on their own demo database, the
 //! `auth_*` mutations of `/graphql/system`, and the schema following a DDL change.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
@@ -33,7 +33,7 @@ async fn create_update_and_delete_items() {
         graphql(app, "/graphql", &format!("mutation {{ update_articles_item(id: {id}, data: {{title: \"GQL one, edited\"}}) {{ title }} }}"), json!({})).await;
     assert_eq!(gql_data(&g)["update_articles_item"]["title"], "GQL one, edited");
 
-    // update_<c>_items: ids and one data object (spec: a list; a plain object is coerced).
+    // update_<c>_items: ids and one data object (a list, as Directus; a plain object is coerced).
     let q = format!("mutation {{ update_tags_items(ids: [{}], data: [{{name: \"same\"}}], sort: [\"id\"]) {{ id name }} }}", tag_ids[0]);
     let g = graphql(app, "/graphql", &q, json!({})).await;
     assert_eq!(gql_data(&g)["update_tags_items"], json!([{"id": tag_ids[0], "name": "same"}]));

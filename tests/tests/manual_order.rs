@@ -1,4 +1,4 @@
-//! Manual order (README "Manual order"): a collection's `meta.sort_field` is its lists' default
+//! Manual order (docs/history.md "Manual order"): a collection's `meta.sort_field` is its lists' default
 //! order, a relation's `sort_field` orders its O2M lists, and `POST /utils/sort/:collection`
 //! (GraphQL `utils_sort`) moves an item as Directus does; from the attacker's side, a role may
 //! only move items it may update with the sort field granted, and only when every item whose

@@ -1,4 +1,4 @@
-//! Issue 16: `GET /server/specs/oas` (the OpenAPI document of the caller's role) and
+//! The OpenAPI document (docs/directus-compatibility.md "The OpenAPI document"): `GET /server/specs/oas` (the OpenAPI document of the caller's role) and
 //! `GET /server/info`, and Schemathesis run against the document: on the demo data and on
 //! Pagila, as the admin and as a restricted role, at least 2,000 generated cases each, with no
 //! 5xx and every response conforming to the document (status codes, content types, bodies).

@@ -1,4 +1,4 @@
-//! Operating the system (issue 8): metrics on every process, the request id and W3C trace
+//! Operating the system (docs/operations.md): metrics on every process, the request id and W3C trace
 //! context from the edge to the services, graceful shutdown under load, and two replicas of
 //! core-service and auth-service behind the edges.
 

@@ -1,4 +1,4 @@
-//! REST reads on Pagila checked against SQL ground truth (issue 2, "Tests").
+//! REST reads on Pagila checked against SQL ground truth (docs/testing.md "Tests").
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 

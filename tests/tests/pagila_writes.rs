@@ -1,4 +1,4 @@
-//! Writes on Pagila's types and keys (issue 4): enums, domains, arrays, composite keys,
+//! Writes on Pagila's types and keys (docs/what-works.md): enums, domains, arrays, composite keys,
 //! partitioned tables; and the gRPC calls for batches and versions.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test

@@ -1,4 +1,4 @@
-//! Permissions on reads (issue 7): for the public role, a role with an item filter and a field
+//! Permissions on reads (docs/permissions.md): for the public role, a role with an item filter and a field
 //! list, an ownership role and admin, every kind of read gives exactly the permitted data (the
 //! ground truth is SQL with the permission written out) or FORBIDDEN. Fixture:
 //! `e2e_tests::fixture`.
@@ -205,7 +205,7 @@ async fn versions_are_read_with_the_callers_permissions() {
     assert_eq!(all["data"].as_array().map(Vec::len), Some(2), "the admin sees both: {all}");
     // Saving into a version keeps the fields the saver cannot read; versions of items they
     // cannot read cannot be changed; what a save adds must be an update the saver may make on
-    // the item (issue 15).
+    // the item (docs/security.md "Permissions").
     let r = fixture::admin(
         app,
         Method::POST,

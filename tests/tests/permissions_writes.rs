@@ -1,4 +1,4 @@
-//! Permissions on writes (issue 7): fields, validation, presets, item filters on update and
+//! Permissions on writes (docs/permissions.md): fields, validation, presets, item filters on update and
 //! delete, create filters, nested writes against the related collection's permissions, users'
 //! own records, changes taking effect without a restart, and a property test that no read by a
 //! restricted role ever returns or counts an item outside its filter. Fixture:

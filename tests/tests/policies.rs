@@ -1,4 +1,4 @@
-//! The Directus 11 access model (issue 18): permissions belong to policies; policies reach a
+//! The Directus 11 access model (docs/permissions.md): permissions belong to policies; policies reach a
 //! user through their role, the roles above it and their own access rows; admin access, app
 //! access and IP allow-lists are the policies'. `GET /permissions/me` and
 //! `GET /policies/me/globals` say what the caller has. From the attacker's side: a role that may

@@ -1,4 +1,4 @@
-//! The query engine beyond the basics (issue 3): deep, alias, functions, dynamic variables,
+//! The query engine beyond the basics (docs/what-works.md): deep, alias, functions, dynamic variables,
 //! aggregate and groupBy — REST and gRPC against SQL ground truth on Pagila.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test

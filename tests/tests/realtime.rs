@@ -1,4 +1,4 @@
-//! Realtime (issue 19): Directus's WebSocket protocol on `/websocket`, fed by the database's
+//! Realtime (docs/realtime.md): Directus's WebSocket protocol on `/websocket`, fed by the database's
 //! item events, with two core replicas and two edge-rest processes (a write through one reaches
 //! subscribers of the other).
 //! A real WebSocket client (tungstenite) and the Directus SDK's `realtime()` (`tests/js`).

@@ -1,4 +1,4 @@
-//! Relational write shapes (spec: "Relational field kinds and write shapes"), checked by reading
+//! Relational write shapes (docs/what-works.md), checked by reading
 //! the database back; a nested write failing half-way leaves nothing behind.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test

@@ -1,4 +1,4 @@
-//! Bad input on the REST edge: each gets the spec's code and HTTP status, never a 500.
+//! Bad input on the REST edge: each gets Directus's error code and HTTP status, never a 500.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 

@@ -1,4 +1,4 @@
-//! Schema management through `/graphql/system` (issue 18; Directus's `create_collections_item`,
+//! Schema management through `/graphql/system` (docs/data-model.md; Directus's `create_collections_item`,
 //! `fields_in_collection`, `create_relations_item`...), and translations made through
 //! `/relations` as the Directus app makes them. From the attacker's side: a role and the public
 //! change nothing through GraphQL either.

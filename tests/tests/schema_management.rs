@@ -1,4 +1,4 @@
-//! Schema management through the API (issue 18): `/collections`, `/fields`, `/relations` with
+//! Schema management through the API (docs/data-model.md "Modeling content through the API"): `/collections`, `/fields`, `/relations` with
 //! Directus's shapes; each change is DDL plus metadata in one transaction, serves at once on
 //! every path (REST, GraphQL, every core replica), and a failed change leaves nothing. From the
 //! attacker's side: a role and the public may read only what they may read, and change nothing.

@@ -1,5 +1,5 @@
 //! The official Directus SDK (18.x, `tests/js`) models content through our REST edge unchanged
-//! (issue 18): createCollection, createField, createRelation, updateField, readFieldsByCollection,
+//! (docs/data-model.md "Modeling content through the API"): createCollection, createField, createRelation, updateField, readFieldsByCollection,
 //! readCollections, readRelations, items of the new collection nested through the new
 //! relation, deleteRelation, deleteCollection.
 

@@ -1,4 +1,4 @@
-//! Moving a schema between environments (issue 18; Directus's `GET /schema/snapshot`,
+//! Moving a schema between environments (docs/data-model.md; Directus's `GET /schema/snapshot`,
 //! `POST /schema/diff`, `POST /schema/apply`): a schema modelled through the API in one
 //! environment is diffed against and applied to another, which then has the same snapshot and
 //! serves the new collections and relations. Failure paths: a stale hash, another vendor, a

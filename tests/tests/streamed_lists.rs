@@ -1,4 +1,4 @@
-//! Long lists streamed (issue 21, "flat memory at any `limit`"): a list whose `limit` is over
+//! Long lists streamed ("flat memory at any `limit`", docs/architecture.md "A read, end to end"): a list whose `limit` is over
 //! REST_STREAM_LIMIT (1000) or `-1` flows from the core's cursor through edge-rest in chunks
 //! (`ItemsService.ReadStream`), and so does a GraphQL root list over GRAPHQL_STREAM_LIMIT (1000)
 //! through edge-graphql and edge-rest's `/graphql`. Shown here: the same items and counts as the buffered pages,
@@ -238,7 +238,7 @@ fn peak_kib(pid: u32) -> u64 {
     status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).expect("VmHWM")
 }
 
-// Flaky (issue 21 note): edge-graphql's peak grows 0 MiB in most runs but 8-12 MiB in about one
+// Flaky: edge-graphql's peak grows 0 MiB in most runs but 8-12 MiB in about one
 // of three, against the bound of 8 (core and edge-rest stay at 0; unstreamed, +87 MiB). Out of
 // CI until the cause is found; run it with `--ignored`.
 #[tokio::test]

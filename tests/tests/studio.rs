@@ -1,7 +1,7 @@
 //! The Directus Data Studio (`@directus/app` 13.4.0, from the directus@11.3.5 the test setup
 //! installs; BUSL-1.1, never copied here) served at `/admin` by edge-rest (STUDIO_DIR) and
 //! driven in Debian's Chromium by Playwright (`tests/studio/journeys.py`), one test per journey
-//! (README "Data Studio"). Each journey asserts what the screen shows; each test here then
+//! (docs/data-studio.md). Each journey asserts what the screen shows; each test here then
 //! asserts what the database holds. A failed journey leaves its screenshot in
 //! `$CARGO_TARGET_DIR/studio-shots/<journey>.png`.
 //!

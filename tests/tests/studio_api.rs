@@ -1,4 +1,4 @@
-//! The API calls the Data Studio makes besides items (README "Data Studio"), from the user's
+//! The API calls the Data Studio makes besides items (docs/data-studio.md), from the user's
 //! and the attacker's side, without a browser: `/settings` and `/server/info`'s project,
 //! `/presets`, `/translations`, `/dashboards` and `/panels`, `/roles/me`,
 //! `/users/me/track/page`, `/permissions/me/:collection/:key`, `/extensions`, the `$FOLLOW`

@@ -1,4 +1,4 @@
-//! Issue 15, the auth side: sessions end when a password, email, status or role changes
+//! Trust, the auth side (docs/security.md): sessions end when a password, email, status or role changes
 //! (finding 5); auth-service cannot be exhausted by new emails, many addresses, huge inputs or
 //! argon2 floods (finding 6); SSO links an existing user by email only when the provider says
 //! the email is verified (finding 10). Each test runs its own environment (their settings

@@ -1,4 +1,4 @@
-//! Issue 15, the edges' share: whom the services believe about the client's address (finding
+//! Trust, the edges' share (docs/security.md): whom the services believe about the client's address (finding
 //! 9), reads that cannot pin the database through the edges (finding 7: GraphQL document caps,
 //! query-string and identifier budgets, statement timeouts answered once), and what errors and
 //! exports give away (finding 10: constraint errors, CSV formula injection).

@@ -1,4 +1,4 @@
-//! Issue 15, from the attacker's side: each test reproduces one finding (a role taking over the
+//! Trust, from the attacker's side (docs/security.md "Permissions"): each test reproduces one finding (a role taking over the
 //! admin, versions read around row permissions, writes by query ignoring `limit`, validation
 //! bypassed by spelling, O2M removal without the related grants, a second singleton row, reads
 //! without budgets) and fails on the code before the fix. Ends with a permission property test:

@@ -1,4 +1,4 @@
-//! Directus's utilities (README "Utilities"): random strings, argon2 hashes made and checked,
+//! Directus's utilities (docs/history.md "Utilities"): random strings, argon2 hashes made and checked,
 //! and clearing the cache, through REST `/utils` and GraphQL `utils_*`; from the attacker's
 //! side, only the admin clears caches, and hash input is bounded.
 

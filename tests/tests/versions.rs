@@ -1,4 +1,4 @@
-//! Content versions (issue 4): create, save a delta (relational too), read merged, compare,
+//! Content versions (docs/what-works.md): create, save a delta (relational too), read merged, compare,
 //! promote, conflict; the main item is untouched until promotion.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test

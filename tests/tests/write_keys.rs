@@ -1,4 +1,4 @@
-//! Write keys (issue 21), as an internal gRPC caller uses them (the edges stamp one on every item
+//! Write keys (docs/security.md "Timeouts and retries"), as an internal gRPC caller uses them (the edges stamp one on every item
 //! write): the same write sent twice with one key, one after the other or at once to two core
 //! replicas, is applied once and both answers are the first one's. From the attacker's side: a
 //! key presented by another caller, or for another RPC, answers INVALID_PAYLOAD, never the

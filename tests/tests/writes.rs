@@ -1,4 +1,4 @@
-//! Writes over REST and gRPC (issue 4): every shape checked by reading the database back,
+//! Writes over REST and gRPC (docs/what-works.md): every shape checked by reading the database back,
 //! transactions, concurrent updates, and every error code.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test

@@ -1,4 +1,4 @@
-//! Pruning old activity and revisions (Directus's retention settings; README "Activity and
+//! Pruning old activity and revisions (Directus's retention settings; docs/history.md "Activity and
 //! revisions"): with RETENTION_ENABLED, activity rows older than ACTIVITY_RETENTION and
 //! revisions older than REVISIONS_RETENTION (their activity's `timestamp`) are deleted, at most
 //! RETENTION_BATCH rows per statement, until none is left, every RETENTION_INTERVAL (default

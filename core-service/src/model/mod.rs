@@ -1,4 +1,4 @@
-//! Schema management (issue 18; Directus's `/collections`, `/fields`, `/relations`): reads in
+//! Schema management (docs/data-model.md "Modeling content through the API"; Directus's `/collections`, `/fields`, `/relations`): reads in
 //! Directus's shapes ([`catalog`]) and changes that run as DDL together with their metadata
 //! rows in one transaction ([`collections`], [`fields`], [`relations`]), after which this
 //! replica rebuilds its snapshot before answering; the DDL event trigger and the metadata
@@ -9,7 +9,7 @@
 //! after), and is bounded by DB_STATEMENT_TIMEOUT_MS like every statement; names are at most
 //! 63 bytes (Postgres's identifier length: longer names would be silently truncated).
 //! Identifiers of new collections and fields come from the request, are checked by
-//! [`check_name`] and quoted by `query::sql::ident`, like every identifier.
+//! [`check_name`] and quoted by `crate::sql::ident`, like every identifier.
 
 pub mod catalog;
 pub mod collections;
@@ -71,7 +71,7 @@ pub fn optional_object<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<Opt
 }
 
 /// A user collection that schema changes may alter: a table (not a view, not a system
-/// collection). Errors: FORBIDDEN when there is none by that name (spec rule 6), INVALID_PAYLOAD
+/// collection). Errors: FORBIDDEN when there is none by that name (as for any unknown collection), INVALID_PAYLOAD
 /// for a view or a system collection.
 pub fn alterable<'a>(schema: &'a Schema, name: &str) -> Result<&'a Arc<crate::schema::Collection>, ApiError> {
     let c = schema.collection(name).ok_or_else(ApiError::forbidden)?;
@@ -90,7 +90,7 @@ const SCHEMA_CHANGE_LOCK: i64 = 0x6364_6170_6973_6368; // "cdapisch"
 
 /// One schema change in progress: its transaction and the schema as that transaction sees it
 /// (its own DDL included, after [`Change::refresh`]). Dropped without [`Change::commit`], the
-/// transaction rolls back: a failed change leaves nothing (issue 18). `POST /schema/apply`
+/// transaction rolls back: a failed change leaves nothing. `POST /schema/apply`
 /// runs all its steps in one `Change`.
 pub struct Change {
     /// The transaction (waits at most 5 s for any lock, the schema-change lock included).

@@ -1,4 +1,4 @@
-//! Moving a schema between environments (issue 18; Directus's `GET /schema/snapshot`,
+//! Moving a schema between environments (docs/data-model.md; Directus's `GET /schema/snapshot`,
 //! `POST /schema/diff`, `POST /schema/apply`).
 //!
 //! - A **snapshot** is the user collections, their fields and their relations in Directus's

@@ -1,5 +1,5 @@
 //! Directus's field types as PostgreSQL column types, and the one rendering of a default value
-//! into DDL (spec: none; Directus: its field types on Postgres, issue 18).
+//! into DDL (Directus docs "Fields": its field types on Postgres; docs/data-model.md).
 //!
 //! | type | column | notes |
 //! |---|---|---|

@@ -1,5 +1,5 @@
 //! What a caller may do, summed up per collection and action (Directus 11's
-//! `GET /permissions/me`; directus-facts.md "Permissions"): for the Directus app and SDK to
+//! `GET /permissions/me`; Directus docs "Permissions"): for the Directus app and SDK to
 //! decide what to show, never used to decide a request.
 
 use super::{Access, Action, Fields, Rules};

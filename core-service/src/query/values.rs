@@ -1,6 +1,6 @@
 //! How a column's value is written into the response JSON. Postgres's own JSON forms are
 //! kept, except where Directus on Postgres answers otherwise and clients parse what it sends
-//! (issue 16, finding 3; Directus's payload service):
+//! (docs/directus-compatibility.md; Directus's payload service):
 //! - `timestamptz` (`timestamp`): ISO 8601 in UTC with milliseconds, `2024-03-14T10:52:07.000Z`
 //!   (JavaScript's `Date#toISOString`; finer fractions are cut, as a `Date` holds milliseconds);
 //! - `timestamp` (`dateTime`): the wall-clock time without zone or fraction,

@@ -1,4 +1,4 @@
-//! Realtime (issue 19): item events of every committed write, delivered to subscribers as each
+//! Realtime (docs/realtime.md): item events of every committed write, delivered to subscribers as each
 //! may see them.
 //!
 //! - The database announces writes: migration 0010's function, called by three statement-level

@@ -1,5 +1,5 @@
 //! Column defaults as Directus reports them, for the one place a response is made of them: a
-//! singleton collection with no row yet (issue 16, finding 9). Directus answers
+//! singleton collection with no row yet (docs/directus-compatibility.md). Directus answers
 //! `GET /items/<singleton>` then with an object holding the primary key as `null` and every
 //! field whose default is not null, restricted to the named `fields` unless they include `*`.
 //!

@@ -1,4 +1,4 @@
-//! Default names of O2M alias fields (see issue 2): the referencing collection's name (without
+//! Default names of O2M alias fields (docs/data-model.md "How the database is exposed"): the referencing collection's name (without
 //! the `directus_` prefix of system collections); when the
 //! same collection references the target more than once, or the name is taken by a column,
 //! `<collection>_<foreign key column>`. Names configured in `cdapi.relations.one_field` win.

@@ -1,10 +1,10 @@
-//! Directus's field `meta.special` values that change what is stored or served (README
+//! Directus's field `meta.special` values that change what is stored or served (docs/history.md
 //! "Automatic field values"): [`AutoValue`] (set by the server on writes) and [`ValueCast`]
 //! (values shaped on reads and writes). Read from `cdapi.fields` with every snapshot
 //! (`system_tables::metadata::special_fields`).
 
 /// A value the server sets on a field on every write, whatever the payload says (Directus's
-/// `meta.special`; README "Automatic field values").
+/// `meta.special`; docs/history.md "Automatic field values").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AutoValue {
     /// `date-created`: the time of the create.

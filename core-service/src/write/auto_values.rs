@@ -1,4 +1,4 @@
-//! Field specials on writes (Directus's `meta.special`; README "Automatic field values"):
+//! Field specials on writes (Directus's `meta.special`; docs/history.md "Automatic field values"):
 //! - on a create, `date-created`, `user-created` and `role-created` fields get the time, the
 //!   caller's user and role; on an update, `date-updated`, `user-updated` and `role-updated`.
 //!   A value the payload carries for such a field is replaced, as Directus does, and one for a

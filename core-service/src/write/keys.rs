@@ -1,4 +1,5 @@
-//! Write keys (issue 21: a write sent again to another replica is applied once).
+//! Write keys (docs/security.md "Timeouts and retries": a write sent again to another replica
+//! is applied once).
 //!
 //! An item write may carry a key in the gRPC metadata [`WRITE_KEY_METADATA`]; the edges stamp every
 //! item write with a random one and may then send it to a second replica when the first one

@@ -199,7 +199,7 @@ pub fn db_error(e: sqlx::Error) -> ApiError {
 /// `Some` when `e` says the database is away — unreachable, restarting or its connection cut
 /// (SQLSTATE class 08, 57P01 admin shutdown as a restart or a terminated backend sends it, 57P02
 /// crash, 57P03 starting up), or the pool exhausted: SERVICE_UNAVAILABLE with `retry_after` 1 s,
-/// which the edges send as `Retry-After` (issue 21). The pools check a connection before handing
+/// which the edges send as `Retry-After` (docs/operations.md "What failures look like"). The pools check a connection before handing
 /// it out, so the next request reconnects. The one rule of core-service and auth-service.
 pub fn database_unavailable(e: &sqlx::Error) -> Option<ApiError> {
     let away = match e {

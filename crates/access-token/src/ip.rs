@@ -11,7 +11,7 @@ use tonic::metadata::MetadataMap;
 pub const CLIENT_IP_KEY: &str = "x-client-ip";
 
 /// gRPC metadata key carrying the internal credential (INTERNAL_TOKEN) with which the edges
-/// authenticate to the services (README "Security": what the gRPC ports trust).
+/// authenticate to the services (docs/security.md "Client addresses and what the ports trust").
 pub const INTERNAL_TOKEN_KEY: &str = "x-internal-token";
 
 /// The end client's address from request metadata, if present and well formed.
@@ -40,7 +40,7 @@ impl EdgeTrust {
         Self { digest: token.filter(|t| !t.is_empty()).map(digest) }
     }
 
-    /// From INTERNAL_TOKEN or INTERNAL_TOKEN_FILE (README "Configuration"). Errors: both set, or
+    /// From INTERNAL_TOKEN or INTERNAL_TOKEN_FILE (docs/configuration.md). Errors: both set, or
     /// the file cannot be read.
     pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let token = service_runtime::secret_env("INTERNAL_TOKEN")?;

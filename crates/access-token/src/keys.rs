@@ -49,7 +49,7 @@ pub enum VerifyError {
 
 impl VerifyError {
     /// The API error clients see: TOKEN_EXPIRED (401) or INVALID_TOKEN (403), with Directus's
-    /// messages (spec: Errors).
+    /// messages (Directus docs "Error Codes").
     pub fn to_api_error(self) -> ApiError {
         match self {
             Self::Expired => ApiError::new(ErrorCode::TokenExpired, "Token expired."),
@@ -176,7 +176,7 @@ impl RemoteKeys {
         self.keys.load().verify(token, ACCESS_ISSUER).map_err(VerifyError::to_api_error)
     }
 
-    /// Makes sure `kid` is known if it can be (issue 15, finding 10: a flood of unknown key ids
+    /// Makes sure `kid` is known if it can be (docs/security.md "Budgets": a flood of unknown key ids
     /// must not queue behind a lock):
     /// - a known key never waits; a periodic refresh that is due runs in the background;
     /// - an unknown key awaits the one fetch under way, or schedules it: at once, or when

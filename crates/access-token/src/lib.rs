@@ -32,7 +32,7 @@ pub mod passwords {
     //!
     //! Hashes are argon2id PHC strings with the argon2 crate's defaults (m = 19 MiB, t = 2,
     //! p = 1: OWASP's password storage minimum). Each hash or check costs ~19 MiB and tens of
-    //! milliseconds of CPU, so (issue 15, finding 6):
+    //! milliseconds of CPU, so (docs/security.md "Budgets"):
     //! - at most PASSWORD_HASH_CONCURRENCY (default: the number of CPUs) run at once, each
     //!   holding a semaphore permit until its work ends (even when its caller went away);
     //! - a caller waits for a permit at most PASSWORD_HASH_QUEUE_TIMEOUT_MS (default 2000 ms),

@@ -94,7 +94,7 @@ impl Redis {
     /// login, for a self-change): their refresh tokens stop refreshing and their session
     /// tokens stop working at once (OWASP ASVS 3.3.3; Directus ends them too). Call it after
     /// a password or email change, a suspension (status other than `active`) or a role change
-    /// (issue 15). Access tokens already issued live on until they expire (ACCESS_TOKEN_TTL).
+    /// (docs/security.md "Sessions"). Access tokens already issued live on until they expire (ACCESS_TOKEN_TTL).
     /// Errors: SERVICE_UNAVAILABLE when Redis cannot be asked.
     pub async fn end_user_sessions(&self, user: &str, keep_family: Option<&str>) -> Result<(), ApiError> {
         let ended: i64 = redis::Script::new(END_USER)

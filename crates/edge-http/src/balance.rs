@@ -1,5 +1,5 @@
 //! Client-side balancing of gRPC calls over every replica of a service, with retries, so that
-//! load spreads over replicas and a replica going away loses no request (README "Operate").
+//! load spreads over replicas and a replica going away loses no request (docs/operations.md).
 //!
 //! A service URL (`CORE_GRPC_URL`, `AUTH_GRPC_URL`) may list several comma-separated URLs; each
 //! URL's host is resolved to all its addresses (a Kubernetes headless Service answers with one
@@ -17,7 +17,8 @@
 //!   expensive work again;
 //! - a replica that failed is skipped for [`DOWN_FOR`] unless every replica is down.
 //!
-//! Hedging (issue 21: a replica that hangs must not fail the calls already sent to it): a read
+//! Hedging (a replica that hangs must not fail the calls already sent to it; docs/operations.md
+//! "What failures look like"): a read
 //! ([`is_idempotent`], buffered) that has no whole reply after GRPC_HEDGE_AFTER_MS is also sent
 //! to the next replica; the first good reply wins, the other call is cancelled, and a replica
 //! that lost to its hedge is skipped for [`DOWN_FOR`] (so a frozen replica stops getting new

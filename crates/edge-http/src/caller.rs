@@ -3,8 +3,8 @@
 //! `Origin` headers as `x-user-agent` and `x-origin` (recorded with the activity of writes)
 //! (docs/grpc-api.md).
 //!
-//! spec: Authentication rule 3: the token comes from the `Authorization` header, the
-//! `access_token` query parameter (both at once: INVALID_PAYLOAD, directus-facts.md "Auth"), or
+//! As Directus docs "Authentication" say, the token comes from the `Authorization` header, the
+//! `access_token` query parameter (both at once: INVALID_PAYLOAD, docs/authentication.md), or
 //! the session cookie.
 
 use cdapi_proto::ApiError;

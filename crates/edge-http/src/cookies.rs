@@ -1,4 +1,4 @@
-//! The auth cookies (directus-facts.md "Auth"): `directus_refresh_token` (mode cookie) and
+//! The auth cookies (docs/authentication.md; Directus docs "Authentication"): `directus_refresh_token` (mode cookie) and
 //! `directus_session_token` (mode session), httpOnly, `Path=/`, SameSite and Secure as
 //! configured, Max-Age = the token's lifetime. Built and parsed with the `cookie` crate.
 
@@ -125,7 +125,7 @@ fn sso_state_cookie(value: &str, secure: bool, max_age: cookie::time::Duration) 
         .to_string()
 }
 
-/// `mode` (spec: Authentication rule 4): `json`, `cookie` or `session`; `None` when empty.
+/// `mode` (Directus docs "Authentication"): `json`, `cookie` or `session`; `None` when empty.
 /// Errors: INVALID_PAYLOAD for another word.
 pub fn session_mode(value: &str) -> Result<Option<SessionMode>, ApiError> {
     match value {

@@ -1,4 +1,4 @@
-//! What both edges' streamed lists share (issue 21: flat memory at any `limit`): which lists
+//! What both edges' streamed lists share (flat memory at any `limit`; docs/architecture.md): which lists
 //! are streamed, how many bytes are gathered before the response starts, and how the chunks of
 //! `ItemsService.ReadStream` (items separated by commas, no brackets) join into one array.
 //! edge-rest wraps them in `{"meta", "data"}`; edge-graphql splices them into the GraphQL

@@ -1,6 +1,6 @@
 //! HTTP replies both edges make the same way: a body with a status and content type, and the
-//! one mapping of [`ApiError`] to HTTP (status from the spec's table, Directus's error body,
-//! `Retry-After` on 429 and on a 503 that says when to retry; directus-facts.md "Error body").
+//! one mapping of [`ApiError`] to HTTP (status and error body as in Directus docs "Error Codes",
+//! `Retry-After` on 429 and on a 503 that says when to retry).
 
 use bytes::Bytes;
 use cdapi_proto::{ApiError, ErrorCode};
@@ -15,7 +15,7 @@ pub fn with_body(status: StatusCode, content_type: &'static str, body: impl Into
     res
 }
 
-/// The Directus error body with the code's HTTP status (directus-facts.md: "Error body").
+/// The Directus error body with the code's HTTP status (Directus docs "Error Codes").
 pub fn error(e: &ApiError) -> Response {
     let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if e.code == ErrorCode::InternalServerError {

@@ -3,7 +3,7 @@
 //! refuses a raw `"`, `<`, `>` or `` ` `` in the request target with an empty 400 before any
 //! route runs (Directus answers them). [`LenientTarget`] wraps a connection and percent-encodes
 //! exactly those bytes inside the target of each HTTP/1 request line, so the request reaches
-//! the routes as if the client had encoded it (issue 16, finding 1).
+//! the routes as if the client had encoded it (docs/directus-compatibility.md).
 //!
 //! Only request lines are touched. The wrapper follows the message framing of RFC 9112 §6 (a
 //! request has a body only with `Content-Length` or `Transfer-Encoding`) to skip bodies, and

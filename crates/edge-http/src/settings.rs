@@ -1,4 +1,4 @@
-//! The settings both HTTP edges read the same way (README "Configuration"), and the gRPC
+//! The settings both HTTP edges read the same way (docs/configuration.md), and the gRPC
 //! channels they open with them.
 
 use service_runtime::{env_opt, env_or};
@@ -29,7 +29,7 @@ pub struct EdgeSettings {
     pub hedge_after_ms: u64,
     /// INTERNAL_TOKEN or INTERNAL_TOKEN_FILE (default none): the credential sent to the services
     /// with every call, so they believe the client address the edge sends
-    /// (`access_token::ip::EdgeTrust`; README "Security").
+    /// (`access_token::ip::EdgeTrust`; docs/security.md "Client addresses and what the ports trust").
     pub internal_token: InternalToken,
     /// MAX_QUERY_STRING_SIZE (bytes, default 16384, Node's header limit that bounds Directus's
     /// URLs): longest query string accepted; longer ones answer 400 INVALID_QUERY.

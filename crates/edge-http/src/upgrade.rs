@@ -1,5 +1,5 @@
 //! The WebSocket handshake of both edges (RFC 6455 §4.2), done here instead of by warp's `ws()`
-//! filter for one reason: memory per open connection (issue 19).
+//! filter for one reason: memory per open connection (docs/realtime.md).
 //!
 //! tungstenite gives every connection a read buffer and zero-fills all of its capacity before
 //! each read, so the whole buffer is resident even on an idle connection. Its default is

@@ -1,5 +1,5 @@
 //! Directus's utility calls (`/utils/*` in REST, `utils_*` in GraphQL `/graphql/system`), one
-//! implementation for both edges (README "Utilities"; revert is [`crate::revert`]):
+//! implementation for both edges (docs/history.md "Utilities"; revert is [`crate::revert`]):
 //! - random strings: Directus's `nanoid` (alphabet `A-Za-z0-9_-`), 1 to 500 characters,
 //!   default 32, made here;
 //! - argon2 hashes made and checked by auth-service's bounded hasher (anyone may call them, as in

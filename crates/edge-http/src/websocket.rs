@@ -1,4 +1,4 @@
-//! What both edges' WebSockets share (issue 19: edge-rest's `/websocket`, edge-graphql's
+//! What both edges' WebSockets share (docs/realtime.md: edge-rest's `/websocket`, edge-graphql's
 //! `graphql-transport-ws` on `/graphql`): the writer task with its bounded queue ([`Outbox`]:
 //! a client too slow to read is closed with [`CLOSE_TOO_SLOW`], never slowing the others), the
 //! server's keepalive ([`Heartbeat`]), and the per-process connection limits ([`Connections`],

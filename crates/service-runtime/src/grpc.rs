@@ -77,7 +77,7 @@ where
 /// `""` to NOT_SERVING at the signal, keeps listening SHUTDOWN_DELAY_MS, then lets the server
 /// drain. [`Health::watch`] checks a dependency (PostgreSQL, Redis) on an interval: its own
 /// named service reports it, and a *required* one that fails turns `""` to NOT_SERVING until it
-/// answers again (issue 21: "readiness probes report each dependency"). Named services of the
+/// answers again (readiness probes report each dependency: docs/operations.md). Named services of the
 /// gRPC API are set by the caller on [`Health::reporter`].
 pub struct Health {
     /// The reporter, for per-service statuses.
@@ -121,7 +121,7 @@ impl Health {
     /// with the reason; `info` when it is back). With `required`, readiness (`""`) is
     /// NOT_SERVING while it fails: set it for what this replica cannot serve without and could
     /// have lost alone (its own database connection), not for what every replica shares and some
-    /// calls do without (see README "What failures look like").
+    /// calls do without (see docs/operations.md "What failures look like").
     pub fn watch<F, Fut>(&self, name: &'static str, required: bool, every: std::time::Duration, check: F)
     where
         F: Fn() -> Fut + Send + 'static,

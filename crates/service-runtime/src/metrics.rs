@@ -1,5 +1,5 @@
 //! Prometheus metrics of one process, served as text on `GET /metrics` at METRICS_ADDR
-//! (README "Operate"; unset = not served). One registry per process ([`global`]); the names:
+//! (docs/operations.md "What to monitor"; unset = not served). One registry per process ([`global`]); the names:
 //!
 //! - `cdapi_http_requests_total{route,method,status}`, `cdapi_http_request_duration_seconds{route,method}`
 //!   — the edges, per route template (`/items/:collection/:id`, never raw ids);

@@ -1,4 +1,4 @@
-//! Optional OpenTelemetry export of spans (README "Operate"): on when the
+//! Optional OpenTelemetry export of spans (docs/operations.md "What to monitor"): on when the
 //! standard `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set,
 //! off otherwise. Spans go by OTLP over HTTP (protobuf) in batches (`OTEL_BSP_*` settings);
 //! the service name is `OTEL_SERVICE_NAME` or the binary's. The gRPC servers' span of each call

@@ -1,4 +1,4 @@
-//! The PostgreSQL readiness check both services run (issue 21: readiness per dependency; see
+//! The PostgreSQL readiness check both services run (readiness per dependency, docs/operations.md "What to monitor"; see
 //! `service_runtime::grpc::Health::watch`).
 
 use sqlx::Connection as _;

@@ -27,7 +27,7 @@ pub struct Identity {
     /// The user's IP allow-list (empty = any address).
     pub ip_access: Vec<String>,
     /// The IP allow-lists of the user's IP-limited policies, joined (empty = no such policy):
-    /// the address must be in one of them (directus-facts.md "Permissions").
+    /// the address must be in one of them (Directus docs "Access Control"; docs/authentication.md).
     pub policy_ip_access: Vec<String>,
     /// `default` (email + password) or an SSO provider's name.
     pub provider: String,

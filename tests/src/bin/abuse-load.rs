@@ -1,4 +1,4 @@
-//! The abuse benchmark's load generator (issue 15, `bench/abuse`): while a flood of logins with
+//! The abuse benchmark's load generator (`bench/abuse`, docs/benchmark.md): while a flood of logins with
 //! distinct huge emails and a burst of concurrent deep nested reads hit the edge, one client
 //! keeps making a cheap read and records its latency; the peak RSS of the named processes is read
 //! from `/proc/<pid>/status` (VmHWM) at the end.

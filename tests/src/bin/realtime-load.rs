@@ -1,4 +1,4 @@
-//! The realtime benchmark's load (`bench/realtime`, issue 19), against a running system.
+//! The realtime benchmark's load (`bench/realtime`, docs/realtime.md), against a running system.
 //!
 //! usage: realtime-load idle WS_URL TOKEN CONNECTIONS HOLD_S
 //!   opens CONNECTIONS WebSockets (token in the handshake), each subscribed to `tags`, holds

@@ -1,5 +1,5 @@
 //! Authentication flows: login in each mode, refresh, logout, wrong credentials, tokens that
-//! are not ours, the current user (spec: "Authentication").
+//! are not ours, the current user (Directus docs "Authentication").
 
 use e2e_tests::differential::{Answer, Auth, Differential, Req};
 use reqwest::Method;

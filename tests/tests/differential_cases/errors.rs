@@ -1,4 +1,4 @@
-//! Error codes and statuses (spec: "Errors"): unknown collections, fields and routes, invalid
+//! Error codes and statuses (Directus docs "Error Codes"): unknown collections, fields and routes, invalid
 //! queries and payloads, constraint violations. Last in the run: failing inserts may use up
 //! key values.
 

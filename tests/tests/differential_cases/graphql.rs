@@ -1,6 +1,6 @@
 //! GraphQL root fields on `/graphql` and `/graphql/system`: lists with every argument,
-//! `_by_id`, `_aggregated`, functions, nested relations, mutations, validation errors (spec:
-//! "GraphQL").
+//! `_by_id`, `_aggregated`, functions, nested relations, mutations, validation errors (Directus
+//! docs "GraphQL").
 
 use e2e_tests::differential::{Differential, Req};
 

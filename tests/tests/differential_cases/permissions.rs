@@ -1,5 +1,5 @@
 //! A restricted role (same rules on both sides): row filters, field lists, forbidden fields and
-//! collections, writes outside the rules (spec: "Permissions").
+//! collections, writes outside the rules (Directus docs "Access Control").
 
 use e2e_tests::differential::{Auth, Differential, Req};
 use reqwest::Method;

@@ -1,5 +1,5 @@
 //! Global query parameters, filter operators, functions, aggregates and value formats on one
-//! collection (spec: "Global query parameters", "Filter rules", "Aggregation").
+//! collection (Directus docs "Global Query Parameters", "Filter Rules").
 
 use e2e_tests::differential::{Differential, Req};
 

@@ -1,5 +1,5 @@
 //! Relational reads: M2O, O2M and M2M fields, wildcards, `deep`, relational filters and sorts
-//! (spec: "Relations", "Global query parameters" `fields`, `deep`, `backlink`).
+//! (Directus docs "Relations", "Global Query Parameters" `fields`, `deep`, `backlink`).
 
 use e2e_tests::differential::{Differential, Req};
 

@@ -1,5 +1,5 @@
-//! Manual order, field specials and utilities (README "Manual order", "Automatic field values",
-//! "Utilities"): a collection made through each side's own API with a sort field and every
+//! Manual order, field specials and utilities (docs/history.md "Manual order", "Automatic field
+//! values", "Utilities"): a collection made through each side's own API with a sort field and every
 //! shaping special, its items written and read, `/utils/sort` moves, and the utilities whose
 //! answers are not random.
 
@@ -77,7 +77,7 @@ pub async fn run(d: &mut Differential) {
     d.check("the items after the imports", Req::get("/items/cards?fields=name,sort,active&sort=id")).await;
 }
 
-/// Comments and notifications (README "Comments and notifications"): writes and reads as the
+/// Comments and notifications (docs/history.md "Comments and notifications"): writes and reads as the
 /// admin, times left out of the fields asked for.
 pub async fn comments(d: &mut Differential) {
     let post = |path: &str, body: Value| Req::json(Method::POST, path, body);

@@ -1,4 +1,4 @@
-//! What `directus_users` needs beyond the generic engine (issue 7, issue 15; spec
+//! What `directus_users` needs beyond the generic engine (docs/permissions.md; Directus docs
 //! "Authentication": static tokens are set "by updating the user's `token` value through the
 //! API"):
 //! - `password` and `token` are write-only values: they are taken out of the payload, stored
@@ -158,7 +158,7 @@ pub async fn update_keys_with(w: &mut Writer<'_>, c: &Collection, keys: &[String
     Ok(keys)
 }
 
-/// Updates the items a query selects (spec: Update items, `query`): exactly the keys its
+/// Updates the items a query selects (an update by `query`): exactly the keys its
 /// filter, search, sort, limit, offset and page select ([`Writer::query_keys`]), each of which
 /// must be within the caller's update rows (FORBIDDEN otherwise, nothing written), with the
 /// handling of [`update_keys`]. The one update by query: batches

@@ -1,10 +1,10 @@
-//! Replays the seed corpora of the fuzz targets on this crate's parsers (README "Fuzzing";
-//! issue 15): every seed must parse to Ok or Err without a panic. The harness is the fuzz
+//! Replays the seed corpora of the fuzz targets on this crate's parsers (docs/testing.md
+//! "Fuzzing"): every seed must parse to Ok or Err without a panic. The harness is the fuzz
 //! targets' own (fuzz/src), compiled here too.
 
-#[path = "../../fuzz/src/json.rs"]
+#[path = "../../../fuzz/src/json.rs"]
 mod json;
-#[path = "../../fuzz/src/seeds.rs"]
+#[path = "../../../fuzz/src/seeds.rs"]
 mod seeds;
 
 #[test]

@@ -116,7 +116,7 @@ pub fn column(alias: &str, name: &str) -> String {
 }
 
 /// Escapes LIKE metacharacters (`\`, `%`, `_`) so a value matches literally
-/// (directus-facts.md: "better: escape % and _").
+/// (docs/directus-compatibility.md "Differences kept on purpose": `_contains` with `%` or `_`).
 pub fn escape_like(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for c in value.chars() {
