@@ -1,7 +1,7 @@
-//! auth-service settings from environment variables (documented in README.md). Durations are
+//! auth-service settings from environment variables (documented in docs/configuration.md). Durations are
 //! written with a unit, as Directus's are: `15m`, `7d`, `10s`, `500ms`.
 
-use service_runtime::{env_opt, env_or};
+use service_runtime::{env_list, env_opt, env_or};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -63,7 +63,7 @@ pub struct Settings {
     pub providers: Vec<crate::sso::ProviderSettings>,
 }
 
-/// Attempt limits (issue 15, finding 6), counted in Redis so replicas share them: within one
+/// Attempt limits (docs/security.md "Budgets"), counted in Redis so replicas share them: within one
 /// window of AUTH_RATE_LIMIT_DURATION, an attempt is refused once any of its counters is full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttemptLimits {
@@ -77,7 +77,7 @@ pub struct AttemptLimits {
     pub per_address: u32,
 }
 
-/// Input length budgets in bytes (issue 15, finding 6), checked before any hashing, Redis or
+/// Input length budgets in bytes (docs/security.md "Budgets"), checked before any hashing, Redis or
 /// database work; longer answers 400 INVALID_PAYLOAD. Passwords: [`Settings::password_policy`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budgets {
@@ -121,11 +121,6 @@ pub enum SmtpTls {
 pub fn env_duration(name: &str, default: &str) -> anyhow::Result<Duration> {
     let v = env_opt(name).unwrap_or_else(|| default.to_owned());
     humantime::parse_duration(v.trim()).map_err(|e| anyhow::anyhow!("environment variable {name}={v:?} is not a duration such as 15m: {e}"))
-}
-
-/// A comma-separated list (empty entries dropped).
-pub fn env_list(name: &str) -> Vec<String> {
-    env_opt(name).map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()).unwrap_or_default()
 }
 
 impl Settings {

@@ -1,4 +1,5 @@
-//! Single sign-on through external providers (spec: `GET /auth`, `GET /auth/login/:provider`),
+//! Single sign-on through external providers (docs/authentication.md: `GET /auth`,
+//! `GET /auth/login/:provider`),
 //! configured as Directus configures them:
 //!
 //! - AUTH_PROVIDERS: comma-separated provider names; per provider `<P>` (the name upper-cased):
@@ -18,12 +19,11 @@
 //! the browser back to `<PUBLIC_URL>/auth/login/<name>/callback`. The user is found by
 //! (provider, identifier); else a user pre-created for this provider with that email (and no
 //! identifier yet) is linked, but only when the provider says the email is verified (the
-//! profile's `email_verified` is true; issue 15: anyone can claim an unverified address at
+//! profile's `email_verified` is true; docs/security.md "Other defences": anyone can claim an unverified address at
 //! many providers), unless AUTH_<P>_REQUIRE_VERIFIED_EMAIL=false; else, with public
 //! registration, created.
 
 use crate::Auth;
-use crate::config::env_list;
 use access_token::client::Client;
 use cdapi_proto::v1::{FinishSsoRequest, Provider, SessionMode, SsoRedirect, SsoResult, StartSsoRequest};
 use cdapi_proto::{ApiError, ErrorCode};
@@ -33,6 +33,7 @@ use openidconnect::{
     PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse, TokenUrl,
 };
 use serde::{Deserialize, Serialize};
+use service_runtime::env_list;
 use service_runtime::env_opt;
 use std::net::IpAddr;
 use std::time::Duration;

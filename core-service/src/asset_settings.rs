@@ -1,6 +1,6 @@
 //! What the project's settings allow of asset transformations: Directus's
 //! `storage_asset_transform` (`all`, `presets`, `none`) and `storage_asset_presets` of the
-//! `directus_settings` singleton (README "Files"), read with the schema snapshot (a settings
+//! `directus_settings` singleton (docs/files.md), read with the schema snapshot (a settings
 //! change reloads it, migration 0017), beside the built-in `system-*` presets and
 //! ASSETS_PRESETS ([`super::transform::TransformSettings`]).
 //!
@@ -72,7 +72,7 @@ impl AssetSettings {
             TransformMode::All => {}
             TransformMode::Presets if params.is_empty() || key_alone => {}
             TransformMode::Presets => return Err(ApiError::invalid_query("Only configured presets can be used in asset generation")),
-            TransformMode::None if params.is_empty() || (key_alone && key.is_some_and(|k| super::transform::is_system_key(k))) => {}
+            TransformMode::None if params.is_empty() || (key_alone && key.is_some_and(|k| is_system_key(k))) => {}
             TransformMode::None => return Err(ApiError::invalid_query("Dynamic asset generation has been disabled for this project")),
         }
         let mut out = Preset::new();
@@ -101,6 +101,30 @@ pub fn parse_presets(list: &[Map<String, Value>]) -> Result<BTreeMap<String, Pre
     Ok(out)
 }
 
+/// The sizes of the built-in presets: name and width in pixels.
+pub const SYSTEM_SIZES: [(&str, &str); 3] = [("small", "64"), ("medium", "300"), ("large", "800")];
+
+/// Whether `key` names one of [`system_presets`] (`system-<size>-<cover|contain>`).
+pub fn is_system_key(key: &str) -> bool {
+    match key.strip_prefix("system-").and_then(|k| k.split_once('-')) {
+        Some((size, fit)) => SYSTEM_SIZES.iter().any(|(s, _)| *s == size) && matches!(fit, "cover" | "contain"),
+        None => false,
+    }
+}
+
+/// Directus's built-in presets the Data Studio asks for (its `SYSTEM_ASSET_ALLOW_LIST`):
+/// `system-{small,medium,large}-{cover,contain}`, 64, 300 and 800 pixels wide (cover: square).
+pub fn system_presets() -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for (size, px) in SYSTEM_SIZES {
+        let cover = [("width", px), ("height", px), ("fit", "cover")];
+        let contain = [("width", px), ("fit", "contain")];
+        out.insert(format!("system-{size}-cover"), cover.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect());
+        out.insert(format!("system-{size}-contain"), contain.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect());
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,7 +135,7 @@ mod tests {
 
     #[test]
     fn each_mode_admits_what_directus_admits() {
-        let configured = super::super::transform::system_presets();
+        let configured = super::system_presets();
         let with = |mode| AssetSettings::from_settings(Some(r#"[{"key": "thumb", "width": 40, "fit": "contain", "quality": null}]"#), Some(mode));
         let all = with("all");
         assert_eq!(

@@ -23,7 +23,7 @@ pub struct Caller {
     pub vars: Variables,
     /// What user writes need: sessions to end (and the caller's own login, kept on a
     /// self-change), the password policy and hasher.
-    pub accounts: crate::users::Accounts,
+    pub accounts: crate::write::users::Accounts,
     /// When the caller's token expires (Unix seconds; `None`: a static token or the public).
     pub expires_at: Option<u64>,
     /// Where the request came from (recorded with its activity).
@@ -61,7 +61,7 @@ impl Caller {
     }
 }
 
-/// Creates the bootstrap admin on first start (issue 2: ADMIN_EMAIL, ADMIN_PASSWORD,
+/// Creates the bootstrap admin on first start (docs/configuration.md: ADMIN_EMAIL, ADMIN_PASSWORD,
 /// ADMIN_TOKEN), named `Admin User` as Directus names it, in the Administrator role (admin access; migration 0006), and keeps its static
 /// token equal to ADMIN_TOKEN on later starts.
 /// Without ADMIN_PASSWORD a random password is generated and logged once. Replicas starting

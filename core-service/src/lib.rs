@@ -4,21 +4,25 @@
 //! Layout:
 //! - [`config`]: settings from the environment.
 //! - [`db`]: pool, system-table migrations, database error mapping.
+//! - [`sql`]: statement text, identifiers (quoted only here) and bound parameters.
 //! - [`schema`]: the snapshot (collections, fields, relations) and its introspection.
 //! - [`query`]: the query engine (fields, filter, search, sort, pagination, meta → SQL).
-//! - [`write`]: creates, updates and deletes, one transaction per request.
+//! - [`write`]: creates, updates and deletes, one transaction per request (user accounts and
+//!   comments included).
 //! - [`versions`]: content versions (deltas, compare, promote, reads in a version).
-//! - [`activity`], [`comments`]: who changed what; comments and their mentions.
+//! - [`activity`]: who changed what (activity and revisions).
+//! - [`asset_settings`]: what the project's settings allow of asset transformations.
 //! - [`model`]: schema management (collections, fields, relations as DDL + metadata).
-//! - [`permissions`]: roles' grants; read views of the snapshot; payload validation.
+//! - [`policies`]: the permission data (rules, grants, a caller's access), carried by the snapshot.
+//! - [`permissions`]: enforcing them: read views of the snapshot; payload validation.
 //! - [`auth`]: who is calling ([`auth::Caller`]) and the bootstrap admin.
 //! - [`grpc`]: ItemsService and SchemaService.
 //!
 //! [`run`] serves on a given listener until a shutdown future resolves, so tests can use port 0.
 
 pub mod activity;
+pub mod asset_settings;
 pub mod auth;
-pub mod comments;
 pub mod config;
 pub mod db;
 pub mod directus_import;
@@ -26,10 +30,11 @@ pub mod files;
 pub mod grpc;
 pub mod model;
 pub mod permissions;
+pub mod policies;
 pub mod query;
 pub mod realtime;
 pub mod schema;
-pub mod users;
+pub mod sql;
 pub mod versions;
 pub mod write;
 
@@ -64,7 +69,7 @@ pub struct AppState {
     pub streams: Arc<grpc::stream_budget::StreamBudget>,
     /// What user writes need: session store, password policy and hasher (`own` is filled per
     /// caller).
-    pub accounts: users::Accounts,
+    pub accounts: write::users::Accounts,
     /// Where files' blobs are kept.
     pub files: files::Storage,
     /// This replica's realtime subscriptions.
@@ -75,7 +80,7 @@ pub struct AppState {
     /// finish.
     pub stopping: tokio::sync::watch::Sender<bool>,
     /// True while the readiness check finds the database away: calls then fail at once with
-    /// 503 instead of each waiting DB_ACQUIRE_TIMEOUT_MS for a connection (issue 21).
+    /// 503 instead of each waiting DB_ACQUIRE_TIMEOUT_MS for a connection (docs/operations.md "What failures look like").
     pub database_away: Arc<std::sync::atomic::AtomicBool>,
     db_schema: String,
     version: AtomicU64,
@@ -98,7 +103,7 @@ impl AppState {
         let policies = schema.permissions.admitted(who.user.as_deref(), &roles, ip);
         let access = schema.permissions.access(&policies, who.user.is_some());
         let read = self.views.read_view(&schema, &access);
-        let accounts = users::Accounts { own: who.user.clone().zip(who.family.clone()), ..self.accounts.clone() };
+        let accounts = write::users::Accounts { own: who.user.clone().zip(who.family.clone()), ..self.accounts.clone() };
         let vars = query::Variables { user: who.user, role: who.role, roles, policies };
         let client = activity::Client::from_metadata(md);
         Ok(auth::Caller { schema, read, access, vars, accounts, expires_at: who.expires_at, client })
@@ -193,7 +198,7 @@ pub async fn plan_sql(settings: &config::Settings, collection: &str, query_json:
     let schema = schema::introspect::introspect(&mut *pool.acquire().await?, &settings.database_schema, 1).await?;
     let c = schema.collection(collection).ok_or_else(|| anyhow::anyhow!("no collection {collection:?}"))?;
     let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_str(query_json)?;
-    let q = cdapi_proto::query_json::query_from_json(&obj).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let q = query_language::query_json::query_from_json(&obj).map_err(|e| anyhow::anyhow!("{}", e.message))?;
     let vars = query::Variables::default();
     let planner = query::Planner::new(&schema, settings.limits, &vars);
     let shape = query::read::ReadShape::of(c, key, &q);
@@ -205,8 +210,8 @@ pub async fn plan_sql(settings: &config::Settings, collection: &str, query_json:
 /// health, reflection) on `listener` until `shutdown` resolves; in-flight calls finish first.
 /// Errors: start-up failures (database unreachable, migration failed).
 pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-    // Read INTERNAL_TOKEN now, so its state is logged at start (issue 15: which callers'
-    // `x-client-ip` is believed).
+    // Read INTERNAL_TOKEN now, so its state is logged at start (which callers' `x-client-ip` is
+    // believed: docs/security.md "Client addresses and what the ports trust").
     let _ = access_token::ip::edge_trust();
     let pool = db::connect(&settings.database_url, settings.pool_max, settings.statement_timeout_ms, settings.acquire_timeout_ms).await?;
     system_tables::migrate_or_wait(&settings.database_url).await?;
@@ -227,7 +232,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     };
     let state = Arc::new(AppState {
         auth: auth::Authenticator::new(pool.clone(), Duration::from_secs(settings.token_cache_ttl_secs), keys, redis.clone()),
-        accounts: users::Accounts { redis, own: None, policy: settings.password_policy, hasher: settings.password_hasher.clone() },
+        accounts: write::users::Accounts { redis, own: None, policy: settings.password_policy, hasher: settings.password_hasher.clone() },
         pool,
         views: permissions::Views::default(),
         schema: ArcSwap::from_pointee(schema::Schema::default()),
@@ -257,7 +262,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     health.reporter.set_serving::<SchemaServiceServer<grpc::schema::SchemaApi>>().await;
     health.reporter.set_serving::<VersionsServiceServer<grpc::versions::VersionsApi>>().await;
     health.reporter.set_serving::<FilesServiceServer<grpc::files::FilesApi>>().await;
-    // Readiness follows this replica's database connection (README "What failures look like").
+    // Readiness follows this replica's database connection (docs/operations.md "What failures look like").
     let check = system_tables::readiness::postgres_flagging((*state.pool.connect_options()).clone(), state.database_away.clone());
     health.watch("postgres", true, service_runtime::grpc::check_interval_from_env()?, check);
     let shutdown = health.shutdown(shutdown)?;

@@ -1,5 +1,5 @@
-//! A `<collection>_filter` argument → the typed filter, straight from the GraphQL value (spec:
-//! GraphQL rules 2): the one walker of `cdapi_proto::filters` over GraphQL values, with this
+//! A `<collection>_filter` argument → the typed filter, straight from the GraphQL value (Directus
+//! docs "GraphQL", "Filter Rules"): the one walker of `query_language::filters` over GraphQL values, with this
 //! API's key spelling read from the model: `<f>_func: {year: {…}}` is a function of `<f>`,
 //! `<m2a>__<collection>` a Many-to-Any field scoped to one collection, a relation's keys are
 //! read in the related collection. Keys the model does not know are fields for the core to
@@ -8,13 +8,13 @@
 use crate::model::{Collection, FieldKind, Model};
 use async_graphql::Value;
 use cdapi_proto::ApiError;
-use cdapi_proto::filters::{Key, Keys, Node};
 use cdapi_proto::v1::Filter;
+use query_language::filters::{Key, Keys, Node};
 
 /// The filter of a `filter` argument on `collection`. `Ok(None)` for an empty object.
 /// Errors: INVALID_QUERY as for REST filters.
 pub fn filter(model: &Model, collection: &Collection, v: &Value) -> Result<Option<Filter>, ApiError> {
-    cdapi_proto::filters::build(Gql(v), &GqlKeys { model, collection: Some(collection) }, 0)
+    query_language::filters::build(Gql(v), &GqlKeys { model, collection: Some(collection) }, 0)
 }
 
 /// A GraphQL value as a filter document node.
@@ -38,7 +38,7 @@ impl<'a> Node<'a> for Gql<'a> {
 
     fn operand(self) -> cdapi_proto::v1::Value {
         // An operand is a leaf: the same value rules as REST's JSON operands.
-        cdapi_proto::query_json::value_from_json(&crate::values::value_to_json(self.0))
+        query_language::query_json::value_from_json(&crate::values::value_to_json(self.0))
     }
 }
 
@@ -161,7 +161,7 @@ mod tests {
         });
         let value = crate::values::json_to_value(&gql);
         let typed = filter(&m, &m.collections["articles"], &value).expect("GraphQL filter");
-        assert_eq!(typed, cdapi_proto::query_json::filter_from_json(&rest, 0).expect("REST filter"));
+        assert_eq!(typed, query_language::query_json::filter_from_json(&rest, 0).expect("REST filter"));
         assert!(typed.is_some());
     }
 }

@@ -1,16 +1,17 @@
 //! The HTTP side: `POST /graphql` and `/graphql/system` with a JSON body `{query, variables?,
 //! operationName?}` (or `application/graphql` text), `GET` with the same as query parameters,
 //! plus `/server/health`, `/server/ping`, and the schemas as SDL on `/server/specs/graphql` and
-//! `/server/specs/graphql/system` (Directus's paths). The token travels as on REST (spec:
-//! Authentication rule 3).
+//! `/server/specs/graphql/system` (Directus's paths). The token travels as on REST
+//! (docs/authentication.md).
 //!
 //! `GET` runs queries only (a mutation over GET is 405, GraphQL over HTTP).
 //!
-//! Replies: the GraphQL response, HTTP 200, errors inside it with `extensions.code` (the spec's
-//! codes); a request that does not parse or validate is 400 with code `GRAPHQL_VALIDATION`, as
+//! Replies: the GraphQL response, HTTP 200, errors inside it with `extensions.code` (Directus's
+//! error codes); a request that does not parse or validate is 400 with code `GRAPHQL_VALIDATION`, as
 //! Directus answers. Failures before GraphQL (no schema yet, bad body) use Directus's error body.
 
 use crate::cache::SchemaCache;
+use crate::response_json::{error_json, response_body, with_codes};
 use crate::schemas::Endpoint;
 use crate::{RequestData, config::Settings};
 use async_graphql::Variables;
@@ -120,7 +121,7 @@ async fn route(
     };
     let session_cookie = cookie(headers, settings.edge.cookies.name(Kind::Session));
     let caller = Caller::new(headers, param("access_token"), session_cookie.clone(), settings.edge.client_ip.resolve(peer, headers), request_id.to_owned())?;
-    // The schema of what this caller's role may read (spec: permissions; Directus per role).
+    // The schema of what this caller's role may read (docs/graphql.md; Directus per role).
     let built = cache.for_caller(&caller).await?;
     let operation = operation.filter(|o| !o.is_empty());
     let mut request = async_graphql::Request::new(text).variables(variables.clone());
@@ -240,53 +241,6 @@ fn post_body(headers: &HeaderMap, body: &[u8]) -> Result<(String, Option<String>
 fn validation_body(errors: &[async_graphql::ServerError]) -> Result<String, serde_json::Error> {
     let list = errors.iter().map(|e| error_json(e, false)).collect::<Result<Vec<_>, _>>()?;
     Ok(format!(r#"{{"errors":[{{"message":"GraphQL validation error.","extensions":{{"errors":[{}],"code":"GRAPHQL_VALIDATION"}}}}]}}"#, list.join(",")))
-}
-
-/// One GraphQL error with its keys in the order Directus's formatting leaves them: `message`,
-/// `extensions` (when `with_extensions`), `locations`, `path` (each only when present).
-pub(crate) fn error_json(e: &async_graphql::ServerError, with_extensions: bool) -> Result<String, serde_json::Error> {
-    let mut o = format!(r#"{{"message":{}"#, serde_json::to_string(&e.message)?);
-    if let Some(x) = e.extensions.as_ref().filter(|_| with_extensions) {
-        o.push_str(&format!(r#","extensions":{}"#, serde_json::to_string(x)?));
-    }
-    if !e.locations.is_empty() {
-        o.push_str(&format!(r#","locations":{}"#, serde_json::to_string(&e.locations)?));
-    }
-    if !e.path.is_empty() {
-        o.push_str(&format!(r#","path":{}"#, serde_json::to_string(&e.path)?));
-    }
-    o.push('}');
-    Ok(o)
-}
-
-/// The response's JSON as Directus writes it: `data`, then `errors` ([`error_json`]), then
-/// `extensions` when there are any.
-pub(crate) fn response_body(r: &async_graphql::Response) -> Result<String, serde_json::Error> {
-    let mut out = format!(r#"{{"data":{}"#, serde_json::to_string(&r.data)?);
-    if !r.errors.is_empty() {
-        let errors = r.errors.iter().map(|e| error_json(e, true)).collect::<Result<Vec<_>, _>>()?;
-        out.push_str(&format!(r#","errors":[{}]"#, errors.join(",")));
-    }
-    if !r.extensions.is_empty() {
-        out.push_str(&format!(r#","extensions":{}"#, serde_json::to_string(&r.extensions)?));
-    }
-    out.push('}');
-    Ok(out)
-}
-
-/// Gives every error of `response` a `code` (GRAPHQL_VALIDATION for parse and validation
-/// errors, INTERNAL_SERVER_ERROR for unexpected ones); returns whether nothing ran (no data,
-/// errors without a path).
-pub(crate) fn with_codes(response: &mut async_graphql::Response) -> bool {
-    let not_executed = response.data == async_graphql::Value::Null && !response.errors.is_empty() && response.errors.iter().all(|e| e.path.is_empty());
-    let fallback = if not_executed { "GRAPHQL_VALIDATION" } else { ErrorCode::InternalServerError.as_str() };
-    for e in &mut response.errors {
-        let ext = e.extensions.get_or_insert_with(Default::default);
-        if ext.get("code").is_none() {
-            ext.set("code", fallback);
-        }
-    }
-    not_executed
 }
 
 /// The GraphQL response as HTTP: every error gets a `code` (GRAPHQL_VALIDATION for parse and

@@ -1,4 +1,4 @@
-//! edge-graphql: the GraphQL API (spec: Item operations (GraphQL), GraphQL rules). Its schema is
+//! edge-graphql: the GraphQL API (docs/graphql.md; Directus docs "GraphQL"). Its schema is
 //! generated from the core's schema snapshot, rebuilt when the core reports a change, and every
 //! operation is translated into the same gRPC calls the REST edge makes. No business rules here.
 //!
@@ -7,7 +7,9 @@
 //! - [`budget`] — the caps of one document (size, root fields, aliases, fields, `auth_*`).
 //! - [`model`] — the snapshot as GraphQL sees it (the naming rule: what is exposed, as what).
 //! - [`types`] — the generated types (item objects, filters, inputs, aggregates, unions).
+//! - [`filter_inputs`] — the operator inputs of filters, derived from the operator catalog.
 //! - [`fast`] — the fast path answering item reads in one pass over the core's reply.
+//! - [`projection`] — an item of the core's reply as the value of a selection (one pass).
 //! - [`list_stream`] — long root lists written as they arrive (`limit` over GRAPHQL_STREAM_LIMIT).
 //! - [`root`] — `/graphql`'s root fields and their resolvers (one core call per root field).
 //! - [`system`] — `/graphql/system`'s own root fields (the `auth_*` mutations).
@@ -19,6 +21,7 @@
 //! - [`schemas`] — building both schemas of a snapshot.
 //! - [`cache`] — the schemas in use: the current build, the per-caller views, the watcher.
 //! - [`views`] — the schemas per caller: their role's read view (cached by credential).
+//! - [`response_json`] — a response as Directus's JSON (key order, error codes).
 //! - [`http`] — the request handler and its routes (`/graphql`, `/graphql/system`, `/server/health`).
 //!
 //! [`run`] serves on a given listener until a shutdown future resolves.
@@ -27,10 +30,13 @@ pub mod budget;
 pub mod cache;
 pub mod config;
 pub mod fast;
+pub mod filter_inputs;
 pub mod filters;
 pub mod http;
 pub mod list_stream;
 pub mod model;
+pub mod projection;
+pub mod response_json;
 pub mod root;
 pub mod schema_management;
 pub mod schemas;

@@ -1,4 +1,5 @@
-//! Long GraphQL lists streamed (issue 21: flat memory at any `limit`). async-graphql builds a
+//! Long GraphQL lists streamed (flat memory at any `limit`; docs/architecture.md "A read, end to
+//! end"). async-graphql builds a
 //! response as one value tree, so a list cannot flow through it. Instead, a root list field on
 //! the fast path ([`crate::fast`]) whose `limit` is `-1` or over GRAPHQL_STREAM_LIMIT (default
 //! 1000) is asked of the core as `ItemsService.ReadStream`, and the field's value in the
@@ -173,7 +174,7 @@ async fn send_items(list: StreamedList, s: &Selection, tx: &tokio::sync::mpsc::S
     let operation = crate::selection::operation(&s.document, s.operation.as_deref()).ok_or_else(ApiError::internal)?;
     let walker = crate::selection::Walker::of_document(&s.model, &s.document, operation, &s.variables);
     let c = s.model.collection(&list.collection).ok_or_else(ApiError::internal)?;
-    let fields = crate::fast::root_fields(&walker, &operation.selection_set.node, &list.response_key);
+    let fields = crate::projection::root_fields(&walker, &operation.selection_set.node, &list.response_key);
     let sets: Vec<_> = fields.iter().map(|f| &f.selection_set.node).collect();
     let mut stream = list.source.open().await?;
     let _ = tx.send(Ok(Bytes::from_static(b"["))).await;
@@ -188,7 +189,7 @@ async fn send_items(list: StreamedList, s: &Selection, tx: &tokio::sync::mpsc::S
             if std::mem::replace(&mut sent_items, true) {
                 out.push(b',');
             }
-            let value = crate::fast::project(&walker, c, &c.name, &sets, None, item);
+            let value = crate::projection::project(&walker, c, &c.name, &sets, None, item);
             serde_json::to_writer(&mut out, &value).map_err(|_| ApiError::internal())?;
         }
         if tx.send(Ok(Bytes::from(out))).await.is_err() {

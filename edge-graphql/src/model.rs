@@ -1,7 +1,7 @@
 //! The part of the core's schema snapshot that the GraphQL API is generated from, with the
 //! naming rule applied: what can be exposed, under which names.
 //!
-//! Naming rule (directus-facts.md "GraphQL naming": invalid names are skipped, never fatal):
+//! Naming rule (docs/graphql.md: invalid names are skipped, never fatal):
 //! - A GraphQL name matches `[_A-Za-z][_0-9A-Za-z]*` and does not start with `__`. A collection
 //!   or field whose name does not is left out of the GraphQL API (REST still serves it).
 //! - A collection is also left out when one of the names generated for it (its types
@@ -113,8 +113,7 @@ pub enum FieldKind {
     },
 }
 
-/// Scalar kinds, mapped from the core's field types (spec: Resources and their fields;
-/// directus-facts.md "GraphQL naming", scalars).
+/// Scalar kinds, mapped from the core's field types (docs/graphql.md; Directus docs "GraphQL").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scalar {
     /// integer → `Int`.
@@ -323,6 +322,63 @@ fn generated_names(c: &str, root: &str) -> (Vec<String>, Vec<String>) {
     (types, roots)
 }
 
+/// The type names schema management ([`crate::schema_management`]) defines (no collection may
+/// take them).
+pub const SCHEMA_TYPE_NAMES: &[&str] = &[
+    "directus_collections",
+    "directus_collections_meta",
+    "directus_collections_schema",
+    "directus_fields",
+    "directus_fields_meta",
+    "directus_fields_schema",
+    "directus_relations",
+    "directus_relations_meta",
+    "directus_relations_schema",
+    "write_directus_collections",
+    "write_directus_collections_meta",
+    "write_directus_collections_schema",
+    "write_directus_fields",
+    "write_directus_fields_meta",
+    "write_directus_fields_schema",
+    "write_directus_relations",
+    "write_directus_relations_meta",
+    "write_directus_relations_schema",
+    "write_directus_collections_input",
+    "write_directus_collections_meta_input",
+    "write_directus_collections_schema_input",
+    "write_directus_fields_input",
+    "write_directus_fields_meta_input",
+    "write_directus_fields_schema_input",
+    "write_directus_relations_input",
+    "write_directus_relations_meta_input",
+    "write_directus_relations_schema_input",
+    "delete_collection",
+    "delete_field",
+    "delete_relation",
+];
+
+/// The root field names schema management adds to `/graphql/system` (no system collection may
+/// take them).
+pub const SCHEMA_ROOT_FIELDS: &[&str] = &[
+    "collections",
+    "collections_by_name",
+    "fields",
+    "fields_in_collection",
+    "fields_by_name",
+    "relations",
+    "relations_in_collection",
+    "relations_by_name",
+    "create_collections_item",
+    "update_collections_item",
+    "delete_collections_item",
+    "create_fields_item",
+    "update_fields_item",
+    "delete_fields_item",
+    "create_relations_item",
+    "update_relations_item",
+    "delete_relations_item",
+];
+
 impl Model {
     /// Applies the naming rule (module docs) to a snapshot.
     pub fn from_snapshot(snapshot: &SchemaSnapshot) -> Self {
@@ -330,9 +386,9 @@ impl Model {
         // collections keep one set for both (as they always had).
         // Schema management's root fields are on `/graphql/system` only: user collections may
         // still be called `fields` or `relations`.
-        let builtin = BUILT_IN_TYPES.iter().chain(crate::schema_management::TYPE_NAMES);
+        let builtin = BUILT_IN_TYPES.iter().chain(SCHEMA_TYPE_NAMES);
         let mut taken: HashSet<String> = builtin.chain(SYSTEM_ROOT_FIELDS).map(|s| (*s).to_owned()).collect();
-        let mut system_roots: HashSet<String> = SYSTEM_ROOT_FIELDS.iter().chain(crate::schema_management::ROOT_FIELDS).map(|s| (*s).to_owned()).collect();
+        let mut system_roots: HashSet<String> = SYSTEM_ROOT_FIELDS.iter().chain(SCHEMA_ROOT_FIELDS).map(|s| (*s).to_owned()).collect();
         let mut skipped = Vec::new();
         let mut exposed = HashSet::new();
         let mut sorted: Vec<_> = snapshot.collections.iter().collect();

@@ -1,4 +1,4 @@
-//! The root fields of the collections (spec: Item operations (GraphQL)) and their resolvers:
+//! The root fields of the collections (docs/graphql.md; Directus docs "GraphQL") and their resolvers:
 //! user collections on `/graphql`, system collections on `/graphql/system` under their names
 //! without `directus_` (`users`, `users_by_id`, `create_users_item`...), plus `users_me` and
 //! `update_users_me` there, as Directus has them. Each root field is ONE gRPC call to the
@@ -11,7 +11,7 @@
 //! `create_<c>_items(data)`, `update_<c>_item(id, data)`, `update_<c>_items(ids, data)`,
 //! `update_<c>_batch(data)`, `delete_<c>_item(id)` → `delete_one`, `delete_<c>_items(ids)` →
 //! `delete_many`; a singleton has `update_<c>_items(data)` only. `update_<c>_items` takes
-//! `data` as a list (spec); a single object is accepted too (GraphQL list coercion), and with
+//! `data` as a list (as Directus); a single object is accepted too (GraphQL list coercion), and with
 //! `ids` it must hold exactly one object, applied to every item.
 
 use crate::model::{Collection, Model, USERS};
@@ -22,9 +22,9 @@ use crate::{Backend, RequestData};
 use async_graphql::Value;
 use async_graphql::dynamic::{Field, FieldFuture, FieldValue, InputValue, Object, ResolverContext, TypeRef};
 use bytes::Bytes;
-use cdapi_proto::query_json::aggregate_function_from_name;
 use cdapi_proto::v1::*;
 use cdapi_proto::{ApiError, ErrorCode};
+use query_language::query_json::aggregate_function_from_name;
 use serde_json::Value as Json;
 use std::sync::Arc;
 
@@ -215,7 +215,7 @@ fn data_arg(ctx: &ResolverContext<'_>) -> Result<Json, ApiError> {
     }
 }
 
-/// `data` of `update_<c>_items`, a list by the spec's signature, as the one object it must hold
+/// `data` of `update_<c>_items`, a list by Directus's signature, as the one object it must hold
 /// (a plain object is taken as it is). Errors: INVALID_PAYLOAD with `reason` for another count.
 fn single_data(ctx: &ResolverContext<'_>, reason: &str) -> Result<Json, ApiError> {
     match data_arg(ctx)? {
@@ -301,9 +301,9 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
     if op == Op::Aggregate {
         // `groupBy` entries are written as in REST (`year(published_at)`, `author.name`).
         let group_by = ctx.args.get("groupBy").map(|v| string_list(v.as_value())).unwrap_or_default();
-        let group_by = group_by.iter().map(|g| cdapi_proto::paths::parse(g)).collect::<Result<Vec<_>, _>>()?;
+        let group_by = group_by.iter().map(|g| query_language::paths::parse(g)).collect::<Result<Vec<_>, _>>()?;
         // Keyed as the result rows are (`published_at_year`), as Directus's `group`.
-        let group_keys: Arc<[String]> = group_by.iter().map(cdapi_proto::paths::result_key).collect();
+        let group_keys: Arc<[String]> = group_by.iter().map(query_language::paths::result_key).collect();
         let mut q = aggregate_query(&walker, field, group_by);
         walker.list_arguments(field, c, &mut q)?;
         if q.aggregate.is_empty() && q.group_by.is_empty() {

@@ -1,4 +1,4 @@
-//! Schema management on `/graphql/system` (Directus's names; issue 18): the same SchemaService
+//! Schema management on `/graphql/system` (Directus's names; docs/data-model.md "Modeling content through the API"): the same SchemaService
 //! calls as REST's `/collections`, `/fields`, `/relations`, with Directus's GraphQL shapes.
 //!
 //! Query: `collections`, `collections_by_name(name)`, `fields`, `fields_in_collection(collection)`,
@@ -186,61 +186,6 @@ impl Shapes for Resource {
         }
     }
 }
-
-/// The type names this module defines (no collection may take them).
-pub const TYPE_NAMES: &[&str] = &[
-    "directus_collections",
-    "directus_collections_meta",
-    "directus_collections_schema",
-    "directus_fields",
-    "directus_fields_meta",
-    "directus_fields_schema",
-    "directus_relations",
-    "directus_relations_meta",
-    "directus_relations_schema",
-    "write_directus_collections",
-    "write_directus_collections_meta",
-    "write_directus_collections_schema",
-    "write_directus_fields",
-    "write_directus_fields_meta",
-    "write_directus_fields_schema",
-    "write_directus_relations",
-    "write_directus_relations_meta",
-    "write_directus_relations_schema",
-    "write_directus_collections_input",
-    "write_directus_collections_meta_input",
-    "write_directus_collections_schema_input",
-    "write_directus_fields_input",
-    "write_directus_fields_meta_input",
-    "write_directus_fields_schema_input",
-    "write_directus_relations_input",
-    "write_directus_relations_meta_input",
-    "write_directus_relations_schema_input",
-    "delete_collection",
-    "delete_field",
-    "delete_relation",
-];
-
-/// The root field names this module adds to `/graphql/system` (no system collection may take them).
-pub const ROOT_FIELDS: &[&str] = &[
-    "collections",
-    "collections_by_name",
-    "fields",
-    "fields_in_collection",
-    "fields_by_name",
-    "relations",
-    "relations_in_collection",
-    "relations_by_name",
-    "create_collections_item",
-    "update_collections_item",
-    "delete_collections_item",
-    "create_fields_item",
-    "update_fields_item",
-    "delete_fields_item",
-    "create_relations_item",
-    "update_relations_item",
-    "delete_relations_item",
-];
 
 /// A field whose value is the object under `key` of the parent's JSON (`meta`, `schema`).
 fn object_field(key: &'static str, ty: String) -> Field {

@@ -1,7 +1,7 @@
 //! A GraphQL selection set → the typed [`Query`]'s `fields`, `alias` and `deep`, so that a root
 //! field with its whole tree of nested selections is ONE core request (one SQL statement).
 //!
-//! Rules (spec: GraphQL rules 1–3):
+//! Rules (docs/graphql.md):
 //! - A scalar field is its typed field path (REST `author.name`); its GraphQL alias changes nothing, as
 //!   nested resolvers read it by field name.
 //! - A relation is read under its JSON key: the field name, or `<alias>@<field>` when aliased
@@ -21,8 +21,8 @@ use async_graphql::parser::types::{
 };
 use async_graphql::{Context, Name, Positioned, Value, Variables};
 use cdapi_proto::ApiError;
-use cdapi_proto::paths::function_from_name;
 use cdapi_proto::v1::{FieldFunction, FieldPath, PathSegment, Query};
+use query_language::paths::function_from_name;
 use std::collections::HashMap;
 
 /// The JSON key a field's value is read under (module docs).
@@ -235,7 +235,7 @@ impl<'a> Walker<'a> {
         }
         if let Some(v) = self.argument(f, "sort") {
             // Written as in REST (`-title`, `author.name`).
-            q.sort = string_list(&v).iter().map(|s| cdapi_proto::paths::parse_sort(s)).collect::<Result<_, _>>()?;
+            q.sort = string_list(&v).iter().map(|s| query_language::paths::parse_sort(s)).collect::<Result<_, _>>()?;
         }
         if let Some(v) = self.argument(f, "search") {
             q.search = Some(match v {

@@ -1,4 +1,4 @@
-//! GraphQL subscriptions (issue 19), as Directus defines them on `/graphql`: for each user
+//! GraphQL subscriptions (docs/realtime.md), as Directus defines them on `/graphql`: for each user
 //! collection the caller may read (with a single-field primary key), a root field
 //! `<collection>_mutated(event: EventEnum): <collection>_mutated` whose events are
 //! `{key: ID!, event: EventEnum, data: <collection>}` — one per changed item: `create` and
@@ -91,7 +91,7 @@ async fn events<'a>(
         None => Query::default(),
     };
     // `key` comes from the item: its primary key is always read.
-    let key_path = cdapi_proto::paths::parse(&key)?;
+    let key_path = query_language::paths::parse(&key)?;
     if !query.fields.contains(&key_path) {
         query.fields.push(key_path);
     }

@@ -1,4 +1,4 @@
-//! The GraphQL types generated per collection (directus-facts.md "GraphQL naming"): the item
+//! The GraphQL types generated per collection (docs/graphql.md): the item
 //! object `<c>` (and `<c>_version`), `<c>_filter` (and `<c>_quantifier_filter` for to-many
 //! filters), `create_<c>_input` / `update_<c>_input`, `<c>_aggregated` with its
 //! `<c>_aggregated_count` / `<c>_aggregated_fields`, Many-to-Any unions `<c>_<field>_union`,
@@ -65,7 +65,7 @@ pub fn scalar_field(name: &str, ty: TypeRef, scalar: Scalar) -> Field {
     })
 }
 
-/// The arguments of a list of items (spec: Item operations (GraphQL), global query arguments).
+/// The arguments of a list of items (Directus docs "GraphQL": the global query parameters).
 pub fn with_list_arguments(field: Field, collection: &str) -> Field {
     field
         .argument(InputValue::new("filter", TypeRef::named(format!("{collection}_filter"))))
@@ -245,58 +245,9 @@ fn aggregate_types(c: &Collection) -> Vec<Object> {
     out
 }
 
-/// Operator input `name` with `ops` (operator → type).
-fn operators(name: &str, ops: &[(&str, TypeRef)]) -> InputObject {
-    ops.iter().fold(InputObject::new(name), |i, (op, ty)| i.field(InputValue::new(*op, ty.clone())))
-}
-
 /// The shared scalars, operator inputs, function objects and result objects.
 fn shared_types() -> Vec<async_graphql::dynamic::Type> {
     let s = || TypeRef::named(TypeRef::STRING);
-    let b = || TypeRef::named(TypeRef::BOOLEAN);
-    let sl = || TypeRef::named_list(TypeRef::STRING);
-    let nl = || TypeRef::named_list("GraphQLStringOrFloat");
-    let null_ops = || vec![("_null", b()), ("_nnull", b())];
-    let text_ops = |scalar: fn() -> TypeRef, list: fn() -> TypeRef| {
-        let mut ops = vec![("_eq", scalar()), ("_neq", scalar())];
-        for op in [
-            "_contains",
-            "_icontains",
-            "_ncontains",
-            "_nicontains",
-            "_starts_with",
-            "_istarts_with",
-            "_nstarts_with",
-            "_nistarts_with",
-            "_ends_with",
-            "_iends_with",
-            "_nends_with",
-            "_niends_with",
-        ] {
-            ops.push((op, TypeRef::named(TypeRef::STRING)));
-        }
-        ops.extend([
-            ("_in", list()),
-            ("_nin", list()),
-            ("_null", TypeRef::named(TypeRef::BOOLEAN)),
-            ("_nnull", TypeRef::named(TypeRef::BOOLEAN)),
-            ("_empty", TypeRef::named(TypeRef::BOOLEAN)),
-            ("_nempty", TypeRef::named(TypeRef::BOOLEAN)),
-        ]);
-        ops
-    };
-    let compare_ops = |scalar: fn() -> TypeRef, list: fn() -> TypeRef| {
-        let mut ops: Vec<(&str, TypeRef)> = ["_eq", "_neq", "_lt", "_lte", "_gt", "_gte"].iter().map(|o| (*o, scalar())).collect();
-        ops.extend([("_in", list()), ("_nin", list()), ("_between", list()), ("_nbetween", list())]);
-        ops.extend(null_ops());
-        ops
-    };
-    let mut id_ops = text_ops(|| TypeRef::named(TypeRef::ID), || TypeRef::named_list(TypeRef::ID));
-    id_ops.extend(["_lt", "_lte", "_gt", "_gte"].iter().map(|o| (*o, TypeRef::named(TypeRef::ID))));
-    id_ops.extend([("_between", TypeRef::named_list(TypeRef::ID)), ("_nbetween", TypeRef::named_list(TypeRef::ID))]);
-    let mut date_ops: Vec<(&str, TypeRef)> = ["_eq", "_neq", "_lt", "_lte", "_gt", "_gte"].iter().map(|o| (*o, s())).collect();
-    date_ops.extend([("_in", sl()), ("_nin", sl()), ("_between", nl()), ("_nbetween", nl())]);
-    date_ops.extend(null_ops());
     let mut types: Vec<async_graphql::dynamic::Type> = vec![
         ScalarType::new("JSON").description("Any JSON value.").into(),
         ScalarType::new("Date").description("A date, date-time or timestamp as an ISO 8601 string.").into(),
@@ -304,13 +255,6 @@ fn shared_types() -> Vec<async_graphql::dynamic::Type> {
         ScalarType::new("Void").description("No value (Directus's `Void`: always null).").into(),
         ScalarType::new("GraphQLBigInt").description("A 64-bit integer, as a string so JavaScript keeps it exact.").into(),
         ScalarType::new("GraphQLStringOrFloat").description("A number, or a string (a dynamic variable such as $NOW, a decimal).").into(),
-        operators("string_filter_operators", &text_ops(|| TypeRef::named(TypeRef::STRING), || TypeRef::named_list(TypeRef::STRING))).into(),
-        operators("number_filter_operators", &compare_ops(|| TypeRef::named("GraphQLStringOrFloat"), || TypeRef::named_list("GraphQLStringOrFloat"))).into(),
-        operators("big_int_filter_operators", &compare_ops(|| TypeRef::named("GraphQLBigInt"), || TypeRef::named_list("GraphQLBigInt"))).into(),
-        operators("date_filter_operators", &date_ops).into(),
-        operators("boolean_filter_operators", &[("_eq", b()), ("_neq", b()), ("_null", b()), ("_nnull", b())]).into(),
-        operators("id_filter_operators", &id_ops).into(),
-        operators("hash_filter_operators", &[("_null", b()), ("_nnull", b()), ("_empty", b()), ("_nempty", b())]).into(),
         Object::new("delete_one").field(scalar_field("id", TypeRef::named(TypeRef::ID), Scalar::Id)).into(),
         Object::new("delete_many").field(scalar_field("ids", TypeRef::named_list(TypeRef::ID), Scalar::Json)).into(),
         Enum::new("auth_mode").item("json").item("cookie").item("session").into(),
@@ -320,6 +264,7 @@ fn shared_types() -> Vec<async_graphql::dynamic::Type> {
             .field(scalar_field("refresh_token", s(), Scalar::String))
             .into(),
     ];
+    types.extend(crate::filter_inputs::all().into_iter().map(Into::into));
     for f in [Functions::Date, Functions::DateTime, Functions::Time, Functions::Count] {
         let obj = f.names().iter().fold(Object::new(f.type_name()), |o, name| o.field(scalar_field(name, TypeRef::named(TypeRef::INT), Scalar::Int)));
         types.push(obj.into());

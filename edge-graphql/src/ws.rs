@@ -1,4 +1,4 @@
-//! GraphQL over WebSocket on `/graphql` (issue 19): the `graphql-transport-ws` protocol of the
+//! GraphQL over WebSocket on `/graphql` (docs/realtime.md): the `graphql-transport-ws` protocol of the
 //! graphql-ws library, which Directus serves and its clients speak. Subscriptions are
 //! [`crate::subscriptions`]; queries and mutations run too (one `next`, then `complete`).
 //!
@@ -51,46 +51,6 @@ use std::time::Duration;
 pub const PROTOCOL: &str = "graphql-transport-ws";
 
 pub use edge_http::websocket::AuthMode;
-
-/// WebSocket settings of edge-graphql (Directus's names; see the module docs).
-#[derive(Debug, Clone)]
-pub struct WsSettings {
-    /// WEBSOCKETS_ENABLED and WEBSOCKETS_GRAPHQL_ENABLED (both default true).
-    pub enabled: bool,
-    /// WEBSOCKETS_GRAPHQL_AUTH (default `handshake`).
-    pub auth: AuthMode,
-    /// WEBSOCKETS_GRAPHQL_AUTH_TIMEOUT (seconds, default 10): time to `connection_init`.
-    pub auth_timeout: Duration,
-    /// WEBSOCKETS_GRAPHQL_CONN_LIMIT (default 10,000).
-    pub max_connections: usize,
-    /// WEBSOCKETS_CONN_LIMIT_PER_USER (default 100).
-    pub max_connections_per_user: usize,
-    /// WEBSOCKETS_MAX_SUBSCRIPTIONS (default 100): running operations per connection.
-    pub max_subscriptions: usize,
-    /// WEBSOCKETS_QUEUE (default 1,024).
-    pub queue: usize,
-    /// WEBSOCKETS_HEARTBEAT_ENABLED (default true) and WEBSOCKETS_HEARTBEAT_PERIOD (seconds,
-    /// default 30): the keepalive (see the module docs).
-    pub heartbeat: Option<Duration>,
-}
-
-impl WsSettings {
-    /// Reads the settings. Errors: a value that does not parse, an unknown auth mode.
-    pub fn from_env() -> anyhow::Result<Self> {
-        use service_runtime::env_or;
-        let auth = AuthMode::from_env("WEBSOCKETS_GRAPHQL_AUTH")?;
-        Ok(Self {
-            enabled: env_or("WEBSOCKETS_ENABLED", true)? && env_or("WEBSOCKETS_GRAPHQL_ENABLED", true)?,
-            auth,
-            auth_timeout: Duration::from_secs(env_or("WEBSOCKETS_GRAPHQL_AUTH_TIMEOUT", 10u64)?.max(1)),
-            max_connections: env_or("WEBSOCKETS_GRAPHQL_CONN_LIMIT", 10_000usize)?,
-            max_connections_per_user: env_or("WEBSOCKETS_CONN_LIMIT_PER_USER", 100usize)?,
-            max_subscriptions: env_or("WEBSOCKETS_MAX_SUBSCRIPTIONS", 100usize)?,
-            queue: env_or("WEBSOCKETS_QUEUE", 1024usize)?.max(8),
-            heartbeat: edge_http::websocket::heartbeat_from_env()?,
-        })
-    }
-}
 
 /// The upgrade of `/graphql` to a WebSocket (`caller`: who the upgrade request names). Errors:
 /// INVALID_CREDENTIALS (a bad token, or none in mode `strict`), REQUESTS_EXCEEDED (limits).
@@ -280,14 +240,14 @@ impl Connection {
             let mut results = schema.execute_stream(request);
             let mut first = true;
             while let Some(mut response) = results.next().await {
-                let not_executed = crate::http::with_codes(&mut response);
+                let not_executed = crate::response_json::with_codes(&mut response);
                 if first && not_executed {
-                    let errors: Vec<String> = response.errors.iter().filter_map(|e| crate::http::error_json(e, true).ok()).collect();
+                    let errors: Vec<String> = response.errors.iter().filter_map(|e| crate::response_json::error_json(e, true).ok()).collect();
                     out.send(Message::text(format!(r#"{{"id":{},"type":"error","payload":[{}]}}"#, Json::from(task_id.as_str()), errors.join(","))));
                     return;
                 }
                 first = false;
-                match crate::http::response_body(&response) {
+                match crate::response_json::response_body(&response) {
                     Ok(body) => out.send(Message::text(format!(r#"{{"id":{},"type":"next","payload":{body}}}"#, Json::from(task_id.as_str())))),
                     Err(e) => tracing::error!(error = %e, "a GraphQL response could not be serialised"),
                 }

@@ -1,4 +1,4 @@
-//! edge-rest settings from environment variables (documented in README.md).
+//! edge-rest settings from environment variables (documented in docs/configuration.md).
 
 use service_runtime::{env_opt, env_or};
 
@@ -27,7 +27,7 @@ pub struct Settings {
     /// them (give both the same values): only announced, in `/server/info`'s `queryLimit`.
     pub query_limit: (i64, i64),
     /// `/websocket` (WEBSOCKETS_* settings; [`crate::realtime`]).
-    pub websockets: crate::realtime::WebsocketSettings,
+    pub websockets: WebsocketSettings,
     /// STUDIO_DIR (default none): the Directus Data Studio's `dist/` directory (from the
     /// `@directus/app` npm package, BUSL-1.1, supplied by the operator), served at `/admin`
     /// ([`crate::studio`]); unset, `/admin` answers ROUTE_NOT_FOUND.
@@ -54,9 +54,62 @@ impl Settings {
             stream_limit: env_or("REST_STREAM_LIMIT", 1000i64)?.max(0),
             import_max_size: env_or("IMPORT_MAX_SIZE", 104_857_600u64)?,
             query_limit: (env_or("QUERY_LIMIT_DEFAULT", 100i64)?, env_or("QUERY_LIMIT_MAX", 10_000i64)?),
-            websockets: crate::realtime::WebsocketSettings::from_env()?,
+            websockets: WebsocketSettings::from_env()?,
             studio_dir: env_opt("STUDIO_DIR").map(std::path::PathBuf::from),
             public_url: env_opt("PUBLIC_URL"),
+        })
+    }
+}
+
+/// WebSocket settings (Directus's names where it has them; docs/realtime.md).
+#[derive(Debug, Clone)]
+pub struct WebsocketSettings {
+    /// WEBSOCKETS_ENABLED and WEBSOCKETS_REST_ENABLED (both default true).
+    pub enabled: bool,
+    /// WEBSOCKETS_REST_PATH (default `/websocket`).
+    pub path: String,
+    /// WEBSOCKETS_REST_AUTH (default `handshake`).
+    pub auth: edge_http::websocket::AuthMode,
+    /// WEBSOCKETS_REST_AUTH_TIMEOUT (seconds, default 10).
+    pub auth_timeout: std::time::Duration,
+    /// WEBSOCKETS_HEARTBEAT_ENABLED (default true) and WEBSOCKETS_HEARTBEAT_PERIOD (seconds,
+    /// default 30).
+    pub heartbeat: Option<std::time::Duration>,
+    /// WEBSOCKETS_REST_CONN_LIMIT (default 10,000).
+    pub max_connections: usize,
+    /// WEBSOCKETS_CONN_LIMIT_PER_USER (default 100).
+    pub max_connections_per_user: usize,
+    /// WEBSOCKETS_MAX_SUBSCRIPTIONS (default 100).
+    pub max_subscriptions: usize,
+    /// WEBSOCKETS_QUEUE (default 1,024).
+    pub queue: usize,
+    /// edge-graphql's WebSocket as `/server/info` announces it: its WEBSOCKETS_GRAPHQL_AUTH
+    /// when WEBSOCKETS_ENABLED and WEBSOCKETS_GRAPHQL_ENABLED (default true) leave it on (give
+    /// both edges the same values), else `None`.
+    pub graphql: Option<edge_http::websocket::AuthMode>,
+}
+
+impl WebsocketSettings {
+    /// Reads the settings. Errors: a value that does not parse, an unknown auth mode.
+    pub fn from_env() -> anyhow::Result<Self> {
+        use service_runtime::env_or;
+        let auth = edge_http::websocket::AuthMode::from_env("WEBSOCKETS_REST_AUTH")?;
+        let path = env_or("WEBSOCKETS_REST_PATH", "/websocket".to_string())?;
+        Ok(Self {
+            enabled: env_or("WEBSOCKETS_ENABLED", true)? && env_or("WEBSOCKETS_REST_ENABLED", true)?,
+            path: format!("/{}", path.trim_matches('/')),
+            auth,
+            auth_timeout: std::time::Duration::from_secs(env_or("WEBSOCKETS_REST_AUTH_TIMEOUT", 10u64)?.max(1)),
+            heartbeat: edge_http::websocket::heartbeat_from_env()?,
+            max_connections: env_or("WEBSOCKETS_REST_CONN_LIMIT", 10_000usize)?,
+            max_connections_per_user: env_or("WEBSOCKETS_CONN_LIMIT_PER_USER", 100usize)?,
+            max_subscriptions: env_or("WEBSOCKETS_MAX_SUBSCRIPTIONS", 100usize)?,
+            queue: env_or("WEBSOCKETS_QUEUE", 1024usize)?.max(8),
+            graphql: if env_or("WEBSOCKETS_ENABLED", true)? && env_or("WEBSOCKETS_GRAPHQL_ENABLED", true)? {
+                Some(edge_http::websocket::AuthMode::from_env("WEBSOCKETS_GRAPHQL_AUTH")?)
+            } else {
+                None
+            },
         })
     }
 }

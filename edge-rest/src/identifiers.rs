@@ -1,8 +1,8 @@
-//! The identifier budget of a query (issue 15, finding 7): every name a query uses — a field
+//! The identifier budget of a query (docs/security.md "Budgets"): every name a query uses — a field
 //! in `fields`, `sort`, `groupBy`, `aggregate`, `alias`, `deep` or a filter — is at most
 //! [`MAX_IDENTIFIER_LENGTH`] characters, Postgres's own limit (NAMEDATALEN − 1 = 63 bytes, so no
 //! longer name can exist; Directus uses 64). A longer one answers INVALID_QUERY at the edge,
-//! before any call to the core, without echoing it. Paths arrive typed (`cdapi_proto::paths`):
+//! before any call to the core, without echoing it. Paths arrive typed (`query_language::paths`):
 //! each segment, scope and field is a name.
 
 use cdapi_proto::ApiError;
@@ -60,12 +60,12 @@ mod tests {
     fn names_longer_than_64_characters_are_refused() {
         let long = "f".repeat(65);
         let ok = "f".repeat(64);
-        let q = |fields: Vec<String>| Query { fields: fields.iter().map(|f| cdapi_proto::paths::parse(f).expect("path")).collect(), ..Default::default() };
+        let q = |fields: Vec<String>| Query { fields: fields.iter().map(|f| query_language::paths::parse(f).expect("path")).collect(), ..Default::default() };
         assert!(check(&q(vec![ok.clone(), format!("author.{ok}"), format!("year({ok})")])).is_ok());
         for bad in [long.clone(), format!("author.{long}"), format!("year({long})"), format!("blocks.item:{long}.x")] {
             assert!(check(&q(vec![bad.clone()])).is_err(), "{bad}");
         }
-        let sorted = Query { sort: vec![cdapi_proto::paths::parse_sort(&format!("-{long}")).expect("sort")], ..Default::default() };
+        let sorted = Query { sort: vec![query_language::paths::parse_sort(&format!("-{long}")).expect("sort")], ..Default::default() };
         assert!(check(&sorted).is_err());
         let nested = Query { deep: [("tags".to_owned(), q(vec![long.clone()]))].into(), ..Default::default() };
         assert!(check(&nested).is_err());

@@ -1,5 +1,5 @@
 //! `GET /server/specs/oas`: the OpenAPI 3.0 document of the REST API as the caller's role sees
-//! it (issue 16; Directus serves the same path). Built from the core's schema snapshot for the
+//! it (docs/directus-compatibility.md "The OpenAPI document"; Directus serves the same path). Built from the core's schema snapshot for the
 //! caller (`GetSchema`), so it changes when the database or the permissions change.
 //!
 //! What it promises, and the test suite holds it to (Schemathesis, `tests/tests/openapi.rs`):
@@ -167,7 +167,7 @@ fn field_schema(f: &Field) -> Value {
     s
 }
 
-/// `/collections`, `/fields`, `/relations` (issue 18) with Directus's operation ids; changes
+/// `/collections`, `/fields`, `/relations` (docs/data-model.md) with Directus's operation ids; changes
 /// need admin access (others get 403, as the `default` error response says). Also
 /// `/schema/snapshot|diff|apply`, `/permissions/me` and `/policies/me/globals`.
 fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, Value>) {
@@ -449,14 +449,18 @@ fn item_operations(c: &Collection, item: &Value, tag: &str, versions: bool) -> V
     Value::Object(ops)
 }
 
-/// The query parameters (spec: Global query parameters).
+/// The query parameters (Directus docs "Global Query Parameters").
 fn parameters() -> Value {
+    let filter_description = format!(
+        "A filter object (JSON), e.g. {{\"status\":{{\"_eq\":\"published\"}}}}. Operators: {}",
+        query_language::operators::names_in(query_language::operators::Scope::Everywhere)
+    );
     let q =
         |name: &str, description: &str, schema: Value| json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema});
     json!({
         "Fields": {"name": "fields", "in": "query", "required": false, "explode": false, "description": "Field paths to return (`*`, `author.name`, `year(published_at)`)",
                    "schema": {"type": "array", "items": {"type": "string"}}},
-        "Filter": {"name": "filter", "in": "query", "required": false, "description": "A filter object (JSON), e.g. {\"status\":{\"_eq\":\"published\"}}",
+        "Filter": {"name": "filter", "in": "query", "required": false, "description": filter_description,
                    "content": {"application/json": {"schema": {"type": "object"}}}},
         "Search": q("search", "Substring search over the root item's text fields", json!({"type": "string"})),
         "Sort": {"name": "sort", "in": "query", "required": false, "explode": false, "description": "Field paths, `-` for descending",

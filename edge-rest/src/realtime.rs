@@ -1,4 +1,4 @@
-//! `/websocket`: Directus's realtime protocol (issue 19) over `ItemsService.Subscribe` and the
+//! `/websocket`: Directus's realtime protocol (docs/realtime.md; Directus docs "Realtime") over `ItemsService.Subscribe` and the
 //! item calls. One task per connection reads the client's messages; each subscription is a task
 //! forwarding its gRPC stream; one writer task sends what they queue.
 //!
@@ -56,59 +56,6 @@ use std::time::Duration;
 pub use edge_http::websocket::CLOSE_TOO_SLOW;
 
 pub use edge_http::websocket::AuthMode;
-
-/// WebSocket settings (Directus's names where it has them; see the module docs).
-#[derive(Debug, Clone)]
-pub struct WebsocketSettings {
-    /// WEBSOCKETS_ENABLED and WEBSOCKETS_REST_ENABLED (both default true).
-    pub enabled: bool,
-    /// WEBSOCKETS_REST_PATH (default `/websocket`).
-    pub path: String,
-    /// WEBSOCKETS_REST_AUTH (default `handshake`).
-    pub auth: AuthMode,
-    /// WEBSOCKETS_REST_AUTH_TIMEOUT (seconds, default 10).
-    pub auth_timeout: Duration,
-    /// WEBSOCKETS_HEARTBEAT_ENABLED (default true) and WEBSOCKETS_HEARTBEAT_PERIOD (seconds,
-    /// default 30).
-    pub heartbeat: Option<Duration>,
-    /// WEBSOCKETS_REST_CONN_LIMIT (default 10,000).
-    pub max_connections: usize,
-    /// WEBSOCKETS_CONN_LIMIT_PER_USER (default 100).
-    pub max_connections_per_user: usize,
-    /// WEBSOCKETS_MAX_SUBSCRIPTIONS (default 100).
-    pub max_subscriptions: usize,
-    /// WEBSOCKETS_QUEUE (default 1,024).
-    pub queue: usize,
-    /// edge-graphql's WebSocket as `/server/info` announces it: its WEBSOCKETS_GRAPHQL_AUTH
-    /// when WEBSOCKETS_ENABLED and WEBSOCKETS_GRAPHQL_ENABLED (default true) leave it on (give
-    /// both edges the same values), else `None`.
-    pub graphql: Option<AuthMode>,
-}
-
-impl WebsocketSettings {
-    /// Reads the settings. Errors: a value that does not parse, an unknown auth mode.
-    pub fn from_env() -> anyhow::Result<Self> {
-        use service_runtime::env_or;
-        let auth = AuthMode::from_env("WEBSOCKETS_REST_AUTH")?;
-        let path = env_or("WEBSOCKETS_REST_PATH", "/websocket".to_string())?;
-        Ok(Self {
-            enabled: env_or("WEBSOCKETS_ENABLED", true)? && env_or("WEBSOCKETS_REST_ENABLED", true)?,
-            path: format!("/{}", path.trim_matches('/')),
-            auth,
-            auth_timeout: Duration::from_secs(env_or("WEBSOCKETS_REST_AUTH_TIMEOUT", 10u64)?.max(1)),
-            heartbeat: edge_http::websocket::heartbeat_from_env()?,
-            max_connections: env_or("WEBSOCKETS_REST_CONN_LIMIT", 10_000usize)?,
-            max_connections_per_user: env_or("WEBSOCKETS_CONN_LIMIT_PER_USER", 100usize)?,
-            max_subscriptions: env_or("WEBSOCKETS_MAX_SUBSCRIPTIONS", 100usize)?,
-            queue: env_or("WEBSOCKETS_QUEUE", 1024usize)?.max(8),
-            graphql: if env_or("WEBSOCKETS_ENABLED", true)? && env_or("WEBSOCKETS_GRAPHQL_ENABLED", true)? {
-                Some(AuthMode::from_env("WEBSOCKETS_GRAPHQL_AUTH")?)
-            } else {
-                None
-            },
-        })
-    }
-}
 
 /// The WebSocket handshake on WEBSOCKETS_REST_PATH. Errors: INVALID_CREDENTIALS (a bad token,
 /// or none in mode `strict`), REQUESTS_EXCEEDED (connection limits).
@@ -322,7 +269,7 @@ impl Connection {
         collection_name_ok(collection)?;
         let query = match msg.get("query") {
             None | Some(Value::Null) => Query::default(),
-            Some(Value::Object(q)) => cdapi_proto::query_json::query_from_json(q)?,
+            Some(Value::Object(q)) => query_language::query_json::query_from_json(q)?,
             Some(_) => return Err(ApiError::invalid_query("\"query\" must be an object")),
         };
         crate::identifiers::check(&query)?;
@@ -438,7 +385,7 @@ impl Connection {
             return Err(ApiError::forbidden());
         }
         let query = match msg.get("query") {
-            Some(Value::Object(q)) => cdapi_proto::query_json::query_from_json(q)?,
+            Some(Value::Object(q)) => query_language::query_json::query_from_json(q)?,
             _ => Query::default(),
         };
         crate::identifiers::check(&query)?;

@@ -6,7 +6,6 @@
 
 use crate::query_string;
 use cdapi_proto::ApiError;
-use cdapi_proto::query_json::query_from_json;
 use cdapi_proto::v1::Query;
 use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
@@ -14,6 +13,7 @@ use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
 use cdapi_proto::v1::versions_service_client::VersionsServiceClient;
 use edge_http::balance::Balanced as Channel;
 use http::{HeaderMap, Method};
+use query_language::query_json::query_from_json;
 
 /// What every request handler needs.
 pub struct EdgeState {
@@ -63,7 +63,7 @@ pub struct EdgeState {
     /// deadline (a subscription lasts as long as its connection).
     pub subscriptions: ItemsServiceClient<Channel>,
     /// `/websocket` settings.
-    pub websocket_settings: crate::realtime::WebsocketSettings,
+    pub websocket_settings: crate::config::WebsocketSettings,
     /// Open WebSocket connections.
     pub websockets: std::sync::Arc<edge_http::websocket::Connections>,
     /// The Data Studio at `/admin`, when STUDIO_DIR is set.

@@ -1,20 +1,20 @@
-//! core-service's parsers of request input: the `fields` path grammar (`cdapi_proto::paths`
+//! core-service's parsers of request input: the `fields` path grammar (`query_language::paths`
 //! and `FieldTree::parse`), permission validation rules (`validate::parse`), write payloads
 //! (`write::payload::columns`), and the whole read planner (a JSON query → SQL text on a
 //! fixed schema: field resolution, filters with `$NOW(...)`/`$CURRENT_USER`, sort paths,
 //! `deep`, `alias`, aggregates). Nothing reaches a database: planning is pure.
 
-use cdapi_proto::query_json::query_from_json;
 use core_service::permissions::validate;
 use core_service::query::fields::FieldTree;
 use core_service::query::{Limits, Planner, Variables};
 use core_service::schema::{Collection, Deselect, Field, FieldRelation, FieldType, Schema};
 use core_service::write::payload::{self, Mode};
+use query_language::query_json::query_from_json;
 use serde_json::Value;
 use std::sync::{Arc, LazyLock};
 
 /// Fuzz input → UTF-8 (lossy) `fields` parameter, split at commas and parsed as the query
-/// object's parser does (`cdapi_proto::paths::parse`) → `FieldTree::parse`; each parsed path
+/// object's parser does (`query_language::paths::parse`) → `FieldTree::parse`; each parsed path
 /// prints back to text that parses to the same path.
 pub fn field_paths(data: &[u8]) {
     let raw = String::from_utf8_lossy(data);
@@ -23,7 +23,7 @@ pub fn field_paths(data: &[u8]) {
     let Ok(q) = query_from_json(&obj) else { return };
     let _ = FieldTree::parse(&q.fields, 10);
     for path in &q.fields {
-        let again = cdapi_proto::paths::parse(&path.to_string());
+        let again = query_language::paths::parse(&path.to_string());
         assert_eq!(again.as_ref(), Ok(path), "{path} prints back to the same path");
     }
 }

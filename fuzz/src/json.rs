@@ -1,7 +1,7 @@
 //! The Directus query object and filter in their JSON form (cdapi-proto `query_json`): the
 //! `SEARCH` body's `query`, a `filter=<json>` parameter, the filters of permission rows.
 
-use cdapi_proto::query_json::{MAX_DEPTH, filter_from_json, query_from_json};
+use query_language::query_json::{MAX_DEPTH, filter_from_json, query_from_json};
 
 /// Fuzz input → JSON (inputs that are not JSON are skipped, as the edges answer
 /// INVALID_PAYLOAD before any parser runs) → `query_from_json` when it is an object.

@@ -3,10 +3,12 @@
 
 use std::path::PathBuf;
 
-/// The seed directory of `target`, from the crate that includes this module (its manifest
-/// directory is a direct child of the repository root, as every workspace crate's is).
+/// The seed directory of `target`, from the crate that includes this module: `fuzz/seeds` in
+/// the nearest directory above its manifest directory that has one (the repository root).
 pub fn dir(manifest_dir: &str, target: &str) -> PathBuf {
-    PathBuf::from(manifest_dir).join("../fuzz/seeds").join(target)
+    let start = PathBuf::from(manifest_dir);
+    let root = start.ancestors().find(|a| a.join("fuzz/seeds").is_dir()).unwrap_or(&start).to_path_buf();
+    root.join("fuzz/seeds").join(target)
 }
 
 /// Runs `harness` on every file of `fuzz/seeds/<target>/`; returns how many ran. A panic in

@@ -1,4 +1,4 @@
-//! The spec's error codes (spec: "Errors"; directus-facts.md: "Error body") and the one place
+//! Directus's error codes (Directus docs "Error Codes"; docs/directus-compatibility.md) and the one place
 //! where they are mapped to gRPC codes and HTTP statuses.
 //!
 //! On the wire a failed call is a `tonic::Status` whose message is the human message, whose
@@ -8,7 +8,7 @@
 
 use tonic::metadata::{BinaryMetadataValue, MetadataValue};
 
-/// Metadata key carrying the spec error code.
+/// Metadata key carrying the error code.
 pub const ERROR_CODE_KEY: &str = "error-code";
 /// Metadata key carrying the JSON extensions (binary metadata).
 pub const ERROR_EXTENSIONS_KEY: &str = "error-extensions-bin";
@@ -18,7 +18,7 @@ pub const ERROR_EXTENSIONS_KEY: &str = "error-extensions-bin";
 pub enum ErrorCode {
     /// 400: validation of the item failed.
     FailedValidation,
-    /// 403: not allowed, or the item does not exist (spec rule 6).
+    /// 403: not allowed, or the item does not exist (docs/security.md "Threat model").
     Forbidden,
     /// 403: the token is invalid.
     InvalidToken,
@@ -119,7 +119,7 @@ impl ErrorCode {
         Self::ALL.into_iter().find(|c| c.as_str() == s)
     }
 
-    /// HTTP status of the code (spec: "Errors").
+    /// HTTP status of the code (Directus docs "Error Codes").
     pub fn http_status(self) -> u16 {
         match self {
             Self::FailedValidation
@@ -192,7 +192,7 @@ impl std::fmt::Display for ErrorCode {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct ApiError {
-    /// The spec code.
+    /// The error code.
     pub code: ErrorCode,
     /// Human message, e.g. `Invalid query. Unknown field "x".` (Directus wording).
     pub message: String,
@@ -214,6 +214,32 @@ impl ApiError {
     /// INVALID_PAYLOAD with `reason` (message `Invalid payload. <reason>.`).
     pub fn invalid_payload(reason: impl Into<String>) -> Self {
         Self::with_reason(ErrorCode::InvalidPayload, "Invalid payload", reason.into())
+    }
+
+    /// FAILED_VALIDATION for `field` with the check `kind` (`eq`, `null`, ...) and a sentence
+    /// of detail: Directus's shape, `extensions.field` and `extensions.type`.
+    pub fn failed_validation(field: &str, kind: &str, detail: &str) -> Self {
+        let mut e = Self::new(ErrorCode::FailedValidation, format!("Validation failed for field \"{field}\". {detail}"));
+        e.extensions.insert("field".into(), field.into());
+        e.extensions.insert("type".into(), kind.into());
+        e
+    }
+
+    /// FORBIDDEN for a collection that does not exist or may not be used, worded as Directus
+    /// does (the same answer for both, so a caller cannot probe which collections exist).
+    pub fn forbidden_collection(collection: &str) -> Self {
+        let mut e = Self::forbidden();
+        e.message = format!("You don't have permission to access collection \"{collection}\" or it does not exist.");
+        e.extensions.insert("reason".into(), e.message.clone().into());
+        e
+    }
+
+    /// FORBIDDEN for a field that does not exist or may not be read, worded as Directus does.
+    pub fn forbidden_field(collection: &str, field: &str) -> Self {
+        let mut e = Self::forbidden();
+        e.message = format!("You don't have permission to access field \"{field}\" in collection \"{collection}\" or it does not exist.");
+        e.extensions.insert("reason".into(), e.message.clone().into());
+        e
     }
 
     /// FORBIDDEN with Directus's message.
@@ -245,7 +271,7 @@ impl ApiError {
     }
 
     /// INVALID_CREDENTIALS with Directus's message: one answer for a wrong email, a wrong
-    /// password, an unknown token and an inactive user (spec: Authentication, errors).
+    /// password, an unknown token and an inactive user (docs/authentication.md).
     pub fn invalid_credentials() -> Self {
         Self::new(ErrorCode::InvalidCredentials, "Invalid user credentials.")
     }
@@ -280,7 +306,7 @@ impl ApiError {
     }
 
     /// Decodes a `tonic::Status` received from a service. A status without our metadata (a
-    /// transport failure) becomes SERVICE_UNAVAILABLE or the code's closest spec code.
+    /// transport failure) becomes SERVICE_UNAVAILABLE or the closest error code.
     pub fn from_status(status: &tonic::Status) -> Self {
         let md = status.metadata();
         let code = md.get(ERROR_CODE_KEY).and_then(|v| v.to_str().ok()).and_then(ErrorCode::parse);
@@ -331,7 +357,7 @@ impl ApiError {
 }
 
 impl From<tonic::Status> for ApiError {
-    /// [`ApiError::from_status`]: a service's answer back into the spec's error, so a gRPC
+    /// [`ApiError::from_status`]: a service's answer back into the API error, so a gRPC
     /// call's error needs nothing but `?`.
     fn from(s: tonic::Status) -> Self {
         ApiError::from_status(&s)

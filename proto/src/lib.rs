@@ -3,18 +3,14 @@
 //!
 //! Layout:
 //! - [`v1`]: code generated from `proto/cdapi/v1/*.proto` (messages, clients, servers).
-//! - [`error_code`]: the spec's error codes, their gRPC and HTTP mapping, and how they travel
+//! - [`error_code`]: Directus's error codes, their gRPC and HTTP mapping, and how they travel
 //!   in a `tonic::Status`.
+//! - [`field_path`]: Directus's names of the field functions; a field path as REST spells it.
 //! - [`field_type`]: Directus's names of the field types.
-//! - [`filters`]: filter documents (JSON or GraphQL values, REST or GraphQL key spelling) → [`v1::Filter`].
-//! - [`paths`]: the result key of a field path (`year(published_at)` → `published_at_year`).
-//! - [`query_json`]: the Directus query object (JSON, as REST and GraphQL receive it) → [`v1::Query`].
 
 pub mod error_code;
+pub mod field_path;
 pub mod field_type;
-pub mod filters;
-pub mod paths;
-pub mod query_json;
 pub mod system_collections;
 
 /// Generated code of package `cdapi.v1`.

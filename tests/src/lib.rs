@@ -187,12 +187,12 @@ pub fn jwt_claims(token: &str) -> Value {
 /// Typed field paths of their REST spellings (`["id", "author.name", "year(date)"]`), for gRPC
 /// queries. Panics on a malformed path (a test's own mistake).
 pub fn paths(texts: &[&str]) -> Vec<cdapi_proto::v1::FieldPath> {
-    texts.iter().map(|t| cdapi_proto::paths::parse(t).unwrap_or_else(|e| panic!("{t}: {}", e.message))).collect()
+    texts.iter().map(|t| query_language::paths::parse(t).unwrap_or_else(|e| panic!("{t}: {}", e.message))).collect()
 }
 
 /// Typed sort keys of their REST spellings (`["-title", "id"]`).
 pub fn sort_keys(texts: &[&str]) -> Vec<cdapi_proto::v1::SortKey> {
-    texts.iter().map(|t| cdapi_proto::paths::parse_sort(t).unwrap_or_else(|e| panic!("{t}: {}", e.message))).collect()
+    texts.iter().map(|t| query_language::paths::parse_sort(t).unwrap_or_else(|e| panic!("{t}: {}", e.message))).collect()
 }
 
 /// `len` bytes that compress badly and differ per `seed` (file contents for upload tests).

@@ -1,13 +1,13 @@
-//! The same query through REST and through gRPC gives the same data (issue 3): each query
+//! The same query through REST and through gRPC gives the same data (docs/grpc-api.md): each query
 //! string is sent to edge-rest, and also parsed with the edge's own parser into the typed Query
 //! that an internal caller would send to core-service directly.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use cdapi_proto::query_json::query_from_json;
 use cdapi_proto::v1::ReadRequest;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use e2e_tests::{ADMIN_TOKEN, Dataset, app, get};
+use query_language::query_json::query_from_json;
 use serde_json::Value;
 
 const QUERIES: &[(&str, &str)] = &[

@@ -1,4 +1,4 @@
-//! Activity and revisions (Directus's `directus_activity`, `directus_revisions`; README "Activity
+//! Activity and revisions (Directus's `directus_activity`, `directus_revisions`; docs/history.md "Activity
 //! and revisions"): every statement that creates, updates or deletes items records them with
 //! ONE more statement in the same transaction, so a rolled-back write leaves no record and a
 //! committed write always has one, and a batch of 1,000 creates writes its 1,000 activity rows
@@ -18,17 +18,13 @@
 pub mod retention;
 
 use crate::query::keys::pk_expr;
-use crate::query::sql::{Param, Sql, ident};
 use crate::schema::Collection;
+use crate::sql::{Param, Sql, ident};
 use cdapi_proto::ApiError;
 use serde_json::{Value, json};
 use sqlx::PgConnection;
 
-/// The collection of activity rows.
-pub const ACTIVITY: &str = "directus_activity";
-
-/// The collection of revisions.
-pub const REVISIONS: &str = "directus_revisions";
+pub use system_tables::activity::{ACTIVITY, REVISIONS};
 
 /// Where a request came from (recorded with each activity row).
 pub use access_token::client::Client;

@@ -1,5 +1,5 @@
 //! `core-service import-directus [--dry-run]`: makes this API serve a Directus 11 database
-//! (README "Coming from Directus"). The content tables are served where they are; Directus's
+//! (docs/coming-from-directus.md). The content tables are served where they are; Directus's
 //! system tables (`directus_*`, in DATABASE_SCHEMA) are copied into ours (`cdapi`), converted
 //! where the shapes differ: static tokens are kept as their SHA-256 (Directus keeps them in
 //! clear), comma-separated lists become arrays, `json` becomes `jsonb`. Passwords stay the
@@ -21,7 +21,7 @@
 pub mod steps;
 
 use crate::config::Settings;
-use crate::query::sql::ident;
+use crate::sql::ident;
 use anyhow::{Context, bail};
 use sqlx::{Connection, PgConnection, Row};
 use std::fmt::Write as _;

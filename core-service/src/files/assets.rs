@@ -53,7 +53,7 @@ pub async fn asset(
     let transform = super::transform::Transform::parse(&req.transform, &state.files.transformer.settings, &caller.schema.assets)?;
     // Readable by the caller: the item's key through their view (its filter applies).
     let files = caller.read.collection("directus_files").cloned().ok_or_else(ApiError::forbidden)?;
-    let q = cdapi_proto::query_json::query_from_json(&serde_json::json!({"fields": ["id"]}).as_object().cloned().unwrap_or_default())?;
+    let q = query_language::query_json::query_from_json(&serde_json::json!({"fields": ["id"]}).as_object().cloned().unwrap_or_default())?;
     let st = Planner::new(&caller.read, state.limits, &caller.vars).read(&files, ReadShape::of(&files, Some(&req.id), &q), &q)?;
     let row = st
         .sql

@@ -1,4 +1,4 @@
-//! Files (issue 18; Directus `directus_files`, `/files`, `/assets`): blobs in storage
+//! Files (docs/files.md; Directus `directus_files`, `/files`, `/assets`): blobs in storage
 //! locations behind the `object_store` crate (local disk, S3-compatible: [`locations`]), each
 //! described by a `directus_files` item.
 //!
@@ -16,7 +16,6 @@
 //! nothing is kept); memory per upload: the gRPC chunks in flight plus the store's part buffer
 //! ([`PART_SIZE`]).
 
-pub mod asset_settings;
 pub mod assets;
 pub mod import;
 pub mod locations;

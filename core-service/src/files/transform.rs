@@ -1,4 +1,4 @@
-//! Image transformations of assets (issue 18; Directus's `/assets/:id?width=&height=&fit=&
+//! Image transformations of assets (docs/files.md; Directus's `/assets/:id?width=&height=&fit=&
 //! quality=&format=&withoutEnlargement=&key=`), with the `image` crate.
 //!
 //! Budgets (Directus's setting names where it has them):
@@ -27,7 +27,7 @@
 //! `tiff`, `auto`/absent (the source's when it is png or webp, else jpeg). Sources: jpeg, png,
 //! webp, tiff. Files that are not images are served as stored, as Directus does.
 
-use super::asset_settings::AssetSettings;
+use crate::asset_settings::AssetSettings;
 use bytes::Bytes;
 use cdapi_proto::{ApiError, ErrorCode};
 use image::{DynamicImage, GenericImageView, ImageFormat, imageops::FilterType};
@@ -52,41 +52,17 @@ pub struct TransformSettings {
     pub max_concurrent: usize,
     /// ASSETS_CACHE_MAX_BYTES.
     pub cache_bytes: usize,
-    /// The Studio's `system-*` presets ([`system_presets`]) and ASSETS_PRESETS, by key.
+    /// The Studio's `system-*` presets ([`crate::asset_settings::system_presets`]) and ASSETS_PRESETS, by key.
     pub presets: BTreeMap<String, BTreeMap<String, String>>,
-}
-
-/// The sizes of the built-in presets: name and width in pixels.
-pub const SYSTEM_SIZES: [(&str, &str); 3] = [("small", "64"), ("medium", "300"), ("large", "800")];
-
-/// Whether `key` names one of [`system_presets`] (`system-<size>-<cover|contain>`).
-pub fn is_system_key(key: &str) -> bool {
-    match key.strip_prefix("system-").and_then(|k| k.split_once('-')) {
-        Some((size, fit)) => SYSTEM_SIZES.iter().any(|(s, _)| *s == size) && matches!(fit, "cover" | "contain"),
-        None => false,
-    }
-}
-
-/// Directus's built-in presets the Data Studio asks for (its `SYSTEM_ASSET_ALLOW_LIST`):
-/// `system-{small,medium,large}-{cover,contain}`, 64, 300 and 800 pixels wide (cover: square).
-pub fn system_presets() -> BTreeMap<String, BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
-    for (size, px) in SYSTEM_SIZES {
-        let cover = [("width", px), ("height", px), ("fit", "cover")];
-        let contain = [("width", px), ("fit", "contain")];
-        out.insert(format!("system-{size}-cover"), cover.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect());
-        out.insert(format!("system-{size}-contain"), contain.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect());
-    }
-    out
 }
 
 impl TransformSettings {
     /// Reads the settings. Errors: a value that does not parse.
     pub fn from_env() -> anyhow::Result<Self> {
-        let mut presets = system_presets();
+        let mut presets = crate::asset_settings::system_presets();
         if let Some(text) = service_runtime::env_opt("ASSETS_PRESETS") {
             let list: Vec<serde_json::Map<String, Value>> = serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("ASSETS_PRESETS: {e}"))?;
-            presets.extend(super::asset_settings::parse_presets(&list).map_err(|e| anyhow::anyhow!("ASSETS_PRESETS: {e}"))?);
+            presets.extend(crate::asset_settings::parse_presets(&list).map_err(|e| anyhow::anyhow!("ASSETS_PRESETS: {e}"))?);
         }
         Ok(Self {
             max_dimension: service_runtime::env_or("ASSETS_TRANSFORM_IMAGE_MAX_DIMENSION", 6000u32)?,

@@ -1,4 +1,4 @@
-//! Streaming a statement's rows to a gRPC reply in chunks (issue 21: flat memory at any size):
+//! Streaming a statement's rows to a gRPC reply in chunks (flat memory at any size; docs/architecture.md "A read, end to end"):
 //! rows flow from the database cursor into a buffer that is sent every [`CHUNK`] bytes through
 //! a channel of [`DEPTH`] chunks, so a reply's memory is bounded by `CHUNK × DEPTH` whatever its
 //! length. Used by `ExportItems` (NDJSON lines) and `ReadStream` (a list's items).
@@ -10,7 +10,7 @@
 //! (STREAM_BYTES_PER_SECOND, STREAM_BYTES_PER_SECOND_PUBLIC).
 
 use super::stream_budget::StreamPass;
-use crate::query::sql::Sql;
+use crate::sql::Sql;
 use bytes::Bytes;
 use cdapi_proto::ApiError;
 use futures_util::StreamExt;

@@ -31,7 +31,7 @@ impl Items {
 
     /// Authenticates and looks the collection up in what the caller may read: their view of
     /// the snapshot (see [`crate::permissions`]). A collection that does not exist and one the
-    /// caller may not read are both FORBIDDEN (spec rule 6).
+    /// caller may not read are both FORBIDDEN (docs/data-model.md "How the database is exposed").
     async fn readable(&self, md: &tonic::metadata::MetadataMap, name: &str) -> Result<(Caller, Arc<Collection>), ApiError> {
         let caller = self.state.caller(md).await?;
         let collection = readable_in(&caller, name)?;
@@ -39,7 +39,7 @@ impl Items {
     }
 
     /// Runs a planned read; returns (data JSON, meta JSON or empty). With `by_key`, a value that
-    /// cannot be of the key's type means no such item: FORBIDDEN (spec rule 6).
+    /// cannot be of the key's type means no such item: FORBIDDEN (docs/security.md "Threat model").
     async fn run(&self, st: ReadStatement, by_key: bool) -> Result<(Option<String>, Bytes), ApiError> {
         let row = st
             .sql
@@ -115,7 +115,7 @@ impl Items {
     /// `{"id": <the caller>}`, as Directus's users controller does. Errors: FORBIDDEN,
     /// INVALID_QUERY, the database's.
     async fn read_reply(&self, caller: &Caller, r: &ReadRequest) -> Result<ReadResponse, ApiError> {
-        let me = r.collection == crate::users::USERS && r.key.as_deref() == Some("me");
+        let me = r.collection == crate::write::users::USERS && r.key.as_deref() == Some("me");
         match self.read_any(caller, r).await {
             Err(e) if me && e.code == cdapi_proto::ErrorCode::Forbidden => match &caller.vars.user {
                 Some(id) => Ok(ReadResponse { data: Bytes::from(serde_json::json!({ "id": id }).to_string()), meta: Bytes::new() }),
@@ -128,7 +128,7 @@ impl Items {
     /// [`Self::read_reply`] but for `/users/me`'s answer when forbidden.
     async fn read_any(&self, caller: &Caller, r: &ReadRequest) -> Result<ReadResponse, ApiError> {
         // `me` without a signed-in user is INVALID_CREDENTIALS before any permission check.
-        let key = r.key.as_deref().map(|k| crate::users::resolve_me(&r.collection, k, caller.vars.user.as_deref())).transpose()?;
+        let key = r.key.as_deref().map(|k| crate::write::users::resolve_me(&r.collection, k, caller.vars.user.as_deref())).transpose()?;
         let collection = readable_in(caller, &r.collection)?;
         let default = Query::default();
         let q = r.query.as_ref().unwrap_or(&default);
@@ -270,7 +270,7 @@ impl ItemsService for Items {
         let out = self
             .in_write_tx(req.metadata(), "CreateItem", &r.collection, move |w, c| {
                 Box::pin(async move {
-                    let keys = crate::comments::create(w, c, data).await?;
+                    let keys = crate::write::comments::create(w, c, data).await?;
                     w.read_back(c, &keys, &q).await
                 })
             })
@@ -286,7 +286,7 @@ impl ItemsService for Items {
         let out = self
             .in_write_tx(req.metadata(), "CreateItems", &r.collection, move |w, c| {
                 Box::pin(async move {
-                    let keys = crate::comments::create(w, c, data).await?;
+                    let keys = crate::write::comments::create(w, c, data).await?;
                     w.read_back(c, &keys, &q).await
                 })
             })
@@ -302,8 +302,8 @@ impl ItemsService for Items {
         let out = self
             .in_write_tx(req.metadata(), "UpdateItem", &r.collection, move |w, c| {
                 Box::pin(async move {
-                    let key = crate::users::resolve_me(&c.name, &key, w.vars.user.as_deref())?;
-                    let keys = crate::users::update_keys(w, c, std::slice::from_ref(&key), data).await?;
+                    let key = crate::write::users::resolve_me(&c.name, &key, w.vars.user.as_deref())?;
+                    let keys = crate::write::users::update_keys(w, c, std::slice::from_ref(&key), data).await?;
                     w.read_back(c, &keys, &q).await
                 })
             })
@@ -320,8 +320,8 @@ impl ItemsService for Items {
             .in_write_tx(req.metadata(), "UpdateItems", &r.collection, move |w, c| {
                 Box::pin(async move {
                     let keys = match &selector {
-                        Some(update_items_request::Selector::Keys(k)) => crate::users::update_keys(w, c, &k.keys, data).await?,
-                        Some(update_items_request::Selector::SelectorQuery(sq)) => crate::users::update_query(w, c, sq, data).await?,
+                        Some(update_items_request::Selector::Keys(k)) => crate::write::users::update_keys(w, c, &k.keys, data).await?,
+                        Some(update_items_request::Selector::SelectorQuery(sq)) => crate::write::users::update_query(w, c, sq, data).await?,
                         None => return Err(ApiError::invalid_payload("Updating many items requires exactly one of \"keys\" or \"query\"")),
                     };
                     w.read_back(c, &keys, &q).await
@@ -461,11 +461,12 @@ fn readable_in(caller: &Caller, name: &str) -> Result<Arc<Collection>, ApiError>
 
 /// `name` in `schema` (the caller's read view, or the whole snapshot for writes, whose grants
 /// are checked after). Missing: FORBIDDEN alike whether the collection does not exist or the
-/// caller may not reach it (spec rule 6; see [`crate::query::forbidden_collection`]).
+/// caller may not reach it (docs/data-model.md "How the database is exposed"; see
+/// [`ApiError::forbidden_collection`]).
 fn collection_in(caller: &Caller, schema: &crate::schema::Schema, name: &str) -> Result<Arc<Collection>, ApiError> {
     schema.collection(name).cloned().ok_or_else(|| match caller.access {
         crate::permissions::Access::Admin => ApiError::forbidden(),
-        crate::permissions::Access::Subject(_) => crate::query::forbidden_collection(name),
+        crate::permissions::Access::Subject(_) => ApiError::forbidden_collection(name),
     })
 }
 
@@ -509,7 +510,7 @@ impl super::chunks::Rows for NdjsonRows {
 
 /// ReadStream's rows ([`Planner::read_many_rows`]): items joined by commas; the counts, read
 /// from the first row, go with the first chunk; RESPONSE_MAX_BYTES counts every item's bytes
-/// (spec budgets: the same cap as a buffered read, checked as the items flow).
+/// (docs/security.md "Budgets": the same cap as a buffered read, checked as the items flow).
 struct ListRows {
     total_count: bool,
     filter_count: bool,

@@ -2,7 +2,7 @@
 //! tables created and dropped with their metadata in one transaction.
 
 use super::{Change, check_name, execute, fields, meta, optional_object, required_str};
-use crate::query::sql::table;
+use crate::sql::table;
 use cdapi_proto::ApiError;
 use serde_json::{Map, Value, json};
 

@@ -2,8 +2,8 @@
 //! columns added, altered and dropped with their metadata in one transaction.
 
 use super::{Change, alterable, check_name, execute, meta, optional_object, required_str, types};
-use crate::query::sql::ident;
 use crate::schema::{Collection, FieldRelation};
+use crate::sql::ident;
 use cdapi_proto::ApiError;
 use serde_json::{Map, Value};
 use sqlx::{Postgres, Transaction};

@@ -5,8 +5,8 @@
 //! only.
 
 use super::{Change, alterable, execute, optional_object, required_str};
-use crate::query::sql::ident;
 use crate::schema::{Collection, Schema};
+use crate::sql::ident;
 use cdapi_proto::ApiError;
 use serde_json::{Map, Value};
 use sqlx::{Postgres, Transaction};

@@ -1,4 +1,4 @@
-//! Which items a write may change (issue 15): the condition, built from the caller's permission
+//! Which items a write may change (docs/security.md "Permissions"): the condition, built from the caller's permission
 //! rows, that every item a create, update or delete touches must meet. Pure: the validation
 //! outcomes come from [`super::validate::check`].
 
@@ -23,7 +23,7 @@ pub fn write_condition(grant: &Grant, collection: &str, fields: &[&str], validat
     for field in fields {
         let granting: Vec<usize> = (0..grant.rows.len()).filter(|&i| grant.rows[i].writes(collection, field)).collect();
         if granting.is_empty() {
-            return Err(crate::query::forbidden_field(collection, field));
+            return Err(ApiError::forbidden_field(collection, field));
         }
         let passing: Vec<usize> = granting.iter().copied().filter(|&i| validation.get(i).is_none_or(Result::is_ok)).collect();
         if passing.is_empty() {
@@ -45,7 +45,7 @@ mod tests {
 
     fn row(filter: Option<serde_json::Value>, fields: &[&str]) -> Permission {
         Permission {
-            filter: filter.and_then(|f| cdapi_proto::query_json::filter_from_json(&f, 0).ok().flatten()).map(Arc::new),
+            filter: filter.and_then(|f| query_language::query_json::filter_from_json(&f, 0).ok().flatten()).map(Arc::new),
             fields: if fields == ["*"] { Fields::All } else { Fields::Only(fields.iter().map(|f| (*f).to_owned()).collect()) },
             validation: None,
             presets: Map::new(),
@@ -54,7 +54,7 @@ mod tests {
 
     #[test]
     fn rows_never_lend_each_other_fields() -> Result<(), ApiError> {
-        // Finding 1 of issue 15: the role may edit first_name anywhere; the built-in row lets
+        // The role may edit first_name anywhere; the built-in row lets
         // a user edit their own password. Together they must not let anyone edit another
         // user's password.
         let grant = Grant { rows: vec![row(None, &["first_name"]), row(Some(json!({"id": {"_eq": "$CURRENT_USER"}})), &["first_name", "password"])] };
@@ -72,7 +72,7 @@ mod tests {
     #[test]
     fn a_failed_validation_removes_its_row() -> Result<(), ApiError> {
         let grant = Grant { rows: vec![row(Some(json!({"a": {"_eq": 1}})), &["x"]), row(Some(json!({"b": {"_eq": 2}})), &["x"])] };
-        let bad = crate::write::payload::failed("x", "eq", "no");
+        let bad = ApiError::failed_validation("x", "eq", "no");
         let cond = write_condition(&grant, "c", &["x"], &[Err(bad.clone()), Ok(())])?;
         assert_eq!(cond, grant.rows[1].filter);
         let e = write_condition(&grant, "c", &["x"], &[Err(bad.clone()), Err(bad)]).err().ok_or_else(ApiError::internal)?;

@@ -1,13 +1,14 @@
 //! Validation rules of permissions (Directus `validation`): a Directus filter object a payload
 //! must satisfy. A failure is FAILED_VALIDATION with `field` and `type` (the operator without
-//! its underscore), directus-facts.md "Error body".
+//! its underscore), as Directus docs "Error Codes" show the error body.
 //!
 //! Rules are evaluated **by Postgres, on the payload's values cast to their fields' types**
-//! (issue 15): each condition is compiled by the read filter compiler against a one-row
+//! (docs/permissions.md): each condition is compiled by the read filter compiler against a one-row
 //! `(SELECT CAST($1 AS <type>) AS "field", …) t0`, so `" 900"` is the integer 900, an upper-case
 //! UUID equals its lower-case form, `2024-1-5` is the date 2024-01-05, and every operator means
-//! exactly what it means in a read filter (`$NOW`, `$CURRENT_USER` included). `_regex` (a
-//! validation-only operator) is Postgres's `~` on the value's text. `_and`/`_or` combine the
+//! exactly what it means in a read filter (`$NOW`, `$CURRENT_USER` included), and the
+//! validation-only operators of the catalog (`_regex`: Postgres's `~` on the value's text) are
+//! allowed. `_and`/`_or` combine the
 //! results in Rust, so the first failing condition names the error.
 //!
 //! On an update (`partial`), conditions on fields absent from the payload are not checked
@@ -16,7 +17,7 @@
 
 use crate::query::Planner;
 use crate::schema::Collection;
-use crate::write::payload::{failed, text};
+use crate::schema::bind::bind_text;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::filter;
 use serde_json::{Map, Value, json};
@@ -121,6 +122,7 @@ pub async fn check(
     partial: bool,
 ) -> Result<Vec<Result<(), ApiError>>, ApiError> {
     let parsed = rules.iter().map(|r| parse(r)).collect::<Result<Vec<_>, _>>()?;
+    planner.validation = true;
     // Each rule's conditions: SQL over t0, or None when not checked (absent on an update).
     let mut exprs: Vec<String> = Vec::new();
     let mut slots: Vec<Vec<Option<usize>>> = Vec::with_capacity(parsed.len());
@@ -135,32 +137,19 @@ pub async fn check(
             if partial && !payload.contains_key(field) {
                 continue;
             }
-            let sql = if op == "_regex" {
-                let pattern = operand.as_str().ok_or_else(|| rule_error(field))?;
-                // JavaScript's `/pattern/flags` form too (`i` = case-insensitive).
-                let (pattern, fold) = match pattern.strip_prefix('/').and_then(|p| p.rsplit_once('/')) {
-                    Some((p, flags)) => (p.to_owned(), flags.contains('i')),
-                    None => (pattern.to_owned(), false),
-                };
-                let p = planner.sql.param(crate::query::sql::Param::Text(pattern));
-                format!("CAST({} AS text) {} {p}", crate::query::sql::column("t0", field), if fold { "~*" } else { "~" })
-            } else {
-                let f = cdapi_proto::query_json::filter_from_json(&json!({ field: { op: operand } }), 0)
-                    .map_err(|_| rule_error(field))?
-                    .ok_or_else(|| rule_error(field))?;
-                if !matches!(f.node, Some(filter::Node::Condition(_))) {
-                    return Err(rule_error(field));
-                }
-                planner.row_condition(collection, "t0", &f).map_err(|_| rule_error(field))?
-            };
+            let condition = query_language::query_json::filter_from_json(&json!({ field: { op: operand } }), 0)
+                .map_err(|_| rule_error(field))?
+                .ok_or_else(|| rule_error(field))?;
+            let Some(filter::Node::Condition(c)) = &condition.node else { return Err(rule_error(field)) };
+            let negated = query_language::operators::info(c.operator()).is_some_and(|i| i.negates.is_some());
+            let sql = planner.row_condition(collection, "t0", &condition).map_err(|_| rule_error(field))?;
             if !used.contains(&f.name.as_str()) {
                 used.push(&f.name);
             }
             rule_slots[*index] = Some(exprs.len());
-            // A negated operator holds for a NULL (absent) value, as in Directus: "not equal to
-            // x" is true of nothing; the others need a value that satisfies them.
-            let negated =
-                matches!(op.as_str(), "_neq" | "_nin" | "_ncontains" | "_nicontains" | "_nstarts_with" | "_nistarts_with" | "_nends_with" | "_niends_with");
+            // A negating operator (the catalog's `negates`) holds for a NULL (absent) value, as
+            // in Directus: "not equal to x" is true of nothing; the others need a value that
+            // satisfies them.
             exprs.push(format!("({sql}) {}", if negated { "IS NOT FALSE" } else { "IS TRUE" }));
         }
         slots.push(rule_slots);
@@ -172,14 +161,14 @@ pub async fn check(
         for name in &used {
             let f = collection.field(name).ok_or_else(ApiError::internal)?;
             let value = match payload.get(*name) {
-                Some(v) => text(f, v)?,
+                Some(v) => bind_text(f, v)?,
                 None => None,
             };
             let cell = match value {
                 Some(v) => planner.sql.cast_param(v, &f.db_type),
                 None => format!("CAST(NULL AS {})", f.db_type),
             };
-            cols.push(format!("{cell} AS {}", crate::query::sql::ident(name)));
+            cols.push(format!("{cell} AS {}", crate::sql::ident(name)));
         }
         let mut sql = planner.sql;
         sql.text = format!("SELECT ARRAY[{}]::bool[] FROM (SELECT {}) t0", exprs.join(", "), cols.join(", "));
@@ -210,17 +199,15 @@ fn rule_error(field: &str) -> ApiError {
     ApiError::invalid_payload(format!("The validation rule on \"{field}\" cannot be evaluated"))
 }
 
+/// FAILED_VALIDATION for a condition that failed; a membership operator names the values
+/// (`valid` for `_in`, `invalid` for `_nin`), as Directus's error does.
 fn failure(field: &str, op: &str, operand: &Value) -> ApiError {
     let kind = op.trim_start_matches('_');
-    let mut e = failed(field, kind, &format!("Value does not satisfy \"{op}\"."));
-    match op {
-        "_in" => {
-            e.extensions.insert("valid".into(), operand.clone());
-        }
-        "_nin" => {
-            e.extensions.insert("invalid".into(), operand.clone());
-        }
-        _ => {}
+    let mut e = ApiError::failed_validation(field, kind, &format!("Value does not satisfy \"{op}\"."));
+    let info = query_language::operators::from_name(op).and_then(query_language::operators::info);
+    if let Some(info) = info.filter(|i| i.family == query_language::operators::Family::Membership) {
+        let key = if info.negates.is_some() { "invalid" } else { "valid" };
+        e.extensions.insert(key.into(), operand.clone());
     }
     e
 }

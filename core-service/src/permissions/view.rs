@@ -1,23 +1,11 @@
-//! Read views (issue 7, issue 15): the part of a snapshot one subject may read, and the
+//! Read views (docs/permissions.md): the part of a snapshot one subject may read, and the
 //! [`RowAccess`] each of its collections carries into every statement (`Planner::source`).
 
-use super::{Action, Grant, Subject};
+use super::{Action, Grant, RowAccess, Subject};
 use crate::schema::{Collection, Field, FieldRelation, Schema};
 use cdapi_proto::v1::Filter;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-
-/// Which items of a collection, and which of their fields, a caller may read: the item filters
-/// of their permission rows (an item is visible when one matches) and, for fields only some rows
-/// grant, which rows those are (the value reads as NULL on an item none of them matches).
-#[derive(Debug, Clone, Default)]
-pub struct RowAccess {
-    /// Each read permission row's item filter; `None` = every item.
-    pub filters: Vec<Option<Arc<Filter>>>,
-    /// Field → indexes into `filters` of the rows granting it, for columns that not every row
-    /// grants and that no unfiltered granting row makes readable everywhere.
-    pub masks: BTreeMap<String, Vec<usize>>,
-}
 
 impl RowAccess {
     /// The access a grant gives, `None` when it restricts nothing (every item, every listed

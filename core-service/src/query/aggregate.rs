@@ -1,9 +1,9 @@
-//! `aggregate` and `groupBy` (spec: Global query parameters) → one SQL statement returning
+//! `aggregate` and `groupBy` (Directus docs "Global Query Parameters") → one SQL statement returning
 //! Directus's rows: group values at top level beside one object per function, e.g.
 //! `[{"status": "draft", "count": {"id": "23"}, "avg": {"rating": "3.1000000000000000"}}]`;
 //! `count` of `*` is a plain value (`{"count": "10000"}`).
 //!
-//! Values have the JSON type Directus gives them on Postgres (issue 16): results whose SQL type
+//! Values have the JSON type Directus gives them on Postgres (docs/directus-compatibility.md): results whose SQL type
 //! is `int8` or `numeric` are strings, as node-postgres returns them (`count`, `countDistinct`,
 //! `count(*)`, sums of integers, averages of integer and numeric fields, min/max of bigint and
 //! numeric fields: `{"count": "10000"}`, `{"avg": {"rating": "3.0000000000000000"}}`); results
@@ -16,12 +16,12 @@
 //! (`year(published_at)`), and `having` (an extension) filters groups on their results, e.g.
 //! `having[count][_gt]=10` or `having[sum][amount][_gte]=100`.
 
+use super::Planner;
 use super::operators::Target;
 use super::order::Joins;
 use super::read::{ReadStatement, pagination};
-use super::sql::{column, ident};
-use super::{Planner, forbidden_field};
 use crate::schema::{Collection, Field, FieldType};
+use crate::sql::{column, ident};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{AggregateFunction, FieldFunction, Filter, Operator, Query, filter};
 use std::collections::HashMap;
@@ -65,7 +65,7 @@ impl Planner<'_> {
                 (FieldFunction::Unspecified, None) => expr.clone(),
                 _ => super::values::function_output(expr.clone()),
             };
-            columns.push(format!("{output} AS {}", ident(&cdapi_proto::paths::result_key(g))));
+            columns.push(format!("{output} AS {}", ident(&query_language::paths::result_key(g))));
             groups.push((g, expr));
         }
         let mut seen = std::collections::HashSet::new();
@@ -86,7 +86,7 @@ impl Planner<'_> {
             }
             let mut pairs = Vec::new();
             for f in &call.fields {
-                let field = collection.field(f).ok_or_else(|| forbidden_field(&collection.name, f))?;
+                let field = collection.field(f).ok_or_else(|| ApiError::forbidden_field(&collection.name, f))?;
                 let counting = matches!(function, AggregateFunction::Count | AggregateFunction::CountDistinct);
                 if !counting && collection.cast(f) == Some(crate::schema::ValueCast::Conceal) {
                     return Err(ApiError::invalid_query(format!("aggregate[{name}] cannot take \"{f}\": its value is concealed")));

@@ -1,4 +1,4 @@
-//! `fields` with `alias` and `deep` (spec: Global query parameters) → a [`Select`] tree
+//! `fields` with `alias` and `deep` (Directus docs "Global Query Parameters") → a [`Select`] tree
 //! resolved against the schema: which columns to output, under which keys, which relations to
 //! expand, and the nested query (`deep`) of each to-many relation.
 //!
@@ -8,14 +8,14 @@
 //! the wildcard's expansion. `alias[new]=field` adds the key `new` for the same-level `field`,
 //! which `fields` and `deep` then address as `new` (so one relation can be read twice with
 //! different `deep`). Functions are output under Directus's key: `year(date)` as `date_year`.
-//! Many-to-Any fields (spec: Relational field kinds): `item.*` expands the item of every allowed
+//! Many-to-Any fields (docs/what-works.md): `item.*` expands the item of every allowed
 //! collection, `item:headings.title` only that collection's (scope syntax); rows of collections
 //! not expanded keep the raw key.
 //! Unknown fields: FORBIDDEN (Directus). Paths through non-relational fields, `deep` on a
 //! non-relation: INVALID_QUERY.
 
+use super::Planner;
 use super::functions::{Call, Function};
-use super::{Planner, forbidden_field};
 use crate::schema::{Collection, Field, FieldRelation};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldPath, PathSegment, Query};
@@ -193,12 +193,12 @@ impl<'a> Planner<'a> {
                 return Err(ApiError::invalid_query(format!("Alias \"{name}\" is already a field of \"{}\"", collection.name)));
             }
             if collection.field(field).is_none() {
-                return Err(forbidden_field(&collection.name, field));
+                return Err(ApiError::forbidden_field(&collection.name, field));
             }
         }
         let target = |key: &str| -> Option<&'t Field> { collection.field(level.alias.get(key).map(String::as_str).unwrap_or(key)) };
         for (key, deep) in &level.deep {
-            let field = target(key).ok_or_else(|| forbidden_field(&collection.name, key))?;
+            let field = target(key).ok_or_else(|| ApiError::forbidden_field(&collection.name, key))?;
             match &field.relation {
                 Some(FieldRelation::O2M { .. }) => {}
                 Some(FieldRelation::M2O { .. }) | Some(FieldRelation::M2A { .. }) if has_list_params(deep) => {
@@ -220,7 +220,7 @@ impl<'a> Planner<'a> {
             let field = named.field.as_str();
             if let (Some(scope), Function::Unspecified) = (&named.scope, named.function) {
                 let name = format!("{field}:{scope}");
-                let f = target(field).ok_or_else(|| forbidden_field(&collection.name, field))?;
+                let f = target(field).ok_or_else(|| ApiError::forbidden_field(&collection.name, field))?;
                 let Some(FieldRelation::M2A { allowed, .. }) = &f.relation else {
                     return Err(ApiError::invalid_query(format!("\"{name}\": \"{field}\" is not a many-to-any field")));
                 };
@@ -238,7 +238,7 @@ impl<'a> Planner<'a> {
                 )));
             }
             if named.function == Function::Unspecified && target(field).is_none() {
-                return Err(forbidden_field(&collection.name, field));
+                return Err(ApiError::forbidden_field(&collection.name, field));
             }
         }
         let scopes_of = |field: &str| -> Vec<(&'t str, &'t FieldTree)> { scoped.iter().filter(|(f, _, _)| *f == field).map(|(_, c, t)| (*c, *t)).collect() };
@@ -282,9 +282,12 @@ impl<'a> Planner<'a> {
                 continue;
             }
             if let Some(call) = Call::of(named.function, &named.field) {
-                let key = cdapi_proto::paths::function_key(&named.field, named.function);
+                let key = query_language::paths::function_key(&named.field, named.function);
                 if children.is_some() {
-                    return Err(ApiError::invalid_query(format!("\"{}\" has no nested fields", cdapi_proto::paths::call_text(&named.field, named.function))));
+                    return Err(ApiError::invalid_query(format!(
+                        "\"{}\" has no nested fields",
+                        query_language::paths::call_text(&named.field, named.function)
+                    )));
                 }
                 // The call is checked (field exists, type fits) when its SQL is written.
                 columns.push((tree.place_of_named(i), Column::Function { key, call }));

@@ -1,5 +1,5 @@
-//! `filter` and `search` → SQL conditions (spec: Global query parameters; operators and their
-//! semantics as directus-facts.md "Filters").
+//! `filter` and `search` → SQL conditions (Directus docs "Global Query Parameters"; operators and
+//! their semantics as Directus docs "Filter Rules").
 //!
 //! Each condition's target (a column, or a function of one: functions filter as integers) is
 //! compared by the one operator table, [`super::operators`].
@@ -8,11 +8,11 @@
 //! none may (`_none`). `$FOLLOW(<collection>,<field>)` (Directus 11) follows an M2O of another
 //! collection backwards, as an O2M without an alias.
 
+use super::Planner;
 use super::functions::{Call, Function};
 use super::operators::Target;
-use super::sql::{Param, column, escape_like};
-use super::{Planner, forbidden_field};
 use crate::schema::{Collection, FieldRelation, FieldType, ValueCast};
+use crate::sql::{Param, column, escape_like};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldCondition, Filter, Operator, Quantifier, RelationFilter, filter};
 
@@ -55,7 +55,7 @@ impl Planner<'_> {
             let related = self.collection(from)?;
             return self.exists(related, &inner, &join, r, quantifier, depth);
         }
-        let field = collection.field(&r.field).ok_or_else(|| forbidden_field(&collection.name, &r.field))?;
+        let field = collection.field(&r.field).ok_or_else(|| ApiError::forbidden_field(&collection.name, &r.field))?;
         let (related, join) = match &field.relation {
             Some(FieldRelation::M2O { related, related_field, .. }) => {
                 if quantifier != Quantifier::Unspecified {
@@ -100,7 +100,7 @@ impl Planner<'_> {
     /// cannot read; INVALID_QUERY when `via` is not an M2O to `collection`.
     fn follow_join(&mut self, collection: &Collection, alias: &str, inner: &str, from: &str, via: &str) -> Result<String, ApiError> {
         let source = self.collection(from)?;
-        let field = source.field(via).ok_or_else(|| forbidden_field(from, via))?;
+        let field = source.field(via).ok_or_else(|| ApiError::forbidden_field(from, via))?;
         match &field.relation {
             Some(FieldRelation::M2O { related, related_field, .. }) if *related == collection.name => {
                 Ok(format!("{} = {}", column(inner, &field.name), column(alias, related_field)))
@@ -111,7 +111,7 @@ impl Planner<'_> {
 
     /// `{"item:headings": {...}}`: rows whose item is in `scope` and matches the nested filter.
     fn m2a_relation(&mut self, collection: &Collection, alias: &str, name: &str, scope: &str, r: &RelationFilter, depth: usize) -> Result<String, ApiError> {
-        let field = collection.field(name).ok_or_else(|| forbidden_field(&collection.name, name))?;
+        let field = collection.field(name).ok_or_else(|| ApiError::forbidden_field(&collection.name, name))?;
         let Some(FieldRelation::M2A { collection_field, allowed }) = &field.relation else {
             return Err(ApiError::invalid_query(format!("\"{name}:{scope}\": \"{name}\" is not a many-to-any field")));
         };
@@ -145,10 +145,10 @@ impl Planner<'_> {
     fn target(&mut self, collection: &Collection, alias: &str, name: &str, function: Function) -> Result<Target, ApiError> {
         if let Some(call) = Call::of(function, name) {
             let expr = self.function_expr(collection, alias, &call)?;
-            let name = cdapi_proto::paths::call_text(name, function);
+            let name = query_language::paths::call_text(name, function);
             return Ok(Target { expr, field_type: FieldType::BigInteger, db_type: "bigint".into(), is_enum: false, name });
         }
-        let field = collection.field(name).ok_or_else(|| forbidden_field(&collection.name, name))?;
+        let field = collection.field(name).ok_or_else(|| ApiError::forbidden_field(&collection.name, name))?;
         if field.is_alias() {
             return Err(ApiError::invalid_query(format!(
                 "\"{name}\" is a one-to-many field; filter on its related fields instead (e.g. {{\"{name}\": {{\"<field>\": {{\"_eq\": ...}}}}}}), or on count({name})"
@@ -167,14 +167,15 @@ impl Planner<'_> {
         let t = self.target(collection, alias, &c.field, c.function())?;
         let op = Operator::try_from(c.operator).unwrap_or(Operator::Unspecified);
         // A concealed value is only known to be there or not (Directus's rule).
-        if collection.cast(&c.field) == Some(ValueCast::Conceal) && !matches!(op, Operator::Null | Operator::Nnull | Operator::Empty | Operator::Nempty) {
-            let name = cdapi_proto::filters::operator_name(op);
+        let presence = query_language::operators::info(op).is_some_and(|i| i.family.is_presence());
+        if collection.cast(&c.field) == Some(ValueCast::Conceal) && !presence {
+            let name = query_language::filters::operator_name(op);
             return Err(ApiError::invalid_query(format!("Field with \"conceal\" special does not allow the \"{name}\" filter operator.")));
         }
         self.compare(&t, op, c.value.as_ref())
     }
 
-    /// `search` (spec: Global query parameters): case-insensitive substring match over the root
+    /// `search` (Directus docs "Global Query Parameters"): case-insensitive substring match over the root
     /// item's string and text fields (enum labels included); integer fields also match a
     /// whole-number search exactly; concealed fields are not searched. No searchable field:
     /// matches nothing.

@@ -1,4 +1,4 @@
-//! Functions (spec: "Functions"): `year month week day weekday hour minute second` on date and
+//! Functions (Directus docs "Global Query Parameters"): `year month week day weekday hour minute second` on date and
 //! time fields, `count` on JSON arrays, arrays and relational fields, in `fields` (the result
 //! key is `<field>_<fn>`, as Directus: `published_at_year`), `filter`, `sort` and `groupBy`;
 //! they arrive typed (`FieldPath.function`, `FieldCondition.function`).
@@ -6,13 +6,13 @@
 //! UTC, so results do not depend on the server's time zone.
 
 use super::Planner;
-use super::forbidden_field;
-use super::sql::column;
+
 use crate::schema::{Collection, FieldRelation, FieldType};
+use crate::sql::column;
 use cdapi_proto::ApiError;
 
 /// A function name: the contract's enum (`query.proto` `FieldFunction`; REST names by
-/// `cdapi_proto::paths::function_name`). Paths arrive typed: nothing here parses text.
+/// `query_language::paths::function_name`). Paths arrive typed: nothing here parses text.
 pub use cdapi_proto::v1::FieldFunction as Function;
 
 /// A function applied to a field of the current level.
@@ -48,11 +48,11 @@ impl Planner<'_> {
     }
 
     fn function_sql(&mut self, collection: &Collection, alias: &str, call: &Call<'_>, exact: bool) -> Result<String, ApiError> {
-        let field = collection.field(call.field).ok_or_else(|| forbidden_field(&collection.name, call.field))?;
+        let field = collection.field(call.field).ok_or_else(|| ApiError::forbidden_field(&collection.name, call.field))?;
         let wrong_type = || {
             ApiError::invalid_query(format!(
                 "Function \"{}\" cannot be used on field \"{}\" of type {}",
-                cdapi_proto::paths::function_name(call.function),
+                call.function.name(),
                 field.name,
                 field.field_type.as_str()
             ))

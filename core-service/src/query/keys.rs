@@ -2,8 +2,8 @@
 //! joined by `,`), the key as a read writes it, and the stable order over the key.
 
 use super::Planner;
-use super::sql::{Param, column};
 use crate::schema::Collection;
+use crate::sql::{Param, column};
 use cdapi_proto::ApiError;
 
 impl Planner<'_> {

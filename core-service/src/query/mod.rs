@@ -1,10 +1,10 @@
 //! The query engine: a typed [`Query`](cdapi_proto::v1::Query) plus the schema snapshot become
 //! ONE SQL statement whose single row carries the response JSON, built inside Postgres.
 //!
-//! Layout: [`sql`] (text, identifiers, parameters), [`fields`] (the `fields` tree with `alias`
+//! Layout: [`crate::sql`] (text, identifiers, parameters: one place for quoting), [`fields`] (the `fields` tree with `alias`
 //! and `deep` → a select tree in Directus's key order), [`functions`] (`year(field)`,
-//! `count(field)`...), [`filter`] (filter tree and `search` → WHERE), [`operators`] (the one
-//! operator table of filters, rules and `having`),
+//! `count(field)`...), [`filter`] (filter tree and `search` → WHERE), [`operators`] (the SQL of
+//! each operator family of the catalog, for filters, rules and `having`),
 //! [`read`] (statement shapes: read many, export, keys of a query, read one, singleton;
 //! pagination, meta counts), [`select`] (the select list: values, functions, nested items and
 //! lists as subqueries), [`order`] (sort, field paths through M2O relations and their JOINs),
@@ -21,7 +21,6 @@ pub mod operators;
 pub mod order;
 pub mod read;
 pub mod select;
-pub mod sql;
 pub mod values;
 pub mod variables;
 pub mod version_rows;
@@ -29,7 +28,7 @@ pub mod version_rows;
 use crate::schema::Schema;
 use cdapi_proto::ApiError;
 
-/// Limits on `limit` and on what one response may hold (spec: "Limits"; issue 15 budgets; env
+/// Limits on `limit` and on what one response may hold (docs/security.md "Budgets"; env
 /// QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, RESPONSE_MAX_ROWS, RESPONSE_MAX_BYTES,
 /// MAX_RELATIONAL_DEPTH).
 #[derive(Debug, Clone, Copy)]
@@ -97,7 +96,7 @@ pub struct Fanout {
     pub total: u64,
 }
 
-/// Values of the dynamic variables of a request (directus-facts.md: `$CURRENT_USER`,
+/// Values of the dynamic variables of a request (Directus docs "Filter Rules": `$CURRENT_USER`,
 /// `$CURRENT_ROLE`; `$NOW` is the database's clock).
 #[derive(Debug, Clone, Default)]
 pub struct Variables {
@@ -123,13 +122,16 @@ pub struct Planner<'a> {
     /// Dynamic variable values.
     pub vars: &'a Variables,
     /// The statement under construction.
-    pub sql: sql::Sql,
+    pub sql: crate::sql::Sql,
     /// Relations expanded so far (bounded by [`MAX_EXPANSIONS`]).
     expansions: std::cell::Cell<usize>,
     /// Conditions of the request's filters so far (bounded by [`Limits::max_conditions`]).
     conditions: usize,
     /// Whether a permission's filter is being compiled (its conditions are not counted).
     in_permission: bool,
+    /// Whether a validation rule is being compiled: operators of the validation scope
+    /// (`_regex`, see [`query_language::operators::Scope`]) are allowed.
+    pub validation: bool,
     /// Items the read may return at worst (bounded by [`Limits::max_rows`]).
     pub fanout: Fanout,
     /// Whether `*` at a nested level includes the field pointing back to its parent (the
@@ -145,16 +147,17 @@ impl<'a> Planner<'a> {
             base: schema.base(),
             limits,
             vars,
-            sql: sql::Sql::default(),
+            sql: crate::sql::Sql::default(),
             expansions: std::cell::Cell::new(0),
             conditions: 0,
             in_permission: false,
+            validation: false,
             fanout: Fanout::default(),
             backlink: true,
         }
     }
 
-    /// The rows of `collection` the caller may see, as a FROM item (issue 15): the table, or,
+    /// The rows of `collection` the caller may see, as a FROM item (docs/permissions.md): the table, or,
     /// when the view carries a [`RowAccess`](crate::permissions::RowAccess),
     /// `(SELECT … FROM table p WHERE <some row's filter matches>)` where every column that only
     /// some permission rows grant reads `CASE WHEN <one of those rows' filters> THEN p.col END`.
@@ -191,11 +194,11 @@ impl<'a> Planner<'a> {
         let whole = self.base.collection(&collection.name).cloned().ok_or_else(ApiError::internal)?;
         let mut cols = Vec::with_capacity(whole.fields.len());
         for f in whole.fields.iter().filter(|f| !f.is_alias()) {
-            let col = sql::column(&alias, &f.name);
+            let col = crate::sql::column(&alias, &f.name);
             cols.push(match access.masks.get(&f.name) {
                 None => col,
                 Some(rows) => match any(&mut rows.iter().copied()) {
-                    Some(cond) => format!("CASE WHEN {cond} THEN {col} END AS {}", sql::ident(&f.name)),
+                    Some(cond) => format!("CASE WHEN {cond} THEN {col} END AS {}", crate::sql::ident(&f.name)),
                     None => col,
                 },
             });
@@ -270,28 +273,9 @@ impl<'a> Planner<'a> {
     /// The collection `name` of the schema read through; FORBIDDEN when the caller may not
     /// read it (a relation into a collection outside the caller's view).
     pub fn collection(&self, name: &str) -> Result<&'a crate::schema::Collection, ApiError> {
-        self.schema.collection(name).map(|c| c.as_ref()).ok_or_else(|| forbidden_collection(name))
+        self.schema.collection(name).map(|c| c.as_ref()).ok_or_else(|| ApiError::forbidden_collection(name))
     }
 }
 
 /// Most relations one statement may expand into nested data.
 pub const MAX_EXPANSIONS: usize = 300;
-
-/// FORBIDDEN for a collection the caller may not reach, worded as Directus does and with its
-/// `reason` extension. The same answer whether or not the collection exists, so it tells a
-/// role nothing about what exists (only an admin's unknown collection gets the bare
-/// [`ApiError::forbidden`], as in Directus: an admin sees every collection anyway).
-pub fn forbidden_collection(collection: &str) -> ApiError {
-    let mut e = ApiError::forbidden();
-    e.message = format!("You don't have permission to access collection \"{collection}\" or it does not exist.");
-    e.extensions.insert("reason".into(), e.message.clone().into());
-    e
-}
-
-/// FORBIDDEN for a field that does not exist or may not be read, worded as Directus does.
-pub fn forbidden_field(collection: &str, field: &str) -> ApiError {
-    let mut e = ApiError::forbidden();
-    e.message = format!("You don't have permission to access field \"{field}\" in collection \"{collection}\" or it does not exist.");
-    e.extensions.insert("reason".into(), e.message.clone().into());
-    e
-}

@@ -1,8 +1,8 @@
-//! The one operator table (spec: Filter rules; directus-facts.md "Filters"): an operator with
-//! its operand on a [`Target`] (a column, a function of one, or an aggregate) as SQL. Filters
-//! ([`super::filter`]), permission and validation rules, and `having` ([`super::aggregate`]) all
-//! compare through [`Planner::compare`]; adding an operator means its enum value in
-//! `query.proto`, its arm here, and its GraphQL input.
+//! The SQL of the filter operators: an operator with its operand on a [`Target`] (a column, a
+//! function of one, or an aggregate). What an operator is (name, family, negation, the types it
+//! is refused on, its scope) comes from the operator catalog ([`query_language::operators`]); this
+//! file has one SQL form per family. Filters ([`super::filter`]), permission and validation
+//! rules, and `having` ([`super::aggregate`]) all compare through [`Planner::compare`].
 //!
 //! Values are bound as text and cast to the target's Postgres type, so enums, domains, dates and
 //! numerics compare as their own type; integer values are checked here first so that a bad value
@@ -10,12 +10,13 @@
 //! [`super::variables`].
 
 use super::Planner;
-use super::sql::{Param, escape_like};
 use super::variables::Operand;
 use crate::schema::FieldType;
+use crate::sql::{Param, escape_like};
 use cdapi_proto::ApiError;
-use cdapi_proto::query_json::operator_name;
 use cdapi_proto::v1::{Operator, Value, value};
+use query_language::operators::{self, Anchor, Family, Order, Scope};
+use query_language::query_json::operator_name;
 
 /// What a condition compares: a column or a function of one.
 pub(super) struct Target {
@@ -67,7 +68,7 @@ impl Planner<'_> {
         Ok(Some(Operand::Text(text)))
     }
 
-    /// The operand as a list (array, or comma-separated string; directus-facts.md `_in`).
+    /// The operand as a list (array, or comma-separated string; `_in` in Directus docs "Filter Rules").
     fn list(&mut self, t: &Target, op: Operator, v: Option<&Value>) -> Result<Vec<Operand>, ApiError> {
         let items: Vec<Value> = match v.and_then(|v| v.kind.as_ref()) {
             Some(value::Kind::List(l)) => l.values.clone(),
@@ -86,49 +87,43 @@ impl Planner<'_> {
         Ok(out)
     }
 
-    /// The one operator table (spec: Filter rules): `op` with operand `v` on the expression of
-    /// `t`, as SQL. Used by filters, validation rules and `having`. Errors: INVALID_QUERY for an
-    /// operator the type does not take, a missing or malformed operand.
+    /// The SQL of `op` with operand `v` on the expression of `t`: the form of the operator's
+    /// family in the catalog ([`query_language::operators`]), negated for a negating operator.
+    /// Used by filters, permission and validation rules and `having`. Errors: INVALID_QUERY for
+    /// an operator the field's type does not take, one outside its scope (`_regex` outside a
+    /// validation rule), a missing or malformed operand.
     pub(super) fn compare(&mut self, t: &Target, op: Operator, v: Option<&Value>) -> Result<String, ApiError> {
-        let ordering = matches!(op, Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte | Operator::Between | Operator::Nbetween);
-        let refused = match t.field_type {
-            // json has no equality or order in Postgres.
-            FieldType::Json => ordering || matches!(op, Operator::Eq | Operator::Neq | Operator::In | Operator::Nin),
-            // arrays compare as whole arrays; a list of candidates makes no sense.
-            FieldType::Csv => matches!(op, Operator::In | Operator::Nin),
-            _ => false,
-        };
-        if refused {
-            return Err(ApiError::invalid_query(format!("\"{}\" cannot be used on field \"{}\" of type {}", operator_name(op), t.name, t.field_type.as_str())));
+        let info = operators::info(op).ok_or_else(|| ApiError::invalid_query("A filter condition has no operator"))?;
+        let name = info.name;
+        if info.scope == Scope::Validation && !self.validation {
+            return Err(ApiError::invalid_query(format!("\"{name}\" can only be used in validation rules")));
+        }
+        if info.refused_on.contains(&t.field_type) {
+            return Err(ApiError::invalid_query(format!("\"{name}\" cannot be used on field \"{}\" of type {}", t.name, t.field_type.as_str())));
         }
         let col = t.expr.clone();
         let as_text = if t.field_type.is_textual() && !t.is_enum { col.clone() } else { format!("{col}::text") };
-        let need = |o: Option<Operand>| o.ok_or_else(|| ApiError::invalid_query(format!("\"{}\" needs a value", operator_name(op))));
-        Ok(match op {
-            Operator::Eq => match self.scalar(t, op, v)? {
+        let need = |o: Option<Operand>| o.ok_or_else(|| ApiError::invalid_query(format!("\"{name}\" needs a value")));
+        let positive = match info.family {
+            Family::Equality => match self.scalar(t, op, v)? {
                 None => format!("{col} IS NULL"),
                 Some(o) => format!("{col} = {}", self.operand_sql(t, o)?),
             },
-            Operator::Neq => match self.scalar(t, op, v)? {
-                None => format!("{col} IS NOT NULL"),
-                Some(o) => format!("{col} <> {}", self.operand_sql(t, o)?),
-            },
-            Operator::Lt | Operator::Lte | Operator::Gt | Operator::Gte => {
-                let sym = match op {
-                    Operator::Lt => "<",
-                    Operator::Lte => "<=",
-                    Operator::Gt => ">",
-                    _ => ">=",
+            Family::Ordering(order) => {
+                let sym = match order {
+                    Order::Less => "<",
+                    Order::LessOrEqual => "<=",
+                    Order::Greater => ">",
+                    Order::GreaterOrEqual => ">=",
                 };
                 let o = need(self.scalar(t, op, v)?)?;
                 format!("{col} {sym} {}", self.operand_sql(t, o)?)
             }
-            Operator::In | Operator::Nin => {
+            Family::Membership => {
                 let items = self.list(t, op, v)?;
                 if items.is_empty() {
-                    return Ok(if op == Operator::In { "FALSE" } else { "TRUE" }.into());
-                }
-                let any = if items.iter().all(|o| matches!(o, Operand::Text(_))) {
+                    "FALSE".to_owned()
+                } else if items.iter().all(|o| matches!(o, Operand::Text(_))) {
                     // Literals: one array parameter, whatever their number.
                     let texts = items.into_iter().filter_map(|o| if let Operand::Text(s) = o { Some(s) } else { None }).collect();
                     let p = self.sql.param(Param::TextArray(texts));
@@ -136,74 +131,72 @@ impl Planner<'_> {
                 } else {
                     let exprs = items.into_iter().map(|o| self.operand_sql(t, o)).collect::<Result<Vec<_>, _>>()?;
                     format!("{col} IN ({})", exprs.join(", "))
-                };
-                if op == Operator::In { any } else { format!("NOT ({any})") }
+                }
             }
-            Operator::Null | Operator::Nnull => {
-                let is_null = boolean_operand(op, v)? == (op == Operator::Null);
-                format!("{col} IS {}NULL", if is_null { "" } else { "NOT " })
+            Family::Null => {
+                let flag = boolean_operand(op, v)?;
+                format!("{col} IS {}NULL", if flag { "" } else { "NOT " })
             }
-            Operator::Contains
-            | Operator::Ncontains
-            | Operator::Icontains
-            | Operator::Nicontains
-            | Operator::StartsWith
-            | Operator::NstartsWith
-            | Operator::IstartsWith
-            | Operator::NistartsWith
-            | Operator::EndsWith
-            | Operator::NendsWith
-            | Operator::IendsWith
-            | Operator::NiendsWith => {
-                let text = match v.and_then(|v| v.kind.as_ref()) {
-                    Some(value::Kind::String(s)) => s.clone(),
-                    Some(value::Kind::Integer(i)) => i.to_string(),
-                    Some(value::Kind::Float(f)) => f.to_string(),
-                    Some(value::Kind::Boolean(b)) => b.to_string(),
-                    _ => return Err(ApiError::invalid_query(format!("\"{}\" needs a text value", operator_name(op)))),
+            Family::Text { anchor, case_insensitive } => {
+                let (prefix, suffix) = match anchor {
+                    Anchor::Start => ("", "%"),
+                    Anchor::End => ("%", ""),
+                    Anchor::Anywhere => ("%", "%"),
                 };
-                let name = operator_name(op);
-                let (prefix, suffix) = if name.contains("starts_with") {
-                    ("", "%")
-                } else if name.contains("ends_with") {
-                    ("%", "")
-                } else {
-                    ("%", "%")
-                };
-                let negate = name.starts_with("_n");
-                let insensitive = name.starts_with("_i") || name.starts_with("_ni");
-                let p = match text.strip_prefix('$').filter(|v| super::variables::is_variable(v)).map(|var| self.variable(var)).transpose()? {
-                    None => self.sql.param(Param::Text(format!("{prefix}{}{suffix}", escape_like(&text)))),
-                    Some(Operand::Text(value)) => self.sql.param(Param::Text(format!("{prefix}{}{suffix}", escape_like(&value)))),
+                let p = match self.text_operand(name, v)? {
+                    Operand::Text(value) => self.sql.param(Param::Text(format!("{prefix}{}{suffix}", escape_like(&value)))),
                     // A field of the caller's record: its text, escaped the same way, in SQL.
-                    Some(Operand::Expr(e)) => {
-                        format!(r"('{prefix}' || replace(replace(replace(CAST({e} AS text), '', '\'), '%', '\%'), '_', '\_') || '{suffix}')")
+                    Operand::Expr(e) => {
+                        format!(r"('{prefix}' || replace(replace(replace(CAST({e} AS text), '\', '\\'), '%', '\%'), '_', '\_') || '{suffix}')")
                     }
-                    Some(Operand::Now(_) | Operand::Many(_)) => {
-                        return Err(ApiError::invalid_query(format!("\"{name}\" needs a text value")));
-                    }
+                    Operand::Now(_) | Operand::Many(_) => return Err(ApiError::invalid_query(format!("\"{name}\" needs a text value"))),
                 };
-                let kw = if insensitive { "ILIKE" } else { "LIKE" };
-                if negate { format!("NOT ({as_text} {kw} {p})") } else { format!("{as_text} {kw} {p}") }
+                format!("{as_text} {} {p}", if case_insensitive { "ILIKE" } else { "LIKE" })
             }
-            Operator::Between | Operator::Nbetween => {
+            Family::Range => {
                 let items = self.list(t, op, v)?;
-                let [lo, hi] =
-                    <[Operand; 2]>::try_from(items).map_err(|_| ApiError::invalid_query(format!("\"{}\" takes exactly two values", operator_name(op))))?;
+                let [lo, hi] = <[Operand; 2]>::try_from(items).map_err(|_| ApiError::invalid_query(format!("\"{name}\" takes exactly two values")))?;
                 let (lo, hi) = (self.operand_sql(t, lo)?, self.operand_sql(t, hi)?);
-                let between = format!("{col} BETWEEN {lo} AND {hi}");
-                if op == Operator::Between { between } else { format!("NOT ({between})") }
+                format!("{col} BETWEEN {lo} AND {hi}")
             }
-            Operator::Empty | Operator::Nempty => {
-                let empty = boolean_operand(op, v).unwrap_or(true) == (op == Operator::Empty);
+            Family::Empty => {
+                let flag = boolean_operand(op, v).unwrap_or(true);
                 let is_empty = if t.field_type.is_textual() { format!("({col} IS NULL OR {as_text} = '')") } else { format!("{col} IS NULL") };
-                if empty { is_empty } else { format!("NOT {is_empty}") }
+                if flag { is_empty } else { format!("NOT {is_empty}") }
             }
-            Operator::Intersects | Operator::Nintersects | Operator::IntersectsBbox | Operator::NintersectsBbox => {
-                return Err(ApiError::invalid_query(format!("\"{}\" applies to geometry fields only; \"{}\" is not one", operator_name(op), t.name)));
+            Family::Geometry => {
+                return Err(ApiError::invalid_query(format!("\"{name}\" applies to geometry fields only; \"{}\" is not one", t.name)));
             }
-            Operator::Unspecified => return Err(ApiError::invalid_query("A filter condition has no operator")),
-        })
+            Family::Pattern => {
+                let Some(value::Kind::String(pattern)) = v.and_then(|v| v.kind.as_ref()) else {
+                    return Err(ApiError::invalid_query(format!("\"{name}\" needs a regular expression")));
+                };
+                // JavaScript's `/pattern/flags` form too (`i` = case-insensitive), as Directus reads it.
+                let (pattern, fold) = match pattern.strip_prefix('/').and_then(|p| p.rsplit_once('/')) {
+                    Some((p, flags)) => (p.to_owned(), flags.contains('i')),
+                    None => (pattern.clone(), false),
+                };
+                let p = self.sql.param(Param::Text(pattern));
+                format!("{as_text} {} {p}", if fold { "~*" } else { "~" })
+            }
+        };
+        Ok(if info.negates.is_some() { format!("NOT ({positive})") } else { positive })
+    }
+
+    /// The operand of a text operator: a text (numbers and booleans as their text) or a dynamic
+    /// variable. Errors: INVALID_QUERY for anything else.
+    fn text_operand(&mut self, name: &str, v: Option<&Value>) -> Result<Operand, ApiError> {
+        let text = match v.and_then(|v| v.kind.as_ref()) {
+            Some(value::Kind::String(s)) => s.clone(),
+            Some(value::Kind::Integer(i)) => i.to_string(),
+            Some(value::Kind::Float(f)) => f.to_string(),
+            Some(value::Kind::Boolean(b)) => b.to_string(),
+            _ => return Err(ApiError::invalid_query(format!("\"{name}\" needs a text value"))),
+        };
+        match text.strip_prefix('$').filter(|v| super::variables::is_variable(v)) {
+            Some(var) => self.variable(var),
+            None => Ok(Operand::Text(text)),
+        }
     }
 }
 

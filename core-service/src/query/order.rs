@@ -2,10 +2,10 @@
 //! (`author.name`) or functions (`year(published_at)`) as SQL expressions with the LEFT JOINs
 //! they need (shared by sort, groupBy and dynamic variables).
 
+use super::Planner;
 use super::functions::Call;
-use super::sql::column;
-use super::{Planner, forbidden_field};
 use crate::schema::{Collection, FieldRelation};
+use crate::sql::column;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldPath, PathSegment, SortKey};
 
@@ -18,7 +18,7 @@ pub struct Joins {
 }
 
 impl Planner<'_> {
-    /// Sort (spec: `sort`): descending or not, paths through M2O fields, functions
+    /// Sort (`sort`, Directus docs "Global Query Parameters"): descending or not, paths through M2O fields, functions
     /// (`-year(published_at)`), primary key appended for a stable order. Without `sort`, the
     /// manual order `default` comes first (a collection's `meta.sort_field`; for an O2M list,
     /// the relation's `sort_field`, else the related collection's; as Directus, NULLs last)
@@ -65,7 +65,7 @@ impl Planner<'_> {
             if let (true, Some(call)) = (last, Call::of(path.function(), seg)) {
                 return self.function_expr(current, &alias, &call);
             }
-            let field = current.field(seg).ok_or_else(|| forbidden_field(&current.name, seg))?;
+            let field = current.field(seg).ok_or_else(|| ApiError::forbidden_field(&current.name, seg))?;
             match (&field.relation, last) {
                 (Some(FieldRelation::O2M { .. }), _) => {
                     return Err(ApiError::invalid_query(format!("Cannot {purpose} by \"{path}\": \"{seg}\" is a to-many relation (use count({seg}))")));

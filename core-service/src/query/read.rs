@@ -7,9 +7,9 @@
 
 use super::fields::FieldTree;
 use super::keys::{pk_expr, pk_order};
-use super::sql::{Param, Sql};
 use super::{Fanout, Limits, Planner};
 use crate::schema::Collection;
+use crate::sql::{Param, Sql};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{MetaCount, Query};
 
@@ -26,7 +26,7 @@ struct ListSql {
 pub struct ReadStatement {
     /// SQL + parameters. Row: `data text`, `total_count int8`, `filter_count int8`.
     pub sql: Sql,
-    /// Whether the counts were requested (spec `meta`).
+    /// Whether the counts were requested (`meta`).
     pub total_count: bool,
     /// See `total_count`.
     pub filter_count: bool,
@@ -51,7 +51,7 @@ fn refuse_unsupported(q: &Query, single: bool) -> Result<(), ApiError> {
 }
 
 /// What one read asks for, decided by the core from the request alone (the edges do not choose;
-/// proto `ItemsService.Read`). spec: List items, Get item, Get singleton, `aggregate`,
+/// proto `ItemsService.Read`). Directus docs "Items": list, one item, singleton; `aggregate`,
 /// `version`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadShape<'a> {
@@ -89,7 +89,7 @@ impl<'a> ReadShape<'a> {
     }
 }
 
-/// `(limit, offset)` from `limit`, `offset`, `page` (spec: Global query parameters; page is
+/// `(limit, offset)` from `limit`, `offset`, `page` (Directus docs "Global Query Parameters"; page is
 /// 1-indexed, offset = limit × (page − 1), page overrides offset, `-1` = all allowed; page 0 is
 /// ignored, as Directus does).
 /// `None` limit = no LIMIT clause. `default` is the limit when none is given.
@@ -136,7 +136,7 @@ impl Planner<'_> {
         }
     }
 
-    /// Plans `GET /items/:collection` (spec: List items). Errors: FORBIDDEN (unknown field),
+    /// Plans `GET /items/:collection` (a list). Errors: FORBIDDEN (unknown field),
     /// INVALID_QUERY (bad parameters).
     pub fn read_many(mut self, collection: &Collection, q: &Query) -> Result<ReadStatement, ApiError> {
         let (list, total, filtered) = self.many_parts(collection, q)?;
@@ -176,7 +176,7 @@ impl Planner<'_> {
         Ok((list, total, filtered))
     }
 
-    /// Plans an export (spec `export`): the same rows as [`Self::read_many`], as a statement
+    /// Plans an export (`export`): the same rows as [`Self::read_many`], as a statement
     /// returning one row per item (column `item`, JSON text), so the result can be streamed.
     pub fn export_rows(mut self, collection: &Collection, q: &Query) -> Result<Sql, ApiError> {
         refuse_unsupported(&Query { export: None, ..q.clone() }, false)?;
@@ -188,7 +188,7 @@ impl Planner<'_> {
         Ok(self.sql)
     }
 
-    /// The keys (text form) of the items a write's `query` selects (issue 15; Directus's
+    /// The keys (text form) of the items a write's `query` selects (docs/permissions.md; Directus's
     /// getKeysByQuery): `SELECT (<key>)::text` with its filter, search, sort, limit, offset and
     /// page, through the caller's view. Without `limit`, the default limit (QUERY_LIMIT_DEFAULT,
     /// 100), as Directus (checked against 11.3.5: an update by query without `limit` writes 100
@@ -231,7 +231,7 @@ impl Planner<'_> {
         Ok(ListSql { select, where_sql })
     }
 
-    /// Plans `GET /items/:collection/:id` (spec: Get item). `key` is the primary key's text form
+    /// Plans `GET /items/:collection/:id` (one item). `key` is the primary key's text form
     /// (composite keys: values joined by `,`). The row's `data` is NULL when no item matches.
     /// Errors: FORBIDDEN (no such key shape), INVALID_QUERY.
     pub fn read_one(mut self, collection: &Collection, key: &str, q: &Query) -> Result<ReadStatement, ApiError> {
@@ -259,7 +259,7 @@ impl Planner<'_> {
         Ok(ReadStatement { sql: self.sql, total_count: false, filter_count: false })
     }
 
-    /// Plans `GET /items/:singleton` (spec: Get singleton): the collection's first row (that
+    /// Plans `GET /items/:singleton` (a singleton): the collection's first row (that
     /// matches `filter`/`search`, if given), or NULL. Sort and pagination do not apply.
     pub fn read_singleton(mut self, collection: &Collection, q: &Query) -> Result<ReadStatement, ApiError> {
         refuse_unsupported(q, true)?;
@@ -312,7 +312,7 @@ mod tests {
     use std::sync::Arc;
 
     fn paths(texts: &[&str]) -> Vec<cdapi_proto::v1::FieldPath> {
-        texts.iter().map(|t| cdapi_proto::paths::parse(t).expect("path")).collect()
+        texts.iter().map(|t| query_language::paths::parse(t).expect("path")).collect()
     }
 
     fn field(name: &str, ty: FieldType, db: &str, relation: Option<FieldRelation>) -> Field {
@@ -402,8 +402,10 @@ mod tests {
 
     #[test]
     fn sort_through_m2o_joins_once_and_appends_the_key() -> Result<(), ApiError> {
-        let st =
-            plan(Query { sort: ["-author.name", "title"].iter().map(|s| cdapi_proto::paths::parse_sort(s).expect("sort")).collect(), ..Default::default() })?;
+        let st = plan(Query {
+            sort: ["-author.name", "title"].iter().map(|s| query_language::paths::parse_sort(s).expect("sort")).collect(),
+            ..Default::default()
+        })?;
         assert!(st.sql.text.contains("LEFT JOIN \"public\".\"authors\" s1 ON s1.\"id\" = t0.\"author\""));
         assert!(st.sql.text.contains("ORDER BY s1.\"name\" DESC, t0.\"title\", t0.\"id\""), "{}", st.sql.text);
         Ok(())
@@ -417,7 +419,7 @@ mod tests {
         assert_eq!(pagination(&q(Some(10), Some(5), Some(3)), &l, 100)?, (Some(10), 20));
         let unlimited = Limits { max: None, ..l };
         assert_eq!(pagination(&q(Some(-1), None, Some(2)), &unlimited, 100)?, (None, 0));
-        // The default maximum (issue 15): -1 means 10,000, and more is refused.
+        // The default maximum (docs/security.md "Budgets"): -1 means 10,000, and more is refused.
         assert_eq!(pagination(&q(Some(-1), None, None), &l, 100)?, (Some(10_000), 0));
         assert!(pagination(&q(Some(10_001), None, None), &l, 100).is_err());
         assert!(pagination(&q(Some(-2), None, None), &l, 100).is_err());

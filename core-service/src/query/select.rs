@@ -6,7 +6,7 @@ use super::Planner;
 use super::fields::{Column, Select};
 use super::keys::key_output;
 use super::read::pagination;
-use super::sql::{Param, column, ident};
+use crate::sql::{Param, column, ident};
 use cdapi_proto::ApiError;
 
 impl Planner<'_> {

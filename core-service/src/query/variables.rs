@@ -1,4 +1,4 @@
-//! Dynamic variables in filter values (directus-facts.md "Filters"; issue 16, finding 7):
+//! Dynamic variables in filter values (Directus docs "Filter Rules"):
 //! - `$NOW`, `$NOW(-1 year)` (units ms s m h d w mo y or their long forms, default days): the
 //!   database's `now()`, adjusted;
 //! - `$CURRENT_USER`, `$CURRENT_ROLE`: the caller's ids (a nil UUID for the public role, which
@@ -18,7 +18,7 @@
 
 use super::Planner;
 use super::order::Joins;
-use super::sql::column;
+use crate::sql::column;
 use cdapi_proto::ApiError;
 
 /// A comparison operand after dynamic variables are resolved.
@@ -87,7 +87,7 @@ impl Planner<'_> {
         let mut joins = Joins::default();
         // The path is part of a filter value (`$CURRENT_USER.role.name`): parsed by the one
         // path grammar.
-        let path = cdapi_proto::paths::parse(path)?;
+        let path = query_language::paths::parse(path)?;
         let expr = self.path_expr(record, &alias, &path, &mut joins, "compare with")?;
         let from = self.source(record)?;
         let key = self.sql.cast_param(key, &pk.db_type);
@@ -95,7 +95,7 @@ impl Planner<'_> {
     }
 }
 
-/// `-1 year` / `+2 hours` / `3` (days) → a Postgres interval text (directus-facts.md units).
+/// `-1 year` / `+2 hours` / `3` (days) → a Postgres interval text (units as in Directus docs "Filter Rules").
 pub fn interval(args: &str) -> Result<String, ApiError> {
     let bad = || ApiError::invalid_query(format!("\"$NOW({args})\" is not a valid adjustment, e.g. $NOW(-1 year)"));
     let s = args.trim();

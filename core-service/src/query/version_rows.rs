@@ -8,8 +8,8 @@
 
 use super::Planner;
 use super::keys::pk_expr;
-use super::sql::{Param, column, ident};
 use crate::schema::{Collection, Schema};
+use crate::sql::{Param, column, ident};
 use cdapi_proto::ApiError;
 
 /// The collection name of content versions (Directus's `directus_versions`).
@@ -20,7 +20,7 @@ pub const VERSIONS: &str = "directus_versions";
 fn value_columns(collection: &str) -> Option<&'static [&'static str]> {
     match collection {
         VERSIONS => Some(&["delta"]),
-        crate::activity::REVISIONS => Some(&["data", "delta"]),
+        system_tables::activity::REVISIONS => Some(&["data", "delta"]),
         _ => None,
     }
 }

@@ -288,7 +288,7 @@ pub async fn changed_items(state: &AppState, caller: &Caller, collection: &str, 
     let [pk] = c.primary_key.as_slice() else { return Err(ApiError::invalid_payload("Realtime needs a single-field primary key")) };
     let mut q = query.clone();
     let keys_filter =
-        cdapi_proto::query_json::query_from_json(&serde_json::json!({"filter": {pk: {"_in": keys}}}).as_object().cloned().unwrap_or_default())?.filter;
+        query_language::query_json::query_from_json(&serde_json::json!({"filter": {pk: {"_in": keys}}}).as_object().cloned().unwrap_or_default())?.filter;
     q.filter = match (q.filter.take(), keys_filter) {
         (Some(mine), Some(k)) => Some(Filter { node: Some(filter::Node::And(FilterGroup { filters: vec![mine, k] })) }),
         (mine, k) => mine.or(k),

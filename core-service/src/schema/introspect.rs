@@ -1,7 +1,7 @@
 //! Builds a [`Schema`] from pg_catalog and the system tables (`cdapi.collections`,
 //! `cdapi.relations`, read through `system_tables::metadata`).
 //!
-//! Rules (issue 2): tables, partitioned tables, views, materialised views and foreign tables are
+//! Rules (docs/data-model.md "How the database is exposed"): tables, partitioned tables, views, materialised views and foreign tables are
 //! collections; partitions are hidden, and foreign keys declared on partitions are lifted to
 //! their parent; domains are typed as their base type; single-column foreign keys are M2O
 //! relations with a reverse O2M alias (see [`super::naming`]); a table whose primary key is
@@ -12,7 +12,7 @@
 
 use super::naming::{ForeignKey, default_aliases};
 use super::{Collection, Deselect, Field, FieldRelation, FieldType, Schema};
-use crate::query::sql::table;
+use crate::sql::table;
 use sqlx::PgConnection;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -270,7 +270,7 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
         fs.extend(aliases.remove(&name).unwrap_or_default());
         let primary_key = pks.get(&name).cloned().unwrap_or_default();
         // Activity and revisions are written by the server alone (crate::activity).
-        let read_only = matches!(relkind.as_str(), "v" | "m") || name == crate::activity::ACTIVITY || name == crate::activity::REVISIONS;
+        let read_only = matches!(relkind.as_str(), "v" | "m") || name == system_tables::activity::ACTIVITY || name == system_tables::activity::REVISIONS;
         let singleton = singletons.contains(&name);
         let mut collection = Collection::new(name.clone(), table(&namespace, &relname), primary_key, singleton, read_only, fs);
         // Metadata naming a field that is no column of the table is left out.
@@ -279,9 +279,9 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
         collection.sort_field = sort_fields.remove(&name).filter(|f| collection.has_column(f));
         collections.insert(name, Arc::new(collection));
     }
-    let permissions = Arc::new(crate::permissions::Rules::load(conn).await?);
+    let permissions = Arc::new(crate::policies::Rules::load(conn).await?);
     let (presets, mode) = system_tables::settings::asset_settings(&mut *conn).await?;
-    let assets = Arc::new(crate::files::asset_settings::AssetSettings::from_settings(presets.as_deref(), mode.as_deref()));
+    let assets = Arc::new(crate::asset_settings::AssetSettings::from_settings(presets.as_deref(), mode.as_deref()));
     Ok(Schema { version, db_schema: db_schema.to_owned(), collections, base: None, permissions, assets })
 }
 

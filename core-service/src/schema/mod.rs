@@ -3,6 +3,7 @@
 //! `Arc<Schema>` and swapped atomically on reload (no lock on the read path). [`defaults`]
 //! reads column defaults the way Directus reports them (a singleton with no row yet).
 
+pub mod bind;
 pub mod defaults;
 pub mod introspect;
 pub mod specials;
@@ -29,9 +30,9 @@ pub struct Schema {
     /// it, since they may name fields the caller cannot read). `None` for a whole snapshot.
     pub base: Option<Arc<Schema>>,
     /// The permission rules of every role (read from `cdapi.permissions` with the snapshot).
-    pub permissions: Arc<crate::permissions::Rules>,
+    pub permissions: Arc<crate::policies::Rules>,
     /// What the settings allow of asset transformations (`storage_asset_*`).
-    pub assets: Arc<crate::files::asset_settings::AssetSettings>,
+    pub assets: Arc<crate::asset_settings::AssetSettings>,
 }
 
 /// Name prefix of the system collections (Directus's).
@@ -60,7 +61,7 @@ pub struct Collection {
     pub system: bool,
     /// In a caller's view: which items (and which fields of them) the caller's read permission
     /// rows let them see; `None` = everything listed in `fields`, on every item.
-    pub row_access: Option<Arc<crate::permissions::RowAccess>>,
+    pub row_access: Option<Arc<crate::policies::RowAccess>>,
     /// Primary key fields in key order; empty for views. More than one = composite key, whose
     /// text form is the values joined by `,` (e.g. `GET /items/film_actor/1,23`).
     pub primary_key: Vec<String>,
@@ -76,7 +77,7 @@ pub struct Collection {
     /// order.
     pub casts: Vec<(String, ValueCast)>,
     /// The manual order's field (Directus's `meta.sort_field`): a list's order when its query
-    /// has no `sort`, and what `POST /utils/sort/:collection` rewrites (README "Manual order").
+    /// has no `sort`, and what `POST /utils/sort/:collection` rewrites (docs/history.md "Manual order").
     pub sort_field: Option<String>,
     index: HashMap<String, usize>,
 }

@@ -1,4 +1,4 @@
-//! Content versions (spec: "Versioning"; directus-facts.md "Content versions"), stored in
+//! Content versions (Directus docs "Content Versioning"; docs/what-works.md), stored in
 //! `cdapi.versions`: a version holds a `delta` (a partial item, relational shapes allowed) made
 //! against the main item's state `hash` (a keyed hash of its row: see [`Versions::item_hash`]).
 //!
@@ -19,10 +19,10 @@
 mod preview;
 
 use crate::permissions::Access;
-use crate::query::sql::{Param, Sql};
 use crate::query::version_rows::VERSIONS;
 use crate::query::{Limits, Planner, Variables};
 use crate::schema::{Collection, Schema};
+use crate::sql::{Param, Sql};
 use crate::write::Writer;
 use cdapi_proto::v1::Query;
 use cdapi_proto::{ApiError, ErrorCode};
@@ -56,7 +56,7 @@ pub struct Versions<'a> {
     /// Dynamic variables (`user` is recorded as `user_created`).
     pub vars: &'a Variables,
     /// For the writer (user writes end sessions, hash passwords).
-    pub accounts: &'a crate::users::Accounts,
+    pub accounts: &'a crate::write::users::Accounts,
     /// Where the request came from (recorded with the activity of a promotion).
     pub client: &'a crate::activity::Client,
 }
@@ -174,7 +174,7 @@ impl<'a> Versions<'a> {
     /// the caller's view.
     async fn read_versions(&mut self, key: Option<&str>, query: &Value) -> Result<String, ApiError> {
         let view = self.read.collection(VERSIONS).ok_or_else(ApiError::forbidden)?;
-        let q = cdapi_proto::query_json::query_from_json(query.as_object().ok_or_else(ApiError::internal)?)?;
+        let q = query_language::query_json::query_from_json(query.as_object().ok_or_else(ApiError::internal)?)?;
         let planner = Planner::new(self.read, Limits { max: None, ..self.limits }, self.vars);
         let st = match key {
             Some(k) => planner.read_one(view, k, &q)?,
@@ -240,7 +240,7 @@ impl<'a> Versions<'a> {
         let mut sets = vec!["date_updated = now()".to_owned()];
         for (field, value) in &change {
             let v = sql.param(Param::Text(value.as_str().unwrap_or_default().to_owned()));
-            sets.push(format!("{} = {v}", crate::query::sql::ident(field)));
+            sets.push(format!("{} = {v}", crate::sql::ident(field)));
         }
         sql.text = format!("UPDATE cdapi.versions SET {} WHERE id = CAST({p} AS uuid) RETURNING id::text", sets.join(", "));
         self.one_json(sql).await?;

@@ -12,8 +12,8 @@
 use super::Versions;
 use crate::permissions::Access;
 use crate::query::Planner;
-use crate::query::sql::{Param, Sql};
 use crate::schema::Collection;
+use crate::sql::{Param, Sql};
 use crate::write::Writer;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::Query;
@@ -39,7 +39,7 @@ impl Versions<'_> {
             return Ok(());
         }
         let view = self.read.collection(&c.name).ok_or_else(ApiError::forbidden)?;
-        let pk = Query { fields: c.primary_key.iter().map(|k| cdapi_proto::paths::of_fields([k.as_str()])).collect(), ..Default::default() };
+        let pk = Query { fields: c.primary_key.iter().map(|k| query_language::paths::of_fields([k.as_str()])).collect(), ..Default::default() };
         let st = Planner::new(self.read, self.limits, self.vars).read_one(view, key, &pk)?;
         let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
         row.try_get::<Option<String>, _>("data").map_err(crate::db::map_error)?.ok_or_else(ApiError::forbidden)?;

@@ -1,5 +1,5 @@
 //! Comments and mentions (Directus 11's `directus_comments` and its CommentsService, checked
-//! against 11.3.5; README "Comments and notifications"):
+//! against 11.3.5; docs/history.md "Comments and notifications"):
 //! - a comment needs a signed-in user (FORBIDDEN for the public) and non-empty `comment`,
 //!   `collection` and `item` (INVALID_PAYLOAD `"comment" is required`, ...), and the item must be
 //!   one the commenter can read (FORBIDDEN otherwise, as for an unknown collection or item; the
@@ -40,11 +40,11 @@ static MENTION: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"(?i)@([0
 static LINE_BREAKS: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\n+").ok());
 
 /// Creates the items of `data` in `c`; for comments, checks them first and notifies the users
-/// they mention after. Returns the keys. Errors: as [`crate::users::create`], and for comments
+/// they mention after. Returns the keys. Errors: as [`crate::write::users::create`], and for comments
 /// FORBIDDEN (the public, an item the commenter cannot read) and INVALID_PAYLOAD.
 pub async fn create(w: &mut Writer<'_>, c: &Collection, data: Value) -> Result<Vec<String>, ApiError> {
     if c.name != COMMENTS {
-        return crate::users::create(w, c, data).await;
+        return crate::write::users::create(w, c, data).await;
     }
     let user = w.vars.user.clone().ok_or_else(ApiError::forbidden)?;
     let comments: Vec<(String, String, String)> = match &data {
@@ -53,7 +53,7 @@ pub async fn create(w: &mut Writer<'_>, c: &Collection, data: Value) -> Result<V
     };
     for (collection, item, _) in &comments {
         if w.read.collection(collection).is_none() {
-            return Err(crate::query::forbidden_collection(collection));
+            return Err(ApiError::forbidden_collection(collection));
         }
         // As Directus, the admin's item is not looked up.
         if !matches!(w.access, Access::Admin) && !readable(&mut *w.conn, w.read, w.limits, w.vars, collection, item).await? {
@@ -64,7 +64,7 @@ pub async fn create(w: &mut Writer<'_>, c: &Collection, data: Value) -> Result<V
             return Err(e);
         }
     }
-    let keys = crate::users::create(w, c, data).await?;
+    let keys = crate::write::users::create(w, c, data).await?;
     for (collection, item, text) in &comments {
         notify_mentions(w, &user, collection, item, text).await?;
     }
@@ -95,7 +95,7 @@ async fn readable(
 ) -> Result<bool, ApiError> {
     let Some(c) = read.collection(collection) else { return Ok(false) };
     let Some(pk) = c.primary_key.first() else { return Ok(false) };
-    let q = cdapi_proto::query_json::query_from_json(&Map::from_iter([("fields".to_owned(), json!([pk]))]))?;
+    let q = query_language::query_json::query_from_json(&Map::from_iter([("fields".to_owned(), json!([pk]))]))?;
     let Ok(st) = Planner::new(read, limits, vars).read_one(c, item, &q) else { return Ok(false) };
     let row = st
         .sql

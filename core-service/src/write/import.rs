@@ -1,4 +1,4 @@
-//! Imports (Directus's `POST /utils/import/:collection`, core `ImportItems`; README
+//! Imports (Directus's `POST /utils/import/:collection`, core `ImportItems`; docs/history.md
 //! "Utilities"): each item of each chunk is created, or updated when it carries the primary key
 //! of an item that exists ("upsert", as Directus's `upsertOne`), through the same writes as any
 //! request (permissions, validation, automatic values, users' secrets, comments' checks,
@@ -57,7 +57,7 @@ impl Writer<'_> {
             self.flush(collection, &mut pending).await?;
             if let (Some(pk), Some(k)) = (&pk, key) {
                 obj.remove(pk);
-                crate::users::update_keys(self, collection, &[k], Value::Object(obj)).await?;
+                crate::write::users::update_keys(self, collection, &[k], Value::Object(obj)).await?;
             }
         }
         self.flush(collection, &mut pending).await
@@ -69,6 +69,6 @@ impl Writer<'_> {
             return Ok(());
         }
         let data = Value::Array(std::mem::take(pending));
-        crate::comments::create(self, collection, data).await.map(|_| ())
+        crate::write::comments::create(self, collection, data).await.map(|_| ())
     }
 }

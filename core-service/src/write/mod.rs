@@ -1,4 +1,4 @@
-//! Writes (spec: "Item endpoints (REST)", issue 4): create one or many, update one, many (by
+//! Writes (Directus docs "Items"; docs/what-works.md): create one or many, update one, many (by
 //! keys or by query) or the singleton, delete one or many. Each request runs in ONE
 //! transaction, its reply (the written items read back with the request's `fields`) included,
 //! so a failure leaves the database exactly as before. Batches are set-based: a create of 1,000
@@ -7,25 +7,28 @@
 //! Layout: [`payload`] (validation and values), [`relational`] (nested relational data),
 //! [`keys`] (write keys: a write sent to two replicas is applied once), [`server_owned`]
 //! (fields no client writes), [`auto_values`] (fields the server fills), [`sort`] (manual
-//! order), [`import`] (upserts of imported items), this module
+//! order), [`import`] (upserts of imported items), [`users`] (user accounts: secrets, `me`),
+//! [`comments`] (comments and their mentions), this module
 //! (statements and their order).
 //! Database constraint errors map to API codes in [`crate::db::map_write_error`].
 
 pub mod access;
 pub mod auto_values;
+pub mod comments;
 pub mod import;
 pub mod keys;
 pub mod payload;
 pub mod relational;
 pub mod server_owned;
 pub mod sort;
+pub mod users;
 
 use crate::activity::Change;
 use crate::permissions::{Access, Action, Grant, scope, validate};
 use crate::query::keys::pk_expr;
-use crate::query::sql::{Param, Sql, ident};
 use crate::query::{Planner, Variables};
 use crate::schema::{Collection, Schema};
+use crate::sql::{Param, Sql, ident};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldCondition, Filter, Operator, Query, Value as PbValue, filter, value};
 use payload::{ColumnValue, Mode};
@@ -39,7 +42,7 @@ pub struct Writer<'a> {
     pub schema: &'a Schema,
     /// The schema the caller reads through (the written items are read back with it).
     pub read: &'a Schema,
-    /// Who is writing: admin access, or a role whose grants apply (issue 7).
+    /// Who is writing: admin access, or a role whose grants apply (docs/permissions.md).
     pub access: &'a Access,
     /// The transaction's connection.
     pub conn: &'a mut PgConnection,
@@ -48,7 +51,7 @@ pub struct Writer<'a> {
     /// Dynamic variables (for `query` selectors and read-back).
     pub vars: &'a Variables,
     /// What user writes need (sessions to end, password policy and hasher).
-    pub accounts: &'a crate::users::Accounts,
+    pub accounts: &'a users::Accounts,
     /// Where the request came from: recorded with the activity of each write
     /// ([`crate::activity`]).
     pub client: &'a crate::activity::Client,
@@ -87,7 +90,7 @@ impl<'w> Writer<'w> {
     }
 
     /// Checks a payload object against the caller's permission rows for `action` (Create or
-    /// Update; issue 15): every field (and every name in `extra`: write-only secrets, relational
+    /// Update; docs/permissions.md): every field (and every name in `extra`: write-only secrets, relational
     /// fields) must be granted by a row whose validation the payload passes (rules evaluated by
     /// Postgres on the typed values, [`validate`]); presets are applied under the payload on
     /// create. Returns the payload to write and the condition every item written must meet
@@ -150,7 +153,7 @@ impl<'w> Writer<'w> {
         Ok(self.grant(collection, Action::Delete)?.row_filter())
     }
 
-    /// The keys (text form) of the items a write's `query` selects, in its order (issue 15,
+    /// The keys (text form) of the items a write's `query` selects, in its order (docs/permissions.md,
     /// Directus's getKeysByQuery): its filter, search, sort, limit, offset and page, read
     /// under the caller's read permissions (it may only name what they can read; FORBIDDEN
     /// for a collection they cannot read). Without `limit`, the default limit (100), as Directus.
@@ -365,7 +368,7 @@ impl<'w> Writer<'w> {
     }
 
     /// Updates the items with these keys; FORBIDDEN unless every key exists and the caller's
-    /// update rows allow the payload on each (spec rule 6).
+    /// update rows allow the payload on each (docs/permissions.md).
     pub async fn update_keys(&mut self, collection: &Collection, keys: &[String], data: &Value) -> Result<Vec<String>, ApiError> {
         self.update_keys_with(collection, keys, data, &[]).await
     }
@@ -401,7 +404,7 @@ impl<'w> Writer<'w> {
     }
 
     /// Updates a batch of items, each object carrying its own primary key (single-column keys).
-    /// Each item is one update of [`crate::users::update_keys`], so a batch of users keeps every
+    /// Each item is one update of [`users::update_keys`], so a batch of users keeps every
     /// rule of a single user update (password hashing and policy, token hashing, sessions ended,
     /// sensitive fields; docs/security.md "Sessions"). FORBIDDEN when a key does not exist;
     /// INVALID_PAYLOAD when an object has no key.
@@ -423,7 +426,7 @@ impl<'w> Writer<'w> {
             };
             let mut rest = item.clone();
             rest.remove(pk);
-            let done = crate::users::update_keys(self, collection, std::slice::from_ref(&key), Value::Object(rest)).await?;
+            let done = users::update_keys(self, collection, std::slice::from_ref(&key), Value::Object(rest)).await?;
             keys.push(done.into_iter().next().ok_or_else(ApiError::forbidden)?);
         }
         Ok(keys)
@@ -431,11 +434,11 @@ impl<'w> Writer<'w> {
 
     /// Updates the singleton's row, creating it on the first write. The row is locked first;
     /// when it exists but is outside the caller's update rows the answer is FORBIDDEN (never a
-    /// second row, issue 15); concurrent first writes create one row (advisory lock).
+    /// second row); concurrent first writes create one row (advisory lock).
     pub async fn update_singleton(&mut self, collection: &Collection, data: &Value) -> Result<(), ApiError> {
         writable(collection)?;
         let mut sql = Sql::default();
-        let name = sql.param(crate::query::sql::Param::Text(collection.table.clone()));
+        let name = sql.param(crate::sql::Param::Text(collection.table.clone()));
         sql.text = format!("SELECT pg_advisory_xact_lock(hashtext({name}))::text");
         self.keys(&sql).await?;
         let mut sql = Sql::default();
@@ -579,7 +582,7 @@ fn dedup_len(keys: &[String]) -> usize {
 /// subquery), so concurrent writes of overlapping rows wait for each other instead of
 /// deadlocking (each would otherwise lock rows in its own scan order).
 fn locked_write(collection: &Collection, head: &str, selector: &str) -> String {
-    let cols = |alias: &str| collection.primary_key.iter().map(|k| crate::query::sql::column(alias, k)).collect::<Vec<_>>().join(", ");
+    let cols = |alias: &str| collection.primary_key.iter().map(|k| crate::sql::column(alias, k)).collect::<Vec<_>>().join(", ");
     format!(
         "{head} WHERE ({outer}) IN (SELECT {inner} FROM {table} AS t0 WHERE {selector} ORDER BY {inner} FOR UPDATE) RETURNING ({key})::text",
         table = collection.table,

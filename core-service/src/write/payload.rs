@@ -1,20 +1,21 @@
 //! Item payloads (JSON objects) checked against the schema and turned into column values
-//! (spec: "Item endpoints (REST)"; issue 4 "Validation").
+//! (Directus docs "Items"; docs/what-works.md).
 //!
-//! Checks, each a FAILED_VALIDATION naming `field` and `type` (directus-facts.md: Error body):
+//! Checks, each a FAILED_VALIDATION naming `field` and `type` (the error body of Directus docs "Error Codes"):
 //! a value of the wrong kind (the field's type name, e.g. `integer`), null where the column is
 //! NOT NULL (`nnull`), a string over `varchar(n)` (`max_length`), an enum label not in the type
 //! (`in`, with `valid`), a missing required field on create (`required`). Values are passed to
 //! SQL as text and cast to the column type there.
 //!
-//! As Directus (issue 16, finding 6): keys that are no field of the collection are left out
+//! As Directus (docs/directus-compatibility.md): keys that are no field of the collection are left out
 //! (whether the caller may write them is the permissions' question, asked before); a primary
 //! key in an update's payload is left out (keys never change); a value for a generated key on
 //! create is inserted as given (Postgres refuses it only for `GENERATED ALWAYS` identities:
 //! FAILED_VALIDATION `generated`).
 
-use crate::schema::{Collection, Field, FieldRelation, FieldType};
-use cdapi_proto::{ApiError, ErrorCode};
+use crate::schema::bind::bind_text;
+use crate::schema::{Collection, Field, FieldRelation};
+use cdapi_proto::ApiError;
 use serde_json::{Map, Value};
 
 /// What a payload is for.
@@ -29,14 +30,6 @@ pub enum Mode {
 /// One column to write: the field and its value as text (`None` = SQL NULL).
 pub type ColumnValue<'a> = (&'a Field, Option<String>);
 
-/// FAILED_VALIDATION for `field` with the check `kind` (Directus's shape).
-pub fn failed(field: &str, kind: &str, detail: &str) -> ApiError {
-    let mut e = ApiError::new(ErrorCode::FailedValidation, format!("Validation failed for field \"{field}\". {detail}"));
-    e.extensions.insert("field".into(), field.into());
-    e.extensions.insert("type".into(), kind.into());
-    e
-}
-
 /// Checks one payload object and returns its column values in payload order.
 /// Errors: FAILED_VALIDATION (see module docs); INVALID_PAYLOAD for relational values, which
 /// this version does not write yet.
@@ -50,12 +43,12 @@ pub fn columns<'a>(collection: &'a Collection, obj: &Map<String, Value>, mode: M
         if field.primary_key && mode == Mode::Update {
             continue;
         }
-        out.push((field, text(field, value)?));
+        out.push((field, bind_text(field, value)?));
     }
     if mode == Mode::Create {
         for f in collection.fields.iter().filter(|f| !f.is_alias() && !f.nullable && !f.has_default) {
             if !obj.contains_key(&f.name) {
-                return Err(failed(&f.name, "required", "Value is required."));
+                return Err(ApiError::failed_validation(&f.name, "required", "Value is required."));
             }
         }
     }
@@ -81,80 +74,10 @@ pub fn refuse_nul(obj: &Map<String, Value>) -> Result<(), ApiError> {
     }
 }
 
-/// A JSON value as the text Postgres casts to the field's type; `None` for null.
-pub(crate) fn text(field: &Field, value: &Value) -> Result<Option<String>, ApiError> {
-    let kind = field.field_type;
-    let wrong = || failed(&field.name, kind.as_str(), &format!("Value has to be of type {}.", kind.as_str()));
-    let s = match value {
-        Value::Null if field.nullable => return Ok(None),
-        Value::Null => return Err(failed(&field.name, "nnull", "Value can't be null.")),
-        _ if kind == FieldType::Json => value.to_string(),
-        Value::Bool(b) if matches!(kind, FieldType::Boolean) => b.to_string(),
-        Value::Number(n) if kind.is_integer() => match n.as_i64() {
-            Some(i) => i.to_string(),
-            None => return Err(wrong()),
-        },
-        Value::Number(n) if matches!(kind, FieldType::Float | FieldType::Decimal) => n.to_string(),
-        Value::Number(n) if kind.is_textual() => n.to_string(),
-        Value::String(s) if kind.is_integer() => {
-            s.trim().parse::<i64>().map_err(|_| wrong())?;
-            s.clone()
-        }
-        Value::String(s) if matches!(kind, FieldType::Float | FieldType::Decimal) => {
-            s.trim().parse::<f64>().map_err(|_| wrong())?;
-            s.clone()
-        }
-        Value::String(s) if kind == FieldType::Boolean => match s.as_str() {
-            "true" | "false" => s.clone(),
-            _ => return Err(wrong()),
-        },
-        Value::String(s) if kind == FieldType::Uuid => {
-            let ok = s.len() == 36 && s.chars().enumerate().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { c == '-' } else { c.is_ascii_hexdigit() });
-            if !ok {
-                return Err(wrong());
-            }
-            s.clone()
-        }
-        Value::Array(items) if kind == FieldType::Csv => array_literal(items),
-        // Directus's CSV form: "a,b" (e.g. a permission's `fields: "*"`).
-        Value::String(s) if kind == FieldType::Csv => {
-            let items: Vec<Value> = s.split(',').map(|p| Value::String(p.trim().to_owned())).filter(|v| v.as_str() != Some("")).collect();
-            array_literal(&items)
-        }
-        Value::String(s) if !matches!(kind, FieldType::Integer | FieldType::BigInteger | FieldType::Float | FieldType::Decimal | FieldType::Boolean) => {
-            s.clone()
-        }
-        _ => return Err(wrong()),
-    };
-    if let Some(max) = field.max_length
-        && s.chars().count() > max as usize
-    {
-        return Err(failed(&field.name, "max_length", &format!("Value can't be longer than {max} characters.")));
-    }
-    if !field.enum_values.is_empty() && !field.enum_values.contains(&s) {
-        let mut e = failed(&field.name, "in", &format!("Value has to be one of {}.", field.enum_values.join(", ")));
-        e.extensions.insert("valid".into(), field.enum_values.clone().into());
-        return Err(e);
-    }
-    Ok(Some(s))
-}
-
-/// A JSON array as a Postgres array literal: `{"a","b"}` (elements quoted, NULL for null).
-fn array_literal(items: &[Value]) -> String {
-    let parts: Vec<String> = items
-        .iter()
-        .map(|v| match v {
-            Value::Null => "NULL".to_owned(),
-            Value::String(s) => format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"")),
-            other => format!("\"{}\"", other.to_string().replace('\\', "\\\\").replace('"', "\\\"")),
-        })
-        .collect();
-    format!("{{{}}}", parts.join(","))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schema::FieldType;
     use serde_json::json;
 
     fn f(name: &str, t: FieldType, nullable: bool, has_default: bool) -> Field {
@@ -225,10 +148,5 @@ mod tests {
         assert!(refuse_nul(&obj(json!({"meta": {"k\u{0}": 1}}))).is_err());
         assert_eq!(refuse_nul(&obj(json!({"t\u{0}": 1}))).err().map(|e| e.message.contains("t\\0")), Some(true));
         assert!(refuse_nul(&obj(json!({"title": "a\\0b", "n": 0}))).is_ok());
-    }
-
-    #[test]
-    fn arrays_become_postgres_literals() {
-        assert_eq!(array_literal(&[json!("a"), json!("b\"c"), Value::Null]), "{\"a\",\"b\\\"c\",NULL}");
     }
 }

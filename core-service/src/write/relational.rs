@@ -1,4 +1,4 @@
-//! Relational writes (spec: "Relational field kinds and write shapes"), at any depth, inside the
+//! Relational writes (docs/what-works.md; Directus's write shapes), at any depth, inside the
 //! request's transaction:
 //! - M2O: an object without the related key creates the related item and stores its key; with
 //!   the key of an existing item it updates that item (when it has other fields) and stores the
@@ -18,8 +18,8 @@
 use super::Writer;
 use crate::permissions::Action;
 use crate::query::Planner;
-use crate::query::sql::{Sql, column, ident};
 use crate::schema::{Collection, Deselect, FieldRelation};
+use crate::sql::{Sql, column, ident};
 use cdapi_proto::ApiError;
 use serde_json::{Map, Value};
 use sqlx::Row;
@@ -137,13 +137,13 @@ impl<'w> Writer<'w> {
         }
         // Relational fields are granted like the columns, by the same permission rows.
         let names: Vec<&str> = to_many.iter().map(|(n, _)| n.as_str()).chain(extra.iter().copied()).collect();
-        let key = if depth > 0 && collection.name == crate::users::USERS {
+        let key = if depth > 0 && collection.name == crate::write::users::USERS {
             // A user nested in another item's payload keeps every user rule (password and
             // token stored hashed, sessions ended; docs/security.md "Sessions"). At depth 0
             // the request's own user write (crate::users) has applied them already.
             let done = match key {
-                Some(k) => crate::users::update_keys_with(self, collection, std::slice::from_ref(&k), Value::Object(own), &names).await?,
-                None => crate::users::create_with(self, collection, Value::Object(own), &names).await?,
+                Some(k) => crate::write::users::update_keys_with(self, collection, std::slice::from_ref(&k), Value::Object(own), &names).await?,
+                None => crate::write::users::create_with(self, collection, Value::Object(own), &names).await?,
             };
             done.into_iter().next().ok_or_else(ApiError::internal)?
         } else {
@@ -291,7 +291,7 @@ impl<'w> Writer<'w> {
 
     /// Removes items from the relation: those with `keys` (`only`), or all but `keys`.
     /// Removing deletes or updates the related items, so the caller's rows for that apply
-    /// (issue 15): delete rows, or update rows granting the foreign key with a validation that
+    /// (docs/permissions.md): delete rows, or update rows granting the foreign key with a validation that
     /// accepts NULL. FORBIDDEN (nothing changed) when an item to remove is outside them.
     async fn deselect(&mut self, rel: &Collection, fk: &str, local: &str, action: Deselect, keys: &[String], only: bool) -> Result<(), ApiError> {
         let fk_field = rel.field(fk).ok_or_else(ApiError::internal)?;

@@ -1,4 +1,4 @@
-//! Manual order (Directus's `POST /utils/sort/:collection` with `{item, to}`; README "Manual
+//! Manual order (Directus's `POST /utils/sort/:collection` with `{item, to}`; docs/history.md "Manual
 //! order"): moves `item` to the place of `to` in the collection's `meta.sort_field` order, and
 //! shifts the items between them by one, in the request's transaction.
 //!
@@ -17,8 +17,8 @@ use crate::activity::Change;
 use crate::permissions::{Access, Action, scope};
 use crate::query::Planner;
 use crate::query::keys::pk_expr;
-use crate::query::sql::{Param, column, ident};
 use crate::schema::{Collection, FieldType};
+use crate::sql::{Param, column, ident};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::Filter;
 use sqlx::Row;

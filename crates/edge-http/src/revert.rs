@@ -1,7 +1,7 @@
 //! Reverting an item to a revision (Directus's `POST /utils/revert/:revision` and GraphQL
 //! `utils_revert`), for both edges: the revision is read with the caller's rights on
 //! `directus_revisions` (only a revision of an item they can read, with the fields they may
-//! read: README "Activity and revisions") and the item updated with their update rights
+//! read: docs/history.md "Activity and revisions") and the item updated with their update rights
 //! (FORBIDDEN without them), which records the revert as one more update.
 
 use crate::balance::Balanced;
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 /// without data, as Directus words it), and the errors of the two calls.
 pub async fn revert(items: &ItemsServiceClient<Balanced>, caller: &Caller, revision: String) -> Result<(), ApiError> {
     let fields = json!({"fields": ["collection", "item", "data"]});
-    let query = cdapi_proto::query_json::query_from_json(fields.as_object().ok_or_else(ApiError::internal)?)?;
+    let query = query_language::query_json::query_from_json(fields.as_object().ok_or_else(ApiError::internal)?)?;
     let call = caller.request(ReadRequest { collection: "directus_revisions".into(), key: Some(revision), query: Some(query) })?;
     let res = items.clone().read(call).await?;
     let read: Value = serde_json::from_slice(&res.get_ref().data).map_err(|_| ApiError::internal())?;

@@ -1,4 +1,4 @@
-//! Filter documents (spec: Filter rules; directus-facts.md "Filters") → the typed [`Filter`],
+//! Filter documents (Directus docs "Filter Rules") → the typed [`Filter`],
 //! whatever carries them and however their keys are spelled. One walker for every edge:
 //! - the carrier is a [`Node`]: JSON for REST, `SEARCH` bodies and permission rules
 //!   ([`filter_from_json`](crate::query_json::filter_from_json)), GraphQL argument values for
@@ -11,30 +11,18 @@
 //! short for `_eq`, as Directus reads `filter[id]=4`); `{<relation>: {…nested…}}` and
 //! `_some`/`_none` on to-many relations. Nesting past [`MAX_DEPTH`] is refused.
 
-use crate::error_code::ApiError;
-use crate::v1::{FieldCondition, FieldFunction, Filter, FilterGroup, NullValue, Operator, Quantifier, RelationFilter, Value, ValueList, filter, value};
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::{FieldCondition, FieldFunction, Filter, FilterGroup, NullValue, Operator, Quantifier, RelationFilter, Value, ValueList, filter, value};
 use serde_json::Value as Json;
 
 type Result<T> = std::result::Result<T, ApiError>;
 
 /// Maximum nesting of filters and deep objects the parser accepts: a budget against deep
 /// recursion, above any sensible relational depth. The depth a query may really reach is the
-/// core's MAX_RELATIONAL_DEPTH (default 10, directus-facts.md "Limits"), at most this.
+/// core's MAX_RELATIONAL_DEPTH (default 10, docs/security.md "Budgets"), at most this.
 pub const MAX_DEPTH: usize = 32;
 
-/// `_eq` → [`Operator::Eq`] etc. `None` for names that are not comparison operators
-/// (including `_and`, `_or`, `_some`, `_none`).
-pub fn operator_from_name(name: &str) -> Option<Operator> {
-    let name = name.strip_prefix('_')?;
-    let op = Operator::from_str_name(&format!("OPERATOR_{}", name.to_ascii_uppercase()))?;
-    (op != Operator::Unspecified && name.chars().all(|c| c.is_ascii_lowercase() || c == '_')).then_some(op)
-}
-
-/// The REST spelling of an operator (`_eq`).
-pub fn operator_name(op: Operator) -> String {
-    let upper = op.as_str_name().trim_start_matches("OPERATOR_");
-    format!("_{}", upper.to_ascii_lowercase())
-}
+pub use crate::operators::{from_name as operator_from_name, name as operator_name};
 
 /// JSON → [`Value`]. Integers that fit `i64` stay integers; other numbers become floats.
 pub fn value_from_json(v: &Json) -> Value {

@@ -1,14 +1,13 @@
-//! The field path grammar of REST (spec: Global query parameters `fields`, `sort`, `groupBy`;
-//! Functions; Many-to-Any scopes), parsed here and nowhere else into the typed [`FieldPath`],
+//! The field path grammar of REST (Directus docs "Global Query Parameters": `fields`, `sort`,
+//! `groupBy`, functions, Many-to-Any scopes), parsed here and nowhere else into the typed [`FieldPath`],
 //! and the naming rules of paths every process must agree on.
 //!
 //! Grammar: segments joined by `.` (`author.name`); `*` for every field of a level (`*.*`);
 //! `<field>:<collection>` scopes a Many-to-Any field to one collection (`item:headings.title`);
 //! a function call `<function>(<field>)` is the last segment (`author.year(born)`).
 
-use crate::error_code::ApiError;
-use crate::v1::{FieldFunction, FieldPath, PathSegment, SortKey};
-use std::fmt;
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::{FieldFunction, FieldPath, PathSegment, SortKey};
 
 /// Parses one REST field path. Errors: INVALID_QUERY for an empty segment, a malformed call or
 /// an unknown function.
@@ -77,23 +76,7 @@ pub fn function_from_name(name: &str) -> Option<FieldFunction> {
     (f != FieldFunction::Unspecified && name.chars().all(|c| c.is_ascii_lowercase())).then_some(f)
 }
 
-/// The REST name of a function (`year`); empty for none.
-pub fn function_name(f: FieldFunction) -> &'static str {
-    match f {
-        FieldFunction::Unspecified => "",
-        FieldFunction::Year => "year",
-        FieldFunction::Month => "month",
-        FieldFunction::Week => "week",
-        FieldFunction::Day => "day",
-        FieldFunction::Weekday => "weekday",
-        FieldFunction::Hour => "hour",
-        FieldFunction::Minute => "minute",
-        FieldFunction::Second => "second",
-        FieldFunction::Count => "count",
-    }
-}
-
-/// The key a `fields` or `groupBy` entry's value appears under (spec: Functions; Directus's
+/// The key a `fields` or `groupBy` entry's value appears under (Directus docs "Global Query Parameters", functions; Directus's
 /// naming): `year(published_at)` under `published_at_year`, `count(articles)` under
 /// `articles_count`; any other path as REST writes it (`author.name`).
 pub fn result_key(path: &FieldPath) -> String {
@@ -105,37 +88,12 @@ pub fn result_key(path: &FieldPath) -> String {
 
 /// The result key of `function` of `field` (`published_at_year`, Directus's naming).
 pub fn function_key(field: &str, function: FieldFunction) -> String {
-    format!("{field}_{}", function_name(function))
+    format!("{field}_{}", function.name())
 }
 
 /// REST's spelling of `function` of `field` (`year(published_at)`), for messages.
 pub fn call_text(field: &str, function: FieldFunction) -> String {
-    format!("{}({field})", function_name(function))
-}
-
-/// REST's spelling of a path (for error messages and keys): `author.year(born)`,
-/// `item:headings.title`.
-impl fmt::Display for FieldPath {
-    fn fmt(&self, out: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.segments.len();
-        for (i, s) in self.segments.iter().enumerate() {
-            if i > 0 {
-                out.write_str(".")?;
-            }
-            let function = function_name(self.function());
-            if i + 1 == n && !function.is_empty() {
-                write!(out, "{function}(")?;
-            }
-            out.write_str(&s.field)?;
-            if let Some(scope) = &s.scope {
-                write!(out, ":{scope}")?;
-            }
-            if i + 1 == n && !function.is_empty() {
-                out.write_str(")")?;
-            }
-        }
-        Ok(())
-    }
+    format!("{}({field})", function.name())
 }
 
 #[cfg(test)]

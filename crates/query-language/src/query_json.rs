@@ -1,14 +1,14 @@
 //! The Directus query object (JSON) → [`Query`]. Both edges use this one translation: REST
 //! builds the JSON from the query string or from the `SEARCH` body's `query`, GraphQL from its
-//! arguments. Shapes follow the spec's "Global query parameters" and directus-facts.md.
+//! arguments. Shapes follow Directus docs "Global Query Parameters" and "Filter Rules".
 //!
 //! Accepted spellings per key: `fields`/`sort`/`groupBy`/`meta` as a comma-separated string or
 //! an array of strings; `filter`/`deep`/`alias`/`aggregate` as an object or as a string holding
 //! JSON; `limit`/`offset`/`page` as an integer or an integer string. Unknown keys are ignored,
 //! as Directus does. Every other mistake is an INVALID_QUERY [`ApiError`].
 
-use crate::error_code::ApiError;
-use crate::v1::{AggregateCall, AggregateFunction, ExportFormat, FieldPath, Filter, MetaCount, Query, SortKey};
+use cdapi_proto::ApiError;
+use cdapi_proto::v1::{AggregateCall, AggregateFunction, ExportFormat, FieldPath, Filter, MetaCount, Query, SortKey};
 use serde_json::Value as Json;
 
 type Result<T> = std::result::Result<T, ApiError>;
@@ -224,7 +224,7 @@ fn export(v: &Json) -> Result<ExportFormat> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::v1::{FieldFunction, Quantifier, filter};
+    use cdapi_proto::v1::{FieldFunction, Quantifier, filter};
     use serde_json::json;
 
     fn q(v: Json) -> Result<Query> {
@@ -253,7 +253,7 @@ mod tests {
         let r = and.filters.iter().find_map(|f| if let Some(filter::Node::Relation(r)) = &f.node { Some(r) } else { None }).expect("relation");
         assert_eq!((r.field.as_str(), r.scope.as_deref()), ("item", Some("headings")));
         let err = q(json!({"filter": {"count(tags)": {"id": {"_eq": 1}}}})).expect_err("a function is no relation");
-        assert_eq!(err.code, crate::ErrorCode::InvalidQuery);
+        assert_eq!(err.code, cdapi_proto::ErrorCode::InvalidQuery);
         Ok(())
     }
 
@@ -283,7 +283,7 @@ mod tests {
             json!({"alias": {"a": "author.name"}}),
         ] {
             let err = q(bad.clone()).expect_err(&bad.to_string());
-            assert_eq!(err.code, crate::ErrorCode::InvalidQuery, "{bad}");
+            assert_eq!(err.code, cdapi_proto::ErrorCode::InvalidQuery, "{bad}");
         }
     }
 

@@ -124,6 +124,12 @@ pub fn env_opt(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
+/// A comma-separated list from env var `name` (entries trimmed, empty ones dropped; unset =
+/// empty).
+pub fn env_list(name: &str) -> Vec<String> {
+    env_opt(name).map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect()).unwrap_or_default()
+}
+
 /// A secret from the environment: `NAME` itself, or the contents of the file `NAME_FILE`
 /// (a mounted Kubernetes Secret; surrounding whitespace trimmed). Unset or empty: `None`.
 /// Errors: both are set, or the file cannot be read.

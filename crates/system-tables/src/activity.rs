@@ -1,6 +1,12 @@
-//! Activity rows written one at a time (`cdapi.activity`; README "Who changed what"): logins
+//! Activity rows written one at a time (`cdapi.activity`; docs/history.md): logins
 //! (auth-service) and schema changes (core-service). Item writes record theirs in batches, by
 //! core-service's own statement.
+
+/// The collection of activity rows.
+pub const ACTIVITY: &str = "directus_activity";
+
+/// The collection of revisions.
+pub const REVISIONS: &str = "directus_revisions";
 
 /// One activity row.
 #[derive(Debug, Clone, Copy)]

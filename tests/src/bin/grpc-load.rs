@@ -5,9 +5,9 @@
 //! usage: grpc-load URL TOKEN CONNS DURATION_S COLLECTION QUERY_JSON [KEY]
 //! prints: `req/s p50_ms p99_ms errors`
 
-use cdapi_proto::query_json::query_from_json;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::{Query, ReadRequest};
+use query_language::query_json::query_from_json;
 use std::time::{Duration, Instant};
 
 #[derive(Clone)]

@@ -1,0 +1,466 @@
+//! The permission data model (Directus 11's policies): per policy, collection and action, rows
+//! of an item filter, a validation filter, presets and a field list ([`Permission`]); a
+//! caller's [`Subject`] (their policies) and [`Access`]; the snapshot's [`Rules`], loaded with
+//! the schema; a collection's [`RowAccess`] in a read view. How they are enforced lives in
+//! [`crate::permissions`] (docs/permissions.md); this module names no schema type, so the
+//! schema snapshot can carry the rules.
+
+use cdapi_proto::v1::{Filter, FilterGroup, filter};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use system_tables::permissions::PermissionRow;
+
+/// What a permission is for (Directus's `action`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Creating items.
+    Create,
+    /// Reading items (and counting, filtering, sorting on them).
+    Read,
+    /// Updating items.
+    Update,
+    /// Deleting items.
+    Delete,
+}
+
+impl Action {
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "create" => Self::Create,
+            "read" => Self::Read,
+            "update" => Self::Update,
+            "delete" => Self::Delete,
+            _ => return None,
+        })
+    }
+
+    /// The action's name as permission rows spell it (`read`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Read => "read",
+            Self::Update => "update",
+            Self::Delete => "delete",
+        }
+    }
+}
+
+/// The fields a permission row allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fields {
+    /// `*`: every field (but the [`SENSITIVE`] ones, for writes).
+    All,
+    /// These fields only.
+    Only(HashSet<String>),
+}
+
+impl Fields {
+    /// Whether `field` is allowed (for reads; writes use [`Permission::writes`]).
+    pub fn allows(&self, field: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Only(set) => set.contains(field),
+        }
+    }
+
+    /// Whether `field` is named explicitly (not only through `*`).
+    pub fn names(&self, field: &str) -> bool {
+        matches!(self, Self::Only(set) if set.contains(field))
+    }
+}
+
+/// Fields of system collections that only a permission row naming them may write (docs/security.md "Permissions"):
+/// `*` never covers them, so a grant to edit one's name cannot become a takeover.
+pub const SENSITIVE: &[(&str, &[&str])] = &[
+    ("directus_users", &["password", "token", "role", "status", "email", "ip_access", "tfa_secret", "provider", "external_identifier", "policies"]),
+    // What decides whose policies are whose: a role, a parent role, an access row.
+    ("directus_roles", &["parent", "policies"]),
+    ("directus_access", &["role", "user", "policy"]),
+    ("directus_policies", &["admin_access", "app_access", "ip_access", "enforce_tfa"]),
+];
+
+/// Whether `field` of `collection` is in [`SENSITIVE`].
+pub fn is_sensitive(collection: &str, field: &str) -> bool {
+    SENSITIVE.iter().any(|(c, fields)| *c == collection && fields.contains(&field))
+}
+
+/// One permission row: an item filter, the fields, a validation rule and presets, which hold
+/// together (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Permission {
+    /// Items the row applies to; `None` = every item.
+    pub filter: Option<Arc<Filter>>,
+    /// Fields the row lets its action read or write.
+    pub fields: Fields,
+    /// Validation rule (a Directus filter object) a payload written through this row must
+    /// pass; `None` = no rule.
+    pub validation: Option<Value>,
+    /// Default values, applied under the payload on create.
+    pub presets: Map<String, Value>,
+}
+
+impl Permission {
+    /// Whether this row lets a write (create/update) set `field` of `collection`: listed, or
+    /// covered by `*` unless [`is_sensitive`].
+    pub fn writes(&self, collection: &str, field: &str) -> bool {
+        if is_sensitive(collection, field) { self.fields.names(field) } else { self.fields.allows(field) }
+    }
+}
+
+/// What one subject may do with one collection for one action: its permission rows (at least
+/// one), kept apart.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    /// The rows, in `cdapi.permissions` order, then the built-in [`minimal`] ones.
+    pub rows: Vec<Permission>,
+}
+
+impl Grant {
+    /// Everything (admin access).
+    pub fn everything() -> Self {
+        Self { rows: vec![Permission { filter: None, fields: Fields::All, validation: None, presets: Map::new() }] }
+    }
+
+    /// The items some row applies to: the OR of the rows' filters; `None` = every item.
+    pub fn row_filter(&self) -> Option<Arc<Filter>> {
+        any_of(self.rows.iter().map(|r| r.filter.clone()))
+    }
+
+    /// Whether some row lets the action read `field`.
+    pub fn reads(&self, field: &str) -> bool {
+        self.rows.iter().any(|r| r.fields.allows(field))
+    }
+
+    /// The presets of every row, merged in row order (a later row's value wins).
+    pub fn presets(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        for r in &self.rows {
+            out.extend(r.presets.clone());
+        }
+        out
+    }
+}
+
+/// The OR of item filters, `None` (every item) as soon as one is `None`; a single filter stays
+/// itself. An empty list matches nothing.
+pub fn any_of(filters: impl IntoIterator<Item = Option<Arc<Filter>>>) -> Option<Arc<Filter>> {
+    let mut out = Vec::new();
+    for f in filters {
+        out.push(f?);
+    }
+    if out.len() == 1 {
+        return out.pop();
+    }
+    Some(Arc::new(Filter { node: Some(filter::Node::Or(FilterGroup { filters: out.iter().map(|f| (**f).clone()).collect() })) }))
+}
+
+/// The AND of item filters, skipping `None` (every item); `None` when all are.
+pub fn all_of(filters: impl IntoIterator<Item = Option<Arc<Filter>>>) -> Option<Arc<Filter>> {
+    let mut out: Vec<Arc<Filter>> = filters.into_iter().flatten().collect();
+    match out.len() {
+        0 => None,
+        1 => out.pop(),
+        _ => Some(Arc::new(Filter { node: Some(filter::Node::And(FilterGroup { filters: out.iter().map(|f| (**f).clone()).collect() })) })),
+    }
+}
+
+/// A filter matching nothing (`_or` of no filters): what a permission row whose filter cannot
+/// be understood grants, so a broken rule never opens anything.
+fn nothing() -> Filter {
+    Filter { node: Some(filter::Node::Or(FilterGroup { filters: Vec::new() })) }
+}
+
+/// A permission row as a [`Permission`]. A filter that does not parse matches nothing (logged).
+fn permission(row: PermissionRow) -> Permission {
+    let filter = match row.permissions.as_ref().filter(|v| !v.is_null()) {
+        None => None,
+        Some(v) => match query_language::query_json::filter_from_json(v, 0) {
+            Ok(f) => f.map(Arc::new),
+            Err(e) => {
+                tracing::warn!(id = row.id, error = %e.message, "permission filter cannot be used; it matches no item");
+                Some(Arc::new(nothing()))
+            }
+        },
+    };
+    let fields = match row.fields {
+        Some(list) if !list.iter().any(|f| f == "*") => Fields::Only(list.into_iter().collect()),
+        Some(_) => Fields::All,
+        // No list: Directus reads that as no fields; only the key can be named then.
+        None => Fields::Only(HashSet::new()),
+    };
+    let validation = row.validation.filter(|v| v.as_object().is_some_and(|o| !o.is_empty()));
+    let presets = match row.presets {
+        Some(Value::Object(o)) => o,
+        _ => Map::new(),
+    };
+    Permission { filter, fields, validation, presets }
+}
+
+/// Every policy's grants and flags and who holds which policy, read with the schema snapshot
+/// (and rebuilt with it when `cdapi.permissions`, `cdapi.policies`, `cdapi.access` or
+/// `cdapi.roles` change: migrations 0006 and 0008 notify), so a policy granted or taken away
+/// applies on every replica at the next rebuild.
+#[derive(Debug, Default)]
+pub struct Rules {
+    /// Policy → (collection, action) → its permission rows.
+    by_policy: HashMap<String, HashMap<(String, Action), Vec<Permission>>>,
+    /// Policy → its admin access and IP allow-list.
+    policies: HashMap<String, system_tables::permissions::PolicyRow>,
+    /// Role → its policies (access rows with the role).
+    by_role: HashMap<String, Vec<String>>,
+    /// User → the policies attached to them alone.
+    by_user: HashMap<String, Vec<String>>,
+    /// Role → its parent role.
+    parents: HashMap<String, String>,
+    /// The public's policies (access rows without a role and a user).
+    public: Vec<String>,
+    /// The [`minimal`] rows every signed-in user has, built once per snapshot.
+    minimal: Vec<(&'static str, Action, Permission)>,
+}
+
+/// What a caller's policies give besides permissions (Directus's `/policies/me/globals`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Globals {
+    /// One policy has app access (or admin access).
+    pub app_access: bool,
+    /// One policy has admin access.
+    pub admin_access: bool,
+    /// One policy requires two-factor authentication.
+    pub enforce_tfa: bool,
+}
+
+/// Whose grants (Directus 11): the rows of these policies, plus the [`minimal`] rows of every
+/// signed-in user. Two callers with the same policies share their read view.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Subject {
+    /// Policy ids, sorted: those of the caller that admit the client's address.
+    pub policies: Vec<String>,
+    /// A signed-in user (false: the public).
+    pub user: bool,
+}
+
+/// What every signed-in user may do whatever their policies (as Directus's app access minimum,
+/// `appAccessMinimalPermissions` of its system data): read their own user, roles, policies and
+/// activity, the settings and the translations, and update their own name, password and Studio
+/// preferences (language, appearance, themes); read
+/// the presets meant for them (their own, their role's, everyone's) and keep their own; comment
+/// (on items they can read, checked by `crate::comments`), and read, edit (the text) and
+/// delete their own comments; read their notifications, set their `status` (archive) and
+/// notify themselves (sender and recipient both the caller). Each
+/// is a row of its own, so it widens nothing of the policies' rows: it reaches the caller's own
+/// rows only.
+fn minimal() -> Vec<(&'static str, Action, Permission)> {
+    let rule = |v: Value| query_language::query_json::filter_from_json(&v, 0).ok().flatten().map(Arc::new);
+    let own = |field: &str, var: &str| rule(serde_json::json!({ field: { "_eq": var } }));
+    let only = |names: &[&str]| Fields::Only(names.iter().map(|n| (*n).to_owned()).collect());
+    // A rule that does not compile would grant every row: fall back to none at all.
+    let row = |filter: Option<Arc<Filter>>, fields| Permission {
+        filter: Some(filter.unwrap_or_else(|| Arc::new(nothing()))),
+        fields,
+        validation: None,
+        presets: Map::new(),
+    };
+    vec![
+        ("directus_users", Action::Read, row(own("id", "$CURRENT_USER"), Fields::All)),
+        (
+            "directus_users",
+            Action::Update,
+            row(
+                own("id", "$CURRENT_USER"),
+                only(&[
+                    "first_name",
+                    "last_name",
+                    "password",
+                    "language",
+                    "appearance",
+                    "theme_light",
+                    "theme_dark",
+                    "theme_light_overrides",
+                    "theme_dark_overrides",
+                ]),
+            ),
+        ),
+        ("directus_roles", Action::Read, row(rule(serde_json::json!({"id": {"_in": "$CURRENT_ROLES"}})), Fields::All)),
+        ("directus_activity", Action::Read, row(own("user", "$CURRENT_USER"), Fields::All)),
+        ("directus_settings", Action::Read, Permission { filter: None, fields: Fields::All, validation: None, presets: Map::new() }),
+        ("directus_translations", Action::Read, Permission { filter: None, fields: Fields::All, validation: None, presets: Map::new() }),
+        ("directus_presets", Action::Read, row(rule(own_role_or_global_presets()), Fields::All)),
+        (
+            "directus_presets",
+            Action::Create,
+            Permission { filter: None, fields: Fields::All, validation: Some(serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})), presets: Map::new() },
+        ),
+        (
+            "directus_presets",
+            Action::Update,
+            Permission { validation: Some(serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})), ..row(own("user", "$CURRENT_USER"), Fields::All) },
+        ),
+        ("directus_presets", Action::Delete, row(own("user", "$CURRENT_USER"), Fields::All)),
+        ("directus_policies", Action::Read, row(rule(serde_json::json!({"id": {"_in": "$CURRENT_POLICIES"}})), Fields::All)),
+        ("directus_comments", Action::Read, row(own("user_created", "$CURRENT_USER"), Fields::All)),
+        (
+            "directus_comments",
+            Action::Create,
+            Permission { filter: None, fields: only(&["collection", "item", "comment"]), validation: None, presets: Map::new() },
+        ),
+        ("directus_comments", Action::Update, row(own("user_created", "$CURRENT_USER"), only(&["comment"]))),
+        ("directus_comments", Action::Delete, row(own("user_created", "$CURRENT_USER"), Fields::All)),
+        ("directus_notifications", Action::Read, row(own("recipient", "$CURRENT_USER"), Fields::All)),
+        // Notes to oneself (an export's "ready" notice is one).
+        (
+            "directus_notifications",
+            Action::Create,
+            row(
+                rule(serde_json::json!({"_and": [{"recipient": {"_eq": "$CURRENT_USER"}}, {"sender": {"_eq": "$CURRENT_USER"}}]})),
+                only(&["recipient", "sender", "subject", "message", "collection", "item"]),
+            ),
+        ),
+        ("directus_notifications", Action::Update, row(own("recipient", "$CURRENT_USER"), only(&["status"]))),
+    ]
+}
+
+/// The presets a user reads: their own, their role's (no user) and everyone's (neither).
+fn own_role_or_global_presets() -> Value {
+    serde_json::json!({"_or": [
+        {"user": {"_eq": "$CURRENT_USER"}},
+        {"_and": [{"user": {"_null": true}}, {"role": {"_eq": "$CURRENT_ROLE"}}]},
+        {"_and": [{"user": {"_null": true}}, {"role": {"_null": true}}]},
+    ]})
+}
+
+impl Rules {
+    /// Reads `cdapi.permissions`, `cdapi.policies`, `cdapi.access` and the roles' parents. Rows
+    /// with an unknown action are skipped. Errors: database.
+    pub async fn load(conn: &mut sqlx::PgConnection) -> Result<Self, sqlx::Error> {
+        let rows = system_tables::permissions::all(&mut *conn).await?;
+        let policies = system_tables::permissions::policies(&mut *conn).await?;
+        let access = system_tables::permissions::access(&mut *conn).await?;
+        let parents = system_tables::permissions::role_parents(&mut *conn).await?;
+        let mut by_policy: HashMap<String, HashMap<(String, Action), Vec<Permission>>> = HashMap::new();
+        for row in rows {
+            let Some(action) = Action::parse(&row.action) else { continue };
+            let key = (row.collection.clone(), action);
+            by_policy.entry(row.policy.clone()).or_default().entry(key).or_default().push(permission(row));
+        }
+        let mut rules = Self {
+            by_policy,
+            policies: policies.into_iter().map(|p| (p.id.clone(), p)).collect(),
+            parents: parents.into_iter().filter_map(|(id, parent)| Some((id, parent?))).collect(),
+            minimal: minimal(),
+            ..Self::default()
+        };
+        for a in access {
+            match (a.role, a.user) {
+                (Some(role), _) => rules.by_role.entry(role).or_default().push(a.policy),
+                (None, Some(user)) => rules.by_user.entry(user).or_default().push(a.policy),
+                (None, None) => rules.public.push(a.policy),
+            }
+        }
+        Ok(rules)
+    }
+
+    /// `role` and the roles above it, nearest first (`$CURRENT_ROLES`); empty without a role.
+    /// A chain is cut where it would repeat (the migration refuses cycles; this never loops).
+    pub fn role_chain(&self, role: Option<&str>) -> Vec<String> {
+        let mut chain: Vec<String> = Vec::new();
+        let mut next = role;
+        while let Some(r) = next {
+            if chain.iter().any(|c| c == r) {
+                break;
+            }
+            chain.push(r.to_owned());
+            next = self.parents.get(r).map(String::as_str);
+        }
+        chain
+    }
+
+    /// The grant of `subject` on `collection` for `action`: the rows of its policies in policy
+    /// order (each in `cdapi.permissions` order), then the [`minimal`] rows of a signed-in user;
+    /// `None` when there is none.
+    pub fn grant(&self, subject: &Subject, collection: &str, action: Action) -> Option<Grant> {
+        let key = (collection.to_owned(), action);
+        let mut rows: Vec<Permission> = subject.policies.iter().filter_map(|p| self.by_policy.get(p)?.get(&key)).flatten().cloned().collect();
+        if subject.user {
+            rows.extend(self.minimal.iter().filter(|(c, a, _)| *c == collection && *a == action).map(|(_, _, r)| r.clone()));
+        }
+        (!rows.is_empty()).then_some(Grant { rows })
+    }
+
+    /// The collections `subject` has a permission row on (its policies' and the [`minimal`]
+    /// ones), sorted.
+    pub fn collections(&self, subject: &Subject) -> Vec<String> {
+        let mut out: Vec<String> = subject
+            .policies
+            .iter()
+            .filter_map(|p| self.by_policy.get(p))
+            .flat_map(|m| m.keys().map(|(c, _)| c.clone()))
+            .chain(self.minimal.iter().filter(|_| subject.user).map(|(c, _, _)| (*c).to_owned()))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The policies that apply to a caller (Directus 11 `fetchPolicies`): a signed-in user's
+    /// (`user`: their id, and `roles`: their [`Self::role_chain`]) attached to them or to one
+    /// of those roles, or the public's (`user` `None`); keeping those whose IP allow-list admits
+    /// `ip` (an IP-limited policy never applies when the address is unknown). Sorted, without
+    /// duplicates.
+    pub fn admitted(&self, user: Option<&str>, roles: &[String], ip: Option<std::net::IpAddr>) -> Vec<String> {
+        let admits = |p: &system_tables::permissions::PolicyRow| match ip {
+            Some(ip) => access_token::ip::allows(&p.ip_access, ip),
+            None => p.ip_access.is_empty(),
+        };
+        let held: Vec<&String> = match user {
+            None => self.public.iter().collect(),
+            Some(user) => self.by_user.get(user).into_iter().flatten().chain(roles.iter().filter_map(|r| self.by_role.get(r)).flatten()).collect(),
+        };
+        let mut ids: Vec<String> = held.into_iter().filter(|id| self.policies.get(*id).is_some_and(admits)).cloned().collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
+    /// Who a caller with these admitted `policies` acts as: admin access when one of them has
+    /// it (Directus 11 `fetchGlobalAccess`), else their grants.
+    pub fn access(&self, policies: &[String], user: bool) -> Access {
+        if self.globals(policies).admin_access {
+            return Access::Admin;
+        }
+        Access::Subject(Subject { policies: policies.to_vec(), user })
+    }
+
+    /// What these admitted `policies` give besides permissions (Directus's
+    /// `/policies/me/globals`).
+    pub fn globals(&self, policies: &[String]) -> Globals {
+        let mut g = Globals::default();
+        for p in policies.iter().filter_map(|id| self.policies.get(id)) {
+            g.admin_access |= p.admin_access;
+            g.app_access |= p.app_access || p.admin_access;
+            g.enforce_tfa |= p.enforce_tfa;
+        }
+        g
+    }
+}
+
+/// Who a request acts as, for permissions: admin access, or a subject's grants.
+#[derive(Debug, Clone)]
+pub enum Access {
+    /// Admin access: permissions do not apply.
+    Admin,
+    /// The grants of this subject (its policies) in the snapshot's rules.
+    Subject(Subject),
+}
+
+/// Which items of a collection, and which of their fields, a caller may read: the item filters
+/// of their permission rows (an item is visible when one matches) and, for fields only some rows
+/// grant, which rows those are (the value reads as NULL on an item none of them matches).
+#[derive(Debug, Clone, Default)]
+pub struct RowAccess {
+    /// Each read permission row's item filter; `None` = every item.
+    pub filters: Vec<Option<Arc<Filter>>>,
+    /// Field → indexes into `filters` of the rows granting it, for columns that not every row
+    /// grants and that no unfiltered granting row makes readable everywhere.
+    pub masks: BTreeMap<String, Vec<usize>>,
+}
