@@ -7,7 +7,7 @@
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
 use e2e_tests::fixture::{PUBLIC_POLICY, admin, call, eventually, id_of, role};
-use e2e_tests::{Dataset, TestApp, app, assert_error, graphql_as, sql_json};
+use e2e_tests::{Dataset, Spec, TestApp, app, assert_error, graphql_as, sql_json, start};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -301,4 +301,29 @@ async fn a_version_save_cannot_pull_in_junction_rows_the_editor_cannot_read() {
     let r = call(app, t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"tags": own}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(sql_json(app, "SELECT json_agg(id ORDER BY id)::text FROM articles_tags WHERE articles_id = 3").await, own, "nothing moved");
+}
+
+/// Listing versions is a read like any other, within its budgets: without `limit`, at most
+/// QUERY_LIMIT_DEFAULT of them (it was every version, whatever their number); a reply over
+/// RESPONSE_MAX_BYTES is refused, not sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn listing_versions_stays_within_the_read_budgets() {
+    let spec = Spec {
+        dataset: Dataset::Demo,
+        name: Some("versions_budgets".into()),
+        core_env: vec![("QUERY_LIMIT_DEFAULT".into(), "2".into()), ("RESPONSE_MAX_BYTES".into(), "600".into())],
+        ..Spec::default()
+    };
+    let app = tokio::task::spawn_blocking(move || start(spec)).await.expect("join").expect("environment");
+    for key in ["budget-a", "budget-b", "budget-c"] {
+        let r = admin(&app, Method::POST, "/versions", json!({"key": key, "collection": "articles", "item": "1"})).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    let r = admin(&app, Method::GET, "/versions?fields=key", Value::Null).await;
+    assert_eq!(r.body["data"], json!([{"key": "budget-a"}, {"key": "budget-b"}]), "QUERY_LIMIT_DEFAULT applies: {}", r.body);
+    let r = admin(&app, Method::GET, "/versions?fields=key&limit=-1", Value::Null).await;
+    assert_eq!(r.body["data"].as_array().map(Vec::len), Some(3), "{}", r.body);
+    let r = admin(&app, Method::GET, "/versions?limit=-1", Value::Null).await;
+    assert_error(&r, 400, "INVALID_QUERY", "three whole versions are over RESPONSE_MAX_BYTES");
+    assert!(r.body["errors"][0]["message"].as_str().is_some_and(|m| m.contains("RESPONSE_MAX_BYTES")), "{}", r.body);
 }

@@ -140,9 +140,10 @@ impl<'a> Versions<'a> {
 
     /// Versions the caller may see (JSON array), optionally of one collection and item, with the
     /// Directus query `query` (its `fields`, `filter`, `sort`, `limit`, ...; by default every
-    /// field, oldest first, all): read as any collection is, through their view of
-    /// `directus_versions` (filtering on `collection` or `item` needs them readable, as any
-    /// filter). Errors: INVALID_QUERY, FORBIDDEN.
+    /// field, oldest first, QUERY_LIMIT_DEFAULT of them as for any collection): read as any
+    /// collection is, through their view of `directus_versions` (filtering on `collection` or
+    /// `item` needs them readable, as any filter), within the same budgets (QUERY_LIMIT_MAX,
+    /// RESPONSE_MAX_BYTES; docs/security.md "Budgets"). Errors: INVALID_QUERY, FORBIDDEN.
     pub async fn list(&mut self, collection: &str, item: &str, query: Map<String, Value>) -> Result<String, ApiError> {
         let mut query = query;
         // Oldest first where the caller may read the creation date (sorting on a field is
@@ -151,7 +152,6 @@ impl<'a> Versions<'a> {
         let sort = if readable { json!(["date_created", "id"]) } else { json!(["id"]) };
         query.entry("fields").or_insert_with(|| json!(["*"]));
         query.entry("sort").or_insert(sort);
-        query.entry("limit").or_insert_with(|| json!(-1));
         let mut conditions: Vec<Value> =
             [("collection", collection), ("item", item)].into_iter().filter(|(_, v)| !v.is_empty()).map(|(f, v)| json!({ f: {"_eq": v} })).collect();
         if !conditions.is_empty() {
@@ -175,13 +175,15 @@ impl<'a> Versions<'a> {
     async fn read_versions(&mut self, key: Option<&str>, query: &Value) -> Result<String, ApiError> {
         let view = self.read.collection(VERSIONS).ok_or_else(ApiError::forbidden)?;
         let q = query_language::query_json::query_from_json(query.as_object().ok_or_else(ApiError::internal)?)?;
-        let planner = Planner::new(self.read, Limits { max: None, ..self.limits }, self.vars);
+        let planner = Planner::new(self.read, self.limits, self.vars);
         let st = match key {
             Some(k) => planner.read_one(view, k, &q)?,
             None => planner.read_many(view, &q)?,
         };
         let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
-        row.try_get::<Option<String>, _>("data").map_err(crate::db::map_error)?.ok_or_else(ApiError::forbidden)
+        let data = row.try_get::<Option<String>, _>("data").map_err(crate::db::map_error)?.ok_or_else(ApiError::forbidden)?;
+        self.limits.check_bytes(data.len())?;
+        Ok(data)
     }
 
     /// The statement under construction and the condition over `cdapi.versions w` that the row
