@@ -234,8 +234,12 @@ def journey_data_model(page, args):
     key = drawer.locator(".field", has=page.locator(".type-label", has_text="Key")).locator("input").first
     expect(key).to_be_visible()
     key.fill(args["field"])
-    drawer.locator("button", has_text=re.compile(r"^\s*Save\s*$")).click()
-    expect(page.locator(".fields-management").first).to_contain_text(args["field"])
+    save_button = drawer.locator("button", has_text=re.compile(r"^\s*Save\s*$"))
+    expect(save_button).to_be_enabled()
+    save_button.click()
+    # A field is a schema change (DDL, then every replica's snapshot rebuilt) before the
+    # Studio lists it: under a loaded CI machine that took over the default 5 s once.
+    expect(page.locator(".fields-management").first).to_contain_text(args["field"], timeout=30_000)
     return {"collections": names}
 
 
