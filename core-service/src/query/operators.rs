@@ -225,3 +225,83 @@ fn boolean_operand(op: Operator, v: Option<&Value>) -> Result<bool, ApiError> {
         _ => Err(ApiError::invalid_query(format!("\"{}\" takes true or false", operator_name(op)))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::{Limits, Variables};
+    use crate::schema::Schema;
+    use cdapi_proto::v1::ValueList;
+    use query_language::operators::CATALOG;
+
+    fn target(field_type: FieldType, db_type: &str) -> Target {
+        Target { expr: "t0.\"f\"".into(), field_type, db_type: db_type.into(), is_enum: false, name: "f".into() }
+    }
+
+    fn text(s: &str) -> Value {
+        Value { kind: Some(value::Kind::String(s.into())) }
+    }
+
+    /// An operand of the shape each family takes.
+    fn operand(family: Family) -> Value {
+        match family {
+            Family::Equality | Family::Ordering(_) | Family::Text { .. } | Family::Pattern | Family::Geometry => text("ab"),
+            Family::Membership | Family::Range => Value { kind: Some(value::Kind::List(ValueList { values: vec![text("a"), text("b")] })) },
+            Family::Null | Family::Empty => Value { kind: Some(value::Kind::Boolean(true)) },
+        }
+    }
+
+    fn sql(validation: bool, t: &Target, op: Operator, v: &Value) -> Result<String, ApiError> {
+        let (schema, vars) = (Schema::default(), Variables::default());
+        let mut planner = Planner::new(&schema, Limits::default(), &vars);
+        planner.validation = validation;
+        planner.compare(t, op, Some(v))
+    }
+
+    /// Every row of the catalog has a SQL form; a negating operator is its positive form under
+    /// NOT; the scope and the refused types are honoured.
+    #[test]
+    fn every_catalog_row_renders_by_its_family() -> Result<(), ApiError> {
+        let t = target(FieldType::Text, "text");
+        for row in CATALOG {
+            let v = operand(row.family);
+            let rendered = sql(true, &t, row.operator, &v);
+            if row.family == Family::Geometry {
+                assert!(rendered.is_err(), "{}: no geometry field type is served", row.name);
+                continue;
+            }
+            let rendered = rendered?;
+            match row.negates {
+                Some(positive) => assert_eq!(rendered, format!("NOT ({})", sql(true, &t, positive, &v)?), "{}", row.name),
+                None => assert!(!rendered.starts_with("NOT ("), "{}: {rendered}", row.name),
+            }
+            if row.scope == Scope::Validation {
+                let refused = sql(false, &t, row.operator, &v).err().map(|e| e.message);
+                assert!(refused.is_some_and(|m| m.contains("validation rules")), "{} outside a validation rule", row.name);
+            }
+            for refused_type in row.refused_on {
+                assert!(sql(true, &target(*refused_type, "jsonb"), row.operator, &v).is_err(), "{} on {refused_type:?}", row.name);
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn families_render_their_sql() -> Result<(), ApiError> {
+        let t = target(FieldType::Text, "text");
+        assert_eq!(sql(false, &t, Operator::Eq, &Value { kind: Some(value::Kind::Null(0)) })?, "t0.\"f\" IS NULL");
+        assert_eq!(sql(false, &t, Operator::Lte, &text("b"))?, "t0.\"f\" <= CAST($1 AS text)");
+        assert_eq!(sql(false, &t, Operator::NistartsWith, &text("a_b"))?, "NOT (t0.\"f\" ILIKE $1)");
+        assert_eq!(sql(false, &t, Operator::In, &operand(Family::Membership))?, "t0.\"f\" = ANY(CAST($1 AS text[]))");
+        let empty = Value { kind: Some(value::Kind::List(ValueList { values: vec![] })) };
+        assert_eq!(sql(false, &t, Operator::Nin, &empty)?, "NOT (FALSE)");
+        assert_eq!(sql(false, &t, Operator::Between, &operand(Family::Range))?, "t0.\"f\" BETWEEN CAST($1 AS text) AND CAST($2 AS text)");
+        assert_eq!(sql(false, &t, Operator::Nnull, &Value { kind: Some(value::Kind::Boolean(true)) })?, "NOT (t0.\"f\" IS NULL)");
+        assert_eq!(sql(false, &t, Operator::Empty, &Value { kind: Some(value::Kind::Boolean(true)) })?, "(t0.\"f\" IS NULL OR t0.\"f\" = '')");
+        assert_eq!(sql(true, &t, Operator::Regex, &text("/^a/i"))?, "t0.\"f\" ~* $1");
+        let number = target(FieldType::Integer, "integer");
+        assert!(sql(false, &number, Operator::Gt, &text("x")).is_err(), "a value that cannot be of the field's type");
+        assert_eq!(sql(false, &number, Operator::Contains, &text("4"))?, "t0.\"f\"::text LIKE $1");
+        Ok(())
+    }
+}
