@@ -1,4 +1,5 @@
-//! The bootstrap admin. Who is calling is decided by [`access_token::Authenticator`] (the same
+//! Who is calling ([`Caller`]: the accountability, variables and access of one request) and the
+//! bootstrap admin. Who is calling is decided by [`access_token::Authenticator`] (the same
 //! code auth-service uses).
 
 use argon2::password_hash::rand_core::{OsRng, RngCore};

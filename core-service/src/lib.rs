@@ -12,7 +12,7 @@
 //! - [`versions`]: content versions (deltas, compare, promote, reads in a version).
 //! - [`activity`]: who changed what (activity and revisions).
 //! - [`asset_settings`]: what the project's settings allow of asset transformations.
-//! - [`model`]: schema management (collections, fields, relations as DDL + metadata).
+//! - [`schema_admin`]: schema management (collections, fields, relations as DDL + metadata).
 //! - [`policies`]: the permission data (rules, grants, a caller's access), carried by the snapshot.
 //! - [`permissions`]: enforcing them: read views of the snapshot; payload validation.
 //! - [`auth`]: who is calling ([`auth::Caller`]) and the bootstrap admin.
@@ -28,12 +28,12 @@ pub mod db;
 pub mod directus_import;
 pub mod files;
 pub mod grpc;
-pub mod model;
 pub mod permissions;
 pub mod policies;
 pub mod query;
 pub mod realtime;
 pub mod schema;
+pub mod schema_admin;
 pub mod sql;
 pub mod versions;
 pub mod write;

@@ -6,7 +6,7 @@
 //! (`/auth/*`, `/users/me/tfa/*`), [`me`] (the caller's roles, page and item access), [`extensions`]
 //! (`/extensions*`), [`rate_limit`] (requests per client address), [`query_string`]
 //! (query string → query object), [`identifiers`] (the names' length budget), [`export`] (file formats of `export=`), [`versions`]
-//! (`/versions`), [`utils`], [`import`] and [`export_file`] (`/utils/*`), [`model`] (`/collections`, `/fields`, `/relations`), [`graphql_proxy`] (`/graphql*` forwarded to edge-graphql), [`server`]
+//! (`/versions`), [`utils`], [`import`] and [`export_file`] (`/utils/*`), [`schema_routes`] (`/collections`, `/fields`, `/relations`), [`graphql_proxy`] (`/graphql*` forwarded to edge-graphql), [`server`]
 //! (`/server/info`, `/server/specs/oas`), [`studio`] (the Data Studio at `/admin`), [`openapi`] (the OpenAPI document), [`reply`]
 //! (responses and error rendering).
 //! [`run`] serves on a given listener until a shutdown future resolves.
@@ -22,7 +22,6 @@ pub mod identifiers;
 pub mod import;
 pub mod list_stream;
 pub mod me;
-pub mod model;
 pub mod openapi;
 pub mod query_string;
 pub mod rate_limit;
@@ -30,6 +29,7 @@ pub mod realtime;
 pub mod reply;
 pub mod request;
 pub mod routes;
+pub mod schema_routes;
 pub mod server;
 pub mod studio;
 pub mod utils;

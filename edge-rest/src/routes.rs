@@ -90,13 +90,13 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
         ["users", "me", "tfa", action] => crate::auth::tfa(state, req, body, request_id, action).await,
         ["users", "me", "track", "page"] => crate::me::track_page(state, req, body, request_id).await,
         ["roles", "me"] => crate::me::roles(state, req, request_id).await,
-        ["permissions", "me"] => crate::model::caller_access(state, req, request_id, false).await,
+        ["permissions", "me"] => crate::schema_routes::caller_access(state, req, request_id, false).await,
         ["permissions", "me", collection] if !collection.is_empty() => crate::me::item_access(state, req, request_id, decode(collection), String::new()).await,
         ["permissions", "me", collection, key] if !collection.is_empty() => {
             crate::me::item_access(state, req, request_id, decode(collection), decode(key)).await
         }
         ["extensions", rest @ ..] => crate::extensions::route(&req.method, rest),
-        ["policies", "me", "globals"] => crate::model::caller_access(state, req, request_id, true).await,
+        ["policies", "me", "globals"] => crate::schema_routes::caller_access(state, req, request_id, true).await,
         ["files"] if req.method == Method::POST && crate::files::is_multipart(req) => crate::files::upload(state, req, body, request_id).await,
         ["files", "import"] => match req.method {
             Method::POST => crate::files::import(state, req, body, request_id).await,
@@ -127,10 +127,10 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
                 None => Err(ApiError::internal()),
             }
         }
-        ["collections", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Collections, rest).await,
-        ["fields", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Fields, rest).await,
-        ["relations", rest @ ..] => crate::model::route(state, req, body, request_id, crate::model::Resource::Relations, rest).await,
-        ["schema", what] => crate::model::schema_transfer(state, req, body, request_id, what).await,
+        ["collections", rest @ ..] => crate::schema_routes::route(state, req, body, request_id, crate::schema_routes::Resource::Collections, rest).await,
+        ["fields", rest @ ..] => crate::schema_routes::route(state, req, body, request_id, crate::schema_routes::Resource::Fields, rest).await,
+        ["relations", rest @ ..] => crate::schema_routes::route(state, req, body, request_id, crate::schema_routes::Resource::Relations, rest).await,
+        ["schema", what] => crate::schema_routes::schema_transfer(state, req, body, request_id, what).await,
         ["utils", rest @ ..] => crate::utils::route(state, req, body, request_id, rest).await,
         ["versions", rest @ ..] => crate::versions::route(state, req, body, request_id, rest).await,
         ["auth", rest @ ..] => crate::auth::route(state, req, body, request_id, rest).await,

@@ -1,11 +1,11 @@
 //! gRPC service implementations: thin translations from requests to the query engine.
-//! Layout: [`items`] (ItemsService), [`schema`] (SchemaService; its schema-management RPCs in [`model`]), [`versions`] (VersionsService).
+//! Layout: [`items`] (ItemsService), [`schema`] (SchemaService; its schema-management RPCs in [`schema_admin`]), [`versions`] (VersionsService).
 
 pub mod chunks;
 pub mod files;
 pub mod items;
-pub mod model;
 pub mod schema;
+pub mod schema_admin;
 pub mod stream_budget;
 pub mod versions;
 

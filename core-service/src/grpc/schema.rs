@@ -1,8 +1,8 @@
 //! SchemaService: the snapshot as protobuf, reload on demand (admin only), and a stream of
 //! snapshots for the edges that generate their API from it.
 
-use super::model::{self as model_rpc, Kind};
 use super::request_span;
+use super::schema_admin::{self as admin_rpc, Kind};
 use crate::AppState;
 use crate::schema::{FieldRelation, Schema};
 use cdapi_proto::ApiError;
@@ -28,22 +28,22 @@ impl SchemaApi {
 
     async fn read(&self, rpc: &'static str, kind: Kind, req: Request<SchemaTarget>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span(rpc, &req);
-        model_rpc::read(&self.state, req.metadata(), kind, req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+        admin_rpc::read(&self.state, req.metadata(), kind, req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
     }
 
     async fn create(&self, rpc: &'static str, kind: Kind, req: Request<SchemaChange>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span(rpc, &req);
-        model_rpc::create(&self.state, req.metadata(), kind, req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+        admin_rpc::create(&self.state, req.metadata(), kind, req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
     }
 
     async fn update(&self, rpc: &'static str, kind: Kind, req: Request<SchemaChange>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span(rpc, &req);
-        model_rpc::update(&self.state, req.metadata(), kind, req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+        admin_rpc::update(&self.state, req.metadata(), kind, req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
     }
 
     async fn delete(&self, rpc: &'static str, kind: Kind, req: Request<SchemaTarget>) -> Result<Response<SchemaDeleted>, Status> {
         let span = request_span(rpc, &req);
-        model_rpc::delete(&self.state, req.metadata(), kind, req.get_ref())
+        admin_rpc::delete(&self.state, req.metadata(), kind, req.get_ref())
             .instrument(span)
             .await
             .map(|()| Response::new(SchemaDeleted {}))
@@ -205,15 +205,15 @@ impl SchemaService for SchemaApi {
     }
     async fn read_snapshot(&self, req: Request<CallerAccessRequest>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span("ReadSnapshot", &req);
-        model_rpc::read_snapshot(&self.state, req.metadata()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+        admin_rpc::read_snapshot(&self.state, req.metadata()).instrument(span).await.map(Response::new).map_err(|e| e.into())
     }
     async fn diff_snapshot(&self, req: Request<pb::SnapshotDiffRequest>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span("DiffSnapshot", &req);
-        model_rpc::diff_snapshot(&self.state, req.metadata(), req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+        admin_rpc::diff_snapshot(&self.state, req.metadata(), req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
     }
     async fn apply_diff(&self, req: Request<SchemaChange>) -> Result<Response<pb::SchemaApplied>, Status> {
         let span = request_span("ApplyDiff", &req);
-        model_rpc::apply_diff(&self.state, req.metadata(), req.get_ref())
+        admin_rpc::apply_diff(&self.state, req.metadata(), req.get_ref())
             .instrument(span)
             .await
             .map(|()| Response::new(pb::SchemaApplied {}))
@@ -221,21 +221,21 @@ impl SchemaService for SchemaApi {
     }
     async fn read_caller_permissions(&self, req: Request<CallerAccessRequest>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span("ReadCallerPermissions", &req);
-        model_rpc::caller_permissions(&self.state, req.metadata()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+        admin_rpc::caller_permissions(&self.state, req.metadata()).instrument(span).await.map(Response::new).map_err(|e| e.into())
     }
     async fn read_caller_globals(&self, req: Request<CallerAccessRequest>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span("ReadCallerGlobals", &req);
-        model_rpc::caller_globals(&self.state, req.metadata()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+        admin_rpc::caller_globals(&self.state, req.metadata()).instrument(span).await.map(Response::new).map_err(|e| e.into())
     }
 
     async fn read_project_info(&self, req: Request<CallerAccessRequest>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span("ReadProjectInfo", &req);
-        model_rpc::project_info(&self.state).instrument(span).await.map(Response::new).map_err(|e| e.into())
+        admin_rpc::project_info(&self.state).instrument(span).await.map(Response::new).map_err(|e| e.into())
     }
 
     async fn read_item_access(&self, req: Request<ItemAccessRequest>) -> Result<Response<SchemaReply>, Status> {
         let span = request_span("ReadItemAccess", &req);
-        model_rpc::item_access(&self.state, req.metadata(), req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
+        admin_rpc::item_access(&self.state, req.metadata(), req.get_ref()).instrument(span).await.map(Response::new).map_err(|e| e.into())
     }
 
     async fn watch_schema(&self, req: Request<WatchSchemaRequest>) -> Result<Response<Self::WatchSchemaStream>, Status> {
@@ -259,7 +259,7 @@ impl SchemaService for SchemaApi {
     async fn reload_schema(&self, req: Request<ReloadSchemaRequest>) -> Result<Response<SchemaSnapshot>, Status> {
         let span = request_span("ReloadSchema", &req);
         async move {
-            model_rpc::admin(&self.state, req.metadata()).await?;
+            admin_rpc::admin(&self.state, req.metadata()).await?;
             let schema = self.state.reload_schema().await?;
             Ok(Response::new(to_proto(&schema)))
         }

@@ -1,12 +1,12 @@
 //! SchemaService's schema-management RPCs (`schema.proto`: ReadCollections ... DeleteRelation):
-//! who may call them, and the translation to [`crate::model`]. Reads see the caller's view of
+//! who may call them, and the translation to [`crate::schema_admin`]. Reads see the caller's view of
 //! the snapshot; changes need admin access and answer with the changed object as read back
 //! from the rebuilt snapshot.
 
 use crate::AppState;
-use crate::model::{self, Change, catalog};
 use crate::permissions::Access;
 use crate::schema::Schema;
+use crate::schema_admin::{self, Change, catalog};
 use bytes::Bytes;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{ItemAccessRequest, SchemaChange, SchemaReply, SchemaTarget};
@@ -142,20 +142,20 @@ async fn read_back(state: &AppState, schema: &Arc<Schema>, kind: Kind, collectio
 /// `Create*`: admin only; the new object.
 pub async fn create(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, change: &SchemaChange) -> Result<SchemaReply, ApiError> {
     let caller = admin(state, md).await?;
-    let data = model::object(&change.data)?;
+    let data = schema_admin::object(&change.data)?;
     let mut tx = Change::begin(state).await?;
     let (collection, field) = match kind {
         Kind::Collections => {
-            model::collections::create(&mut tx, &data).await?;
-            (model::required_str(&data, "collection")?, "")
+            schema_admin::collections::create(&mut tx, &data).await?;
+            (schema_admin::required_str(&data, "collection")?, "")
         }
         Kind::Fields => {
-            model::fields::create(&mut tx, &change.collection, &data).await?;
-            (change.collection.as_str(), model::required_str(&data, "field")?)
+            schema_admin::fields::create(&mut tx, &change.collection, &data).await?;
+            (change.collection.as_str(), schema_admin::required_str(&data, "field")?)
         }
         Kind::Relations => {
-            model::relations::create(&mut tx, &data).await?;
-            (model::required_str(&data, "collection")?, model::required_str(&data, "field")?)
+            schema_admin::relations::create(&mut tx, &data).await?;
+            (schema_admin::required_str(&data, "collection")?, schema_admin::required_str(&data, "field")?)
         }
     };
     record(&mut tx, &caller, kind, crate::activity::Change::Create, collection, field).await?;
@@ -175,12 +175,12 @@ pub async fn update(state: &AppState, md: &tonic::metadata::MetadataMap, kind: K
     if batch {
         return update_batch(state, &caller, kind, &change.collection, &change.data).await;
     }
-    let data = model::object(&change.data)?;
+    let data = schema_admin::object(&change.data)?;
     let mut tx = Change::begin(state).await?;
     match kind {
-        Kind::Collections => model::collections::update(&mut tx, &change.collection, &data).await?,
-        Kind::Fields => model::fields::update(&mut tx, &change.collection, &change.field, &data).await?,
-        Kind::Relations => model::relations::update(&mut tx, &change.collection, &change.field, &data).await?,
+        Kind::Collections => schema_admin::collections::update(&mut tx, &change.collection, &data).await?,
+        Kind::Fields => schema_admin::fields::update(&mut tx, &change.collection, &change.field, &data).await?,
+        Kind::Relations => schema_admin::relations::update(&mut tx, &change.collection, &change.field, &data).await?,
     }
     record(&mut tx, &caller, kind, crate::activity::Change::Update, &change.collection, &change.field).await?;
     let schema = tx.commit(state).await?;
@@ -206,7 +206,7 @@ async fn update_batch(state: &AppState, caller: &crate::auth::Caller, kind: Kind
         let Value::Object(item) = item else {
             return Err(ApiError::invalid_payload("Each change must be an object"));
         };
-        let name = model::required_str(&item, key)?.to_owned();
+        let name = schema_admin::required_str(&item, key)?.to_owned();
         if !seen.insert(name.clone()) {
             return Err(ApiError::invalid_payload(format!("\"{name}\" is changed more than once")));
         }
@@ -216,11 +216,11 @@ async fn update_batch(state: &AppState, caller: &crate::auth::Caller, kind: Kind
     for (name, item) in &changes {
         match kind {
             Kind::Collections => {
-                model::collections::update(&mut tx, name, item).await?;
+                schema_admin::collections::update(&mut tx, name, item).await?;
                 record(&mut tx, caller, kind, crate::activity::Change::Update, name, "").await?;
             }
             _ => {
-                model::fields::update(&mut tx, collection, name, item).await?;
+                schema_admin::fields::update(&mut tx, collection, name, item).await?;
                 record(&mut tx, caller, kind, crate::activity::Change::Update, collection, name).await?;
                 // A column change is DDL: the next element must see it.
                 if item.get("schema").is_some_and(|s| !s.is_null()) || item.contains_key("type") {
@@ -244,9 +244,9 @@ pub async fn delete(state: &AppState, md: &tonic::metadata::MetadataMap, kind: K
     let caller = admin(state, md).await?;
     let mut tx = Change::begin(state).await?;
     match kind {
-        Kind::Collections => model::collections::delete(&mut tx, &target.collection).await?,
-        Kind::Fields => model::fields::delete(&mut tx, &target.collection, &target.field).await?,
-        Kind::Relations => model::relations::delete(&mut tx, &target.collection, &target.field).await?,
+        Kind::Collections => schema_admin::collections::delete(&mut tx, &target.collection).await?,
+        Kind::Fields => schema_admin::fields::delete(&mut tx, &target.collection, &target.field).await?,
+        Kind::Relations => schema_admin::relations::delete(&mut tx, &target.collection, &target.field).await?,
     }
     record(&mut tx, &caller, kind, crate::activity::Change::Delete, &target.collection, &target.field).await?;
     tx.commit(state).await?;
@@ -256,24 +256,24 @@ pub async fn delete(state: &AppState, md: &tonic::metadata::MetadataMap, kind: K
 /// `ReadSnapshot` (`GET /schema/snapshot`): admin only. Errors: FORBIDDEN, database errors.
 pub async fn read_snapshot(state: &AppState, md: &tonic::metadata::MetadataMap) -> Result<SchemaReply, ApiError> {
     admin(state, md).await?;
-    Ok(reply(&model::snapshot::snapshot(state).await?))
+    Ok(reply(&schema_admin::snapshot::snapshot(state).await?))
 }
 
 /// `DiffSnapshot` (`POST /schema/diff`): admin only; `{hash, diff}` or `null`. Errors:
-/// FORBIDDEN, INVALID_PAYLOAD (see [`model::snapshot::diff`]).
+/// FORBIDDEN, INVALID_PAYLOAD (see [`schema_admin::snapshot::diff`]).
 pub async fn diff_snapshot(state: &AppState, md: &tonic::metadata::MetadataMap, req: &cdapi_proto::v1::SnapshotDiffRequest) -> Result<SchemaReply, ApiError> {
     admin(state, md).await?;
     let target: Value = serde_json::from_slice(&req.snapshot).map_err(|e| ApiError::invalid_payload(format!("The snapshot is not JSON: {e}")))?;
-    let current = model::snapshot::snapshot(state).await?;
-    let out = match model::snapshot::diff(&current, &target, req.force)? {
-        Some(diff) => serde_json::json!({"hash": model::snapshot::hash(&current), "diff": diff}),
+    let current = schema_admin::snapshot::snapshot(state).await?;
+    let out = match schema_admin::snapshot::diff(&current, &target, req.force)? {
+        Some(diff) => serde_json::json!({"hash": schema_admin::snapshot::hash(&current), "diff": diff}),
         None => Value::Null,
     };
     Ok(reply(&out))
 }
 
-/// `ApplyDiff` (`POST /schema/apply`): admin only. Errors: see [`model::snapshot::apply`].
+/// `ApplyDiff` (`POST /schema/apply`): admin only. Errors: see [`schema_admin::snapshot::apply`].
 pub async fn apply_diff(state: &AppState, md: &tonic::metadata::MetadataMap, change: &SchemaChange) -> Result<(), ApiError> {
     let caller = admin(state, md).await?;
-    model::snapshot::apply(state, &model::object(&change.data)?, &caller).await
+    schema_admin::snapshot::apply(state, &schema_admin::object(&change.data)?, &caller).await
 }
