@@ -197,3 +197,87 @@ impl Planner<'_> {
         if parts.is_empty() { "FALSE".into() } else { format!("({})", parts.join(" OR ")) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::test_schema::blog;
+    use crate::query::{Limits, Variables};
+    use cdapi_proto::ErrorCode;
+    use serde_json::{Value, json};
+
+    /// The SQL of filter `f` on `collection` (rows `t0`), planned as a signed-in caller.
+    fn where_sql(collection: &str, f: Value, limits: Limits) -> Result<String, ApiError> {
+        let schema = blog();
+        let c = schema.collection(collection).ok_or_else(ApiError::internal)?.clone();
+        let vars = Variables { user: Some("u1".into()), ..Variables::default() };
+        let filter = query_language::query_json::filter_from_json(&f, 0)?.ok_or_else(ApiError::internal)?;
+        Planner::new(&schema, limits, &vars).filter(&c, "t0", &filter, 0)
+    }
+
+    fn code(r: Result<String, ApiError>) -> Option<ErrorCode> {
+        r.err().map(|e| e.code)
+    }
+
+    #[test]
+    fn a_many_to_one_filter_is_an_exists_on_the_related_row() -> Result<(), ApiError> {
+        let sql = where_sql("articles", json!({"author": {"name": {"_eq": "Ada"}}}), Limits::default())?;
+        assert_eq!(sql, "EXISTS (SELECT 1 FROM \"public\".\"authors\" t1 WHERE t1.\"id\" = t0.\"author\" AND t1.\"name\" = CAST($1 AS text))");
+        Ok(())
+    }
+
+    #[test]
+    fn to_many_filters_quantify_over_the_related_rows() -> Result<(), ApiError> {
+        let some = where_sql("authors", json!({"articles": {"title": {"_eq": "x"}}}), Limits::default())?;
+        assert_eq!(some, "EXISTS (SELECT 1 FROM \"public\".\"articles\" t1 WHERE t1.\"author\" = t0.\"id\" AND t1.\"title\" = CAST($1 AS text))");
+        let none = where_sql("authors", json!({"articles": {"_none": {"title": {"_eq": "x"}}}}), Limits::default())?;
+        assert_eq!(none, format!("NOT {some}"));
+        Ok(())
+    }
+
+    #[test]
+    fn groups_combine_and_empty_groups_are_constants() -> Result<(), ApiError> {
+        let sql = where_sql("articles", json!({"_or": [{"id": {"_eq": 1}}, {"_and": [{"title": {"_null": true}}, {"id": {"_gt": 5}}]}]}), Limits::default())?;
+        assert_eq!(sql, "(t0.\"id\" = CAST($1 AS integer) OR (t0.\"title\" IS NULL AND t0.\"id\" > CAST($2 AS integer)))");
+        assert_eq!(where_sql("articles", json!({"_or": []}), Limits::default())?, "FALSE");
+        assert_eq!(where_sql("articles", json!({"_and": []}), Limits::default())?, "TRUE");
+        Ok(())
+    }
+
+    #[test]
+    fn mistakes_are_refused_with_their_codes() {
+        // A field that does not exist: the same answer as one the caller may not read.
+        assert_eq!(code(where_sql("articles", json!({"nope": {"_eq": 1}}), Limits::default())), Some(ErrorCode::Forbidden));
+        // `_some` on a many-to-one, a condition on a to-many alias, a relation under a scalar.
+        assert_eq!(code(where_sql("articles", json!({"author": {"_some": {"name": {"_eq": "x"}}}}), Limits::default())), Some(ErrorCode::InvalidQuery));
+        assert_eq!(code(where_sql("authors", json!({"articles": {"_eq": 1}}), Limits::default())), Some(ErrorCode::InvalidQuery));
+        assert_eq!(code(where_sql("articles", json!({"title": {"name": {"_eq": "x"}}}), Limits::default())), Some(ErrorCode::InvalidQuery));
+        // A value that cannot be of the field's type names the field.
+        let e = where_sql("articles", json!({"id": {"_eq": "seven"}}), Limits::default()).err().map(|e| e.message).unwrap_or_default();
+        assert!(e.contains("\"id\""), "{e}");
+    }
+
+    #[test]
+    fn depth_and_condition_budgets_hold() {
+        let deep = json!({"author": {"articles": {"author": {"name": {"_eq": "x"}}}}});
+        assert!(where_sql("articles", deep.clone(), Limits::default()).is_ok());
+        assert_eq!(code(where_sql("articles", deep, Limits { max_depth: 2, ..Limits::default() })), Some(ErrorCode::InvalidQuery));
+        let three = json!({"id": {"_gt": 1}, "title": {"_null": false}, "author": {"_null": true}});
+        let two = Limits { max_conditions: Some(2), ..Limits::default() };
+        assert_eq!(code(where_sql("articles", three.clone(), two)), Some(ErrorCode::InvalidQuery));
+        assert!(where_sql("articles", three, Limits { max_conditions: Some(10), ..Limits::default() }).is_ok());
+    }
+
+    #[test]
+    fn search_matches_text_fields_and_whole_numbers() -> Result<(), ApiError> {
+        let schema = blog();
+        let c = schema.collection("articles").ok_or_else(ApiError::internal)?.clone();
+        let vars = Variables::default();
+        let mut planner = Planner::new(&schema, Limits::default(), &vars);
+        assert_eq!(planner.search(&c, "t0", "ad_a"), "(t0.\"title\" ILIKE $1)");
+        assert_eq!(planner.sql.params, vec![Param::Text("%ad\\_a%".into())]);
+        let mut planner = Planner::new(&schema, Limits::default(), &vars);
+        assert_eq!(planner.search(&c, "t0", "7"), "(t0.\"id\" = $1 OR t0.\"title\" ILIKE $2 OR t0.\"author\" = $3)");
+        Ok(())
+    }
+}

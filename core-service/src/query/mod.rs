@@ -21,6 +21,8 @@ pub mod operators;
 pub mod order;
 pub mod read;
 pub mod select;
+#[cfg(test)]
+pub(crate) mod test_schema;
 pub mod values;
 pub mod variables;
 pub mod version_rows;

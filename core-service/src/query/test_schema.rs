@@ -1,0 +1,69 @@
+//! The schema the query engine's unit tests plan against: the blog of the benchmark data in
+//! miniature (`articles` with an M2O `author`, `authors` with the O2M `articles`).
+
+use crate::schema::{Collection, Field, FieldRelation, FieldType, Schema};
+use std::sync::Arc;
+
+fn field(name: &str, ty: FieldType, db: &str, relation: Option<FieldRelation>) -> Field {
+    Field {
+        name: name.into(),
+        field_type: ty,
+        item_type: FieldType::Unknown,
+        db_type: db.into(),
+        nullable: true,
+        has_default: false,
+        primary_key: name == "id",
+        enum_values: vec![],
+        max_length: None,
+        relation,
+    }
+}
+
+/// `authors` and `articles`, in schema `public`.
+pub(crate) fn blog() -> Schema {
+    let authors = Collection::new(
+        "authors".into(),
+        "\"public\".\"authors\"".into(),
+        vec!["id".into()],
+        false,
+        false,
+        vec![
+            field("id", FieldType::Integer, "integer", None),
+            field("name", FieldType::Text, "text", None),
+            field(
+                "articles",
+                FieldType::Alias,
+                "",
+                Some(FieldRelation::O2M {
+                    related: "articles".into(),
+                    related_field: "author".into(),
+                    local_field: "id".into(),
+                    junction_field: None,
+                    on_deselect: crate::schema::Deselect::Nullify,
+                    sort_field: None,
+                }),
+            ),
+        ],
+    );
+    let articles = Collection::new(
+        "articles".into(),
+        "\"public\".\"articles\"".into(),
+        vec!["id".into()],
+        false,
+        false,
+        vec![
+            field("id", FieldType::Integer, "integer", None),
+            field("title", FieldType::Text, "text", None),
+            field(
+                "author",
+                FieldType::Integer,
+                "integer",
+                Some(FieldRelation::M2O { related: "authors".into(), related_field: "id".into(), junction_field: None }),
+            ),
+        ],
+    );
+    let mut s = Schema { version: 1, db_schema: "public".into(), ..Default::default() };
+    s.collections.insert("authors".into(), Arc::new(authors));
+    s.collections.insert("articles".into(), Arc::new(articles));
+    s
+}
