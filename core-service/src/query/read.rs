@@ -217,17 +217,19 @@ impl Planner<'_> {
             self.fanout.factor = 0;
         }
         self.enter_list(limit)?;
-        let list = self.select_list(&select, "t0")?;
+        let (list, laterals) = self.page_select_list(&select, "t0")?;
         let wheres = self.where_clause(collection, "t0", q)?;
         let (joins, order) = self.order_by(collection, "t0", &q.sort, collection.sort_field.as_deref())?;
         let page = self.limit_offset(limit, offset);
         let from = self.source(collection)?;
         let where_sql = wheres.as_deref().map(|w| format!(" WHERE {w}")).unwrap_or_default();
         // The page of root rows is chosen first, in a subquery that LIMIT fences; the select
-        // list (nested relations are correlated subqueries) then runs for those rows only.
-        // Otherwise Postgres computes it for every row OFFSET skips: `offset=16000` on Pagila's
-        // rental (each with its payments) took 20 s instead of milliseconds.
-        let select = format!("SELECT {list} FROM (SELECT t0.* FROM {from} t0{joins}{where_sql}{order}{page}) t0");
+        // list (nested relations are correlated subqueries, many-to-one items lateral joins
+        // computed once per related key) then runs for those rows only, in their order (a
+        // lateral join is a nested loop driven by the page). Otherwise Postgres computes it for
+        // every row OFFSET skips: `offset=16000` on Pagila's rental (each with its payments)
+        // took 20 s instead of milliseconds.
+        let select = format!("SELECT {list} FROM (SELECT t0.* FROM {from} t0{joins}{where_sql}{order}{page}) t0{laterals}");
         Ok(ListSql { select, where_sql })
     }
 
@@ -322,15 +324,21 @@ mod tests {
     }
 
     #[test]
-    fn nested_m2o_is_a_subquery_of_the_same_statement() -> Result<(), ApiError> {
+    fn nested_m2o_is_a_lateral_join_of_the_same_statement() -> Result<(), ApiError> {
         let st = plan(Query { fields: paths(&["id", "author.name"]), ..Default::default() })?;
+        // On the page of root rows, keyed by the foreign key alone (memoized per author).
+        assert!(st.sql.text.contains("t0.\"id\" AS \"id\", m3.v AS \"author\" FROM (SELECT t0.* FROM"), "{}", st.sql.text);
         assert!(
             st.sql.text.contains(
-                "(SELECT row_to_json(j2) FROM (SELECT t1.\"name\" AS \"name\" FROM \"public\".\"authors\" t1 WHERE t1.\"id\" = t0.\"author\") j2) AS \"author\""
+                ") t0 LEFT JOIN LATERAL (SELECT row_to_json(j2) AS v FROM (SELECT t1.\"name\" AS \"name\" FROM \"public\".\"authors\" t1 WHERE t1.\"id\" = t0.\"author\") j2 OFFSET 0) m3 ON TRUE"
             ),
             "{}",
             st.sql.text
         );
+        // Deeper levels keep correlated subqueries (evaluated after their own LIMIT).
+        let deeper = plan(Query { fields: paths(&["author.articles.author.name"]), ..Default::default() })?;
+        assert_eq!(deeper.sql.text.matches("LEFT JOIN LATERAL").count(), 1, "{}", deeper.sql.text);
+        assert!(deeper.sql.text.contains("(SELECT row_to_json("), "{}", deeper.sql.text);
         assert!(st.sql.text.contains("ORDER BY t0.\"id\" LIMIT $1"));
         assert_eq!(st.sql.params, vec![Param::Int(100)]);
         Ok(())
