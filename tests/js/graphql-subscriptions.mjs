@@ -1,5 +1,5 @@
 // The graphql-ws library's client (the one Directus's GraphQL subscriptions are written for)
-// against our /graphql (issue 19), unchanged: connection params carry the token, one
+// against our /graphql (docs/realtime.md), unchanged: connection params carry the token, one
 // `articles_mutated` subscription receives the create, update and delete of an item written
 // through REST. Prints one JSON report.
 // Usage: node graphql-subscriptions.mjs <base url> <token>

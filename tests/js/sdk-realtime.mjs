@@ -1,4 +1,4 @@
-// The Directus SDK's realtime() client against our /websocket (issue 19), unchanged: connect
+// The Directus SDK's realtime() client against our /websocket (docs/realtime.md), unchanged: connect
 // (handshake auth with the token), subscribe with a query, receive init/create/update/delete
 // for writes made through REST, CRUD over the socket, unsubscribe. Prints one JSON report.
 // Usage: node sdk-realtime.mjs <base url> <token> <collection>

@@ -148,7 +148,7 @@ async fn ours_and_directus_answer_alike() {
         d.outcomes.iter().filter(|o| !o.as_expected()).count()
     );
     assert!(failures.is_empty(), "answers not as expected (peer log: {}):\n{failures}", peer.log.display());
-    assert!(total >= 150, "the issue asks for at least 150 compared requests, {total} here");
+    assert!(total >= 150, "the differential suite compares at least 150 requests (docs/directus-compatibility.md), {total} here");
     // Every declared deviation is documented with its reason.
     let doc = std::fs::read_to_string(root.join("docs/directus-compatibility.md")).expect("docs/directus-compatibility.md");
     for o in d.outcomes.iter().filter_map(|o| o.deviation) {

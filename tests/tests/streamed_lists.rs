@@ -242,7 +242,7 @@ fn peak_kib(pid: u32) -> u64 {
 // of three, against the bound of 8 (core and edge-rest stay at 0; unstreamed, +87 MiB). Out of
 // CI until the cause is found; run it with `--ignored`.
 #[tokio::test]
-#[ignore = "flaky: edge-graphql peak RSS varies 0-12 MiB between runs (issue 21 note)"]
+#[ignore = "flaky: edge-graphql peak RSS varies 0-12 MiB between runs; see docs/benchmark.md"]
 async fn a_long_graphql_list_does_not_grow_any_process() {
     let (app, _turn) = serial().await;
     let pids = [app.pids("core")[0], app.pids("graphql")[0], app.pids("edge")[0]];
