@@ -13,6 +13,7 @@
 //! - [`activity`]: who changed what (activity and revisions).
 //! - [`asset_settings`]: what the project's settings allow of asset transformations.
 //! - [`schema_admin`]: schema management (collections, fields, relations as DDL + metadata).
+//! - [`validation_rule`]: a permission's validation rule, compiled once with the rows.
 //! - [`policies`]: the permission data (rules, grants, a caller's access), carried by the snapshot.
 //! - [`permissions`]: enforcing them: read views of the snapshot; payload validation.
 //! - [`auth`]: who is calling ([`auth::Caller`]) and the bootstrap admin.
@@ -35,6 +36,7 @@ pub mod realtime;
 pub mod schema;
 pub mod schema_admin;
 pub mod sql;
+pub mod validation_rule;
 pub mod versions;
 pub mod write;
 

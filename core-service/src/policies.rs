@@ -5,6 +5,7 @@
 //! [`crate::permissions`] (docs/permissions.md); this module names no schema type, so the
 //! schema snapshot can carry the rules.
 
+use crate::validation_rule::ValidationRule;
 use cdapi_proto::v1::{Filter, FilterGroup, filter};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -93,9 +94,9 @@ pub struct Permission {
     pub filter: Option<Arc<Filter>>,
     /// Fields the row lets its action read or write.
     pub fields: Fields,
-    /// Validation rule (a Directus filter object) a payload written through this row must
-    /// pass; `None` = no rule.
-    pub validation: Option<Value>,
+    /// Validation rule (a Directus filter object, compiled once) a payload written through this
+    /// row must pass; `None` = no rule.
+    pub validation: Option<Arc<ValidationRule>>,
     /// Default values, applied under the payload on create.
     pub presets: Map<String, Value>,
 }
@@ -189,7 +190,7 @@ fn permission(row: PermissionRow) -> Permission {
         // No list: Directus reads that as no fields; only the key can be named then.
         None => Fields::Only(HashSet::new()),
     };
-    let validation = row.validation.filter(|v| v.as_object().is_some_and(|o| !o.is_empty()));
+    let validation = row.validation.filter(|v| v.as_object().is_some_and(|o| !o.is_empty())).map(|v| Arc::new(ValidationRule::compile(&v)));
     let presets = match row.presets {
         Some(Value::Object(o)) => o,
         _ => Map::new(),
@@ -289,12 +290,20 @@ fn minimal() -> Vec<(&'static str, Action, Permission)> {
         (
             "directus_presets",
             Action::Create,
-            Permission { filter: None, fields: Fields::All, validation: Some(serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})), presets: Map::new() },
+            Permission {
+                filter: None,
+                fields: Fields::All,
+                validation: Some(Arc::new(ValidationRule::compile(&serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})))),
+                presets: Map::new(),
+            },
         ),
         (
             "directus_presets",
             Action::Update,
-            Permission { validation: Some(serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})), ..row(own("user", "$CURRENT_USER"), Fields::All) },
+            Permission {
+                validation: Some(Arc::new(ValidationRule::compile(&serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})))),
+                ..row(own("user", "$CURRENT_USER"), Fields::All)
+            },
         ),
         ("directus_presets", Action::Delete, row(own("user", "$CURRENT_USER"), Fields::All)),
         ("directus_policies", Action::Read, row(rule(serde_json::json!({"id": {"_in": "$CURRENT_POLICIES"}})), Fields::All)),

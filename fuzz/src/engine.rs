@@ -1,13 +1,13 @@
 //! core-service's parsers of request input: the `fields` path grammar (`query_language::paths`
-//! and `FieldTree::parse`), permission validation rules (`validate::parse`), write payloads
+//! and `FieldTree::parse`), permission validation rules (`validation_rule::parse`), write payloads
 //! (`write::payload::columns`), and the whole read planner (a JSON query → SQL text on a
 //! fixed schema: field resolution, filters with `$NOW(...)`/`$CURRENT_USER`, sort paths,
 //! `deep`, `alias`, aggregates). Nothing reaches a database: planning is pure.
 
-use core_service::permissions::validate;
 use core_service::query::fields::FieldTree;
 use core_service::query::{Limits, Planner, Variables};
 use core_service::schema::{Collection, Deselect, Field, FieldRelation, FieldType, Schema};
+use core_service::validation_rule;
 use core_service::write::payload::{self, Mode};
 use query_language::query_json::query_from_json;
 use serde_json::Value;
@@ -28,10 +28,10 @@ pub fn field_paths(data: &[u8]) {
     }
 }
 
-/// Fuzz input → JSON → a permission's `validation` rule (`validate::parse`).
+/// Fuzz input → JSON → a permission's `validation` rule (`validation_rule::parse`).
 pub fn validation_rule(data: &[u8]) {
     if let Ok(v) = serde_json::from_slice::<Value>(data) {
-        let _ = validate::parse(&v);
+        let _ = validation_rule::parse(&v);
     }
 }
 

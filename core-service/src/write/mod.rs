@@ -29,6 +29,7 @@ use crate::query::keys::pk_expr;
 use crate::query::{Planner, Variables};
 use crate::schema::{Collection, Schema};
 use crate::sql::{Param, Sql, ident};
+use crate::validation_rule::ValidationRule;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldCondition, Filter, Operator, Query, Value as PbValue, filter, value};
 use payload::{ColumnValue, Mode};
@@ -123,18 +124,18 @@ impl<'w> Writer<'w> {
         }
         let fields: Vec<&str> = obj.keys().map(String::as_str).chain(extra.iter().copied()).collect();
         // Only rows that could grant one of the fields matter; their rules run in one statement.
-        let ruled: Vec<(usize, &Value)> = grant
+        let ruled: Vec<(usize, &ValidationRule)> = grant
             .rows
             .iter()
             .enumerate()
             .filter(|(_, r)| fields.iter().any(|f| r.writes(&collection.name, f)))
-            .filter_map(|(i, r)| r.validation.as_ref().map(|v| (i, v)))
+            .filter_map(|(i, r)| r.validation.as_deref().map(|v| (i, v)))
             .collect();
         let mut outcomes: Vec<Result<(), ApiError>> = vec![Ok(()); grant.rows.len()];
         if !ruled.is_empty() {
             let whole = self.schema.collection(&collection.name).cloned().ok_or_else(ApiError::forbidden)?;
             let planner = Planner::new(self.schema, self.limits, self.vars);
-            let rules: Vec<&Value> = ruled.iter().map(|(_, v)| *v).collect();
+            let rules: Vec<&ValidationRule> = ruled.iter().map(|(_, v)| *v).collect();
             let results = validate::check(&mut *self.conn, planner, &whole, &rules, &out, action == Action::Update).await?;
             for ((i, _), r) in ruled.iter().zip(results) {
                 outcomes[*i] = r;
