@@ -123,3 +123,54 @@ impl Planner<'_> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::test_schema::blog;
+    use crate::query::{Limits, Variables};
+    use cdapi_proto::ErrorCode;
+
+    /// (joins, ORDER BY) of `sort` (REST spelling) on `collection`, with `default` as its manual order.
+    fn order(collection: &str, sort: &[&str], default: Option<&str>) -> Result<(String, String), ApiError> {
+        let schema = blog();
+        let c = schema.collection(collection).ok_or_else(ApiError::internal)?.clone();
+        let vars = Variables::default();
+        let keys = sort.iter().map(|s| query_language::paths::parse_sort(s)).collect::<Result<Vec<_>, _>>()?;
+        Planner::new(&schema, Limits::default(), &vars).order_by(&c, "t0", &keys, default)
+    }
+
+    #[test]
+    fn the_primary_key_ends_every_order_once() -> Result<(), ApiError> {
+        assert_eq!(order("articles", &[], None)?, (String::new(), " ORDER BY t0.\"id\"".into()));
+        assert_eq!(order("articles", &["-title"], None)?.1, " ORDER BY t0.\"title\" DESC, t0.\"id\"");
+        // Sorting by the key already: not appended again.
+        assert_eq!(order("articles", &["-id"], None)?.1, " ORDER BY t0.\"id\" DESC");
+        Ok(())
+    }
+
+    #[test]
+    fn the_manual_order_applies_without_sort_when_the_field_exists() -> Result<(), ApiError> {
+        assert_eq!(order("articles", &[], Some("title"))?.1, " ORDER BY t0.\"title\", t0.\"id\"");
+        assert_eq!(order("articles", &["-id"], Some("title"))?.1, " ORDER BY t0.\"id\" DESC", "sort wins");
+        // A sort field the caller cannot read (absent from their view) is ignored, not told.
+        assert_eq!(order("articles", &[], Some("hidden"))?.1, " ORDER BY t0.\"id\"");
+        Ok(())
+    }
+
+    #[test]
+    fn a_path_through_a_many_to_one_joins_once() -> Result<(), ApiError> {
+        let (joins, order_sql) = order("articles", &["author.name", "-author.id"], None)?;
+        assert_eq!(joins, " LEFT JOIN \"public\".\"authors\" s1 ON s1.\"id\" = t0.\"author\"");
+        assert_eq!(order_sql, " ORDER BY s1.\"name\", s1.\"id\" DESC, t0.\"id\"");
+        Ok(())
+    }
+
+    #[test]
+    fn paths_that_have_no_single_value_are_refused() {
+        let code = |sort: &str| order("authors", &[sort], None).err().map(|e| e.code);
+        assert_eq!(code("articles.title"), Some(ErrorCode::InvalidQuery), "a to-many relation");
+        assert_eq!(code("name.x"), Some(ErrorCode::InvalidQuery), "a scalar is not a relation");
+        assert_eq!(code("nope"), Some(ErrorCode::Forbidden), "an unknown field, as an unreadable one");
+    }
+}
