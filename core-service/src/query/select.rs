@@ -35,14 +35,9 @@ impl Planner<'_> {
         for col in &select.columns {
             let item = match col {
                 Column::M2O { key, field, related_field, select: nested } => {
-                    let (t, j, m) = (self.sql.next_alias('t'), self.sql.next_alias('j'), self.sql.next_alias('m'));
-                    let list = self.select_list(nested, &t)?;
-                    laterals.push_str(&format!(
-                        " LEFT JOIN LATERAL (SELECT row_to_json({j}) AS v FROM (SELECT {list} FROM {} {t} WHERE {} = {}) {j} OFFSET 0) {m} ON TRUE",
-                        self.source(nested.collection)?,
-                        column(&t, related_field),
-                        column(alias, &field.name),
-                    ));
+                    let (rows, j) = self.related_rows(nested, related_field, &column(alias, &field.name))?;
+                    let m = self.sql.next_alias('m');
+                    laterals.push_str(&format!(" LEFT JOIN LATERAL (SELECT row_to_json({j}) AS v FROM {rows} {j} OFFSET 0) {m} ON TRUE"));
                     format!("{m}.v AS {}", ident(key))
                 }
                 other => self.column_sql(select, other, alias)?,
@@ -55,81 +50,81 @@ impl Planner<'_> {
         Ok((out.join(", "), laterals))
     }
 
+    /// The related item of a many-to-one column whose value is `fk`, as
+    /// `(SELECT <nested list> FROM <related> t WHERE t.<related_field> = <fk>)`, and the alias
+    /// its caller gives that subquery (for `row_to_json`).
+    fn related_rows(&mut self, nested: &Select<'_>, related_field: &str, fk: &str) -> Result<(String, String), ApiError> {
+        let t = self.sql.next_alias('t');
+        let j = self.sql.next_alias('j');
+        let list = self.select_list(nested, &t)?;
+        let rows = format!("(SELECT {list} FROM {} {t} WHERE {} = {fk})", self.source(nested.collection)?, column(&t, related_field));
+        Ok((rows, j))
+    }
+
     /// One output key of a level as SQL.
     fn column_sql(&mut self, select: &Select<'_>, col: &Column<'_>, alias: &str) -> Result<String, ApiError> {
-        {
-            let item = match col {
-                Column::Value { key, field } => {
-                    let raw = column(alias, &field.name);
-                    let out = super::values::output(field.field_type, raw.clone());
-                    let expr = match select.collection.cast(&field.name) {
-                        Some(cast) => super::values::cast_output(cast, field.field_type, &raw, out),
-                        None => out,
-                    };
-                    format!("{expr} AS {}", ident(key))
-                }
-                Column::Function { key, call } => {
-                    format!("{} AS {}", self.function_output_expr(select.collection, alias, call)?, ident(key))
-                }
-                Column::M2O { key, field, related_field, select: nested } => {
+        Ok(match col {
+            Column::Value { key, field } => {
+                let raw = column(alias, &field.name);
+                let out = super::values::output(field.field_type, raw.clone());
+                let expr = match select.collection.cast(&field.name) {
+                    Some(cast) => super::values::cast_output(cast, field.field_type, &raw, out),
+                    None => out,
+                };
+                format!("{expr} AS {}", ident(key))
+            }
+            Column::Function { key, call } => {
+                format!("{} AS {}", self.function_output_expr(select.collection, alias, call)?, ident(key))
+            }
+            Column::M2O { key, field, related_field, select: nested } => {
+                let (rows, j) = self.related_rows(nested, related_field, &column(alias, &field.name))?;
+                format!("(SELECT row_to_json({j}) FROM {rows} {j}) AS {}", ident(key))
+            }
+            Column::M2A { key, field, collection_field, branches } => {
+                let mut cases = String::new();
+                for branch in branches {
+                    let Some(pk) = branch.collection.primary_key_fields().next() else { continue };
                     let t = self.sql.next_alias('t');
                     let j = self.sql.next_alias('j');
-                    let list = self.select_list(nested, &t)?;
-                    format!(
-                        "(SELECT row_to_json({j}) FROM (SELECT {list} FROM {} {t} WHERE {} = {}) {j}) AS {}",
-                        self.source(nested.collection)?,
-                        column(&t, related_field),
+                    let list = self.select_list(branch, &t)?;
+                    let name = self.sql.param(Param::Text(branch.collection.name.clone()));
+                    cases.push_str(&format!(
+                        " WHEN {} = {name} THEN (SELECT row_to_json({j}) FROM (SELECT {list} FROM {} {t} WHERE {} = CAST({} AS {})) {j})",
+                        column(alias, collection_field),
+                        self.source(branch.collection)?,
+                        column(&t, &pk.name),
                         column(alias, &field.name),
-                        ident(key)
-                    )
+                        pk.db_type
+                    ));
                 }
-                Column::M2A { key, field, collection_field, branches } => {
-                    let mut cases = String::new();
-                    for branch in branches {
-                        let Some(pk) = branch.collection.primary_key_fields().next() else { continue };
-                        let t = self.sql.next_alias('t');
-                        let j = self.sql.next_alias('j');
-                        let list = self.select_list(branch, &t)?;
-                        let name = self.sql.param(Param::Text(branch.collection.name.clone()));
-                        cases.push_str(&format!(
-                            " WHEN {} = {name} THEN (SELECT row_to_json({j}) FROM (SELECT {list} FROM {} {t} WHERE {} = CAST({} AS {})) {j})",
-                            column(alias, collection_field),
-                            self.source(branch.collection)?,
-                            column(&t, &pk.name),
-                            column(alias, &field.name),
-                            pk.db_type
-                        ));
-                    }
-                    format!("CASE{cases} ELSE to_json({}) END AS {}", column(alias, &field.name), ident(key))
-                }
-                Column::O2M { key, related_field, local_field, related, select: nested, query, sort_field } => {
-                    let t = self.sql.next_alias('t');
-                    let j = self.sql.next_alias('j');
-                    let (limit, offset) = pagination(query, &self.limits, self.limits.nested_default)?;
-                    let parent = self.enter_list(limit)?;
-                    let (list, agg) = match nested {
-                        Some(n) => (self.select_list(n, &t)?, format!("array_to_json(array_agg({j}))")),
-                        None => (format!("{} AS k", key_output(related, &t)), format!("array_to_json(array_agg({j}.k))")),
-                    };
-                    self.fanout.factor = parent;
-                    let where_sql = self.where_clause(related, &t, query)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
-                    let (joins, order) = self.order_by(related, &t, &query.sort, sort_field.or(related.sort_field.as_deref()))?;
-                    let page = self.limit_offset(limit, offset);
-                    // The related rows are selected in a fenced subquery (OFFSET 0) and sorted
-                    // after: otherwise the planner may walk the whole primary key index in order,
-                    // filtering on the foreign key, to satisfy ORDER BY key LIMIT n (seen: 185 ms
-                    // instead of 2 on the benchmark data).
-                    let f = self.sql.next_alias('f');
-                    format!(
-                        "(SELECT coalesce({agg}, '[]'::json) FROM (SELECT {list} FROM (SELECT * FROM {} {f} WHERE {} = {} OFFSET 0) {t}{joins}{where_sql}{order}{page}) {j}) AS {}",
-                        self.source(related)?,
-                        column(&f, related_field),
-                        column(alias, local_field),
-                        ident(key)
-                    )
-                }
-            };
-            Ok(item)
-        }
+                format!("CASE{cases} ELSE to_json({}) END AS {}", column(alias, &field.name), ident(key))
+            }
+            Column::O2M { key, related_field, local_field, related, select: nested, query, sort_field } => {
+                let t = self.sql.next_alias('t');
+                let j = self.sql.next_alias('j');
+                let (limit, offset) = pagination(query, &self.limits, self.limits.nested_default)?;
+                let parent = self.enter_list(limit)?;
+                let (list, agg) = match nested {
+                    Some(n) => (self.select_list(n, &t)?, format!("array_to_json(array_agg({j}))")),
+                    None => (format!("{} AS k", key_output(related, &t)), format!("array_to_json(array_agg({j}.k))")),
+                };
+                self.fanout.factor = parent;
+                let where_sql = self.where_clause(related, &t, query)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
+                let (joins, order) = self.order_by(related, &t, &query.sort, sort_field.or(related.sort_field.as_deref()))?;
+                let page = self.limit_offset(limit, offset);
+                // The related rows are selected in a fenced subquery (OFFSET 0) and sorted
+                // after: otherwise the planner may walk the whole primary key index in order,
+                // filtering on the foreign key, to satisfy ORDER BY key LIMIT n (seen: 185 ms
+                // instead of 2 on the benchmark data).
+                let f = self.sql.next_alias('f');
+                format!(
+                    "(SELECT coalesce({agg}, '[]'::json) FROM (SELECT {list} FROM (SELECT * FROM {} {f} WHERE {} = {} OFFSET 0) {t}{joins}{where_sql}{order}{page}) {j}) AS {}",
+                    self.source(related)?,
+                    column(&f, related_field),
+                    column(alias, local_field),
+                    ident(key)
+                )
+            }
+        })
     }
 }
