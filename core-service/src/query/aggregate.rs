@@ -240,3 +240,91 @@ fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -> Result<(S
     let output = if text { format!("{raw}::text") } else { raw.clone() };
     Ok((output, raw, db_type))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::test_schema::{blog, query};
+    use crate::query::{Limits, Variables};
+    use cdapi_proto::ErrorCode;
+    use serde_json::json;
+
+    /// The statement of an aggregate read of `collection` (query in Directus's JSON spelling).
+    fn plan(collection: &str, q: serde_json::Value) -> Result<String, ApiError> {
+        let schema = blog();
+        let c = schema.collection(collection).ok_or_else(ApiError::internal)?.clone();
+        let vars = Variables::default();
+        Ok(Planner::new(&schema, Limits::default(), &vars).aggregate(&c, &query(q))?.sql.text)
+    }
+
+    fn code(collection: &str, q: serde_json::Value) -> Option<ErrorCode> {
+        plan(collection, q).err().map(|e| e.code)
+    }
+
+    #[test]
+    fn counts_are_text_and_groups_are_paged_by_their_expression() -> Result<(), ApiError> {
+        let sql = plan("articles", json!({"aggregate": {"count": "*", "countDistinct": "author"}, "groupBy": "author"}))?;
+        assert!(sql.contains("t0.\"author\" AS \"author\""), "{sql}");
+        assert!(sql.contains("count(*)::text AS \"count\""), "{sql}");
+        assert!(sql.contains("json_build_object('author', count(DISTINCT t0.\"author\")::text) AS \"countDistinct\""), "{sql}");
+        assert!(sql.contains(" GROUP BY t0.\"author\" ORDER BY t0.\"author\" LIMIT $1"), "{sql}");
+        // Without groups: one row, no page.
+        let sql = plan("articles", json!({"aggregate": {"countAll": []}}))?;
+        assert!(sql.contains("count(*)::text AS \"countAll\""), "{sql}");
+        assert!(!sql.contains("GROUP BY") && !sql.contains("LIMIT"), "{sql}");
+        Ok(())
+    }
+
+    #[test]
+    fn result_types_follow_postgres_as_directus_reads_them() -> Result<(), ApiError> {
+        let sql = plan("articles", json!({"aggregate": {"sum": "id", "avg": "author", "min": "id", "max": "title"}}))?;
+        // int8 and numeric results are text (node-postgres); int4 and text stay as they are.
+        assert!(sql.contains("'id', sum(t0.\"id\")::text"), "{sql}");
+        assert!(sql.contains("'author', avg(t0.\"author\")::text"), "{sql}");
+        assert!(sql.contains("'id', min(t0.\"id\"))"), "{sql}");
+        assert!(sql.contains("'title', max(t0.\"title\"))"), "{sql}");
+        Ok(())
+    }
+
+    #[test]
+    fn functions_on_fields_they_do_not_apply_to_are_refused() {
+        assert_eq!(code("articles", json!({"aggregate": {"sum": "title"}})), Some(ErrorCode::InvalidQuery), "a text sum");
+        assert_eq!(code("articles", json!({"aggregate": {"avg": "title"}})), Some(ErrorCode::InvalidQuery), "a text average");
+        assert_eq!(code("authors", json!({"aggregate": {"count": "articles"}})), Some(ErrorCode::InvalidQuery), "a to-many field");
+        assert_eq!(code("articles", json!({"aggregate": {"count": []}})), Some(ErrorCode::InvalidQuery), "no field");
+        assert_eq!(code("articles", json!({"aggregate": {"count": "nope"}})), Some(ErrorCode::Forbidden), "an unknown field");
+        assert_eq!(code("articles", json!({})), Some(ErrorCode::InvalidQuery), "neither aggregate nor groupBy");
+        assert_eq!(code("articles", json!({"aggregate": {"count": "*"}, "meta": "total_count"})), Some(ErrorCode::InvalidQuery), "meta");
+        assert_eq!(code("articles", json!({"groupBy": "author", "deep": {"author": {}}})), Some(ErrorCode::InvalidQuery), "deep");
+    }
+
+    #[test]
+    fn sort_names_group_keys_only_and_each_once() -> Result<(), ApiError> {
+        let sql = plan("articles", json!({"aggregate": {"count": "*"}, "groupBy": "author,title", "sort": "-title"}))?;
+        assert!(sql.contains(" GROUP BY t0.\"author\", t0.\"title\" ORDER BY t0.\"title\" DESC, t0.\"author\" LIMIT"), "{sql}");
+        assert_eq!(code("articles", json!({"aggregate": {"count": "*"}, "groupBy": "author", "sort": "title"})), Some(ErrorCode::InvalidQuery));
+        Ok(())
+    }
+
+    #[test]
+    fn groups_follow_many_to_one_paths() -> Result<(), ApiError> {
+        let sql = plan("articles", json!({"aggregate": {"count": "*"}, "groupBy": "author.name"}))?;
+        assert!(sql.contains(" LEFT JOIN \"public\".\"authors\" s1 ON s1.\"id\" = t0.\"author\""), "{sql}");
+        assert!(sql.contains("s1.\"name\" AS \"author.name\""), "{sql}");
+        assert!(sql.contains(" GROUP BY s1.\"name\""), "{sql}");
+        Ok(())
+    }
+
+    #[test]
+    fn having_compares_requested_results_only() -> Result<(), ApiError> {
+        let sql = plan(
+            "articles",
+            json!({"aggregate": {"count": "*", "sum": "id"}, "groupBy": "author", "having": {"_and": [{"count": {"_gt": 2}}, {"sum": {"id": {"_lte": 100}}}]}}),
+        )?;
+        assert!(sql.contains(" HAVING (count(*) > "), "{sql}");
+        assert!(sql.contains("sum(t0.\"id\") <= "), "{sql}");
+        let unrequested = json!({"aggregate": {"count": "*"}, "groupBy": "author", "having": {"sum": {"id": {"_gt": 1}}}});
+        assert_eq!(code("articles", unrequested), Some(ErrorCode::InvalidQuery));
+        Ok(())
+    }
+}

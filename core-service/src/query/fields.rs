@@ -384,3 +384,99 @@ fn key_order(mut columns: Vec<(Place, Column<'_>)>) -> Vec<Column<'_>> {
 fn has_list_params(q: &Query) -> bool {
     q.filter.is_some() || q.search.is_some() || !q.sort.is_empty() || q.limit.is_some() || q.offset.is_some() || q.page.is_some()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::test_schema::{blog, query};
+    use crate::query::{Limits, Variables};
+    use cdapi_proto::ErrorCode;
+    use serde_json::json;
+
+    /// A level's output keys, nested ones in braces: `author{name}` an expanded many-to-one,
+    /// `articles[]` a list of keys, `articles[title]` a list of items, `id_year()` a function.
+    fn shape(select: &Select<'_>) -> String {
+        let keys: Vec<String> = select
+            .columns
+            .iter()
+            .map(|c| match c {
+                Column::Value { key, .. } => key.clone(),
+                Column::Function { key, .. } => format!("{key}()"),
+                Column::M2O { key, select, .. } => format!("{key}{{{}}}", shape(select)),
+                Column::M2A { key, .. } => format!("{key}<>"),
+                Column::O2M { key, select: None, .. } => format!("{key}[]"),
+                Column::O2M { key, select: Some(s), .. } => format!("{key}[{}]", shape(s)),
+            })
+            .collect();
+        keys.join(",")
+    }
+
+    /// The shape of `q` (Directus's JSON spelling) read from `collection`.
+    fn resolve(collection: &str, q: serde_json::Value) -> Result<String, ApiError> {
+        let schema = blog();
+        let c = schema.collection(collection).ok_or_else(ApiError::internal)?.clone();
+        let q = query(q);
+        let vars = Variables::default();
+        let planner = Planner::new(&schema, Limits::default(), &vars);
+        let tree = FieldTree::parse(&q.fields, 3)?;
+        Ok(shape(&planner.resolve(&c, &tree, &q)?))
+    }
+
+    fn code(collection: &str, q: serde_json::Value) -> Option<ErrorCode> {
+        resolve(collection, q).err().map(|e| e.code)
+    }
+
+    #[test]
+    fn the_wildcard_reads_every_field_with_relations_as_keys() -> Result<(), ApiError> {
+        assert_eq!(resolve("articles", json!({}))?, "id,title,author");
+        assert_eq!(resolve("articles", json!({"fields": "*"}))?, "id,title,author");
+        assert_eq!(resolve("authors", json!({"fields": "*"}))?, "id,name,articles[]");
+        // `*.*` expands every relation of the level with `*`, the way back included.
+        assert_eq!(resolve("articles", json!({"fields": "*.*"}))?, "id,title,author{id,name,articles[]}");
+        assert_eq!(resolve("authors", json!({"fields": "*.*"}))?, "id,name,articles[id,title,author]");
+        Ok(())
+    }
+
+    #[test]
+    fn keys_come_in_directus_order_values_first() -> Result<(), ApiError> {
+        // A field named before `*` keeps its place; related items follow the plain values.
+        assert_eq!(resolve("articles", json!({"fields": "title,*"}))?, "title,id,author");
+        assert_eq!(resolve("articles", json!({"fields": "*,author.name"}))?, "id,title,author{name}");
+        assert_eq!(resolve("articles", json!({"fields": "author.name,id"}))?, "id,author{name}");
+        // A path wins over the wildcard's expansion of the same relation.
+        assert_eq!(resolve("articles", json!({"fields": "*.*,author.name"}))?, "id,title,author{name}");
+        // Duplicates are output once.
+        assert_eq!(resolve("articles", json!({"fields": "id,id,title"}))?, "id,title");
+        Ok(())
+    }
+
+    #[test]
+    fn aliases_and_functions_get_their_own_keys() -> Result<(), ApiError> {
+        let q = json!({"fields": "id,writer.name,author", "alias": {"writer": "author"}});
+        assert_eq!(resolve("articles", q)?, "id,author,writer{name}");
+        assert_eq!(resolve("articles", json!({"fields": "year(id)"}))?, "id_year()");
+        assert_eq!(code("articles", json!({"fields": "writer", "alias": {"writer": "nope"}})), Some(ErrorCode::Forbidden), "an alias of an unknown field");
+        Ok(())
+    }
+
+    #[test]
+    fn deep_applies_to_relations_and_lists_to_to_many_only() -> Result<(), ApiError> {
+        assert_eq!(resolve("authors", json!({"fields": "articles.title", "deep": {"articles": {"_limit": 2}}}))?, "articles[title]");
+        let m2o_page = json!({"fields": "author.name", "deep": {"author": {"_limit": 1}}});
+        assert_eq!(code("articles", m2o_page), Some(ErrorCode::InvalidQuery), "a page of a many-to-one");
+        assert_eq!(resolve("articles", json!({"fields": "author.name", "deep": {"author": {}}}))?, "author{name}");
+        assert_eq!(code("articles", json!({"deep": {"title": {}}})), Some(ErrorCode::InvalidQuery), "not a relation");
+        assert_eq!(code("articles", json!({"deep": {"nope": {}}})), Some(ErrorCode::Forbidden), "an unknown field");
+        Ok(())
+    }
+
+    #[test]
+    fn paths_are_checked_against_the_schema_and_the_depth_budget() {
+        assert_eq!(code("articles", json!({"fields": "nope"})), Some(ErrorCode::Forbidden), "an unknown field, as an unreadable one");
+        assert_eq!(code("articles", json!({"fields": "title.x"})), Some(ErrorCode::InvalidQuery), "a path through a value");
+        assert_eq!(code("articles", json!({"fields": "author.nope"})), Some(ErrorCode::Forbidden), "an unknown related field");
+        // Three relations deep is the budget given to `resolve`; a fourth is refused.
+        assert_eq!(code("articles", json!({"fields": "author.articles.author.name"})), None);
+        assert_eq!(code("articles", json!({"fields": "author.articles.author.articles.id"})), Some(ErrorCode::InvalidQuery));
+    }
+}

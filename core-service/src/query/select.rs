@@ -128,3 +128,54 @@ impl Planner<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::query::test_schema::{blog, query};
+    use crate::query::{Limits, Planner, Variables};
+    use crate::sql::Param;
+    use cdapi_proto::ApiError;
+    use serde_json::json;
+
+    /// The statement and parameters of a list read of `collection`.
+    fn plan(collection: &str, q: serde_json::Value) -> Result<(String, Vec<Param>), ApiError> {
+        let schema = blog();
+        let c = schema.collection(collection).ok_or_else(ApiError::internal)?.clone();
+        let vars = Variables::default();
+        let st = Planner::new(&schema, Limits::default(), &vars).read_many(&c, &query(q))?;
+        Ok((st.sql.text, st.sql.params))
+    }
+
+    #[test]
+    fn a_list_of_keys_is_one_fenced_subquery_per_parent_in_key_order() -> Result<(), ApiError> {
+        let (sql, params) = plan("authors", json!({"fields": "id,articles"}))?;
+        assert!(sql.contains("(SELECT coalesce(array_to_json(array_agg(j2.k)), '[]'::json) FROM (SELECT t1.\"id\" AS k FROM (SELECT * FROM \"public\".\"articles\" f3 WHERE f3.\"author\" = t0.\"id\" OFFSET 0) t1 ORDER BY t1.\"id\" LIMIT $1) j2) AS \"articles\""), "{sql}");
+        // The nested default page (100), then the root page (100).
+        assert_eq!(params, vec![Param::Int(100), Param::Int(100)]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_nested_list_takes_its_deep_filter_sort_and_page() -> Result<(), ApiError> {
+        let q = json!({"fields": "articles.title", "deep": {"articles": {"_filter": {"title": {"_eq": "x"}}, "_sort": "-title", "_limit": 3, "_offset": 1}}});
+        let (sql, params) = plan("authors", q)?;
+        assert!(sql.contains("array_to_json(array_agg(j2))"), "{sql}");
+        assert!(
+            sql.contains("SELECT t1.\"title\" AS \"title\" FROM (SELECT * FROM \"public\".\"articles\" f3 WHERE f3.\"author\" = t0.\"id\" OFFSET 0) t1 WHERE "),
+            "{sql}"
+        );
+        assert!(sql.contains(" ORDER BY t1.\"title\" DESC, t1.\"id\" LIMIT $2 OFFSET $3"), "{sql}");
+        assert!(params.contains(&Param::Int(3)) && params.contains(&Param::Int(1)), "{params:?}");
+        assert!(params.contains(&Param::Text("x".into())), "{params:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_deeper_many_to_one_is_a_correlated_subquery() -> Result<(), ApiError> {
+        let (sql, _) = plan("authors", json!({"fields": "articles.author.name"}))?;
+        assert!(sql.contains("(SELECT row_to_json(j"), "{sql}");
+        assert!(sql.contains("FROM \"public\".\"authors\" t"), "{sql}");
+        assert!(!sql.contains("LEFT JOIN LATERAL"), "the root level has no many-to-one: {sql}");
+        Ok(())
+    }
+}

@@ -67,3 +67,10 @@ pub(crate) fn blog() -> Schema {
     s.collections.insert("articles".into(), Arc::new(articles));
     s
 }
+
+/// A query in Directus's JSON spelling (`{"fields": "id,author.name", "deep": {..}}`), as the
+/// edges translate it.
+pub(crate) fn query(v: serde_json::Value) -> cdapi_proto::v1::Query {
+    let obj = v.as_object().cloned().unwrap_or_default();
+    query_language::query_json::query_from_json(&obj).expect("a valid test query")
+}
