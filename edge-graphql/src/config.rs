@@ -32,8 +32,8 @@ pub struct Settings {
     /// GRAPHQL_MAX_DOCUMENT_SIZE, GRAPHQL_MAX_ROOT_FIELDS, GRAPHQL_MAX_ALIASES,
     /// GRAPHQL_MAX_FIELDS, GRAPHQL_MAX_AUTH_MUTATIONS: see [`crate::budget::DocumentLimits`].
     pub document: crate::budget::DocumentLimits,
-    /// GraphQL over WebSocket (WEBSOCKETS_GRAPHQL_*): see [`WsSettings`].
-    pub websocket: WsSettings,
+    /// GraphQL over WebSocket (WEBSOCKETS_GRAPHQL_* and the shared WEBSOCKETS_*).
+    pub websocket: edge_http::websocket::Settings,
 }
 
 impl Settings {
@@ -59,46 +59,7 @@ impl Settings {
                     max_auth_mutations: env_or("GRAPHQL_MAX_AUTH_MUTATIONS", d.max_auth_mutations)?,
                 }
             },
-            websocket: WsSettings::from_env()?,
-        })
-    }
-}
-
-/// WebSocket settings of edge-graphql (Directus's names; docs/realtime.md).
-#[derive(Debug, Clone)]
-pub struct WsSettings {
-    /// WEBSOCKETS_ENABLED and WEBSOCKETS_GRAPHQL_ENABLED (both default true).
-    pub enabled: bool,
-    /// WEBSOCKETS_GRAPHQL_AUTH (default `handshake`).
-    pub auth: edge_http::websocket::AuthMode,
-    /// WEBSOCKETS_GRAPHQL_AUTH_TIMEOUT (seconds, default 10): time to `connection_init`.
-    pub auth_timeout: std::time::Duration,
-    /// WEBSOCKETS_GRAPHQL_CONN_LIMIT (default 10,000).
-    pub max_connections: usize,
-    /// WEBSOCKETS_CONN_LIMIT_PER_USER (default 100).
-    pub max_connections_per_user: usize,
-    /// WEBSOCKETS_MAX_SUBSCRIPTIONS (default 100): running operations per connection.
-    pub max_subscriptions: usize,
-    /// WEBSOCKETS_QUEUE (default 1,024).
-    pub queue: usize,
-    /// WEBSOCKETS_HEARTBEAT_ENABLED (default true) and WEBSOCKETS_HEARTBEAT_PERIOD (seconds,
-    /// default 30): the keepalive (see the module docs).
-    pub heartbeat: Option<std::time::Duration>,
-}
-
-impl WsSettings {
-    /// Reads the settings. Errors: a value that does not parse, an unknown auth mode.
-    pub fn from_env() -> anyhow::Result<Self> {
-        let auth = edge_http::websocket::AuthMode::from_env("WEBSOCKETS_GRAPHQL_AUTH")?;
-        Ok(Self {
-            enabled: env_or("WEBSOCKETS_ENABLED", true)? && env_or("WEBSOCKETS_GRAPHQL_ENABLED", true)?,
-            auth,
-            auth_timeout: std::time::Duration::from_secs(env_or("WEBSOCKETS_GRAPHQL_AUTH_TIMEOUT", 10u64)?.max(1)),
-            max_connections: env_or("WEBSOCKETS_GRAPHQL_CONN_LIMIT", 10_000usize)?,
-            max_connections_per_user: env_or("WEBSOCKETS_CONN_LIMIT_PER_USER", 100usize)?,
-            max_subscriptions: env_or("WEBSOCKETS_MAX_SUBSCRIPTIONS", 100usize)?,
-            queue: env_or("WEBSOCKETS_QUEUE", 1024usize)?.max(8),
-            heartbeat: edge_http::websocket::heartbeat_from_env()?,
+            websocket: edge_http::websocket::Settings::from_env(edge_http::websocket::Edge::Graphql)?,
         })
     }
 }

@@ -64,25 +64,10 @@ impl Settings {
 /// WebSocket settings (Directus's names where it has them; docs/realtime.md).
 #[derive(Debug, Clone)]
 pub struct WebsocketSettings {
-    /// WEBSOCKETS_ENABLED and WEBSOCKETS_REST_ENABLED (both default true).
-    pub enabled: bool,
+    /// `/websocket`'s own (WEBSOCKETS_REST_*) and the shared WEBSOCKETS_* settings.
+    pub rest: edge_http::websocket::Settings,
     /// WEBSOCKETS_REST_PATH (default `/websocket`).
     pub path: String,
-    /// WEBSOCKETS_REST_AUTH (default `handshake`).
-    pub auth: edge_http::websocket::AuthMode,
-    /// WEBSOCKETS_REST_AUTH_TIMEOUT (seconds, default 10).
-    pub auth_timeout: std::time::Duration,
-    /// WEBSOCKETS_HEARTBEAT_ENABLED (default true) and WEBSOCKETS_HEARTBEAT_PERIOD (seconds,
-    /// default 30).
-    pub heartbeat: Option<std::time::Duration>,
-    /// WEBSOCKETS_REST_CONN_LIMIT (default 10,000).
-    pub max_connections: usize,
-    /// WEBSOCKETS_CONN_LIMIT_PER_USER (default 100).
-    pub max_connections_per_user: usize,
-    /// WEBSOCKETS_MAX_SUBSCRIPTIONS (default 100).
-    pub max_subscriptions: usize,
-    /// WEBSOCKETS_QUEUE (default 1,024).
-    pub queue: usize,
     /// edge-graphql's WebSocket as `/server/info` announces it: its WEBSOCKETS_GRAPHQL_AUTH
     /// when WEBSOCKETS_ENABLED and WEBSOCKETS_GRAPHQL_ENABLED (default true) leave it on (give
     /// both edges the same values), else `None`.
@@ -92,24 +77,9 @@ pub struct WebsocketSettings {
 impl WebsocketSettings {
     /// Reads the settings. Errors: a value that does not parse, an unknown auth mode.
     pub fn from_env() -> anyhow::Result<Self> {
-        use service_runtime::env_or;
-        let auth = edge_http::websocket::AuthMode::from_env("WEBSOCKETS_REST_AUTH")?;
-        let path = env_or("WEBSOCKETS_REST_PATH", "/websocket".to_string())?;
-        Ok(Self {
-            enabled: env_or("WEBSOCKETS_ENABLED", true)? && env_or("WEBSOCKETS_REST_ENABLED", true)?,
-            path: format!("/{}", path.trim_matches('/')),
-            auth,
-            auth_timeout: std::time::Duration::from_secs(env_or("WEBSOCKETS_REST_AUTH_TIMEOUT", 10u64)?.max(1)),
-            heartbeat: edge_http::websocket::heartbeat_from_env()?,
-            max_connections: env_or("WEBSOCKETS_REST_CONN_LIMIT", 10_000usize)?,
-            max_connections_per_user: env_or("WEBSOCKETS_CONN_LIMIT_PER_USER", 100usize)?,
-            max_subscriptions: env_or("WEBSOCKETS_MAX_SUBSCRIPTIONS", 100usize)?,
-            queue: env_or("WEBSOCKETS_QUEUE", 1024usize)?.max(8),
-            graphql: if env_or("WEBSOCKETS_ENABLED", true)? && env_or("WEBSOCKETS_GRAPHQL_ENABLED", true)? {
-                Some(edge_http::websocket::AuthMode::from_env("WEBSOCKETS_GRAPHQL_AUTH")?)
-            } else {
-                None
-            },
-        })
+        use edge_http::websocket::{Edge, Settings};
+        let path = service_runtime::env_or("WEBSOCKETS_REST_PATH", "/websocket".to_string())?;
+        let graphql = Settings::from_env(Edge::Graphql)?;
+        Ok(Self { rest: Settings::from_env(Edge::Rest)?, path: format!("/{}", path.trim_matches('/')), graphql: graphql.enabled.then_some(graphql.auth) })
     }
 }

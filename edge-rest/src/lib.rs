@@ -55,7 +55,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
         let req = request::HttpRequest { method: i.method, path: i.path, query: i.query, headers: i.headers, client_ip, session_cookie };
         // WebSocket upgrades: Directus's realtime path, and `/graphql` tunnelled to edge-graphql.
         let graphql_ws = state.graphql.is_some() && req.path.trim_end_matches('/') == "/graphql";
-        let websocket = i.websocket.filter(|_| (state.websocket_settings.enabled && req.path == state.websocket_settings.path) || graphql_ws);
+        let websocket = i.websocket.filter(|_| (state.websocket_settings.rest.enabled && req.path == state.websocket_settings.path) || graphql_ws);
         let body = i.body;
         async move {
             match websocket {

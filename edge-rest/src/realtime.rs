@@ -62,7 +62,7 @@ pub use edge_http::websocket::AuthMode;
 pub async fn upgrade(state: Arc<EdgeState>, req: &HttpRequest, handshake: Handshake, request_id: &str) -> Result<warp::reply::Response, ApiError> {
     let (_, token) = url_query(req)?;
     let caller = req.caller(request_id, token)?;
-    if caller.bearer.is_none() && state.websocket_settings.auth == AuthMode::Strict {
+    if caller.bearer.is_none() && state.websocket_settings.rest.auth == AuthMode::Strict {
         return Err(ApiError::invalid_credentials());
     }
     let user = edge_http::websocket::whoami(&state.auth, &caller).await?;
@@ -126,7 +126,7 @@ impl Connection {
     }
 
     async fn run(mut self, socket: WebSocket) {
-        let settings = self.state.websocket_settings.clone();
+        let settings = self.state.websocket_settings.rest.clone();
         let (sink, mut incoming) = socket.split();
         let (out, writer) = edge_http::websocket::writer(sink, settings.queue);
         let auth_deadline = tokio::time::sleep(settings.auth_timeout);
@@ -289,7 +289,7 @@ impl Connection {
             }
         };
         self.subscriptions.retain(|_, sub| !sub.task.is_finished() || sub.paused.load(Ordering::SeqCst));
-        if !self.subscriptions.contains_key(&key) && self.subscriptions.len() >= self.state.websocket_settings.max_subscriptions {
+        if !self.subscriptions.contains_key(&key) && self.subscriptions.len() >= self.state.websocket_settings.rest.max_subscriptions {
             return Err(ApiError::new(ErrorCode::RequestsExceeded, "Too many subscriptions on this connection (WEBSOCKETS_MAX_SUBSCRIPTIONS)."));
         }
         let request = SubscribeRequest { collection: collection.to_owned(), query: Some(query), event: event as i32 };

@@ -82,7 +82,7 @@ impl EdgeState {
             long_items: ItemsServiceClient::new(core_files.clone()).max_decoding_message_size(usize::MAX),
             subscriptions: ItemsServiceClient::new(core_files).max_decoding_message_size(usize::MAX),
             websocket_settings: settings.websockets.clone(),
-            websockets: edge_http::websocket::Connections::new(settings.websockets.max_connections, settings.websockets.max_connections_per_user),
+            websockets: edge_http::websocket::Connections::new(settings.websockets.rest.max_connections, settings.websockets.rest.max_connections_per_user),
             rate_limit: settings.rate_limit,
             auth: AuthServiceClient::new(auth),
             health: tonic_health::pb::health_client::HealthClient::new(core),

@@ -32,9 +32,9 @@ pub async fn info(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Res
         data["extensions"] = json!({"limit": null});
         data["queryLimit"] = json!({"default": state.query_limit.0, "max": state.query_limit.1});
         let ws = &state.websocket_settings;
-        data["websocket"] = if ws.enabled {
-            let auth = ws.auth.as_str();
-            let heartbeat = ws.heartbeat.map_or(json!(false), |d| json!(d.as_secs()));
+        data["websocket"] = if ws.rest.enabled {
+            let auth = ws.rest.auth.as_str();
+            let heartbeat = ws.rest.heartbeat.map_or(json!(false), |d| json!(d.as_secs()));
             json!({"rest": {"authentication": auth, "path": ws.path}, "graphql": graphql_websocket(state), "heartbeat": heartbeat})
         } else {
             json!(false)

@@ -53,16 +53,76 @@ impl AuthMode {
     }
 }
 
-/// WEBSOCKETS_HEARTBEAT_ENABLED (default true) and WEBSOCKETS_HEARTBEAT_PERIOD (seconds, default
-/// 30, at least 1): the period of [`Heartbeat`], `None` when off. Errors: a value that does not
-/// parse.
-pub fn heartbeat_from_env() -> anyhow::Result<Option<std::time::Duration>> {
-    use service_runtime::env_or;
-    Ok(if env_or("WEBSOCKETS_HEARTBEAT_ENABLED", true)? {
-        Some(std::time::Duration::from_secs(env_or("WEBSOCKETS_HEARTBEAT_PERIOD", 30u64)?.max(1)))
-    } else {
-        None
-    })
+/// Which edge's WebSocket a [`Settings`] is for: edge-rest's `/websocket` (`WEBSOCKETS_REST_*`)
+/// or edge-graphql's `graphql-transport-ws` (`WEBSOCKETS_GRAPHQL_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    /// edge-rest's `/websocket`.
+    Rest,
+    /// edge-graphql's `/graphql` subscriptions.
+    Graphql,
+}
+
+/// One edge's WebSocket settings (Directus's names; docs/configuration.md, docs/realtime.md):
+/// its own `WEBSOCKETS_<EDGE>_*` and the `WEBSOCKETS_*` both edges share.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// WEBSOCKETS_ENABLED and WEBSOCKETS_<EDGE>_ENABLED (both default true).
+    pub enabled: bool,
+    /// WEBSOCKETS_<EDGE>_AUTH (default `handshake`).
+    pub auth: AuthMode,
+    /// WEBSOCKETS_<EDGE>_AUTH_TIMEOUT (seconds, default 10, at least 1): time to the first
+    /// `auth` (`connection_init` on GraphQL), and to the next one once a token expired.
+    pub auth_timeout: std::time::Duration,
+    /// WEBSOCKETS_<EDGE>_CONN_LIMIT (default 10,000): open connections per edge process.
+    pub max_connections: usize,
+    /// WEBSOCKETS_CONN_LIMIT_PER_USER (default 100): open connections of one user (the public:
+    /// one client address) per edge process.
+    pub max_connections_per_user: usize,
+    /// WEBSOCKETS_MAX_SUBSCRIPTIONS (default 100): subscriptions (running operations) per
+    /// connection.
+    pub max_subscriptions: usize,
+    /// WEBSOCKETS_QUEUE (default 1,024, at least 8): messages queued for one client before it
+    /// is closed as too slow ([`CLOSE_TOO_SLOW`]).
+    pub queue: usize,
+    /// WEBSOCKETS_HEARTBEAT_ENABLED (default true) and WEBSOCKETS_HEARTBEAT_PERIOD (seconds,
+    /// default 30, at least 1): the period of [`Heartbeat`], `None` when off.
+    pub heartbeat: Option<std::time::Duration>,
+}
+
+impl Settings {
+    /// Reads `edge`'s settings. Errors: a value that does not parse, an unknown auth mode.
+    pub fn from_env(edge: Edge) -> anyhow::Result<Self> {
+        use service_runtime::env_or;
+        let (enabled, auth, auth_timeout, max_connections) = match edge {
+            Edge::Rest => (
+                env_or("WEBSOCKETS_REST_ENABLED", true)?,
+                AuthMode::from_env("WEBSOCKETS_REST_AUTH")?,
+                env_or("WEBSOCKETS_REST_AUTH_TIMEOUT", 10u64)?,
+                env_or("WEBSOCKETS_REST_CONN_LIMIT", 10_000usize)?,
+            ),
+            Edge::Graphql => (
+                env_or("WEBSOCKETS_GRAPHQL_ENABLED", true)?,
+                AuthMode::from_env("WEBSOCKETS_GRAPHQL_AUTH")?,
+                env_or("WEBSOCKETS_GRAPHQL_AUTH_TIMEOUT", 10u64)?,
+                env_or("WEBSOCKETS_GRAPHQL_CONN_LIMIT", 10_000usize)?,
+            ),
+        };
+        Ok(Self {
+            enabled: env_or("WEBSOCKETS_ENABLED", true)? && enabled,
+            auth,
+            auth_timeout: std::time::Duration::from_secs(auth_timeout.max(1)),
+            max_connections,
+            max_connections_per_user: env_or("WEBSOCKETS_CONN_LIMIT_PER_USER", 100usize)?,
+            max_subscriptions: env_or("WEBSOCKETS_MAX_SUBSCRIPTIONS", 100usize)?,
+            queue: env_or("WEBSOCKETS_QUEUE", 1024usize)?.max(8),
+            heartbeat: if env_or("WEBSOCKETS_HEARTBEAT_ENABLED", true)? {
+                Some(std::time::Duration::from_secs(env_or("WEBSOCKETS_HEARTBEAT_PERIOD", 30u64)?.max(1)))
+            } else {
+                None
+            },
+        })
+    }
 }
 
 /// The server's keepalive of one connection: a `{"type": "ping"}` message every period (both
