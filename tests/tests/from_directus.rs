@@ -179,8 +179,11 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     for line in ["carried over: directus_users → cdapi.users: 4 row(s)", "not carried over: directus_flows: 0 row(s)", "dry run: nothing was changed"] {
         assert!(out.contains(line), "{line:?} in:\n{out}");
     }
-    let users_here = sql_at(&db_url, "SELECT to_json(count(*))::text FROM cdapi.users").await;
-    assert_eq!(users_here, json!(0), "the dry run imported nothing");
+    assert!(out.contains("the empty cdapi schema made for it was removed again"), "{out}");
+    let schema_here = sql_at(&db_url, "SELECT to_json(to_regnamespace('cdapi') IS NOT NULL)::text").await;
+    assert_eq!(schema_here, json!(false), "the dry run left our system tables behind");
+    let triggers = sql_at(&db_url, "SELECT to_json(count(*))::text FROM pg_event_trigger WHERE evtname LIKE 'cdapi%'").await;
+    assert_eq!(triggers, json!(0), "the dry run left our event trigger behind");
 
     let uploads = peer.uploads.to_string_lossy().into_owned();
     let database = peer.database.clone();

@@ -44,10 +44,33 @@ impl std::fmt::Display for Report {
 }
 
 /// Runs the import on DATABASE_URL, after our migrations (which create our empty system tables
-/// when missing, dry run or not); with `dry_run` it reports the import and rolls it back.
+/// when missing); with `dry_run` it reports the import and rolls it back. A dry run, or a run
+/// that stopped, on a database that had no `cdapi` schema before removes the one the
+/// migrations made, so the database is left as it was found.
 /// Errors: not a Directus 11 database, users it cannot carry over, and any step's database
 /// error (named with the step).
 pub async fn run(settings: &Settings, dry_run: bool) -> anyhow::Result<Report> {
+    let url = settings.database_url.as_str();
+    let mut conn = PgConnection::connect(url).await.context("connecting to DATABASE_URL")?;
+    let found: bool = sqlx::query_scalar("SELECT to_regnamespace('cdapi') IS NOT NULL").fetch_one(&mut conn).await?;
+    let outcome = import(settings, dry_run).await;
+    if !found && (dry_run || outcome.is_err()) {
+        // Our migrations' objects all live in `cdapi` (their event trigger depends on a function there).
+        let dropped = sqlx::query("DROP SCHEMA IF EXISTS cdapi CASCADE").execute(&mut conn).await;
+        match (outcome, dropped) {
+            (Ok(mut report), Ok(_)) => {
+                report.lines.push("dry run: the empty cdapi schema made for it was removed again".into());
+                return Ok(report);
+            }
+            (Ok(_), Err(e)) => return Err(e).context("removing the cdapi schema made for the dry run"),
+            (Err(e), _) => return Err(e),
+        }
+    }
+    outcome
+}
+
+/// [`run`] without the clean-up.
+async fn import(settings: &Settings, dry_run: bool) -> anyhow::Result<Report> {
     system_tables::migrate(&settings.database_url).await?;
     let mut conn = PgConnection::connect(&settings.database_url).await.context("connecting to DATABASE_URL")?;
     let src = settings.database_schema.as_str();
