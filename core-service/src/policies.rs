@@ -216,8 +216,8 @@ pub struct Rules {
     parents: HashMap<String, String>,
     /// The public's policies (access rows without a role and a user).
     public: Vec<String>,
-    /// The [`minimal`] rows every signed-in user has, built once per snapshot.
-    minimal: Vec<(&'static str, Action, Permission)>,
+    /// The [`minimal`] rows of signed-in users, built once per snapshot.
+    minimal: Vec<Minimal>,
 }
 
 /// What a caller's policies give besides permissions (Directus's `/policies/me/globals`).
@@ -231,27 +231,51 @@ pub struct Globals {
     pub enforce_tfa: bool,
 }
 
-/// Whose grants (Directus 11): the rows of these policies, plus the [`minimal`] rows of every
-/// signed-in user. Two callers with the same policies share their read view.
+/// Whose grants (Directus 11): the rows of these policies, plus the [`minimal`] rows of a
+/// signed-in user (those of [`Reach::AppAccess`] when one of the policies has app access). Two
+/// callers with the same policies share their read view.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Subject {
     /// Policy ids, sorted: those of the caller that admit the client's address.
     pub policies: Vec<String>,
     /// A signed-in user (false: the public).
     pub user: bool,
+    /// A signed-in user one of whose `policies` has app access.
+    pub app: bool,
 }
 
-/// What every signed-in user may do whatever their policies (as Directus's app access minimum,
-/// `appAccessMinimalPermissions` of its system data): read their own user, roles, policies and
-/// activity, the settings and the translations, and update their own name, password and Studio
-/// preferences (language, appearance, themes); read
-/// the presets meant for them (their own, their role's, everyone's) and keep their own; comment
-/// (on items they can read, checked by `crate::comments`), and read, edit (the text) and
-/// delete their own comments; read their notifications, set their `status` (archive) and
-/// notify themselves (sender and recipient both the caller). Each
-/// is a row of its own, so it widens nothing of the policies' rows: it reaches the caller's own
-/// rows only.
-fn minimal() -> Vec<(&'static str, Action, Permission)> {
+/// Which signed-in users a built-in [`minimal`] row is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Every signed-in user: their own user, roles, policies and activity (a deliberate
+    /// difference from Directus, docs/directus-compatibility.md `own-user`).
+    EveryUser,
+    /// Users with app access, as Directus's `appAccessMinimalPermissions`: the settings, the
+    /// translations, presets, comments and notifications.
+    AppAccess,
+}
+
+/// One built-in row: its collection, action, reach and permission.
+type Minimal = (&'static str, Action, Reach, Permission);
+
+impl Subject {
+    /// Whether a built-in row of `reach` applies to this subject.
+    fn reaches(&self, reach: Reach) -> bool {
+        self.user && (reach == Reach::EveryUser || self.app)
+    }
+}
+
+/// What signed-in users may do whatever their policies (Directus's app access minimum,
+/// `appAccessMinimalPermissions` of its system data). Every signed-in user
+/// ([`Reach::EveryUser`]): read their own user, roles, policies and activity, and update their
+/// own name, password and Studio preferences (language, appearance, themes). Users with app
+/// access ([`Reach::AppAccess`], as Directus): read the settings and the translations; read the
+/// presets meant for them (their own, their role's, everyone's) and keep their own; comment (on
+/// items they can read, checked by `crate::comments`), and read, edit (the text) and delete
+/// their own comments; read their notifications, set their `status` (archive) and notify
+/// themselves (sender and recipient both the caller). Each is a row of its own, so it widens
+/// nothing of the policies' rows: it reaches the caller's own rows only.
+fn minimal() -> Vec<Minimal> {
     let rule = |v: Value| query_language::query_json::filter_from_json(&v, 0).ok().flatten().map(Arc::new);
     let own = |field: &str, var: &str| rule(serde_json::json!({ field: { "_eq": var } }));
     let only = |names: &[&str]| Fields::Only(names.iter().map(|n| (*n).to_owned()).collect());
@@ -263,10 +287,11 @@ fn minimal() -> Vec<(&'static str, Action, Permission)> {
         presets: Map::new(),
     };
     vec![
-        ("directus_users", Action::Read, row(own("id", "$CURRENT_USER"), Fields::All)),
+        ("directus_users", Action::Read, Reach::EveryUser, row(own("id", "$CURRENT_USER"), Fields::All)),
         (
             "directus_users",
             Action::Update,
+            Reach::EveryUser,
             row(
                 own("id", "$CURRENT_USER"),
                 only(&[
@@ -282,14 +307,15 @@ fn minimal() -> Vec<(&'static str, Action, Permission)> {
                 ]),
             ),
         ),
-        ("directus_roles", Action::Read, row(rule(serde_json::json!({"id": {"_in": "$CURRENT_ROLES"}})), Fields::All)),
-        ("directus_activity", Action::Read, row(own("user", "$CURRENT_USER"), Fields::All)),
-        ("directus_settings", Action::Read, Permission { filter: None, fields: Fields::All, validation: None, presets: Map::new() }),
-        ("directus_translations", Action::Read, Permission { filter: None, fields: Fields::All, validation: None, presets: Map::new() }),
-        ("directus_presets", Action::Read, row(rule(own_role_or_global_presets()), Fields::All)),
+        ("directus_roles", Action::Read, Reach::EveryUser, row(rule(serde_json::json!({"id": {"_in": "$CURRENT_ROLES"}})), Fields::All)),
+        ("directus_activity", Action::Read, Reach::EveryUser, row(own("user", "$CURRENT_USER"), Fields::All)),
+        ("directus_settings", Action::Read, Reach::AppAccess, Permission { filter: None, fields: Fields::All, validation: None, presets: Map::new() }),
+        ("directus_translations", Action::Read, Reach::AppAccess, Permission { filter: None, fields: Fields::All, validation: None, presets: Map::new() }),
+        ("directus_presets", Action::Read, Reach::AppAccess, row(rule(own_role_or_global_presets()), Fields::All)),
         (
             "directus_presets",
             Action::Create,
+            Reach::AppAccess,
             Permission {
                 filter: None,
                 fields: Fields::All,
@@ -300,32 +326,35 @@ fn minimal() -> Vec<(&'static str, Action, Permission)> {
         (
             "directus_presets",
             Action::Update,
+            Reach::AppAccess,
             Permission {
                 validation: Some(Arc::new(ValidationRule::compile(&serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})))),
                 ..row(own("user", "$CURRENT_USER"), Fields::All)
             },
         ),
-        ("directus_presets", Action::Delete, row(own("user", "$CURRENT_USER"), Fields::All)),
-        ("directus_policies", Action::Read, row(rule(serde_json::json!({"id": {"_in": "$CURRENT_POLICIES"}})), Fields::All)),
-        ("directus_comments", Action::Read, row(own("user_created", "$CURRENT_USER"), Fields::All)),
+        ("directus_presets", Action::Delete, Reach::AppAccess, row(own("user", "$CURRENT_USER"), Fields::All)),
+        ("directus_policies", Action::Read, Reach::EveryUser, row(rule(serde_json::json!({"id": {"_in": "$CURRENT_POLICIES"}})), Fields::All)),
+        ("directus_comments", Action::Read, Reach::AppAccess, row(own("user_created", "$CURRENT_USER"), Fields::All)),
         (
             "directus_comments",
             Action::Create,
+            Reach::AppAccess,
             Permission { filter: None, fields: only(&["collection", "item", "comment"]), validation: None, presets: Map::new() },
         ),
-        ("directus_comments", Action::Update, row(own("user_created", "$CURRENT_USER"), only(&["comment"]))),
-        ("directus_comments", Action::Delete, row(own("user_created", "$CURRENT_USER"), Fields::All)),
-        ("directus_notifications", Action::Read, row(own("recipient", "$CURRENT_USER"), Fields::All)),
+        ("directus_comments", Action::Update, Reach::AppAccess, row(own("user_created", "$CURRENT_USER"), only(&["comment"]))),
+        ("directus_comments", Action::Delete, Reach::AppAccess, row(own("user_created", "$CURRENT_USER"), Fields::All)),
+        ("directus_notifications", Action::Read, Reach::AppAccess, row(own("recipient", "$CURRENT_USER"), Fields::All)),
         // Notes to oneself (an export's "ready" notice is one).
         (
             "directus_notifications",
             Action::Create,
+            Reach::AppAccess,
             row(
                 rule(serde_json::json!({"_and": [{"recipient": {"_eq": "$CURRENT_USER"}}, {"sender": {"_eq": "$CURRENT_USER"}}]})),
                 only(&["recipient", "sender", "subject", "message", "collection", "item"]),
             ),
         ),
-        ("directus_notifications", Action::Update, row(own("recipient", "$CURRENT_USER"), only(&["status"]))),
+        ("directus_notifications", Action::Update, Reach::AppAccess, row(own("recipient", "$CURRENT_USER"), only(&["status"]))),
     ]
 }
 
@@ -390,9 +419,7 @@ impl Rules {
     pub fn grant(&self, subject: &Subject, collection: &str, action: Action) -> Option<Grant> {
         let key = (collection.to_owned(), action);
         let mut rows: Vec<Permission> = subject.policies.iter().filter_map(|p| self.by_policy.get(p)?.get(&key)).flatten().cloned().collect();
-        if subject.user {
-            rows.extend(self.minimal.iter().filter(|(c, a, _)| *c == collection && *a == action).map(|(_, _, r)| r.clone()));
-        }
+        rows.extend(self.minimal.iter().filter(|(c, a, reach, _)| *c == collection && *a == action && subject.reaches(*reach)).map(|(_, _, _, r)| r.clone()));
         (!rows.is_empty()).then_some(Grant { rows })
     }
 
@@ -404,7 +431,7 @@ impl Rules {
             .iter()
             .filter_map(|p| self.by_policy.get(p))
             .flat_map(|m| m.keys().map(|(c, _)| c.clone()))
-            .chain(self.minimal.iter().filter(|_| subject.user).map(|(c, _, _)| (*c).to_owned()))
+            .chain(self.minimal.iter().filter(|(_, _, reach, _)| subject.reaches(*reach)).map(|(c, _, _, _)| (*c).to_owned()))
             .collect();
         out.sort();
         out.dedup();
@@ -434,10 +461,11 @@ impl Rules {
     /// Who a caller with these admitted `policies` acts as: admin access when one of them has
     /// it (Directus 11 `fetchGlobalAccess`), else their grants.
     pub fn access(&self, policies: &[String], user: bool) -> Access {
-        if self.globals(policies).admin_access {
+        let globals = self.globals(policies);
+        if globals.admin_access {
             return Access::Admin;
         }
-        Access::Subject(Subject { policies: policies.to_vec(), user })
+        Access::Subject(Subject { policies: policies.to_vec(), user, app: user && globals.app_access })
     }
 
     /// What these admitted `policies` give besides permissions (Directus's

@@ -60,7 +60,12 @@ pub const PUBLIC_POLICY: &str = "abf8a154-5b1c-4a46-ac9c-7300570f4f17";
 /// A policy named `name` and a role of the same name holding it, created as the Directus app
 /// does (Directus 11). Returns (role id, policy id).
 pub async fn role_with_policy(app: &TestApp, name: &str) -> (String, String) {
-    let policy = id_of(&created(app, "/policies", json!({"name": name})).await);
+    role_with_access(app, name, false).await
+}
+
+/// [`role_with_policy`] whose policy has app access (`app_access`) or not.
+async fn role_with_access(app: &TestApp, name: &str, app_access: bool) -> (String, String) {
+    let policy = id_of(&created(app, "/policies", json!({"name": name, "app_access": app_access})).await);
     let role = id_of(&created(app, "/roles", json!({"name": name, "policies": [{"policy": policy}]})).await);
     (role, policy)
 }
@@ -68,12 +73,12 @@ pub async fn role_with_policy(app: &TestApp, name: &str) -> (String, String) {
 /// Creates a role with its policy, its user (with a static token) and returns (token, user id,
 /// role id, policy id).
 async fn role_with_user(app: &TestApp, role: &str, email: &str) -> (String, String, String, String) {
-    role_with_user_token(app, role, email, format!("{email}-token")).await
+    role_with_user_token(app, role, email, format!("{email}-token"), false).await
 }
 
-/// [`role_with_user`] with the user's static token given.
-async fn role_with_user_token(app: &TestApp, role: &str, email: &str, token: String) -> (String, String, String, String) {
-    let (role_id, policy_id) = role_with_policy(app, role).await;
+/// [`role_with_user`] with the user's static token given, its policy with app access or not.
+async fn role_with_user_token(app: &TestApp, role: &str, email: &str, token: String, app_access: bool) -> (String, String, String, String) {
+    let (role_id, policy_id) = role_with_access(app, role, app_access).await;
     let user = created(app, "/users", json!({"email": email, "password": "a-password-1", "role": role_id, "token": token})).await;
     (token, id_of(&user), role_id, policy_id)
 }
@@ -81,8 +86,18 @@ async fn role_with_user_token(app: &TestApp, role: &str, email: &str, token: Str
 /// A role whose policy has these permission rows (`policy` filled in) and a user in it with a
 /// static token; waits until the core has the rules. Returns (token, user id, role id).
 pub async fn role(app: &TestApp, name: &str, rows: Value) -> (String, String, String) {
+    role_for(app, name, rows, false).await
+}
+
+/// [`role`] whose policy has app access: its user also has Directus's app minimum (the
+/// settings, translations, presets, comments, notifications; docs/permissions.md).
+pub async fn app_role(app: &TestApp, name: &str, rows: Value) -> (String, String, String) {
+    role_for(app, name, rows, true).await
+}
+
+async fn role_for(app: &TestApp, name: &str, rows: Value, app_access: bool) -> (String, String, String) {
     let email = format!("{}@example.com", name.to_lowercase());
-    let (token, user_id, role_id, policy_id) = role_with_user_token(app, name, &email, format!("{name}-token")).await;
+    let (token, user_id, role_id, policy_id) = role_with_user_token(app, name, &email, format!("{name}-token"), app_access).await;
     let rows: Vec<Value> = rows
         .as_array()
         .cloned()
@@ -104,11 +119,14 @@ pub async fn role(app: &TestApp, name: &str, rows: Value) -> (String, String, St
     // of the role, as often in a row as it takes to have asked each core replica (round robin).
     let check = format!("SELECT count(*)::text FROM cdapi.permissions WHERE policy = '{policy_id}'");
     assert_eq!(sql_json(app, &check).await, json!(n));
-    let wanted: Vec<(String, String)> = check_rows
+    let mut wanted: Vec<(String, String)> = check_rows
         .iter()
         .filter(|r| matches!(r["action"].as_str(), Some("create" | "read" | "update" | "delete")))
         .map(|r| (r["collection"].as_str().unwrap_or_default().to_owned(), r["action"].as_str().unwrap_or_default().to_owned()))
         .collect();
+    if app_access {
+        wanted.push(("directus_settings".into(), "read".into()));
+    }
     let in_a_row = 2 * app.core_urls.len().max(1);
     let seen = std::cell::Cell::new(0);
     let seen = &seen;

@@ -1,11 +1,12 @@
 //! Comments and notifications (docs/history.md "Comments and notifications"): a user comments on items
 //! they can read; a mention notifies the mentioned user when they can read the item too, in
 //! their inbox and by real mail (aiosmtpd); from the attacker's side, nobody comments on an item
-//! they cannot read, reads or archives another user's notifications, or edits another's comment.
+//! they cannot read, reads or archives another user's notifications, or edits another's comment;
+//! a user without app access has neither (Directus's app minimum).
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call, id_of, role};
+use e2e_tests::fixture::{admin, app_role, call, id_of, role};
 use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, graphql_as, start, wait_mail};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -29,9 +30,9 @@ async fn a_mention_notifies_whoever_can_read_the_item_in_the_inbox_and_by_mail()
     let app = env();
     let published = json!({"status": {"_eq": "published"}});
     let read = |rule: Value| json!([{"collection": "articles", "action": "read", "permissions": rule, "fields": ["*"]}]);
-    let (author, author_id, _) = role(app, "Commenters33", read(published.clone())).await;
-    let (reader, reader_id, _) = role(app, "Mentioned33", read(Value::Null)).await;
-    let (_, blind_id, _) = role(app, "Blind33", json!([])).await;
+    let (author, author_id, _) = app_role(app, "Commenters33", read(published.clone())).await;
+    let (reader, reader_id, _) = app_role(app, "Mentioned33", read(Value::Null)).await;
+    let (_, blind_id, _) = app_role(app, "Blind33", json!([])).await;
     let public = article(app, "Commented 33", "published").await;
 
     let text = format!("Look, @{reader_id} and @{}:\n\nthe intro is long", blind_id.to_uppercase());
@@ -78,8 +79,8 @@ async fn comments_are_made_on_readable_items_and_edited_by_their_authors() {
     let app = env();
     let published = json!({"status": {"_eq": "published"}});
     let rows = json!([{"collection": "articles", "action": "read", "permissions": published, "fields": ["*"]}]);
-    let (author, _, _) = role(app, "Authors33", rows.clone()).await;
-    let (other, _, _) = role(app, "Others33", rows).await;
+    let (author, _, _) = app_role(app, "Authors33", rows.clone()).await;
+    let (other, _, _) = app_role(app, "Others33", rows).await;
     let public = article(app, "Open 33", "published").await;
     let draft = article(app, "Hidden 33", "draft").await;
     let comment = |item: &str, text: &str| Some(json!({"collection": "articles", "item": item, "comment": text}));
@@ -125,8 +126,8 @@ async fn comments_are_made_on_readable_items_and_edited_by_their_authors() {
 #[tokio::test]
 async fn notifications_made_through_the_api_are_mailed_unless_the_user_opted_out() {
     let app = env();
-    let (_, mailed, _) = role(app, "Mailed33", json!([])).await;
-    let (_, quiet, _) = role(app, "Quiet33", json!([])).await;
+    let (_, mailed, _) = app_role(app, "Mailed33", json!([])).await;
+    let (_, quiet, _) = app_role(app, "Quiet33", json!([])).await;
     let r = admin(app, Method::PATCH, &format!("/users/{quiet}"), json!({"email_notifications": false})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     for (recipient, subject) in [(&quiet, "Quiet news 33"), (&mailed, "News 33")] {
@@ -138,7 +139,30 @@ async fn notifications_made_through_the_api_are_mailed_unless_the_user_opted_out
     assert!(mail["body"].as_str().is_some_and(|b| b.contains("Hello **there**")), "{mail}");
     assert!(wait_mail(app, "quiet33@example.com", 2).await.is_none(), "mailed a user who opted out");
     // A user may not notify others without a grant.
-    let (token, _, _) = role(app, "Notifiers33", json!([])).await;
+    let (token, _, _) = app_role(app, "Notifiers33", json!([])).await;
     let r = call(app, Some(&token), Method::POST, "/notifications", Some(json!({"recipient": mailed, "subject": "spam"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "notifying without a grant");
+}
+
+#[tokio::test]
+async fn without_app_access_a_user_neither_comments_nor_reads_notifications() {
+    let app = env();
+    let rows = json!([{"collection": "articles", "action": "read", "fields": ["*"]}]);
+    let (token, user, _) = role(app, "ApiOnly33", rows).await;
+    let public = article(app, "Api only 33", "published").await;
+    let r = call(app, Some(&token), Method::GET, &format!("/items/articles/{public}?fields=id"), None).await;
+    assert_eq!(r.status, 200, "the item is readable: {}", r.body);
+    let r = call(app, Some(&token), Method::POST, "/comments", Some(json!({"collection": "articles", "item": public, "comment": "hi"}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "a comment without app access");
+    let r = admin(app, Method::POST, "/notifications", json!({"recipient": user, "subject": "For an API user 33"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    for path in ["/notifications", "/comments"] {
+        let r = call(app, Some(&token), Method::GET, path, None).await;
+        assert_error(&r, 403, "FORBIDDEN", "forbidden");
+    }
+    let g = graphql_as(app, "/graphql/system", Some(&token), "{ notifications { subject } }", json!({})).await;
+    assert!(g.body["data"]["notifications"].is_null() && g.body["errors"].is_array(), "{}", g.body);
+    // Their own user stays theirs (docs/directus-compatibility.md `own-user`).
+    let r = call(app, Some(&token), Method::GET, "/users/me?fields=id", None).await;
+    assert_eq!(r.body["data"]["id"], json!(user), "{}", r.body);
 }

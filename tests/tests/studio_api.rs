@@ -6,7 +6,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call, id_of, role};
+use e2e_tests::fixture::{admin, app_role, call, id_of, role};
 use e2e_tests::{Dataset, Spec, TestApp, assert_error, sql_json, start};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -66,10 +66,20 @@ async fn settings_are_a_singleton_that_feeds_the_project_and_only_admins_change(
     assert_eq!((r.body["data"]["project"]["project_name"].clone(), r.body["data"]["project"]["project_color"].clone()), (json!("Newsroom"), json!("#112233")));
     assert!(r.body["data"]["project"].get("mapbox_key").is_none(), "a setting that is not public: {}", r.body);
 
-    // The public reads none of it; a signed-in user reads it but does not change it.
+    // The public reads none of it, nor a user without app access (Directus's app minimum); a
+    // user with app access reads it but does not change it.
     let r = call(app, None, Method::GET, "/settings", None).await;
     assert_error(&r, 403, "FORBIDDEN", "forbidden");
-    let (token, _, _) = role(app, "SettingsReader", json!([])).await;
+    let (api_only, _, _) = role(app, "SettingsApiOnly", json!([])).await;
+    for path in ["/settings", "/translations", "/presets"] {
+        let r = call(app, Some(&api_only), Method::GET, path, None).await;
+        assert_error(&r, 403, "FORBIDDEN", "forbidden");
+    }
+    let r = call(app, Some(&api_only), Method::POST, "/presets", Some(json!({"collection": "articles", "layout": "tabular"}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "forbidden");
+    let g = e2e_tests::graphql_as(app, "/graphql/system", Some(&api_only), "{ settings { project_name } }", json!({})).await;
+    assert!(g.body["data"]["settings"].is_null() && g.body["errors"].is_array(), "settings over GraphQL without app access: {}", g.body);
+    let (token, _, _) = app_role(app, "SettingsReader", json!([])).await;
     let r = call(app, Some(&token), Method::GET, "/settings", None).await;
     assert_eq!((r.status, r.body["data"]["project_name"].clone()), (200, json!("Newsroom")), "{}", r.body);
     let r = call(app, Some(&token), Method::PATCH, "/settings", Some(json!({"project_name": "Owned"}))).await;
@@ -80,8 +90,8 @@ async fn settings_are_a_singleton_that_feeds_the_project_and_only_admins_change(
 #[tokio::test]
 async fn presets_are_read_by_who_they_are_for_and_kept_by_their_owner_only() {
     let app = env();
-    let (alice, alice_id, role_id) = role(app, "PresetsAlice", json!([])).await;
-    let (bob, bob_id, _) = role(app, "PresetsBob", json!([])).await;
+    let (alice, alice_id, role_id) = app_role(app, "PresetsAlice", json!([])).await;
+    let (bob, bob_id, _) = app_role(app, "PresetsBob", json!([])).await;
     let mine = json!({"user": alice_id, "collection": "articles", "layout": "tabular", "layout_query": {"tabular": {"sort": ["-title"]}}});
     let r = call(app, Some(&alice), Method::POST, "/presets", Some(mine)).await;
     assert_eq!(r.status, 200, "{}", r.body);
@@ -121,9 +131,9 @@ async fn translations_dashboards_and_panels_are_stored_system_collections() {
     assert_eq!(r.body["data"]["panels"], json!([{"type": "metric", "options": {"collection": "articles"}}]), "{}", r.body);
     assert!(r.body["data"]["user_created"].is_string(), "{}", r.body);
 
-    let (token, _, _) = role(app, "InsightsOutsider", json!([])).await;
+    let (token, _, _) = app_role(app, "InsightsOutsider", json!([])).await;
     let r = call(app, Some(&token), Method::GET, "/translations?filter[key][_eq]=greeting&fields=value", None).await;
-    assert_eq!(r.body["data"], json!([{"value": "Hello"}]), "every user reads translations: {}", r.body);
+    assert_eq!(r.body["data"], json!([{"value": "Hello"}]), "every user with app access reads translations: {}", r.body);
     for path in ["/dashboards", "/panels"] {
         let r = call(app, Some(&token), Method::GET, path, None).await;
         assert_error(&r, 403, "FORBIDDEN", "forbidden");

@@ -4,7 +4,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call, role};
+use e2e_tests::fixture::{admin, app_role, call, role};
 use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error, graphql_as};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -175,8 +175,8 @@ async fn exports_are_files_made_with_the_callers_rights_and_announced() {
         }
         Value::Array(rows)
     };
-    let (exporter, _, _) = role(app, "Exporters32", rows(true)).await;
-    let (no_files, _, _) = role(app, "NoFileExporters32", rows(false)).await;
+    let (exporter, _, _) = app_role(app, "Exporters32", rows(true)).await;
+    let (no_files, _, _) = app_role(app, "NoFileExporters32", rows(false)).await;
     let body = json!({"query": {"fields": ["*"], "sort": ["id"]}, "format": "csv", "file": {"title": "Published articles 32"}});
     let r = call(app, Some(&exporter), Method::POST, "/utils/export/articles", Some(body.clone())).await;
     assert_eq!(r.status, 204, "{}", r.body);
