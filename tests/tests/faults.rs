@@ -191,13 +191,15 @@ fn assert_all<'a>(answers: impl IntoIterator<Item = &'a Answer>, what: &str, ok:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hung_core_replica_fails_no_request_and_applies_each_write_once() {
-    // A write transaction left idle by the frozen replica ends after 1 s, so its locks do not
-    // hold the write sent to the other replica longer than a hedge (GRPC_HEDGE_AFTER_MS, 1 s).
+    // A write transaction left idle by the frozen replica ends after 0.8 s, so its locks are
+    // gone before the write is sent to the other replica (GRPC_HEDGE_AFTER_MS, 1 s after the
+    // request; the idle time counts from the frozen replica's last statement, which may come
+    // after that: with an idle limit equal to the hedge, the write took 2.05 s once).
     let spec = Spec {
         dataset: Dataset::DemoWrites,
         name: Some("faults_hang".into()),
         replicas: 2,
-        core_env: vec![("DB_WRITE_IDLE_TIMEOUT_MS".into(), "1000".into())],
+        core_env: vec![("DB_WRITE_IDLE_TIMEOUT_MS".into(), "800".into())],
         ..Spec::default()
     };
     let app = tokio::task::spawn_blocking(|| start(spec)).await.expect("join");
