@@ -112,6 +112,7 @@ impl Job {
             filename,
             content_type: content_type.split(';').next().unwrap_or(content_type).to_owned(),
             query: Some(typed_query(&Map::from_iter([("fields".to_owned(), json!(["id"]))]))?),
+            key: String::new(),
         };
         // The rendered items, then what closes the file.
         let chunks = futures_util::stream::unfold(Some((stream, renderer)), |state| async move {

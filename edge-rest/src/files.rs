@@ -3,6 +3,8 @@
 //!   to the core as it arrives (the edge holds one chunk at a time); the text parts before it
 //!   are its fields (`title`, `description`, `folder`, `tags`...). One file answers the item,
 //!   several an array. A client that stops mid-way cancels the call: the core keeps nothing.
+//! - `PATCH /files/:id` with `multipart/form-data` (Directus's "replace file"): one file part
+//!   replaces the item's file, the text parts before it update its fields; answers the item.
 //! - `POST /files/import` with `{url, data?}`: the core fetches the file (never from a private
 //!   address) and stores it as an upload; answers the item.
 //! - `GET /assets/:id` (`?download` for an attachment): the bytes, streamed, with `ETag`,
@@ -33,9 +35,10 @@ pub fn is_multipart(req: &HttpRequest) -> bool {
     req.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("multipart/form-data"))
 }
 
-/// `POST /files` (multipart). Errors: INVALID_PAYLOAD (no boundary, a broken body, no file, a
-/// text part too large), the core's.
-pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
+/// `POST /files` (multipart), or with `replace` (`PATCH /files/:id`) the file of that item.
+/// Errors: INVALID_PAYLOAD (no boundary, a broken body, no file, a text part too large, more
+/// than one file to replace one), the core's.
+pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, replace: Option<String>) -> Result<Response, ApiError> {
     let (query, token) = url_query(req)?;
     let caller = req.caller(request_id, token)?;
     let content_type = req.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
@@ -71,7 +74,34 @@ pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id
             filename,
             content_type: part.content_type().map(|m| m.to_string()).unwrap_or_default(),
             query: Some(query.clone()),
+            key: replace.clone().unwrap_or_default(),
         };
+        if replace.is_some() {
+            // The one file of a replacement: the body must end with it, which is known only
+            // once its last byte came; anything after it fails the stream before `end`, so the
+            // core keeps nothing of the replacement (a failed write changes nothing).
+            let chunks = futures_util::stream::unfold(Some((part, parts)), move |state| async move {
+                let (mut part, mut parts) = state?;
+                let next = match part.chunk().await {
+                    Ok(Some(chunk)) => return Some((Ok(chunk), Some((part, parts)))),
+                    Ok(None) => {
+                        drop(part);
+                        match parts.next_field().await {
+                            Ok(None) => return None,
+                            Ok(Some(_)) => ApiError::invalid_payload("A file is replaced by one file, and nothing may follow it (send its fields first)"),
+                            Err(e) => broken(e),
+                        }
+                    }
+                    Err(e) => broken(e),
+                };
+                Some((Err(next), None))
+            });
+            let data = store(&state.files, &caller, start, chunks).await?.into_inner().data;
+            if data.is_empty() {
+                return Ok(reply::no_content());
+            }
+            return Ok(reply::data(&data, b""));
+        }
         // A client gone mid-way ends the stream without `end` (HTTP/2 may end it gracefully
         // even then) and the core keeps nothing.
         let chunks = futures_util::stream::unfold(part, move |mut part| async move {

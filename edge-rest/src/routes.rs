@@ -27,7 +27,8 @@ pub async fn handle(state: Arc<EdgeState>, req: HttpRequest, body: Body) -> Resp
         // File uploads stream past MAX_PAYLOAD_SIZE: the core bounds each file
         // (FILES_MAX_UPLOAD_SIZE), and imports have IMPORT_MAX_SIZE.
         let path = req.path.trim_matches('/');
-        let upload = req.method == Method::POST && (path == "files" || path.starts_with("utils/import/")) && crate::files::is_multipart(&req);
+        let replacing = req.method == Method::PATCH && path.strip_prefix("files/").is_some_and(|id| !id.is_empty() && !id.contains('/'));
+        let upload = ((req.method == Method::POST && (path == "files" || path.starts_with("utils/import/"))) || replacing) && crate::files::is_multipart(&req);
         let body = if upload { body } else { edge_http::body::refuse_oversized(&req.headers, body, state.max_payload_size)? };
         route(&state, &req, body, &request_id).await
     };
@@ -97,12 +98,16 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
         }
         ["extensions", rest @ ..] => crate::extensions::route(&req.method, rest),
         ["policies", "me", "globals"] => crate::schema_routes::caller_access(state, req, request_id, true).await,
-        ["files"] if req.method == Method::POST && crate::files::is_multipart(req) => crate::files::upload(state, req, body, request_id).await,
+        ["files"] if req.method == Method::POST && crate::files::is_multipart(req) => crate::files::upload(state, req, body, request_id, None).await,
+        ["files", id] if !id.is_empty() && *id != "import" && req.method == Method::PATCH && crate::files::is_multipart(req) => {
+            crate::files::upload(state, req, body, request_id, Some(decode(id))).await
+        }
         ["files", "import"] => match req.method {
             Method::POST => crate::files::import(state, req, body, request_id).await,
             _ => Ok(reply::method_not_allowed(&req.method, "POST")),
         },
-        ["assets", id] if !id.is_empty() => crate::files::asset(state, req, request_id, decode(id)).await,
+        // `/assets/:id/:filename`: the name is for the reader (Directus ignores it too).
+        ["assets", id] | ["assets", id, _] if !id.is_empty() => crate::files::asset(state, req, request_id, decode(id)).await,
         [system] if let Some(collection) = system_collections::rest_items_collection(system) => {
             collection_route(state, req, body, request_id, collection).await
         }

@@ -216,6 +216,22 @@ pub fn header_text<'a>(headers: &'a reqwest::header::HeaderMap, name: &str) -> &
 /// `POST /files` (multipart) with text `fields`, then one file part `filename` of media type
 /// `mime` holding `data`; returns the status and the JSON body (`Value::Null` when not JSON).
 pub async fn upload_file(app: &TestApp, token: Option<&str>, fields: &[(&str, &str)], filename: &str, mime: &str, data: Vec<u8>) -> (u16, Value) {
+    send_file(app, reqwest::Method::POST, "/files", token, fields, filename, mime, data).await
+}
+
+/// `<method> <path>` (`POST /files`, `PATCH /files/:id`) with `multipart/form-data`: the text
+/// `fields`, then one file part (`filename`, `mime`, `data`); the status and the JSON body.
+#[allow(clippy::too_many_arguments)]
+pub async fn send_file(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    token: Option<&str>,
+    fields: &[(&str, &str)],
+    filename: &str,
+    mime: &str,
+    data: Vec<u8>,
+) -> (u16, Value) {
     let mut form = reqwest::multipart::Form::new();
     for (k, v) in fields {
         form = form.text(k.to_string(), v.to_string());
@@ -223,7 +239,7 @@ pub async fn upload_file(app: &TestApp, token: Option<&str>, fields: &[(&str, &s
     let part = reqwest::multipart::Part::bytes(data).file_name(filename.to_owned()).mime_str(mime).unwrap_or_else(|e| panic!("mime {mime}: {e}"));
     form = form.part("file", part);
     let client = http_client().build().unwrap_or_else(|e| panic!("http client: {e}"));
-    let mut req = client.post(format!("{}/files", app.rest_url)).multipart(form);
+    let mut req = client.request(method, format!("{}{path}", app.rest_url)).multipart(form);
     if let Some(t) = token {
         req = req.bearer_auth(t);
     }

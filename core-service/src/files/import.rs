@@ -213,7 +213,7 @@ pub async fn import(state: &crate::AppState, caller: &Caller, req: &ImportFileRe
     let filename = filename_of(res.url());
     let content_type: String =
         res.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(|v| v.trim().chars().take(255).collect()).unwrap_or_default();
-    let start = UploadStart { item: req.item.clone(), filename, content_type, query: req.query.clone() };
+    let start = UploadStart { item: req.item.clone(), filename, content_type, query: req.query.clone(), key: String::new() };
     let chunks: Chunks<'_> = Box::pin(futures_util::StreamExt::map(res.bytes_stream(), move |chunk| chunk.map_err(|e| unavailable(&cause(&e)))));
     store(state, caller, &start, chunks).await
 }

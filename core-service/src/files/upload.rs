@@ -1,10 +1,13 @@
 //! `UploadFile`: a file streamed to storage, then its `directus_files` item (see
-//! `files.proto`). The order keeps failures clean: the caller's create grant is checked before
-//! any byte is stored; the blob is written under a temporary name; the item is created (with
-//! the caller's permissions: fields, validation, presets) and given its server-owned fields in
-//! one transaction (an image's `width` and `height` read from its header), during which the blob
-//! takes its final name; any failure removes the blob
-//! and rolls the item back.
+//! `files.proto`). The order keeps failures clean: the caller's create grant (to replace a
+//! file: their update rights on that item) is checked before any byte is stored; the blob is
+//! written under a temporary name; the item is created or updated (with the caller's
+//! permissions: fields, validation, presets) and given its server-owned fields in one
+//! transaction (an image's `width` and `height` read from its header), during which the blob
+//! takes its final name; any failure removes the blob and rolls the item back. A replaced
+//! file's old blob is queued for removal in that transaction (migration 0009's
+//! `file_blobs_deleted`), so it goes only once the change committed; the new blob has a name of
+//! its own, so a failed replacement leaves the old file as it was.
 
 use super::locations::Location;
 use super::storage_error;
@@ -20,6 +23,10 @@ use serde_json::{Map, Value};
 /// Fields of a file item an upload takes from the file part itself (besides the server-owned
 /// ones, [`crate::write::server_owned`]); sent by a client as text parts, they are dropped.
 const FROM_FILE_PART: &[&str] = &["id", "filename_download", "type"];
+
+/// The fields a replacement writes from the file part as the caller: their update rights must
+/// cover them (as Directus's `FilesService.uploadOne` updates them with the caller's rights).
+const REPLACED: &[&str] = &["filename_download", "type"];
 
 /// A file's extension as its blob keeps it: `.` and up to 16 ASCII letters or digits, lower
 /// case; none when the name has no such extension.
@@ -115,12 +122,20 @@ pub type Chunks<'a> = std::pin::Pin<Box<dyn futures_util::Stream<Item = Result<B
 /// `directus_files`), INVALID_PAYLOAD (no `start` first, a broken stream), CONTENT_TOO_LARGE,
 /// the item write's errors, SERVICE_UNAVAILABLE (storage, database).
 pub async fn upload(state: &crate::AppState, caller: &Caller, mut stream: tonic::Streaming<UploadChunk>) -> Result<Bytes, ApiError> {
-    caller.access.grant(&caller.schema, "directus_files", Action::Create)?;
     let start = match stream.message().await {
         Ok(Some(UploadChunk { part: Some(Part::Start(s)) })) => s,
         Ok(_) => return Err(ApiError::invalid_payload("An upload starts with the file's description")),
         Err(s) => return Err(ApiError::invalid_payload(format!("The upload was cut short: {}", s.message()))),
     };
+    if start.key.is_empty() {
+        caller.access.grant(&caller.schema, "directus_files", Action::Create)?;
+    } else {
+        // Before any byte is stored: the item exists and the caller may update it so.
+        let collection = files_collection(caller)?;
+        let (item, _) = item_fields(&start, false)?;
+        let mut tx = state.pool.begin().await.map_err(crate::db::map_error)?;
+        caller.writer(&mut tx, state.limits).require_update(&collection, &start.key, &item, REPLACED).await?;
+    }
     // Data until `end`; a stream that ends without it was cut short (see `files.proto`).
     let chunks = futures_util::stream::unfold(Some(stream), |stream| async move {
         let mut stream = stream?;
@@ -136,7 +151,12 @@ pub async fn upload(state: &crate::AppState, caller: &Caller, mut stream: tonic:
         };
         Some((Err(next), None))
     });
-    store(state, caller, &start, Box::pin(chunks)).await
+    let out = store(state, caller, &start, Box::pin(chunks)).await?;
+    if !start.key.is_empty() {
+        // The replaced blob, queued by the committed change.
+        state.files.sweep(&state.pool).await;
+    }
+    Ok(out)
 }
 
 /// Stores `chunks` as the file `start` describes and creates its item (the caller's create
@@ -227,17 +247,15 @@ async fn receive(location: &Location, max_upload_size: u64, temp: &Path, chunks:
     }
 }
 
-/// The item, in one transaction with the blob's move to its final name (recorded in `moved`
-/// for the caller to remove should the transaction fail after it).
-async fn create_item(
-    state: &crate::AppState,
-    caller: &Caller,
-    start: &UploadStart,
-    location: &Location,
-    temp: &Path,
-    stored: Stored,
-    moved: &std::sync::Mutex<Option<Path>>,
-) -> Result<Bytes, ApiError> {
+/// The `directus_files` collection as the caller sees it. Errors: FORBIDDEN.
+fn files_collection(caller: &Caller) -> Result<std::sync::Arc<crate::schema::Collection>, ApiError> {
+    caller.schema.collection("directus_files").cloned().ok_or_else(ApiError::forbidden)
+}
+
+/// The item's own fields of an upload (those the client may set), a new file's `title` from
+/// its name when it has none (`titled`), and the file name as stored (`filename_download`).
+/// Errors: INVALID_PAYLOAD (not a JSON object).
+fn item_fields(start: &UploadStart, titled: bool) -> Result<(Map<String, Value>, String), ApiError> {
     let mut item: Map<String, Value> = if start.item.is_empty() {
         Map::new()
     } else {
@@ -248,22 +266,61 @@ async fn create_item(
     };
     item.retain(|k, _| !FROM_FILE_PART.contains(&k.as_str()) && !crate::write::server_owned::is_server_owned("directus_files", k));
     let filename = start.filename.chars().filter(|c| !c.is_control()).take(255).collect::<String>();
-    if !item.contains_key("title") && !filename.is_empty() {
+    if titled && !item.contains_key("title") && !filename.is_empty() {
         // Directus titles a file after its name without the extension.
         let stem = filename.rsplit_once('.').map_or(filename.as_str(), |(s, _)| s);
         item.insert("title".into(), Value::String(stem.to_owned()));
     }
+    Ok((item, filename))
+}
+
+/// The item, in one transaction with the blob's move to its final name (recorded in `moved`
+/// for the caller to remove should the transaction fail after it): created, or with
+/// `start.key` updated (its file replaced: the file part's name and type written with the
+/// caller's rights, the old blob queued for removal).
+async fn create_item(
+    state: &crate::AppState,
+    caller: &Caller,
+    start: &UploadStart,
+    location: &Location,
+    temp: &Path,
+    stored: Stored,
+    moved: &std::sync::Mutex<Option<Path>>,
+) -> Result<Bytes, ApiError> {
+    let replacing = !start.key.is_empty();
+    let (mut item, filename) = item_fields(start, !replacing)?;
     let content_type = if start.content_type.is_empty() { "application/octet-stream".to_owned() } else { start.content_type.clone() };
-    let collection = caller.schema.collection("directus_files").cloned().ok_or_else(ApiError::forbidden)?;
+    let collection = files_collection(caller)?;
     let mut tx = state.pool.begin().await.map_err(crate::db::map_error)?;
     let out = {
         let mut w = caller.writer(&mut tx, state.limits);
-        let keys = w.create(&collection, &Value::Object(item)).await?;
+        let (keys, disk) = if replacing {
+            item.insert("filename_download".into(), Value::String(filename.clone()));
+            item.insert("type".into(), Value::String(content_type.clone()));
+            w.require_update(&collection, &start.key, &item, &[]).await?;
+            sqlx::query(
+                "INSERT INTO cdapi.file_blobs_deleted (storage, filename_disk) \
+                 SELECT storage, filename_disk FROM cdapi.files WHERE id = $1::uuid AND filename_disk IS NOT NULL",
+            )
+            .bind(&start.key)
+            .execute(&mut *w.conn)
+            .await
+            .map_err(crate::db::map_error)?;
+            let disk = format!("{}-{}{}", start.key, &temporary_name()[..8], extension(&filename));
+            (vec![start.key.clone()], disk)
+        } else {
+            let keys = w.create(&collection, &Value::Object(item.clone())).await?;
+            let id = keys.first().cloned().ok_or_else(ApiError::internal)?;
+            let disk = format!("{id}{}", extension(&filename));
+            (keys, disk)
+        };
         let id = keys.first().cloned().ok_or_else(ApiError::internal)?;
-        let disk = format!("{id}{}", extension(&filename));
+        // `uploaded_by` is who made the item (Directus's `user-created`); a replacement is
+        // `modified_by` the caller.
         sqlx::query(
             "UPDATE cdapi.files SET storage = $2, filename_disk = $3, filename_download = $4, type = $5, filesize = $6, \
-             uploaded_by = $7::uuid, width = $8, height = $9, uploaded_on = now(), modified_on = now() WHERE id = $1::uuid",
+             uploaded_by = CASE WHEN $10 THEN uploaded_by ELSE $7::uuid END, modified_by = CASE WHEN $10 THEN $7::uuid ELSE modified_by END, \
+             width = $8, height = $9, uploaded_on = now(), modified_on = now() WHERE id = $1::uuid",
         )
         .bind(&id)
         .bind(&location.name)
@@ -274,9 +331,14 @@ async fn create_item(
         .bind(caller.vars.user.as_deref())
         .bind(stored.dimensions.and_then(|d| i32::try_from(d.0).ok()))
         .bind(stored.dimensions.and_then(|d| i32::try_from(d.1).ok()))
+        .bind(replacing)
         .execute(&mut *w.conn)
         .await
         .map_err(crate::db::map_error)?;
+        if replacing {
+            // Recorded as the caller's update (activity and revision), with the new file's values.
+            w.update_keys(&collection, &keys, &Value::Object(item)).await?;
+        }
         let target = Path::from(disk.as_str());
         location.store.rename(temp, &target).await.map_err(storage_error)?;
         if let Ok(mut m) = moved.lock() {
