@@ -244,7 +244,8 @@ def journey_data_model(page, args):
 
 
 def journey_files(page, args):
-    """7. The File Library lists files, uploads an image, shows its thumbnail."""
+    """7. The File Library lists files, uploads an image, shows its thumbnail; the file's page
+    replaces it with another image (Replace File)."""
     sign_in(page, args["email"], args["password"])
     page.goto(f"{URL}/admin/files")
     before = item_count(page) if page.locator("header.header-bar .item-count").count() else "0"
@@ -253,7 +254,13 @@ def journey_files(page, args):
     thumbnail = page.locator(".layout-cards .card img").first
     expect(thumbnail).to_be_visible()
     page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=thumbnail.element_handle())
-    return {"before": before, "thumbnail": thumbnail.get_attribute("src")}
+    src = thumbnail.get_attribute("src")
+    file_id = re.search(r"/assets/([0-9a-f-]{36})", src).group(1)
+    page.goto(f"{URL}/admin/files/{file_id}")
+    page.locator(".replace-toggle").first.click()
+    with page.expect_response(lambda r: r.request.method == "PATCH" and f"/files/{file_id}" in r.url) as replaced:
+        page.locator(".v-card input[type=file]").last.set_input_files(args["replacement"])
+    return {"before": before, "thumbnail": src, "replaced": replaced.value.status}
 
 
 def journey_limited(page, args):

@@ -278,16 +278,34 @@ async fn the_file_library_uploads_an_image_and_shows_its_thumbnail() {
     let pixels = image::RgbImage::from_fn(64, 48, |x, y| image::Rgb([(x * 4) as u8, (y * 5) as u8, 90]));
     image::DynamicImage::ImageRgb8(pixels).write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png).expect("encode png");
     std::fs::write(&image, &png).expect("write the image");
-    let seen = tokio::task::block_in_place(|| journey(app, "files", &[("email", &email), ("password", &password), ("file", &image.to_string_lossy())]));
+    // The replacement: another size, another name.
+    let replacement = std::env::temp_dir().join(format!("studio-replacement-{}.png", std::process::id()));
+    let mut png = Vec::new();
+    let pixels = image::RgbImage::from_fn(30, 20, |x, y| image::Rgb([90, (x * 8) as u8, (y * 12) as u8]));
+    image::DynamicImage::ImageRgb8(pixels).write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png).expect("encode png");
+    std::fs::write(&replacement, &png).expect("write the replacement");
+    let args =
+        [("email", email.as_str()), ("password", password.as_str()), ("file", &image.to_string_lossy()), ("replacement", &replacement.to_string_lossy())];
+    let seen = tokio::task::block_in_place(|| journey(app, "files", &args));
     let _ = std::fs::remove_file(&image);
+    let _ = std::fs::remove_file(&replacement);
     let file = one(
         app,
-        &format!("SELECT json_build_object('id', id, 'width', width, 'height', height, 'type', type)::text FROM cdapi.files WHERE uploaded_by = '{user}'"),
+        &format!(
+            "SELECT json_build_object('id', id, 'width', width, 'height', height, 'type', type, 'name', filename_download)::text FROM cdapi.files WHERE uploaded_by = '{user}'"
+        ),
     )
     .await;
-    assert_eq!((file["width"].clone(), file["height"].clone(), file["type"].clone()), (json!(64), json!(48), json!("image/png")), "{file}");
     let src = seen["thumbnail"].as_str().unwrap_or_default();
     assert!(src.contains(file["id"].as_str().unwrap_or("?")) && src.contains("key=system-medium-cover"), "{seen}");
+    // The uploaded image was replaced from its page: the same item, the new image.
+    assert_eq!(seen["replaced"], json!(200), "{seen}");
+    let name = replacement.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    assert_eq!(
+        (file["width"].clone(), file["height"].clone(), file["type"].clone(), file["name"].clone()),
+        (json!(30), json!(20), json!("image/png"), json!(name)),
+        "{file}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
