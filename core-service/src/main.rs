@@ -6,7 +6,7 @@
 //!   run (parameters written in as literals), for benchmarks against raw Postgres (pgbench) and
 //!   for debugging. QUERY_JSON is a Directus query object, e.g. `{"fields":"*,author.*"}`;
 //!   with KEY it is a read by primary key.
-//! - `core-service import-directus [--dry-run]`: makes this API serve the Directus 11 database
+//! - `core-service import-directus [--dry-run] [--force]`: makes this API serve the Directus 11 database
 //!   DATABASE_URL names (its system tables copied into ours; see
 //!   `core_service::directus_import`), or with `--dry-run` prints what it would do.
 
@@ -32,12 +32,15 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Some("import-directus") => {
-            let dry_run = match args.get(2).map(String::as_str) {
-                None => false,
-                Some("--dry-run") => true,
-                Some(other) => anyhow::bail!("unknown option {other:?} (usage: core-service import-directus [--dry-run])"),
-            };
-            let report = core_service::directus_import::run(&settings, dry_run).await?;
+            let mut options = core_service::directus_import::Options::default();
+            for arg in &args[2..] {
+                match arg.as_str() {
+                    "--dry-run" => options.dry_run = true,
+                    "--force" => options.force = true,
+                    other => anyhow::bail!("unknown option {other:?} (usage: core-service import-directus [--dry-run] [--force])"),
+                }
+            }
+            let report = core_service::directus_import::run(&settings, options).await?;
             print!("{report}");
             Ok(())
         }

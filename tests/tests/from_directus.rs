@@ -293,4 +293,23 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     assert_eq!(status, json!("draft"), "the policy's preset applies");
     let notified = sql_json(&app, &format!("SELECT to_json(count(*))::text FROM cdapi.notifications WHERE recipient = '{editor_id}'")).await;
     assert_eq!(notified, json!(1));
+
+    // Live now (sign-ins and writes recorded here): importing again would undo what changed
+    // here, so it is refused and changes nothing, unless forced.
+    let r = call(&app, Some(PEER_TOKEN), Method::PATCH, "/settings", Some(json!({"project_name": "Renamed here"}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let project = || sql_json(&app, "SELECT to_json(project_name)::text FROM cdapi.settings");
+    let again = |args: &'static [&'static str]| {
+        let (core, db_url) = (core.clone(), db_url.clone());
+        std::process::Command::new(core).arg("import-directus").args(args).env("DATABASE_URL", db_url).output().expect("import again")
+    };
+    let refused = again(&[]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("since the import of") && err.contains("--force"), "{err}");
+    assert_eq!(project().await, json!("Renamed here"), "a refused re-run changed nothing");
+    let dry = again(&["--dry-run"]);
+    assert!(!dry.status.success(), "the dry run says the same: {}", String::from_utf8_lossy(&dry.stdout));
+    let forced = again(&["--force"]);
+    assert!(forced.status.success(), "{}", String::from_utf8_lossy(&forced.stderr));
+    assert_eq!(project().await, json!("Newsroom"), "forced: Directus's settings again");
 }

@@ -1,4 +1,4 @@
-//! `core-service import-directus [--dry-run]`: makes this API serve a Directus 11 database
+//! `core-service import-directus [--dry-run] [--force]`: makes this API serve a Directus 11 database
 //! (docs/coming-from-directus.md). The content tables are served where they are; Directus's
 //! system tables (`directus_*`, in DATABASE_SCHEMA) are copied into ours (`cdapi`), converted
 //! where the shapes differ: static tokens are kept as their SHA-256 (Directus keeps them in
@@ -16,7 +16,11 @@
 //! this API's STORAGE_* settings must name (Directus's STORAGE_LOCAL_ROOT, or its bucket).
 //!
 //! Refused (nothing changed): a database without Directus 11's `directus_access`; users
-//! without an email, or emails that differ only in case (we sign in by email, case-insensitively).
+//! without an email, or emails that differ only in case (we sign in by email, case-insensitively);
+//! a run after an earlier import once this API has recorded activity since (it went live:
+//! sign-ins, writes, schema changes), unless forced ([`Options::force`]), since the run would
+//! replace what changed here with Directus's rows. Each committed run is noted in
+//! `cdapi.directus_imports` (migration 0018).
 
 pub mod steps;
 
@@ -26,6 +30,15 @@ use anyhow::{Context, bail};
 use sqlx::{Connection, PgConnection, Row};
 use std::fmt::Write as _;
 use steps::{NOT_CARRIED, STEPS, Step};
+
+/// How to run the import.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// `--dry-run`: report what the import would do and roll it back.
+    pub dry_run: bool,
+    /// `--force`: run even though this API recorded activity since an earlier import.
+    pub force: bool,
+}
 
 /// What a run did (or a dry run would do), as lines for the operator.
 #[derive(Debug, Default)]
@@ -49,11 +62,12 @@ impl std::fmt::Display for Report {
 /// migrations made, so the database is left as it was found.
 /// Errors: not a Directus 11 database, users it cannot carry over, and any step's database
 /// error (named with the step).
-pub async fn run(settings: &Settings, dry_run: bool) -> anyhow::Result<Report> {
+pub async fn run(settings: &Settings, options: Options) -> anyhow::Result<Report> {
+    let dry_run = options.dry_run;
     let url = settings.database_url.as_str();
     let mut conn = PgConnection::connect(url).await.context("connecting to DATABASE_URL")?;
     let found: bool = sqlx::query_scalar("SELECT to_regnamespace('cdapi') IS NOT NULL").fetch_one(&mut conn).await?;
-    let outcome = import(settings, dry_run).await;
+    let outcome = import(settings, options).await;
     if !found && (dry_run || outcome.is_err()) {
         // Our migrations' objects all live in `cdapi` (their event trigger depends on a function there).
         let dropped = sqlx::query("DROP SCHEMA IF EXISTS cdapi CASCADE").execute(&mut conn).await;
@@ -70,7 +84,7 @@ pub async fn run(settings: &Settings, dry_run: bool) -> anyhow::Result<Report> {
 }
 
 /// [`run`] without the clean-up.
-async fn import(settings: &Settings, dry_run: bool) -> anyhow::Result<Report> {
+async fn import(settings: &Settings, options: Options) -> anyhow::Result<Report> {
     system_tables::migrate(&settings.database_url).await?;
     let mut conn = PgConnection::connect(&settings.database_url).await.context("connecting to DATABASE_URL")?;
     let src = settings.database_schema.as_str();
@@ -78,6 +92,9 @@ async fn import(settings: &Settings, dry_run: bool) -> anyhow::Result<Report> {
         bail!("{src}.directus_access does not exist: DATABASE_URL and DATABASE_SCHEMA must name a Directus 11 database");
     }
     refuse_unmatched_users(&mut conn, src).await?;
+    if !options.force {
+        refuse_after_going_live(&mut conn).await?;
+    }
     let mut report = Report::default();
     let mut tx = conn.begin().await?;
     let blobs_before: i64 = sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM cdapi.file_blobs_deleted").fetch_one(&mut *tx).await?;
@@ -131,10 +148,11 @@ async fn import(settings: &Settings, dry_run: bool) -> anyhow::Result<Report> {
             report.lines.push(format!("not carried over: {table}: {rows} row(s) ({why})"));
         }
     }
-    if dry_run {
+    if options.dry_run {
         tx.rollback().await?;
         report.lines.push("dry run: nothing was changed".into());
     } else {
+        sqlx::query("INSERT INTO cdapi.directus_imports (source_schema) VALUES ($1)").bind(src).execute(&mut *tx).await?;
         tx.commit().await?;
         report.lines.push("done: the Directus tables were only read".into());
     }
@@ -143,6 +161,25 @@ async fn import(settings: &Settings, dry_run: bool) -> anyhow::Result<Report> {
 
 async fn table_exists(conn: &mut PgConnection, schema: &str, table: &str) -> anyhow::Result<bool> {
     Ok(sqlx::query_scalar("SELECT to_regclass(format('%I.%I', $1::text, $2::text)) IS NOT NULL").bind(schema).bind(table).fetch_one(conn).await?)
+}
+
+/// Errors when an earlier import committed and this API has recorded activity since (sign-ins,
+/// writes, schema changes: it went live), naming how much and since when.
+async fn refuse_after_going_live(conn: &mut PgConnection) -> anyhow::Result<()> {
+    let since: Option<(String, i64)> = sqlx::query_as(
+        "SELECT i.at::text, (SELECT count(*) FROM cdapi.activity a WHERE a.timestamp > i.at) \
+         FROM cdapi.directus_imports i ORDER BY i.at DESC LIMIT 1",
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some((at, changes)) = since.filter(|(_, n)| *n > 0) {
+        bail!(
+            "this API has recorded {changes} activity row(s) since the import of {at}: importing again would replace its users, roles, \
+             policies, permissions, metadata, files and settings with Directus's rows. Serve the database as it is (deploy/local/up \
+             without --from-directus), or run `core-service import-directus --force` to replace them anyway."
+        );
+    }
+    Ok(())
 }
 
 /// Errors when a Directus user could not sign in here: no email, or an email that another
