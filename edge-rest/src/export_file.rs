@@ -5,8 +5,8 @@
 //! stores the result as a file with the caller's rights (core `UploadFile`), streaming all the
 //! way (flat memory at any size). The file is titled `export-<collection>-<YYYYMMDD-HHMMSS>`
 //! (`file` may set its fields: `title`, `folder`, `filename_download`...). Then the caller (a
-//! signed-in user) gets a notification: `Your export of <collection> is ready` with the file, or
-//! `Your export of <collection> failed`.
+//! signed-in user with app access, who can read notifications) gets a notification: `Your export
+//! of <collection> is ready` with the file, or `Your export of <collection> failed`.
 
 use crate::request::{Body, EdgeState, HttpRequest, json_body, typed_query, url_query};
 use bytes::Bytes;

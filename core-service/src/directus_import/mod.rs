@@ -57,9 +57,11 @@ impl std::fmt::Display for Report {
 }
 
 /// Runs the import on DATABASE_URL, after our migrations (which create our empty system tables
-/// when missing); with `dry_run` it reports the import and rolls it back. A dry run, or a run
-/// that stopped, on a database that had no `cdapi` schema before removes the one the
-/// migrations made, so the database is left as it was found.
+/// when missing); with `dry_run` it reports the import and rolls it back. A dry run on a
+/// database that had no `cdapi` schema before removes the one the migrations made, so the
+/// database is left as it was found — unless one of our services (`cdapi-core`, `cdapi-auth`
+/// sessions) is connected to the database then and may have started using the schema
+/// meanwhile: the schema stays and the report says so.
 /// Errors: not a Directus 11 database, users it cannot carry over, and any step's database
 /// error (named with the step).
 pub async fn run(settings: &Settings, options: Options) -> anyhow::Result<Report> {
@@ -67,20 +69,22 @@ pub async fn run(settings: &Settings, options: Options) -> anyhow::Result<Report
     let url = settings.database_url.as_str();
     let mut conn = PgConnection::connect(url).await.context("connecting to DATABASE_URL")?;
     let found: bool = sqlx::query_scalar("SELECT to_regnamespace('cdapi') IS NOT NULL").fetch_one(&mut conn).await?;
-    let outcome = import(settings, options).await;
-    if !found && (dry_run || outcome.is_err()) {
-        // Our migrations' objects all live in `cdapi` (their event trigger depends on a function there).
-        let dropped = sqlx::query("DROP SCHEMA IF EXISTS cdapi CASCADE").execute(&mut conn).await;
-        match (outcome, dropped) {
-            (Ok(mut report), Ok(_)) => {
-                report.lines.push("dry run: the empty cdapi schema made for it was removed again".into());
-                return Ok(report);
-            }
-            (Ok(_), Err(e)) => return Err(e).context("removing the cdapi schema made for the dry run"),
-            (Err(e), _) => return Err(e),
+    let mut report = import(settings, options).await?;
+    if !found && dry_run {
+        let ours: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'cdapi-%'",
+        )
+        .fetch_one(&mut conn)
+        .await?;
+        if ours > 0 {
+            report.lines.push(format!("dry run: the empty cdapi schema made for it stays: {ours} session(s) of this API's services use this database"));
+        } else {
+            // Our migrations' objects all live in `cdapi` (their event trigger depends on a function there).
+            sqlx::query("DROP SCHEMA IF EXISTS cdapi CASCADE").execute(&mut conn).await.context("removing the cdapi schema made for the dry run")?;
+            report.lines.push("dry run: the empty cdapi schema made for it was removed again".into());
         }
     }
-    outcome
+    Ok(report)
 }
 
 /// [`run`] without the clean-up.

@@ -298,16 +298,21 @@ async fn create_item(
             item.insert("filename_download".into(), Value::String(filename.clone()));
             item.insert("type".into(), Value::String(content_type.clone()));
             w.require_update(&collection, &start.key, &item, &[]).await?;
-            sqlx::query(
-                "INSERT INTO cdapi.file_blobs_deleted (storage, filename_disk) \
-                 SELECT storage, filename_disk FROM cdapi.files WHERE id = $1::uuid AND filename_disk IS NOT NULL",
+            // The row locked, so two replacements of one file queue each old blob once; the
+            // id as stored (not as the client spelled it) names the new blob.
+            let id: String = sqlx::query_scalar(
+                "WITH old AS (SELECT id, storage, filename_disk FROM cdapi.files WHERE id = $1::uuid FOR UPDATE), \
+                 queued AS (INSERT INTO cdapi.file_blobs_deleted (storage, filename_disk) \
+                   SELECT storage, filename_disk FROM old WHERE filename_disk IS NOT NULL) \
+                 SELECT id::text FROM old",
             )
             .bind(&start.key)
-            .execute(&mut *w.conn)
+            .fetch_optional(&mut *w.conn)
             .await
-            .map_err(crate::db::map_error)?;
-            let disk = format!("{}-{}{}", start.key, &temporary_name()[..8], extension(&filename));
-            (vec![start.key.clone()], disk)
+            .map_err(crate::db::map_error)?
+            .ok_or_else(ApiError::forbidden)?;
+            let disk = format!("{id}-{}{}", &temporary_name()[..8], extension(&filename));
+            (vec![id], disk)
         } else {
             let keys = w.create(&collection, &Value::Object(item.clone())).await?;
             let id = keys.first().cloned().ok_or_else(ApiError::internal)?;

@@ -10,7 +10,7 @@
 //!   the notification is mailed by auth-service (migration 0015).
 //!
 //! Who may read, edit and delete comments and notifications is the permissions' question
-//! (`crate::permissions`: every signed-in user reads and edits their own).
+//! (`crate::policies`' built-in rows: every user with app access reads and edits their own).
 
 use crate::activity::Change;
 use crate::permissions::{Access, view};
