@@ -271,7 +271,7 @@ impl Subject {
 /// own name, password and Studio preferences (language, appearance, themes). Users with app
 /// access ([`Reach::AppAccess`], as Directus): read the settings and the translations; read the
 /// presets meant for them (their own, their role's, everyone's) and keep their own; comment (on
-/// items they can read, checked by `crate::comments`), and read, edit (the text) and delete
+/// items they can read, checked by `crate::write::comments`), and read, edit (the text) and delete
 /// their own comments; read their notifications, set their `status` (archive) and notify
 /// themselves (sender and recipient both the caller). Each is a row of its own, so it widens
 /// nothing of the policies' rows: it reaches the caller's own rows only.
@@ -286,6 +286,8 @@ fn minimal() -> Vec<Minimal> {
         validation: None,
         presets: Map::new(),
     };
+    // A preset a user creates or keeps is their own.
+    let own_preset = Arc::new(ValidationRule::compile(&serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})));
     vec![
         ("directus_users", Action::Read, Reach::EveryUser, row(own("id", "$CURRENT_USER"), Fields::All)),
         (
@@ -316,21 +318,13 @@ fn minimal() -> Vec<Minimal> {
             "directus_presets",
             Action::Create,
             Reach::AppAccess,
-            Permission {
-                filter: None,
-                fields: Fields::All,
-                validation: Some(Arc::new(ValidationRule::compile(&serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})))),
-                presets: Map::new(),
-            },
+            Permission { filter: None, fields: Fields::All, validation: Some(own_preset.clone()), presets: Map::new() },
         ),
         (
             "directus_presets",
             Action::Update,
             Reach::AppAccess,
-            Permission {
-                validation: Some(Arc::new(ValidationRule::compile(&serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})))),
-                ..row(own("user", "$CURRENT_USER"), Fields::All)
-            },
+            Permission { validation: Some(own_preset.clone()), ..row(own("user", "$CURRENT_USER"), Fields::All) },
         ),
         ("directus_presets", Action::Delete, Reach::AppAccess, row(own("user", "$CURRENT_USER"), Fields::All)),
         ("directus_policies", Action::Read, Reach::EveryUser, row(rule(serde_json::json!({"id": {"_in": "$CURRENT_POLICIES"}})), Fields::All)),
