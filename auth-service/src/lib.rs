@@ -124,7 +124,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let reflection = tonic_reflection::server::Builder::configure().register_encoded_file_descriptor_set(cdapi_proto::FILE_DESCRIPTOR_SET).build_v1()?;
     tracing::info!(addr = %listener.local_addr()?, kid = %auth.keys.signing_kid(), "auth-service listening (gRPC)");
     tonic::transport::Server::builder()
-        .layer(service_runtime::grpc::RpcLayer)
+        .layer(service_runtime::grpc::RpcLayer::default())
         .add_service(health_service)
         .add_service(reflection)
         .add_service(AuthServiceServer::with_interceptor(grpc::AuthApi::new(auth.clone()), access_token::ip::peer_as_client_ip))

@@ -29,6 +29,9 @@ pub struct Caller {
     pub expires_at: Option<u64>,
     /// Where the request came from (recorded with its activity).
     pub client: crate::activity::Client,
+    /// The newest write the caller has seen (`x-consistency-token`): reads served from a
+    /// replica must have replayed it (see [`crate::replicas`]).
+    pub consistency: Option<crate::replicas::lsn::Lsn>,
 }
 
 impl Caller {

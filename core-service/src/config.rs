@@ -60,6 +60,9 @@ pub struct Settings {
     /// STREAMS_MAX, STREAMS_PER_CALLER, STREAM_STALL_TIMEOUT_MS: see
     /// [`crate::grpc::stream_budget::StreamSettings`].
     pub streams: crate::grpc::stream_budget::StreamSettings,
+    /// DATABASE_REPLICA_URLS, DB_REPLICA_POOL_MAX, DB_REPLICA_WAIT_MS, DB_REPLICA_MAX_LAG_MS,
+    /// DB_REPLICA_POLL_MS: see [`crate::replicas::ReplicaSettings`].
+    pub replicas: crate::replicas::ReplicaSettings,
 }
 
 impl Settings {
@@ -102,6 +105,7 @@ impl Settings {
             writes: crate::write::keys::WriteSettings::from_env()?,
             retention: crate::activity::retention::RetentionSettings::from_env()?,
             streams: crate::grpc::stream_budget::StreamSettings::from_env(pool_max)?,
+            replicas: crate::replicas::ReplicaSettings::from_env(pool_max)?,
         })
     }
 }
@@ -129,6 +133,7 @@ impl std::fmt::Debug for Settings {
             .field("writes", &self.writes)
             .field("redis_url", &self.redis_url.as_deref().map(mask_url))
             .field("redis_prefix", &self.redis_prefix)
+            .field("replicas", &self.replicas.urls.iter().map(|u| mask_url(u)).collect::<Vec<_>>())
             .finish()
     }
 }

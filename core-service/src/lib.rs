@@ -14,6 +14,7 @@
 //! - [`asset_settings`]: what the project's settings allow of asset transformations.
 //! - [`schema_admin`]: schema management (collections, fields, relations as DDL + metadata).
 //! - [`validation_rule`]: a permission's validation rule, compiled once with the rows.
+//! - [`replicas`]: read replicas, routing reads with read-your-writes (consistency tokens).
 //! - [`policies`]: the permission data (rules, grants, a caller's access), carried by the snapshot.
 //! - [`permissions`]: enforcing them: read views of the snapshot; payload validation.
 //! - [`auth`]: who is calling ([`auth::Caller`]) and the bootstrap admin.
@@ -33,6 +34,7 @@ pub mod permissions;
 pub mod policies;
 pub mod query;
 pub mod realtime;
+pub mod replicas;
 pub mod schema;
 pub mod schema_admin;
 pub mod sql;
@@ -55,8 +57,10 @@ use tokio::net::TcpListener;
 
 /// State shared by every request.
 pub struct AppState {
-    /// The database pool.
+    /// The database pool (the primary).
     pub pool: sqlx::PgPool,
+    /// The read replicas (none unless DATABASE_REPLICA_URLS is set) and where reads go.
+    pub replicas: Arc<replicas::Replicas>,
     /// The current schema snapshot; read lock-free, swapped on reload.
     pub schema: ArcSwap<schema::Schema>,
     /// Token checks.
@@ -108,7 +112,8 @@ impl AppState {
         let accounts = write::users::Accounts { own: who.user.clone().zip(who.family.clone()), ..self.accounts.clone() };
         let vars = query::Variables { user: who.user, role: who.role, roles, policies };
         let client = activity::Client::from_metadata(md);
-        Ok(auth::Caller { schema, read, access, vars, accounts, expires_at: who.expires_at, client })
+        let consistency = replicas::token::from_metadata(md)?;
+        Ok(auth::Caller { schema, read, access, vars, accounts, expires_at: who.expires_at, client, consistency })
     }
 
     /// A snapshot introspected now, not swapped in (schema changes validate against it, so a
@@ -135,6 +140,8 @@ impl AppState {
             schema::introspect::introspect(&mut conn, &self.db_schema, version).await.map_err(db::map_error)?
         };
         let snapshot = Arc::new(snapshot);
+        // Before the swap: no read planned on this snapshot goes to a replica lacking its tables.
+        self.replicas.schema_read().await;
         self.schema.store(snapshot.clone());
         if self.realtime.settings().enabled {
             realtime::triggers::install(&self.pool, &snapshot).await;
@@ -232,7 +239,9 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         Some(url) => Some(access_token::sessions::Redis::new(url, &settings.redis_prefix)?),
         None => None,
     };
+    let replicas = Arc::new(replicas::Replicas::new(pool.clone(), settings.replicas.clone(), settings.statement_timeout_ms, settings.acquire_timeout_ms)?);
     let state = Arc::new(AppState {
+        replicas: replicas.clone(),
         auth: auth::Authenticator::new(pool.clone(), Duration::from_secs(settings.token_cache_ttl_secs), keys, redis.clone()),
         accounts: write::users::Accounts { redis, own: None, policy: settings.password_policy, hasher: settings.password_hasher.clone() },
         pool,
@@ -250,6 +259,10 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         version: AtomicU64::new(0),
     });
     state.files.sweep(&state.pool).await;
+    if replicas.enabled() {
+        tracing::info!(replicas = ?replicas.members().iter().map(|r| r.label.as_str()).collect::<Vec<_>>(), "reads may go to read replicas");
+        tokio::spawn(replicas::tracker::run(replicas.clone()));
+    }
     state.reload_schema().await.map_err(|e| anyhow::anyhow!("loading the schema failed: {e}"))?;
     tokio::spawn(watch_schema(state.clone()));
     tokio::spawn(write::keys::prune(state.pool.clone(), settings.writes.key_ttl_secs));
@@ -275,7 +288,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
 
     tracing::info!(addr = %listener.local_addr()?, "core-service listening (gRPC)");
     tonic::transport::Server::builder()
-        .layer(service_runtime::grpc::RpcLayer)
+        .layer(service_runtime::grpc::RpcLayer::with_answer_hook(replicas::token::answer_hook(replicas)))
         .add_service(health_service)
         .add_service(reflection)
         .add_service(ItemsServiceServer::with_interceptor(grpc::items::Items::new(state.clone()), peer_as_client_ip))

@@ -23,6 +23,17 @@ pub mod v1 {
 /// edges stamp it, core-service records it.
 pub const WRITE_KEY_METADATA: &str = "x-write-key";
 
+/// The gRPC metadata key of a consistency token (docs/grpc-api.md "Consistency tokens"):
+/// core-service answers writes with one when read replicas are configured, reads send it back.
+pub const CONSISTENCY_METADATA: &str = "x-consistency-token";
+
+/// Whether an RPC only reads (safe to send twice, never issues a consistency token): its method
+/// name starts with `Read`, `Get`, `List`, `Watch`, `Export`, `Compare` or `Check` (health).
+pub fn read_only_rpc(path: &str) -> bool {
+    let method = path.rsplit('/').next().unwrap_or("");
+    ["Read", "Get", "List", "Watch", "Export", "Compare", "Check"].iter().any(|p| method.starts_with(p))
+}
+
 /// Encoded `FileDescriptorSet` of every `cdapi.v1` file, for gRPC server reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cdapi_descriptor.bin"));
 

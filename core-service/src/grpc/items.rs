@@ -38,15 +38,20 @@ impl Items {
         Ok((caller, collection))
     }
 
-    /// Runs a planned read; returns (data JSON, meta JSON or empty). With `by_key`, a value that
-    /// cannot be of the key's type means no such item: FORBIDDEN (docs/security.md "Threat model").
-    async fn run(&self, st: ReadStatement, by_key: bool) -> Result<(Option<String>, Bytes), ApiError> {
-        let row = st
-            .sql
-            .query()
-            .fetch_one(&self.state.pool)
-            .await
-            .map_err(|e| if by_key && crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?;
+    /// Runs a planned read of `caller`'s, on a replica that has replayed the caller's
+    /// consistency token or on the primary ([`crate::replicas::Replicas::route`]); returns (data
+    /// JSON, meta JSON or empty). With `by_key`, a value that cannot be of the key's type means no
+    /// such item: FORBIDDEN (docs/security.md "Threat model").
+    async fn run(&self, caller: &Caller, st: ReadStatement, by_key: bool) -> Result<(Option<String>, Bytes), ApiError> {
+        let route = self.state.replicas.route(caller.consistency).await;
+        let row = match st.sql.query().fetch_one(&route.pool).await {
+            Err(e) if route.replica.is_some() && crate::replicas::retry_on_primary(&e) => {
+                self.state.replicas.failed(&route);
+                st.sql.query().fetch_one(&self.state.pool).await
+            }
+            done => done,
+        };
+        let row = row.map_err(|e| if by_key && crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?;
         let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
         self.state.limits.check_bytes(data.as_ref().map_or(0, String::len))?;
         let meta = meta_of(&row, st.total_count, st.filter_count)?;
@@ -136,13 +141,13 @@ impl Items {
         let planner = Planner::new(&caller.read, self.state.limits, &caller.vars);
         let (data, meta) = match shape {
             ReadShape::Version { key, version } => (self.read_in_version(caller, &collection, key, version, q).await?, Bytes::new()),
-            ReadShape::Singleton => (self.singleton(planner.read(&collection, shape, q)?, &collection, q).await?, Bytes::new()),
+            ReadShape::Singleton => (self.singleton(caller, planner.read(&collection, shape, q)?, &collection, q).await?, Bytes::new()),
             ReadShape::One(_) => {
-                let (data, _) = self.run(planner.read(&collection, shape, q)?, true).await?;
+                let (data, _) = self.run(caller, planner.read(&collection, shape, q)?, true).await?;
                 (Bytes::from(data.ok_or_else(ApiError::forbidden)?), Bytes::new())
             }
             ReadShape::Many | ReadShape::Aggregate => {
-                let (data, meta) = self.run(planner.read(&collection, shape, q)?, false).await?;
+                let (data, meta) = self.run(caller, planner.read(&collection, shape, q)?, false).await?;
                 (Bytes::from(data.unwrap_or_else(|| "[]".into())), meta)
             }
         };
@@ -158,8 +163,8 @@ impl Items {
     }
 
     /// Runs a planned singleton read; with no row yet, the fields' defaults, as Directus answers.
-    async fn singleton(&self, st: ReadStatement, collection: &Collection, q: &Query) -> Result<Bytes, ApiError> {
-        let (data, _) = self.run(st, false).await?;
+    async fn singleton(&self, caller: &Caller, st: ReadStatement, collection: &Collection, q: &Query) -> Result<Bytes, ApiError> {
+        let (data, _) = self.run(caller, st, false).await?;
         match data {
             Some(data) => Ok(Bytes::from(data)),
             None => {
@@ -214,7 +219,8 @@ impl ItemsService for Items {
                 if matches!(ReadShape::of(&collection, None, &q), ReadShape::Many) {
                     let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_many_rows(&collection, &q)?;
                     let pass = self.state.streams.admit(stream_owner(&caller, req.metadata()))?;
-                    return Ok(Streamed::List(st, pass));
+                    let route = self.state.replicas.route(caller.consistency).await;
+                    return Ok(Streamed::List(st, pass, route.pool));
                 }
             }
             Ok::<_, ApiError>(Streamed::Whole(self.read_reply(&caller, r).await?))
@@ -222,10 +228,10 @@ impl ItemsService for Items {
         .instrument(span.clone())
         .await?;
         let rx = match planned {
-            Streamed::List(st, pass) => {
+            Streamed::List(st, pass, pool) => {
                 let rows =
                     ListRows { total_count: st.total_count, filter_count: st.filter_count, meta: None, first: true, bytes: 0, limits: self.state.limits };
-                super::chunks::pump(self.state.pool.clone(), st.sql, rows, pass, self.state.streams.settings.stall, span)
+                super::chunks::pump(pool, st.sql, rows, pass, self.state.streams.settings.stall, span)
             }
             Streamed::Whole(reply) => {
                 let (tx, rx) = tokio::sync::mpsc::channel(1);
@@ -259,7 +265,8 @@ impl ItemsService for Items {
         let limits = crate::query::Limits { max: None, max_rows: None, max_bytes: None, ..self.state.limits };
         let sql = Planner::new(&caller.read, limits, &caller.vars).export_rows(&collection, &q)?;
         let pass = self.state.streams.admit(stream_owner(&caller, req.metadata()))?;
-        let rx = super::chunks::pump(self.state.pool.clone(), sql, NdjsonRows, pass, self.state.streams.settings.stall, span);
+        let route = self.state.replicas.route(caller.consistency).instrument(span.clone()).await;
+        let rx = super::chunks::pump(route.pool, sql, NdjsonRows, pass, self.state.streams.settings.stall, span);
         Ok(Response::new(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }
 
@@ -472,8 +479,9 @@ fn collection_in(caller: &Caller, schema: &crate::schema::Schema, name: &str) ->
 
 /// What ReadStream sends: a list's rows from the cursor, or another read's one reply.
 enum Streamed {
-    /// A list streamed from the cursor, with its place in the stream budget.
-    List(ReadStatement, super::stream_budget::StreamPass),
+    /// A list streamed from the cursor, with its place in the stream budget and the pool
+    /// (primary or replica) it reads from.
+    List(ReadStatement, super::stream_budget::StreamPass, sqlx::PgPool),
     Whole(ReadResponse),
 }
 

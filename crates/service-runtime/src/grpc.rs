@@ -6,34 +6,58 @@
 //! calls (trailers-only responses); a response without it in its headers counts as `0` (OK).
 //! Each call ends with a debug event `rpc done` (code, elapsed_us): RUST_LOG=service_runtime=debug
 //! makes an access log of it.
+//!
+//! An [`AnswerHook`] ([`RpcLayer::with_answer_hook`]) may add a header to successful answers:
+//! core-service's consistency tokens.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 use tracing::Instrument;
 
-/// The layer: `Server::builder().layer(RpcLayer)`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RpcLayer;
+/// What an [`AnswerHook`] gives for one call: work run once the call succeeded, before its
+/// answer leaves, yielding a header to add to it (or none).
+pub type AnswerWork = Pin<Box<dyn Future<Output = Option<(http::HeaderName, http::HeaderValue)>> + Send>>;
+
+/// Called with each call's RPC path (`/cdapi.v1.ItemsService/CreateItem`) as it arrives: the
+/// work to run on its successful answer, or `None` for none.
+pub type AnswerHook = Arc<dyn Fn(&str) -> Option<AnswerWork> + Send + Sync>;
+
+/// The layer: `Server::builder().layer(RpcLayer::default())`.
+#[derive(Clone, Default)]
+pub struct RpcLayer {
+    hook: Option<AnswerHook>,
+}
+
+impl RpcLayer {
+    /// The layer running `hook` on every call (see [`AnswerHook`]).
+    pub fn with_answer_hook(hook: AnswerHook) -> Self {
+        Self { hook: Some(hook) }
+    }
+}
 
 impl<S> tower_layer::Layer<S> for RpcLayer {
     type Service = RpcService<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        RpcService { inner }
+        RpcService { inner, hook: self.hook.clone() }
     }
 }
 
 /// The service [`RpcLayer`] wraps around the server's routes.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RpcService<S> {
     inner: S,
+    hook: Option<AnswerHook>,
 }
 
 impl<S, B, RB> tower_service::Service<http::Request<B>> for RpcService<S>
 where
     S: tower_service::Service<http::Request<B>, Response = http::Response<RB>>,
     S::Future: Send + 'static,
+    S::Error: Send,
+    RB: Send,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -51,14 +75,26 @@ where
         let span = tracing::info_span!("grpc", rpc = %rpc, request_id = %request_id, trace_id = trace_id.as_deref().unwrap_or("-"));
         crate::otel::adopt_parent(&span, req.headers());
         let started = Instant::now();
+        let after = self.hook.as_ref().and_then(|hook| hook(&rpc));
         let fut = self.inner.call(req);
         Box::pin(
             async move {
-                let res = fut.await;
+                let mut res = fut.await;
                 let code = match &res {
                     Ok(r) => r.headers().get("grpc-status").and_then(|v| v.to_str().ok()).unwrap_or("0").to_owned(),
                     Err(_) => "transport".to_owned(),
                 };
+                if let (Some(work), "0") = (after, code.as_str()) {
+                    res = match res {
+                        Ok(mut r) => {
+                            if let Some((name, value)) = work.await {
+                                r.headers_mut().insert(name, value);
+                            }
+                            Ok(r)
+                        }
+                        failed => failed,
+                    };
+                }
                 let elapsed = started.elapsed();
                 tracing::debug!(code = %code, elapsed_us = elapsed.as_micros() as u64, "rpc done");
                 let m = crate::metrics::global();

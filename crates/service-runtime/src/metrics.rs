@@ -54,6 +54,10 @@ pub struct Metrics {
     pub rate_limited: Family<Labels, Counter>,
     /// Whether each dependency answers its readiness check (1) or not (0): label dependency.
     pub dependency_up: Family<Labels, Gauge>,
+    /// Item reads by where they ran: label target (`primary`, `replica`).
+    pub db_reads: Family<Labels, Counter>,
+    /// Each read replica's lag at the last poll (milliseconds): label replica.
+    pub db_replica_lag_ms: Family<Labels, Gauge>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -77,6 +81,8 @@ impl Metrics {
             redis_errors: Family::default(),
             rate_limited: Family::default(),
             dependency_up: Family::default(),
+            db_reads: Family::default(),
+            db_replica_lag_ms: Family::default(),
         };
         let r = &mut m.registry;
         r.register("http_requests", "HTTP requests answered, by route template, method and status", m.http_requests.clone());
@@ -90,6 +96,8 @@ impl Metrics {
         r.register("redis_errors", "Failed Redis commands", m.redis_errors.clone());
         r.register("rate_limited", "Requests refused by a rate limiter", m.rate_limited.clone());
         r.register("dependency_up", "Whether a dependency answers its readiness check (1) or not (0)", m.dependency_up.clone());
+        r.register("db_reads", "Item reads by where they ran (primary or replica)", m.db_reads.clone());
+        r.register("db_replica_lag_milliseconds", "Each read replica's lag at the last poll", m.db_replica_lag_ms.clone());
         m
     }
 
