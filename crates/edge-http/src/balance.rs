@@ -58,11 +58,9 @@ pub const MAX_ATTEMPTS: usize = 4;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Whether an RPC only reads (safe to send twice): its method name starts with `Read`, `Get`,
-/// `List`, `Watch`, `Export`, `Compare` or `Check` (health).
+/// Whether an RPC only reads (safe to send twice): [`cdapi_proto::read_only_rpc`].
 pub fn is_idempotent(path: &str) -> bool {
-    let method = path.rsplit('/').next().unwrap_or("");
-    ["Read", "Get", "List", "Watch", "Export", "Compare", "Check"].iter().any(|p| method.starts_with(p))
+    cdapi_proto::read_only_rpc(path)
 }
 
 /// Whether an RPC is an item write that honours a write key (core-service's
@@ -400,10 +398,16 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Balanced {
 
     fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
         let shared = self.shared.clone();
-        Box::pin(async move {
+        // Taken here, on the caller's task (see [`crate::consistency`]).
+        let consistency = crate::consistency::current();
+        let answer_slot = consistency.clone();
+        let call = Box::pin(async move {
             let (mut parts, body) = req.into_parts();
             if let Some(token) = shared.internal_token.header() {
                 parts.headers.insert("x-internal-token", token.clone());
+            }
+            if let Some(token) = consistency.as_ref().and_then(|s| s.token()) {
+                parts.headers.entry(crate::consistency::HEADER).or_insert(token);
             }
             let rpc = parts.uri.path().to_owned();
             if request_streaming(&rpc) {
@@ -464,6 +468,14 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for Balanced {
                 }
             }
             Err(last_err.unwrap_or_else(|| "the call failed on every replica".into()))
+        });
+        Box::pin(async move {
+            let res = call.await?;
+            // A write's token, for the request's later calls and its response.
+            if let (Some(slot), Some(token)) = (answer_slot, res.headers().get(crate::consistency::HEADER)) {
+                slot.issued(token.clone());
+            }
+            Ok(res)
         })
     }
 }

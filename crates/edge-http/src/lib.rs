@@ -9,6 +9,8 @@
 //! - [`random`] — random identifiers (write keys, placeholders).
 //! - [`client_ip`] — the end client's address behind trusted proxies.
 //! - [`caller`] — the caller's token, address and request id as gRPC metadata.
+//! - [`consistency`] — consistency tokens (read-your-writes over read replicas) to and from
+//!   the client.
 //! - [`reply`] — bodies and the Directus error body.
 //! - [`schema_calls`] — which SchemaService call serves which schema-management request.
 //! - [`settings`] — the settings both edges read, and their gRPC channels.
@@ -23,6 +25,7 @@ pub mod balance;
 pub mod body;
 pub mod caller;
 pub mod client_ip;
+pub mod consistency;
 pub mod cookies;
 pub mod list_chunks;
 pub mod observe;

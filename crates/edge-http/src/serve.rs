@@ -126,6 +126,11 @@ where
     let delay = service_runtime::shutdown::delay_from_env()?;
     let stall = service_runtime::stall_timeout_from_env()?;
     let shutdown = service_runtime::shutdown::drain_after(shutdown, delay, move || readiness.stop());
+    // Each request with its consistency-token slot (see [`crate::consistency`]).
+    let handler = move |i: Incoming| {
+        let token = crate::consistency::from_request(&i.headers);
+        crate::consistency::scope(token, handler(i))
+    };
     serve(listener, incoming().then(handler), stall, shutdown).await;
     Ok(())
 }
