@@ -61,6 +61,8 @@ pub struct TestApp {
     children: Vec<(&'static str, Child)>,
     /// How each core and auth replica was started, for [`TestApp::roll`].
     launches: Vec<Launch>,
+    /// The streaming replica of [`Spec::read_replica`] (see [`TestApp::read_replica`]).
+    replica: Option<postgres::PrivatePostgres>,
     /// Last field: dropped (stopped) after the processes ([`Spec::own_postgres`]).
     postgres: Option<postgres::PrivatePostgres>,
 }
@@ -104,6 +106,10 @@ pub struct Spec {
     /// loaded; Directus's system tables are imported into ours (`core-service
     /// import-directus`) before the services start.
     pub directus_database: Option<String>,
+    /// With [`Spec::own_postgres`]: a streaming replica of it that applies each commit this
+    /// many milliseconds late, made once the dataset is loaded and given to core-service as
+    /// DATABASE_REPLICA_URLS.
+    pub read_replica: Option<u64>,
 }
 
 /// The bucket of an environment with [`Spec::s3`].
@@ -304,6 +310,11 @@ pub fn start(spec: Spec) -> Result<TestApp> {
     for file in &spec.sql {
         psql(&db, &["-f", &file.to_string_lossy()])?;
     }
+    let replica = match (spec.read_replica, &postgres) {
+        (Some(delay), Some(primary)) => Some(primary.replica(&label, delay)?),
+        (Some(_), None) => bail!("Spec::read_replica needs Spec::own_postgres"),
+        (None, _) => None,
+    };
     let logs = std::env::temp_dir().join(&name);
     std::fs::create_dir_all(&logs)?;
     let mut children: Vec<(&'static str, Child)> = Vec::new();
@@ -397,6 +408,9 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         ("STORAGE_LOCAL_ROOT".into(), logs.join("uploads").to_string_lossy().into_owned()),
     ];
     let mut core_env = core_env;
+    if let Some(r) = &replica {
+        core_env.push(("DATABASE_REPLICA_URLS".into(), r.url(&name)));
+    }
     let s3_url = if spec.s3 {
         let port = free_port()?;
         let server = spawn_s3(port, &logs.join("s3.log"))?;
@@ -500,6 +514,7 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         logs,
         children,
         launches,
+        replica,
         postgres,
     };
     if let Err(e) = ready {

@@ -36,6 +36,20 @@ fn is_root() -> bool {
     Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
 }
 
+/// An empty server home `/var/tmp/cdapi-test-pg-<name>` with a `socket` directory, the
+/// `postgres` user's when root (initdb refuses root; the postgres user must reach it, which a
+/// home such as /root is not). Errors: it cannot be made or given away.
+fn new_home(name: &str) -> Result<PathBuf> {
+    let home = PathBuf::from(format!("/var/tmp/cdapi-test-pg-{name}"));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(home.join("socket"))?;
+    if is_root() {
+        let ok = Command::new("chown").args(["-R", "postgres:"]).arg(&home).status()?.success();
+        anyhow::ensure!(ok, "chown of {} to postgres failed", home.display());
+    }
+    Ok(home)
+}
+
 /// `program args...`, as the `postgres` user when root. Errors: it fails (with its output).
 fn run(program: &Path, args: &[&str]) -> Result<()> {
     let mut cmd = if is_root() {
@@ -57,14 +71,7 @@ impl PrivatePostgres {
     /// binaries, initdb or the start failing.
     pub fn start(label: &str) -> Result<Self> {
         let bin = bin_dir()?;
-        // Under /var/tmp: the postgres user must reach it (a home such as /root is private).
-        let home = PathBuf::from(format!("/var/tmp/cdapi-test-pg-{label}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&home);
-        std::fs::create_dir_all(home.join("socket"))?;
-        if is_root() {
-            let ok = Command::new("chown").args(["-R", "postgres:"]).arg(&home).status()?.success();
-            anyhow::ensure!(ok, "chown of {} to postgres failed", home.display());
-        }
+        let home = new_home(&format!("{label}-{}", std::process::id()))?;
         let data = home.join("data");
         run(&bin.join("initdb"), &["-D", &data.to_string_lossy(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"])?;
         let port = crate::free_port()?;
@@ -82,9 +89,40 @@ impl PrivatePostgres {
         Ok(pg)
     }
 
+    /// A streaming replica of this server (`pg_basebackup -R` after a fast checkpoint, hot standby), applying each
+    /// commit `apply_delay_ms` after it happened (`recovery_min_apply_delay`: so a test knows it
+    /// is behind), started; stopped and removed when dropped. Errors: the backup or the start
+    /// failing.
+    pub fn replica(&self, label: &str, apply_delay_ms: u64) -> Result<Self> {
+        let home = new_home(&format!("{label}-replica-{}", std::process::id()))?;
+        let data = home.join("data");
+        let source_port = self.port.to_string();
+        run(
+            &self.bin.join("pg_basebackup"),
+            &["-h", "127.0.0.1", "-p", &source_port, "-U", "postgres", "-D", &data.to_string_lossy(), "-R", "-X", "stream", "-c", "fast"],
+        )?;
+        let port = crate::free_port()?;
+        let conf = format!(
+            "\n# test-harness replica\nport = {port}\nunix_socket_directories = '{}'\nhot_standby = on\nrecovery_min_apply_delay = '{apply_delay_ms}ms'\n",
+            home.join("socket").display()
+        );
+        let conf_path = data.join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf_path)?;
+        text.push_str(&conf);
+        std::fs::write(&conf_path, text)?;
+        let pg = Self { bin: self.bin.clone(), home, port };
+        pg.resume()?;
+        Ok(pg)
+    }
+
     /// `postgres://postgres@127.0.0.1:<port>/postgres`.
     pub fn admin_url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+        self.url("postgres")
+    }
+
+    /// `postgres://postgres@127.0.0.1:<port>/<database>`.
+    pub fn url(&self, database: &str) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/{database}", self.port)
     }
 
     /// Starts the server again (after [`Self::halt`]) on the same port; returns once it accepts

@@ -137,6 +137,12 @@ impl TestApp {
         self.postgres.as_ref().context("this environment has no PostgreSQL of its own")?.halt()
     }
 
+    /// The streaming replica of [`crate::Spec::read_replica`], to stop ([`crate::postgres::PrivatePostgres::halt`])
+    /// and start again. Errors: there is none.
+    pub fn read_replica(&self) -> Result<&crate::postgres::PrivatePostgres> {
+        self.replica.as_ref().context("this environment has no read replica")
+    }
+
     /// Starts this environment's own PostgreSQL again; returns once it accepts connections.
     /// Errors: there is none, or pg_ctl failed.
     pub fn start_postgres(&self) -> Result<()> {
