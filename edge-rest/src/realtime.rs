@@ -344,6 +344,12 @@ impl Connection {
                             ItemEventKind::Delete => "delete",
                             ItemEventKind::Init | ItemEventKind::Unspecified => continue,
                         };
+                        // Another stream of this connection already met the token's expiry:
+                        // this one ends in a moment too, and nothing reaches the expired token
+                        // meanwhile.
+                        if expired.load(Ordering::SeqCst) {
+                            continue;
+                        }
                         let data = String::from_utf8_lossy(&e.data);
                         out.send(Message::text(format!("{{\"type\":\"subscription\",\"event\":\"{name}\",\"data\":{data}{uid_text}}}")));
                     }
