@@ -16,20 +16,16 @@ pub async fn connect(url: &str, max: u32, statement_timeout_ms: u64, acquire_tim
     pool_options(max, acquire_timeout_ms).connect_with(connect_options(url, statement_timeout_ms)?).await
 }
 
-/// A pool on a read replica, with [`connect`]'s options, connecting on first use (a replica
-/// that is down at start is skipped, not fatal: see [`crate::replicas`]). Errors: `url` does
-/// not parse.
-pub fn replica_pool(url: &str, max: u32, statement_timeout_ms: u64, acquire_timeout_ms: u64) -> Result<PgPool, sqlx::Error> {
-    Ok(pool_options(max, acquire_timeout_ms).connect_lazy_with(connect_options(url, statement_timeout_ms)?))
-}
-
-fn connect_options(url: &str, statement_timeout_ms: u64) -> Result<PgConnectOptions, sqlx::Error> {
+/// [`connect`]'s connection options for `url`: application name, statement timeout, no JIT.
+/// Errors: `url` does not parse.
+pub fn connect_options(url: &str, statement_timeout_ms: u64) -> Result<PgConnectOptions, sqlx::Error> {
     Ok(PgConnectOptions::from_str(url)?
         .application_name("cdapi-core")
         .options([("statement_timeout", format!("{statement_timeout_ms}ms")), ("jit", "off".to_owned())]))
 }
 
-fn pool_options(max: u32, acquire_timeout_ms: u64) -> PgPoolOptions {
+/// [`connect`]'s pool options: `max` connections, waiting at most `acquire_timeout_ms` for one.
+pub fn pool_options(max: u32, acquire_timeout_ms: u64) -> PgPoolOptions {
     PgPoolOptions::new().max_connections(max).acquire_timeout(Duration::from_millis(acquire_timeout_ms)).test_before_acquire(false)
 }
 

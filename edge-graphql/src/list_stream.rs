@@ -146,7 +146,8 @@ pub async fn respond(body: String, streams: &ListStreams, selection: Selection) 
     lists.retain(|l| body.contains(&quoted(l)));
     lists.sort_by_key(|l| body.find(&quoted(l)));
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, ApiError>>(4);
-    tokio::spawn(write(body, lists, selection, tx));
+    // The later lists are read from the spawned task: with the request's consistency token.
+    tokio::spawn(edge_http::consistency::carry(write(body, lists, selection, tx)));
     edge_http::list_chunks::respond(rx, "GraphQL").await
 }
 

@@ -44,7 +44,7 @@ pub async fn export(state: &EdgeState, req: &HttpRequest, body: Body, request_id
         Some(_) => return Err(ApiError::invalid_payload("\"file\" must be an object")),
     };
     let job = Job { items: state.long_items.clone(), files: state.files.clone(), caller, collection, query, format, file };
-    tokio::spawn(job.run());
+    tokio::spawn(edge_http::consistency::carry(job.run()));
     Ok(crate::reply::no_content())
 }
 

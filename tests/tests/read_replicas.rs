@@ -11,7 +11,10 @@
 //! - a collection just made is readable at once, token or not (reads wait for a replica that
 //!   has replayed the schema the core plans with);
 //! - a malformed token is INVALID_QUERY;
-//! - a replica that stops is skipped at once (no failed read), and used again once it is back.
+//! - a forged token (beyond anything written) and reads of users go to the primary;
+//! - a cookie that is no WAL position is ignored;
+//! - a replica that stops is skipped at once (no failed read), and used again once it is back;
+//!   once promoted (no longer following the primary), it is never read from.
 //!
 //! Which server answered is read from core-service's `cdapi_db_reads_total{target}` counter.
 
@@ -114,10 +117,26 @@ async fn reads_with_a_writes_token_never_see_an_older_state() {
     assert_eq!((p2 - p1, r2 - r1), (2.0, 0.0), "reads holding the token waited DB_REPLICA_WAIT_MS, then went to the primary");
 
     // Once the replica replayed the write, reads holding the token go to it.
-    tokio::time::sleep(Duration::from_millis(DELAY_MS + 500)).await;
-    assert_eq!(tags_named(&app, "replica-one", &[("x-consistency-token", &token)]).await, vec![json!({"name": "replica-one"})]);
+    tokio::time::sleep(Duration::from_millis(DELAY_MS)).await;
+    eventually("the replica serves the token once it has replayed it", || async {
+        let before = reads(&app).await.1;
+        assert_eq!(tags_named(&app, "replica-one", &[("x-consistency-token", &token)]).await, vec![json!({"name": "replica-one"})]);
+        reads(&app).await.1 > before
+    })
+    .await;
+
+    // A forged token beyond anything written: answered by the primary (at once, not after
+    // waiting for replicas that will never reach it).
     let (p3, r3) = reads(&app).await;
-    assert_eq!((p3 - p2, r3 - r2), (0.0, 1.0), "the replica serves the token once it has replayed it");
+    assert_eq!(tags_named(&app, "replica-one", &[("x-consistency-token", "FFFFFFFF/FFFFFFFE")]).await, vec![json!({"name": "replica-one"})]);
+    // Users are written by auth-service too (whose answers carry no token): read on the primary.
+    let me = send(&app, Method::GET, "/users/me", Some(ADMIN_TOKEN), &[], None).await;
+    assert_eq!(me.status, 200, "{}", me.body);
+    let (p4, r4) = reads(&app).await;
+    assert_eq!((p4 - p3, r4 - r3), (2.0, 0.0), "a forged token and a user read go to the primary");
+
+    // A cookie that is no WAL position (another site's, say) is ignored, not an error.
+    assert_eq!(tags_named(&app, "replica-one", &[("cookie", "cdapi_consistency=garbage")]).await, vec![json!({"name": "replica-one"})]);
 
     // A new collection is readable at once, without a token: reads planned on the snapshot
     // that has it wait for a replica that has it too (or go to the primary).
@@ -209,4 +228,20 @@ async fn graphql_and_grpc_carry_the_token_and_a_stopped_replica_is_skipped() {
         reads(&a).await.1 > before
     })
     .await;
+
+    // Promoted to a primary of its own (it no longer follows ours): never read from again.
+    let promote = a.clone();
+    tokio::task::spawn_blocking(move || promote.read_replica().and_then(|r| r.promote())).await.expect("join").expect("the replica is promoted");
+    eventually("a promoted replica is skipped", || async {
+        let before = reads(&a).await;
+        tags_named(&a, "nothing", &[]).await;
+        let after = reads(&a).await;
+        (after.0 - before.0, after.1 - before.1) == (1.0, 0.0)
+    })
+    .await;
+    for _ in 0..10 {
+        let (p, r) = reads(&a).await;
+        tags_named(&a, "nothing", &[]).await;
+        assert_eq!(reads(&a).await, (p + 1.0, r), "a promoted replica stays skipped");
+    }
 }

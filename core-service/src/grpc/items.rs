@@ -42,8 +42,8 @@ impl Items {
     /// consistency token or on the primary ([`crate::replicas::Replicas::route`]); returns (data
     /// JSON, meta JSON or empty). With `by_key`, a value that cannot be of the key's type means no
     /// such item: FORBIDDEN (docs/security.md "Threat model").
-    async fn run(&self, caller: &Caller, st: ReadStatement, by_key: bool) -> Result<(Option<String>, Bytes), ApiError> {
-        let route = self.state.replicas.route(caller.consistency).await;
+    async fn run(&self, caller: &Caller, collection: &str, st: ReadStatement, by_key: bool) -> Result<(Option<String>, Bytes), ApiError> {
+        let route = self.state.replicas.route(collection, caller.consistency).await;
         let row = match st.sql.query().fetch_one(&route.pool).await {
             Err(e) if route.replica.is_some() && crate::replicas::retry_on_primary(&e) => {
                 self.state.replicas.failed(&route);
@@ -143,11 +143,11 @@ impl Items {
             ReadShape::Version { key, version } => (self.read_in_version(caller, &collection, key, version, q).await?, Bytes::new()),
             ReadShape::Singleton => (self.singleton(caller, planner.read(&collection, shape, q)?, &collection, q).await?, Bytes::new()),
             ReadShape::One(_) => {
-                let (data, _) = self.run(caller, planner.read(&collection, shape, q)?, true).await?;
+                let (data, _) = self.run(caller, &collection.name, planner.read(&collection, shape, q)?, true).await?;
                 (Bytes::from(data.ok_or_else(ApiError::forbidden)?), Bytes::new())
             }
             ReadShape::Many | ReadShape::Aggregate => {
-                let (data, meta) = self.run(caller, planner.read(&collection, shape, q)?, false).await?;
+                let (data, meta) = self.run(caller, &collection.name, planner.read(&collection, shape, q)?, false).await?;
                 (Bytes::from(data.unwrap_or_else(|| "[]".into())), meta)
             }
         };
@@ -164,7 +164,7 @@ impl Items {
 
     /// Runs a planned singleton read; with no row yet, the fields' defaults, as Directus answers.
     async fn singleton(&self, caller: &Caller, st: ReadStatement, collection: &Collection, q: &Query) -> Result<Bytes, ApiError> {
-        let (data, _) = self.run(caller, st, false).await?;
+        let (data, _) = self.run(caller, &collection.name, st, false).await?;
         match data {
             Some(data) => Ok(Bytes::from(data)),
             None => {
@@ -219,7 +219,7 @@ impl ItemsService for Items {
                 if matches!(ReadShape::of(&collection, None, &q), ReadShape::Many) {
                     let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_many_rows(&collection, &q)?;
                     let pass = self.state.streams.admit(stream_owner(&caller, req.metadata()))?;
-                    let route = self.state.replicas.route(caller.consistency).await;
+                    let route = self.state.replicas.route(&collection.name, caller.consistency).await;
                     return Ok(Streamed::List(st, pass, route.pool));
                 }
             }
@@ -265,7 +265,7 @@ impl ItemsService for Items {
         let limits = crate::query::Limits { max: None, max_rows: None, max_bytes: None, ..self.state.limits };
         let sql = Planner::new(&caller.read, limits, &caller.vars).export_rows(&collection, &q)?;
         let pass = self.state.streams.admit(stream_owner(&caller, req.metadata()))?;
-        let route = self.state.replicas.route(caller.consistency).instrument(span.clone()).await;
+        let route = self.state.replicas.route(&collection.name, caller.consistency).instrument(span.clone()).await;
         let rx = super::chunks::pump(route.pool, sql, NdjsonRows, pass, self.state.streams.settings.stall, span);
         Ok(Response::new(tokio_stream::wrappers::ReceiverStream::new(rx)))
     }

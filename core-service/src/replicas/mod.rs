@@ -10,15 +10,22 @@
 //! - [`tracker`] polls the primary's WAL position and each replica's replayed position every
 //!   DB_REPLICA_POLL_MS, and measures each replica's lag as the age of the oldest primary
 //!   position it has not replayed.
-//! - [`Replicas::route`] sends a read to a replica that is up, no further behind than
+//! - [`route`] sends a read to a replica that is up, no further behind than
 //!   DB_REPLICA_MAX_LAG_MS, and has replayed both the caller's token and the position at which
 //!   the schema snapshot in use was read (so a replica never lacks a table or permission the
-//!   plan names). When none has, it asks the candidates directly until DB_REPLICA_WAIT_MS has
-//!   passed, then reads from the primary: a client holding a write's token never reads an older
-//!   state, whichever core replica answers. A read without a token may see an older state (at
-//!   most DB_REPLICA_MAX_LAG_MS old).
+//!   plan names). When none has, it has the tracker poll again at once and waits for its rounds
+//!   until DB_REPLICA_WAIT_MS has passed, then reads from the primary: a client holding a
+//!   write's token never reads an older state, whichever core replica answers. A read without a
+//!   token may see an older state (at most DB_REPLICA_MAX_LAG_MS old).
+//! - Each new connection to a replica reports what its server has replayed, and the replica's
+//!   known position drops to it when lower: a replica that restarted behind what it had
+//!   replayed before serves nothing it has not replayed again. Each URL must name one server.
+//! - `directus_users` and `directus_activity` are also written by auth-service (sign-ins,
+//!   two-factor setup, passwords), whose answers carry no token: their reads stay on the
+//!   primary.
 
 pub mod lsn;
+pub mod route;
 pub mod token;
 pub mod tracker;
 
@@ -29,6 +36,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+/// Longest DB_REPLICA_WAIT_MS taken (milliseconds): a read never waits longer for a replica.
+pub const MAX_WAIT_MS: u64 = 10_000;
+
 /// The read replicas' settings (docs/configuration.md).
 #[derive(Debug, Clone, Default)]
 pub struct ReplicaSettings {
@@ -37,12 +47,13 @@ pub struct ReplicaSettings {
     pub urls: Vec<String>,
     /// DB_REPLICA_POOL_MAX (default: DB_POOL_MAX): connections per replica.
     pub pool_max: u32,
-    /// DB_REPLICA_WAIT_MS (milliseconds, default 50): how long a read holding a token waits for
-    /// a replica to replay it before it goes to the primary.
+    /// DB_REPLICA_WAIT_MS (milliseconds, default 50, at most [`MAX_WAIT_MS`]): how long a read
+    /// holding a token waits for a replica to replay it before it goes to the primary.
     pub wait: Duration,
     /// DB_REPLICA_MAX_LAG_MS (milliseconds, default 5000): a replica further behind is skipped.
     pub max_lag: Duration,
-    /// DB_REPLICA_POLL_MS (milliseconds, default 50): how often positions are polled.
+    /// DB_REPLICA_POLL_MS (milliseconds, default 20): how often positions are polled (and at
+    /// once when a read waits, at most every 2 ms).
     pub poll: Duration,
 }
 
@@ -50,12 +61,12 @@ impl ReplicaSettings {
     /// Reads the settings; `pool_max` is DB_POOL_MAX's value. Errors: a number that does not
     /// parse, a poll interval of 0.
     pub fn from_env(pool_max: u32) -> anyhow::Result<Self> {
-        let poll = env_or("DB_REPLICA_POLL_MS", 50u64)?;
+        let poll = env_or("DB_REPLICA_POLL_MS", 20u64)?;
         anyhow::ensure!(poll > 0, "DB_REPLICA_POLL_MS must be at least 1");
         Ok(Self {
             urls: env_list("DATABASE_REPLICA_URLS"),
             pool_max: env_or("DB_REPLICA_POOL_MAX", pool_max)?.max(1),
-            wait: Duration::from_millis(env_or("DB_REPLICA_WAIT_MS", 50u64)?),
+            wait: Duration::from_millis(env_or("DB_REPLICA_WAIT_MS", 50u64)?.min(MAX_WAIT_MS)),
             max_lag: Duration::from_millis(env_or("DB_REPLICA_MAX_LAG_MS", 5_000u64)?),
             poll: Duration::from_millis(poll),
         })
@@ -68,8 +79,9 @@ pub struct Replica {
     pub label: String,
     /// Its connections (opened lazily).
     pub pool: PgPool,
-    /// The position it had replayed when last asked (0 when down).
-    replayed: AtomicU64,
+    /// The position it had replayed when last asked (0 when down); lowered by each new
+    /// connection to what its server reports ([`Replicas::new`]).
+    replayed: Arc<AtomicU64>,
     /// Answered the last poll, as a server in recovery.
     up: AtomicBool,
     /// Within DB_REPLICA_MAX_LAG_MS at the last poll.
@@ -110,20 +122,38 @@ pub struct Replicas {
     /// `wal_block_size`, `wal_segment_size` of the primary (bytes), for [`Lsn::as_end`].
     wal_geometry: (AtomicU64, AtomicU64),
     next: AtomicUsize,
+    /// The newest primary position the tracker read (a token beyond it is checked once).
+    primary_seen: AtomicU64,
+    /// Asks the tracker for a round now (a read is waiting).
+    kick: tokio::sync::Notify,
+    /// Counts the tracker's rounds (waiting reads look again after each).
+    rounds: tokio::sync::watch::Sender<u64>,
 }
 
 impl Replicas {
-    /// The replicas of `settings` over `primary` (pools opened lazily with `connect`'s options:
-    /// see [`crate::db::replica_pool`]). Errors: a URL that does not parse.
+    /// The replicas of `settings` over `primary` (pools opened lazily with
+    /// [`crate::db::connect`]'s options). Errors: a URL that does not parse.
     pub fn new(primary: PgPool, settings: ReplicaSettings, statement_timeout_ms: u64, acquire_timeout_ms: u64) -> anyhow::Result<Self> {
         let mut members = Vec::new();
         for url in &settings.urls {
-            let pool = crate::db::replica_pool(url, settings.pool_max, statement_timeout_ms, acquire_timeout_ms)?;
+            let replayed = Arc::new(AtomicU64::new(0));
+            let known = replayed.clone();
+            // A new connection may reach a server that restarted behind what was polled before.
+            let pool = crate::db::pool_options(settings.pool_max, acquire_timeout_ms)
+                .after_connect(move |conn, _| {
+                    let known = known.clone();
+                    Box::pin(async move {
+                        let now = tracker::replayed(conn).await?.map_or(0, |l| l.0);
+                        known.fetch_min(now, Ordering::AcqRel);
+                        Ok(())
+                    })
+                })
+                .connect_lazy_with(crate::db::connect_options(url, statement_timeout_ms)?);
             let label = {
                 let o = pool.connect_options();
                 format!("{}:{}/{}", o.get_host(), o.get_port(), o.get_database().unwrap_or_default())
             };
-            members.push(Replica { label, pool, replayed: AtomicU64::new(0), up: AtomicBool::new(false), fresh: AtomicBool::new(false) });
+            members.push(Replica { label, pool, replayed, up: AtomicBool::new(false), fresh: AtomicBool::new(false) });
         }
         Ok(Self {
             primary,
@@ -132,6 +162,9 @@ impl Replicas {
             schema_floor: AtomicU64::new(0),
             wal_geometry: (AtomicU64::new(0), AtomicU64::new(0)),
             next: AtomicUsize::new(0),
+            primary_seen: AtomicU64::new(0),
+            kick: tokio::sync::Notify::new(),
+            rounds: tokio::sync::watch::Sender::new(0),
         })
     }
 
@@ -155,7 +188,10 @@ impl Replicas {
     pub async fn primary_position(&self) -> Result<Lsn, sqlx::Error> {
         let (block, segment) = self.geometry().await?;
         let text: String = sqlx::query_scalar("SELECT pg_current_wal_insert_lsn()::text").fetch_one(&self.primary).await?;
-        Ok(Lsn::parse(&text).unwrap_or_default().as_end(block, segment))
+        let lsn = Lsn::parse(&text).ok_or_else(|| sqlx::Error::Protocol(format!("pg_current_wal_insert_lsn() answered {text:?}")))?;
+        let lsn = lsn.as_end(block, segment);
+        self.primary_seen.fetch_max(lsn.0, Ordering::AcqRel);
+        Ok(lsn)
     }
 
     /// The primary's `wal_block_size` and `wal_segment_size` (read once).
@@ -189,68 +225,4 @@ impl Replicas {
         };
         self.schema_floor.store(floor, Ordering::Release);
     }
-
-    /// Where a read holding `token` (a write's consistency token, if the client sent one) goes:
-    /// see the module docs. Never fails: the primary is the fallback.
-    pub async fn route(&self, token: Option<Lsn>) -> Route {
-        let route = self.choose(token).await;
-        let target = if route.replica.is_some() { "replica" } else { "primary" };
-        service_runtime::metrics::global().db_reads.get_or_create(&vec![("target", target.to_owned())]).inc();
-        route
-    }
-
-    async fn choose(&self, token: Option<Lsn>) -> Route {
-        if self.members.is_empty() {
-            return self.primary();
-        }
-        let need = token.map_or(0, |t| t.0).max(self.schema_floor.load(Ordering::Acquire));
-        if need == u64::MAX {
-            return self.primary();
-        }
-        if let Some(i) = self.pick(need) {
-            return Route { pool: self.members[i].pool.clone(), replica: Some(i) };
-        }
-        // No usable replica has replayed `need` as last polled: ask them until the wait is over.
-        let deadline = tokio::time::Instant::now() + self.settings.wait;
-        while tokio::time::Instant::now() < deadline {
-            for (i, r) in self.members.iter().enumerate().filter(|(_, r)| r.usable()) {
-                if let Ok(Some(lsn)) = tokio::time::timeout_at(deadline, tracker::replayed(&r.pool)).await.unwrap_or(Ok(None)) {
-                    r.replayed.fetch_max(lsn.0, Ordering::AcqRel);
-                    if lsn.0 >= need {
-                        return Route { pool: r.pool.clone(), replica: Some(i) };
-                    }
-                }
-            }
-            if !self.members.iter().any(Replica::usable) {
-                break;
-            }
-            tokio::time::sleep_until(deadline.min(tokio::time::Instant::now() + Duration::from_millis(2))).await;
-        }
-        self.primary()
-    }
-
-    /// A usable replica that has replayed `need` (its index), round-robin.
-    fn pick(&self, need: u64) -> Option<usize> {
-        let n = self.members.len();
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        (0..n).map(|i| (start + i) % n).find(|&i| self.members[i].usable() && self.members[i].replayed.load(Ordering::Acquire) >= need)
-    }
-
-    /// A read on `route` failed for its replica ([`retry_on_primary`]): the replica is skipped
-    /// until the tracker sees it answer again.
-    pub fn failed(&self, route: &Route) {
-        if let Some(r) = route.replica.and_then(|i| self.members.get(i)) {
-            tracing::warn!(replica = %r.label, "read replica unreachable: reading from the primary");
-            r.up.store(false, Ordering::Release);
-            r.replayed.store(0, Ordering::Release);
-        }
-    }
-
-    /// The primary's route (a read retried after its replica failed).
-    pub fn primary(&self) -> Route {
-        Route { pool: self.primary.clone(), replica: None }
-    }
 }
-
-/// The replicas of a state handed around (see [`crate::AppState::replicas`]).
-pub type SharedReplicas = Arc<Replicas>;

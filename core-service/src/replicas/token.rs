@@ -34,7 +34,9 @@ pub fn from_metadata(md: &tonic::metadata::MetadataMap) -> Result<Option<Lsn>, A
 
 /// The hook of the server's [`service_runtime::grpc::RpcLayer`] stamping answers: with read
 /// replicas configured, a successful call of an RPC that [`issues_token`] gets the primary's
-/// position read once the handler returned (so after its commit) as [`CONSISTENCY_METADATA`].
+/// position read once the handler returned (so after its commit) as [`CONSISTENCY_METADATA`];
+/// when it cannot be read, the highest position (`FFFFFFFF/FFFFFFFF`), which reads take to
+/// the primary at once.
 pub fn answer_hook(replicas: Arc<Replicas>) -> service_runtime::grpc::AnswerHook {
     Arc::new(move |path: &str| {
         if !replicas.enabled() || !issues_token(path) {
@@ -42,13 +44,12 @@ pub fn answer_hook(replicas: Arc<Replicas>) -> service_runtime::grpc::AnswerHook
         }
         let replicas = replicas.clone();
         Some(Box::pin(async move {
-            match replicas.primary_position().await {
-                Ok(lsn) => http::HeaderValue::from_str(&lsn.to_string()).ok().map(|v| (http::HeaderName::from_static(CONSISTENCY_METADATA), v)),
-                Err(e) => {
-                    tracing::warn!(error = %e, "no consistency token: reading the primary's WAL position failed");
-                    None
-                }
-            }
+            let lsn = replicas.primary_position().await.unwrap_or_else(|e| {
+                // Failing safe: the highest token sends the client's reads to the primary.
+                tracing::warn!(error = %e, "reading the primary's WAL position failed: answering the highest consistency token");
+                Lsn(u64::MAX)
+            });
+            http::HeaderValue::from_str(&lsn.to_string()).ok().map(|v| (http::HeaderName::from_static(CONSISTENCY_METADATA), v))
         }))
     })
 }

@@ -1,7 +1,8 @@
 //! The positions of the primary and its replicas, polled every DB_REPLICA_POLL_MS (see
 //! [`crate::replicas`]).
 //!
-//! Each round reads the primary's WAL position and keeps it with the time it was read (the
+//! Rounds run every DB_REPLICA_POLL_MS, and at once (at most every 2 ms) when a read waits for
+//! a newer position than the last round saw. Each round reads the primary's WAL position and keeps it with the time it was read (the
 //! last DB_REPLICA_MAX_LAG_MS of them, at most [`MAX_SAMPLES`]); then asks each replica what it
 //! has replayed. A replica's lag is the age of the oldest kept primary position it has not
 //! replayed (0 when it replayed the newest): so an idle primary never makes a replica look
@@ -20,10 +21,11 @@ use std::time::{Duration, Instant};
 /// Most primary positions kept.
 pub const MAX_SAMPLES: usize = 100_000;
 
-/// What `pool`'s server has replayed (`None` when it is not in recovery). Errors: database
-/// errors.
-pub async fn replayed(pool: &sqlx::PgPool) -> Result<Option<Lsn>, sqlx::Error> {
-    let text: Option<String> = sqlx::query_scalar("SELECT pg_last_wal_replay_lsn()::text").fetch_one(pool).await?;
+/// What the server behind `conn` has replayed; `None` when it is not in recovery (a primary,
+/// or a replica promoted since: its last replayed position stays, but it takes writes of its
+/// own). Errors: database errors.
+pub async fn replayed<'c, E: sqlx::PgExecutor<'c>>(conn: E) -> Result<Option<Lsn>, sqlx::Error> {
+    let text: Option<String> = sqlx::query_scalar("SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()::text END").fetch_one(conn).await?;
     Ok(text.as_deref().and_then(Lsn::parse))
 }
 
@@ -51,10 +53,8 @@ pub async fn run(replicas: Arc<Replicas>) {
     let mut samples: VecDeque<(Instant, Lsn)> = VecDeque::new();
     let mut cluster: Option<String> = None;
     let mut warned = vec![false; replicas.members.len()];
-    let mut ticks = tokio::time::interval(poll);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        ticks.tick().await;
+        replicas.next_round(poll).await;
         let now = Instant::now();
         match tokio::time::timeout(answer_within, replicas.primary_position()).await {
             Ok(Ok(lsn)) => {
@@ -79,6 +79,7 @@ pub async fn run(replicas: Arc<Replicas>) {
         for ((r, answer), warned) in replicas.members.iter().zip(answers).zip(warned.iter_mut()) {
             let replayed = match answer {
                 Ok(Ok((id, Some(lsn)))) if cluster.as_deref() == Some(id.as_str()) => Some(lsn),
+                // Not in recovery: a primary, or a replica promoted since.
                 Ok(Ok((id, _))) => {
                     if !*warned {
                         let why = if cluster.as_deref() == Some(id.as_str()) { "is not in recovery (promoted?)" } else { "belongs to another cluster" };
@@ -113,6 +114,7 @@ pub async fn run(replicas: Arc<Replicas>) {
                 }
             }
         }
+        replicas.round_done();
     }
 }
 

@@ -9,8 +9,16 @@
 //! HTTP response carries it as the `X-Consistency-Token` header and the [`COOKIE`] cookie, so a
 //! browser sends it back without doing anything and other clients copy the header.
 //!
-//! WebSocket messages (realtime, GraphQL subscriptions) are handled outside any request: their
-//! reads carry no token and their writes answer none.
+//! Work a request hands to a task of its own (a background export, a GraphQL reply's later
+//! lists) takes the slot along with [`carry`]. WebSocket messages (realtime, GraphQL
+//! subscriptions) are handled outside any request: their reads carry no token and their writes
+//! answer none.
+//!
+//! The cookie takes the session cookie's attributes (SESSION_COOKIE_SECURE,
+//! SESSION_COOKIE_SAME_SITE, SESSION_COOKIE_DOMAIN). A cookie that is not a WAL position is
+//! ignored (it may come from another site of the same domain); a header that is not one is the
+//! client's mistake, answered `400 INVALID_QUERY` by the core. Two writes answered at once may
+//! set the cookie in either order: a client that must read both sends the newer token itself.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -36,16 +44,30 @@ impl Slot {
         self.0.lock().ok().and_then(|s| s.0.clone())
     }
 
-    /// Keeps the token a call answered.
+    /// Keeps the token a call answered, unless the slot holds a newer one.
     pub fn issued(&self, token: http::HeaderValue) {
         if let Ok(mut s) = self.0.lock() {
-            *s = (Some(token), true);
+            let newer = match (s.0.as_ref().and_then(position), position(&token)) {
+                (Some(held), Some(new)) => new >= held,
+                _ => true,
+            };
+            if newer {
+                s.0 = Some(token);
+            }
+            s.1 = true;
         }
     }
 
     fn answered(&self) -> Option<http::HeaderValue> {
         self.0.lock().ok().and_then(|s| if s.1 { s.0.clone() } else { None })
     }
+}
+
+/// A token's WAL position (`<hex>/<hex>`, each at most 8 digits), to compare two tokens.
+fn position(token: &http::HeaderValue) -> Option<u64> {
+    let (high, low) = token.to_str().ok()?.split_once('/')?;
+    let group = |g: &str| ((1..=8).contains(&g.len()) && g.bytes().all(|b| b.is_ascii_hexdigit())).then(|| u64::from_str_radix(g, 16).ok()).flatten();
+    Some((group(high)? << 32) | group(low)?)
 }
 
 tokio::task_local! {
@@ -57,9 +79,31 @@ pub fn current() -> Option<Arc<Slot>> {
     SLOT.try_with(Arc::clone).ok()
 }
 
-/// The token a request sends: its `X-Consistency-Token` header, else its [`COOKIE`] cookie.
+/// The token a request sends: its `X-Consistency-Token` header, else its [`COOKIE`] cookie
+/// when that is a WAL position.
 pub fn from_request(headers: &http::HeaderMap) -> Option<http::HeaderValue> {
-    headers.get(HEADER).cloned().or_else(|| crate::cookies::get(headers, COOKIE).and_then(|c| http::HeaderValue::from_str(&c).ok()))
+    headers
+        .get(HEADER)
+        .cloned()
+        .or_else(|| crate::cookies::get(headers, COOKIE).and_then(|c| http::HeaderValue::from_str(&c).ok()).filter(|v| position(v).is_some()))
+}
+
+/// `work` with the current request's slot (see the module docs): for a task the request spawns.
+pub fn carry<F: Future>(work: F) -> impl Future<Output = F::Output> {
+    let slot = current();
+    async move {
+        match slot {
+            Some(slot) => SLOT.scope(slot, work).await,
+            None => work.await,
+        }
+    }
+}
+
+/// The session cookie's attributes (read once; defaults when unreadable, as the edges refuse
+/// to start with unreadable cookie settings anyway).
+fn cookie_settings() -> &'static Option<crate::cookies::CookieSettings> {
+    static SETTINGS: std::sync::OnceLock<Option<crate::cookies::CookieSettings>> = std::sync::OnceLock::new();
+    SETTINGS.get_or_init(|| crate::cookies::CookieSettings::from_env().ok())
 }
 
 /// Handles a request (`handle`) with a token slot holding `token` (the request's:
@@ -72,13 +116,18 @@ where
     let slot = Arc::new(Slot(Mutex::new((token, false))));
     let mut res = SLOT.scope(slot.clone(), handle).await;
     if let Some(token) = slot.answered() {
-        let cookie = cookie::Cookie::build((COOKIE, token.to_str().unwrap_or_default().to_owned()))
-            .http_only(true)
-            .path("/")
-            .same_site(cookie::SameSite::Lax)
-            .max_age(cookie::time::Duration::seconds(COOKIE_MAX_AGE_SECS))
-            .build()
-            .to_string();
+        let value = token.to_str().unwrap_or_default();
+        let max_age = cookie::time::Duration::seconds(COOKIE_MAX_AGE_SECS);
+        let cookie = match cookie_settings() {
+            Some(settings) => settings.build_named(crate::cookies::Kind::Session, COOKIE, value, max_age),
+            None => cookie::Cookie::build((COOKIE, value.to_owned()))
+                .http_only(true)
+                .path("/")
+                .same_site(cookie::SameSite::Lax)
+                .max_age(max_age)
+                .build()
+                .to_string(),
+        };
         if let Ok(cookie) = http::HeaderValue::from_str(&cookie) {
             res.headers_mut().append(http::header::SET_COOKIE, cookie);
         }
@@ -90,6 +139,22 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slot_keeps_the_newest_token() {
+        let slot = Slot(Mutex::new((Some(http::HeaderValue::from_static("1/0")), false)));
+        slot.issued(http::HeaderValue::from_static("0/FFFFFFFF"));
+        assert_eq!(slot.answered(), Some(http::HeaderValue::from_static("1/0")));
+        slot.issued(http::HeaderValue::from_static("1/10"));
+        assert_eq!(slot.answered(), Some(http::HeaderValue::from_static("1/10")));
+    }
+
+    #[test]
+    fn a_cookie_that_is_no_position_is_ignored() {
+        let mut h = http::HeaderMap::new();
+        h.insert(http::header::COOKIE, http::HeaderValue::from_static("cdapi_consistency=garbage"));
+        assert_eq!(from_request(&h), None);
+    }
 
     #[test]
     fn the_header_wins_over_the_cookie() {

@@ -75,11 +75,17 @@ impl CookieSettings {
     }
 
     fn build(&self, kind: Kind, value: &str, max_age: cookie::time::Duration) -> String {
+        self.build_named(kind, self.name(kind), value, max_age)
+    }
+
+    /// `Set-Cookie` value of a cookie `name` with the attributes of the `kind` cookie
+    /// (httpOnly, `Path=/`, SameSite, Secure and Domain as configured).
+    pub fn build_named(&self, kind: Kind, name: &str, value: &str, max_age: cookie::time::Duration) -> String {
         let (secure, same_site, domain) = match kind {
             Kind::Refresh => (self.secure.0, self.same_site.0, &self.domain.0),
             Kind::Session => (self.secure.1, self.same_site.1, &self.domain.1),
         };
-        let mut c = Cookie::build((self.name(kind).to_owned(), value.to_owned()))
+        let mut c = Cookie::build((name.to_owned(), value.to_owned()))
             .http_only(true)
             .path("/")
             .same_site(same_site)

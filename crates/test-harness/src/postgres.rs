@@ -133,6 +133,12 @@ impl PrivatePostgres {
         run(&self.bin.join("pg_ctl"), &["-D", &data.to_string_lossy(), "-l", &log.to_string_lossy(), "-w", "-t", "60", "start"])
     }
 
+    /// Promotes a replica ([`Self::replica`]) to a primary of its own (`pg_ctl promote`); returns
+    /// once it is. Errors: pg_ctl failing.
+    pub fn promote(&self) -> Result<()> {
+        run(&self.bin.join("pg_ctl"), &["-D", &self.home.join("data").to_string_lossy(), "-w", "promote"])
+    }
+
     /// Stops the server (fast shutdown: sessions are cut, as in a restart). Errors: pg_ctl failing.
     pub fn halt(&self) -> Result<()> {
         self.stop("fast")
