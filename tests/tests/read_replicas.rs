@@ -13,6 +13,7 @@
 //! - a malformed token is INVALID_QUERY;
 //! - a forged token (beyond anything written) and reads of users go to the primary;
 //! - a cookie that is no WAL position is ignored;
+//! - a replica more than DB_REPLICA_MAX_LAG_MS behind is skipped until it catches up;
 //! - a replica that stops is skipped at once (no failed read), and used again once it is back;
 //!   once promoted (no longer following the primary), it is never read from.
 //!
@@ -244,4 +245,38 @@ async fn graphql_and_grpc_carry_the_token_and_a_stopped_replica_is_skipped() {
         tags_named(&a, "nothing", &[]).await;
         assert_eq!(reads(&a).await, (p + 1.0, r), "a promoted replica stays skipped");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_too_far_behind_is_skipped_until_it_catches_up() {
+    let lag_env = [("DB_REPLICA_MAX_LAG_MS", "500"), ("DB_REPLICA_WAIT_MS", "100"), ("DB_REPLICA_POLL_MS", "20")];
+    let spec = Spec {
+        name: Some("read_replicas_lag".into()),
+        // Applying 4 s late: more than DB_REPLICA_MAX_LAG_MS behind for 3.5 s after a write.
+        read_replica: Some(4_000),
+        core_env: lag_env.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+        ..spec()
+    };
+    let app = tokio::task::spawn_blocking(move || start(spec)).await.expect("join").expect("environment");
+    eventually("reads go to the replica", || async {
+        let before = reads(&app).await.1;
+        tags_named(&app, "nothing", &[]).await;
+        reads(&app).await.1 > before
+    })
+    .await;
+    create_tag(&app, "lag-one").await;
+    // Past DB_REPLICA_MAX_LAG_MS and well before the replica applies the write: it is skipped,
+    // so even a read without a token sees the write, from the primary.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let (p0, r0) = reads(&app).await;
+    assert_eq!(tags_named(&app, "lag-one", &[]).await, vec![json!({"name": "lag-one"})], "served by the primary");
+    let (p1, r1) = reads(&app).await;
+    assert_eq!((p1 - p0, r1 - r0), (1.0, 0.0), "a replica too far behind is skipped");
+    // Caught up: read from again.
+    eventually("the replica is read from once it caught up", || async {
+        let before = reads(&app).await.1;
+        assert_eq!(tags_named(&app, "lag-one", &[]).await, vec![json!({"name": "lag-one"})]);
+        reads(&app).await.1 > before
+    })
+    .await;
 }
