@@ -34,6 +34,12 @@ pub struct Sql {
     pub text: String,
     /// Parameters; `params[i]` is `$(i+1)`.
     pub params: Vec<Param>,
+    /// The collections whose rows the statement reads (each once, in the order first read):
+    /// what a cached result of it depends on (see [`crate::cache`]).
+    pub reads: Vec<String>,
+    /// Whether the result depends on more than the rows read (the clock: `$NOW`), so it is
+    /// never cached.
+    pub volatile: bool,
     alias_counter: usize,
 }
 
@@ -49,6 +55,13 @@ impl Sql {
     pub fn cast_param(&mut self, value: String, db_type: &str) -> String {
         let p = self.param(Param::Text(value));
         format!("CAST({p} AS {db_type})")
+    }
+
+    /// Notes that the statement reads rows of `collection`.
+    pub fn reads(&mut self, collection: &str) {
+        if !self.reads.iter().any(|c| c == collection) {
+            self.reads.push(collection.to_owned());
+        }
     }
 
     /// A fresh table alias (`t1`, `t2`, ...); `t0` is the root.

@@ -169,6 +169,7 @@ impl<'a> Planner<'a> {
     /// snapshot: it may name fields the caller cannot read) and its text reused.
     /// For `directus_versions` and `directus_revisions`, see [`version_rows`].
     pub fn source(&mut self, collection: &crate::schema::Collection) -> Result<String, ApiError> {
+        self.sql.reads(&collection.name);
         let rows = self.permitted_rows(collection)?;
         self.version_rows(collection, rows)
     }

@@ -37,8 +37,12 @@ impl Planner<'_> {
     fn operand_sql(&mut self, t: &Target, operand: Operand) -> Result<String, ApiError> {
         Ok(match operand {
             Operand::Text(text) => self.sql.cast_param(text, &t.db_type),
-            Operand::Now(None) => format!("CAST(now() AS {})", t.db_type),
+            Operand::Now(None) => {
+                self.sql.volatile = true;
+                format!("CAST(now() AS {})", t.db_type)
+            }
             Operand::Now(Some(interval)) => {
+                self.sql.volatile = true;
                 let p = self.sql.param(Param::Text(interval));
                 format!("CAST(now() + CAST({p} AS interval) AS {})", t.db_type)
             }

@@ -345,6 +345,24 @@ mod tests {
     }
 
     #[test]
+    fn statements_know_what_they_read_and_whether_the_clock_counts() -> Result<(), ApiError> {
+        // What a cached answer depends on (crate::cache): every collection read, at any depth,
+        // in fields and filters alike.
+        let mut st = plan(Query { fields: paths(&["id", "author.articles.title"]), ..Default::default() })?;
+        st.sql.reads.sort();
+        assert_eq!(st.sql.reads, ["articles", "authors"]);
+        assert!(!st.sql.volatile);
+        let f = |v: serde_json::Value| query_language::query_json::filter_from_json(&v, 0).ok().flatten();
+        let mut st = plan(Query { fields: paths(&["id"]), filter: f(serde_json::json!({"author": {"name": {"_eq": "x"}}})), ..Default::default() })?;
+        st.sql.reads.sort();
+        assert_eq!(st.sql.reads, ["articles", "authors"]);
+        assert!(!st.sql.volatile);
+        let st = plan(Query { fields: paths(&["id"]), filter: f(serde_json::json!({"id": {"_lt": "$NOW"}})), ..Default::default() })?;
+        assert!(st.sql.volatile, "$NOW makes a statement volatile: {}", st.sql.text);
+        Ok(())
+    }
+
+    #[test]
     fn sort_through_m2o_joins_once_and_appends_the_key() -> Result<(), ApiError> {
         let st = plan(Query {
             sort: ["-author.name", "title"].iter().map(|s| query_language::paths::parse_sort(s).expect("sort")).collect(),
