@@ -32,6 +32,9 @@ pub struct Caller {
     /// The newest write the caller has seen (`x-consistency-token`): reads served from a
     /// replica must have replayed it (see [`crate::replicas`]).
     pub consistency: Option<crate::replicas::lsn::Lsn>,
+    /// Whether reads skip the result cache (`Cache-Control: no-store` with CACHE_SKIP_ALLOWED;
+    /// see [`crate::cache`]).
+    pub skip_cache: bool,
 }
 
 impl Caller {

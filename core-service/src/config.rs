@@ -63,6 +63,9 @@ pub struct Settings {
     /// DATABASE_REPLICA_URLS, DB_REPLICA_POOL_MAX, DB_REPLICA_WAIT_MS, DB_REPLICA_MAX_LAG_MS,
     /// DB_REPLICA_POLL_MS: see [`crate::replicas::ReplicaSettings`].
     pub replicas: crate::replicas::ReplicaSettings,
+    /// CACHE_ENABLED, CACHE_TTL, CACHE_MAX_ENTRY_BYTES, CACHE_FENCE_TIMEOUT_MS: see
+    /// [`crate::cache::CacheSettings`].
+    pub cache: crate::cache::CacheSettings,
 }
 
 impl Settings {
@@ -106,6 +109,7 @@ impl Settings {
             retention: crate::activity::retention::RetentionSettings::from_env()?,
             streams: crate::grpc::stream_budget::StreamSettings::from_env(pool_max)?,
             replicas: crate::replicas::ReplicaSettings::from_env(pool_max)?,
+            cache: crate::cache::CacheSettings::from_env()?,
         })
     }
 }
@@ -134,6 +138,7 @@ impl std::fmt::Debug for Settings {
             .field("redis_url", &self.redis_url.as_deref().map(mask_url))
             .field("redis_prefix", &self.redis_prefix)
             .field("replicas", &self.replicas.urls.iter().map(|u| mask_url(u)).collect::<Vec<_>>())
+            .field("cache", &self.cache)
             .finish()
     }
 }

@@ -25,9 +25,11 @@
 pub mod activity;
 pub mod asset_settings;
 pub mod auth;
+pub mod cache;
 pub mod config;
 pub mod db;
 pub mod directus_import;
+pub mod events;
 pub mod files;
 pub mod grpc;
 pub mod permissions;
@@ -80,6 +82,8 @@ pub struct AppState {
     pub files: files::Storage,
     /// This replica's realtime subscriptions.
     pub realtime: Arc<realtime::hub::Hub>,
+    /// The result cache shared by every replica (disabled unless CACHE_ENABLED).
+    pub cache: Arc<cache::ResultCache>,
     /// The version of the newest snapshot, announced to `WatchSchema` streams.
     pub schema_changed: tokio::sync::watch::Sender<u64>,
     /// Turns true when the server starts shutting down, so open streams end and the drain can
@@ -114,7 +118,8 @@ impl AppState {
         let client = activity::Client::from_metadata(md);
         // Read only where it routes reads: without replicas a token means nothing.
         let consistency = if self.replicas.enabled() { replicas::token::from_metadata(md)? } else { None };
-        Ok(auth::Caller { schema, read, access, vars, accounts, expires_at: who.expires_at, client, consistency })
+        let skip_cache = self.cache.settings().skip_allowed && cache::asks_to_skip(md);
+        Ok(auth::Caller { schema, read, access, vars, accounts, expires_at: who.expires_at, client, consistency, skip_cache })
     }
 
     /// A snapshot introspected now, not swapped in (schema changes validate against it, so a
@@ -144,58 +149,12 @@ impl AppState {
         // Before the swap: no read planned on this snapshot goes to a replica lacking its tables.
         self.replicas.schema_read().await;
         self.schema.store(snapshot.clone());
-        if self.realtime.settings().enabled {
-            realtime::triggers::install(&self.pool, &snapshot).await;
+        if self.realtime.settings().enabled || self.cache.enabled() {
+            self.cache.set_announced(realtime::triggers::install(&self.pool, &snapshot).await);
         }
         self.schema_changed.send_replace(version);
         tracing::info!(version, collections = snapshot.collections.len(), "schema snapshot loaded");
         Ok(snapshot)
-    }
-}
-
-/// Channel on which the database announces schema changes (migration 0004).
-pub const SCHEMA_CHANNEL: &str = "cdapi_schema_changed";
-
-/// Rebuilds the snapshot whenever the database announces a schema change (DDL, or a change to
-/// `cdapi.relations` / `cdapi.collections` / `cdapi.fields`): at once, notifications queued
-/// meanwhile folded into one rebuild (a migration of many statements costs a few rebuilds, not
-/// one per statement). Reconnects with backoff when the listener drops; a
-/// rebuild is made after each reconnect, as notifications may have been missed.
-async fn watch_schema(state: Arc<AppState>) {
-    let mut backoff = Duration::from_millis(500);
-    loop {
-        match sqlx::postgres::PgListener::connect_with(&state.pool).await {
-            Ok(mut listener) => {
-                if let Err(e) = listener.listen(SCHEMA_CHANNEL).await {
-                    tracing::warn!(error = %e, "LISTEN failed");
-                } else {
-                    backoff = Duration::from_millis(500);
-                    loop {
-                        match listener.recv().await {
-                            Ok(_) => {
-                                // Rebuild at once (a collection made through another replica
-                                // serves here within one rebuild); what is already queued is
-                                // folded into this rebuild, what comes during it into the next.
-                                while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(1), listener.recv()).await {}
-                                if let Err(e) = state.reload_schema().await {
-                                    tracing::warn!(error = %e, "schema reload failed");
-                                }
-                            }
-                            Err(e) => {
-                                tracing::warn!(error = %e, "schema listener lost its connection");
-                                break;
-                            }
-                        }
-                    }
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "schema listener cannot connect"),
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(30));
-        if let Err(e) = state.reload_schema().await {
-            tracing::warn!(error = %e, "schema reload failed");
-        }
     }
 }
 
@@ -240,6 +199,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         Some(url) => Some(access_token::sessions::Redis::new(url, &settings.redis_prefix)?),
         None => None,
     };
+    let cache = Arc::new(cache::ResultCache::new(settings.cache, redis.as_ref())?);
     let replicas = Arc::new(replicas::Replicas::new(pool.clone(), settings.replicas.clone(), settings.statement_timeout_ms, settings.acquire_timeout_ms)?);
     let state = Arc::new(AppState {
         replicas: replicas.clone(),
@@ -257,6 +217,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         db_schema: settings.database_schema.clone(),
         files: files::Storage::open(&settings.files)?,
         realtime: Arc::new(realtime::hub::Hub::new(settings.realtime)),
+        cache: cache.clone(),
         version: AtomicU64::new(0),
     });
     state.files.sweep(&state.pool).await;
@@ -265,12 +226,11 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
         tokio::spawn(replicas::tracker::run(replicas.clone()));
     }
     state.reload_schema().await.map_err(|e| anyhow::anyhow!("loading the schema failed: {e}"))?;
-    tokio::spawn(watch_schema(state.clone()));
+    tokio::spawn(events::listen(state.clone()));
     tokio::spawn(write::keys::prune(state.pool.clone(), settings.writes.key_ttl_secs));
     tokio::spawn(activity::retention::prune(state.pool.clone(), settings.retention));
     if settings.realtime.enabled {
         tokio::spawn(state.realtime.clone().run(state.clone()));
-        tokio::spawn(realtime::listen(state.clone()));
     }
 
     let (health, health_service) = service_runtime::grpc::Health::new().await;
@@ -289,7 +249,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
 
     tracing::info!(addr = %listener.local_addr()?, "core-service listening (gRPC)");
     tonic::transport::Server::builder()
-        .layer(service_runtime::grpc::RpcLayer::with_answer_hook(replicas::token::answer_hook(replicas)))
+        .layer(service_runtime::grpc::RpcLayer::with_answer_hook(replicas::token::answer_hook(replicas, cache, state.pool.clone())))
         .add_service(health_service)
         .add_service(reflection)
         .add_service(ItemsServiceServer::with_interceptor(grpc::items::Items::new(state.clone()), peer_as_client_ip))

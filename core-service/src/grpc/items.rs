@@ -5,6 +5,7 @@
 use super::request_span;
 use crate::AppState;
 use crate::auth::Caller;
+use crate::cache;
 use crate::query::Planner;
 use crate::query::read::{ReadShape, ReadStatement};
 use crate::schema::Collection;
@@ -42,11 +43,23 @@ impl Items {
     /// consistency token or on the primary ([`crate::replicas::Replicas::route`]); returns (data
     /// JSON, meta JSON or empty). With `by_key`, a value that cannot be of the key's type means no
     /// such item: FORBIDDEN (docs/security.md "Threat model").
+    ///
+    /// With the result cache on, the answer may come from it, and an answer read on the
+    /// primary is stored in it ([`crate::cache`]).
     async fn run(&self, caller: &Caller, collection: &str, st: ReadStatement, by_key: bool) -> Result<(Option<String>, Bytes), ApiError> {
+        let slot = self.state.cache.lookup(&st.sql, caller.skip_cache).await;
+        if let cache::Slot::Hit(value) = &slot
+            && let Some((data, meta)) = cache::decode(value)
+        {
+            self.state.limits.check_bytes(data.as_ref().map_or(0, String::len))?;
+            return Ok((data, meta));
+        }
         let route = self.state.replicas.route(collection, caller.consistency).await;
+        let mut on_primary = route.replica.is_none();
         let row = match st.sql.query().fetch_one(&route.pool).await {
             Err(e) if route.replica.is_some() && crate::replicas::retry_on_primary(&e) => {
                 self.state.replicas.failed(&route);
+                on_primary = true;
                 st.sql.query().fetch_one(&self.state.pool).await
             }
             done => done,
@@ -55,6 +68,14 @@ impl Items {
         let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
         self.state.limits.check_bytes(data.as_ref().map_or(0, String::len))?;
         let meta = meta_of(&row, st.total_count, st.filter_count)?;
+        // A replica may be behind the generations the entry is stored under: only the
+        // primary's answers are kept.
+        if let cache::Slot::Miss(key) = slot
+            && on_primary
+        {
+            let (cache, value) = (self.state.cache.clone(), cache::encode(data.as_deref(), &meta));
+            tokio::spawn(async move { cache.store(key, value).await });
+        }
         Ok((data, meta))
     }
 

@@ -139,7 +139,7 @@ impl Hub {
     }
 
     /// Queues an announcement for delivery (dropped, and logged, when the backlog is full).
-    pub fn announce(&self, _state: &Arc<AppState>, a: Announcement) {
+    pub fn announce(&self, a: Announcement) {
         if !self.by_collection.read().is_ok_and(|m| m.contains_key(&a.collection)) {
             return;
         }

@@ -4,7 +4,7 @@
 //! - The database announces writes: migration 0010's function, called by three statement-level
 //!   triggers per collection table ([`triggers`], installed by this process after each snapshot
 //!   load), sends `{c, e, k}` on the channel `cdapi_items` at commit, whoever wrote.
-//! - Each replica LISTENs ([`listen`]) and hands each announcement to its [`hub::Hub`], which
+//! - Each replica LISTENs ([`crate::events`]) and hands each announcement to its [`hub::Hub`], which
 //!   holds this replica's subscriptions (`ItemsService.Subscribe` streams): creates and updates
 //!   are read once per group of subscriptions with the same read view and query (the changed
 //!   keys added to the query's filter, through the subscriber's permissions), deletes carry
@@ -18,9 +18,6 @@
 pub mod hub;
 pub mod stream;
 pub mod triggers;
-
-use std::sync::Arc;
-use std::time::Duration;
 
 /// The channel item events are announced on (migration 0010).
 pub const ITEMS_CHANNEL: &str = "cdapi_items";
@@ -59,36 +56,4 @@ pub struct Announcement {
     /// The keys' text forms.
     #[serde(rename = "k")]
     pub keys: Vec<String>,
-}
-
-/// Hands every announcement to the hub, for as long as the process runs; reconnects with
-/// backoff when the connection drops (writes committed meanwhile are not announced again:
-/// subscribers are told nothing of them, as with any missed message of a realtime API).
-pub async fn listen(state: Arc<crate::AppState>) {
-    let mut backoff = Duration::from_millis(500);
-    loop {
-        match sqlx::postgres::PgListener::connect_with(&state.pool).await {
-            Ok(mut listener) => match listener.listen(ITEMS_CHANNEL).await {
-                Ok(()) => {
-                    backoff = Duration::from_millis(500);
-                    loop {
-                        match listener.recv().await {
-                            Ok(n) => match serde_json::from_str::<Announcement>(n.payload()) {
-                                Ok(a) => state.realtime.announce(&state, a),
-                                Err(e) => tracing::warn!(error = %e, "an item announcement is not readable"),
-                            },
-                            Err(e) => {
-                                tracing::warn!(error = %e, "the item event listener lost its connection");
-                                break;
-                            }
-                        }
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "LISTEN cdapi_items failed"),
-            },
-            Err(e) => tracing::warn!(error = %e, "the item event listener cannot connect"),
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(30));
-    }
 }

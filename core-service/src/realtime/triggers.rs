@@ -7,6 +7,7 @@
 
 use crate::query::keys::pk_expr;
 use crate::schema::Schema;
+use std::collections::HashSet;
 
 /// The trigger names, by statement.
 const TRIGGERS: [(&str, &str, &str); 3] = [
@@ -15,8 +16,10 @@ const TRIGGERS: [(&str, &str, &str); 3] = [
     ("cdapi_items_delete", "DELETE", "OLD TABLE AS old_rows"),
 ];
 
-/// Installs the triggers where they are missing (see the module docs). Errors are logged.
-pub async fn install(pool: &sqlx::PgPool, schema: &Schema) {
+/// Installs the triggers where they are missing (see the module docs). Returns the collections
+/// whose writes are announced: those that had or now have the three triggers (none when the
+/// database cannot be asked). Errors are logged.
+pub async fn install(pool: &sqlx::PgPool, schema: &Schema) -> HashSet<String> {
     let tables: Vec<(&str, &str, String)> = schema
         .collections
         .values()
@@ -24,7 +27,7 @@ pub async fn install(pool: &sqlx::PgPool, schema: &Schema) {
         .map(|c| (c.name.as_str(), c.table.as_str(), pk_expr(c, "t0")))
         .collect();
     if tables.is_empty() {
-        return;
+        return HashSet::new();
     }
     let names: Vec<&str> = tables.iter().map(|t| t.1).collect();
     let missing: Vec<String> = match sqlx::query_scalar(
@@ -38,14 +41,20 @@ pub async fn install(pool: &sqlx::PgPool, schema: &Schema) {
         Ok(m) => m,
         Err(e) => {
             tracing::warn!(error = %e, "looking for missing item-event triggers failed");
-            return;
+            return HashSet::new();
         }
     };
-    for (collection, table, key) in tables.iter().filter(|t| missing.iter().any(|m| m == t.1)) {
-        if let Err(e) = install_on(pool, collection, table, key).await {
+    let mut announced = HashSet::new();
+    for (collection, table, key) in &tables {
+        if !missing.iter().any(|m| m == table) {
+            announced.insert((*collection).to_owned());
+        } else if let Err(e) = install_on(pool, collection, table, key).await {
             tracing::warn!(collection, error = %e, "item events of this collection are not announced: its triggers could not be installed");
+        } else {
+            announced.insert((*collection).to_owned());
         }
     }
+    announced
 }
 
 /// The three triggers of one table, in one transaction. `collection` and `key` become string

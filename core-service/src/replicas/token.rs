@@ -32,18 +32,23 @@ pub fn from_metadata(md: &tonic::metadata::MetadataMap) -> Result<Option<Lsn>, A
     }
 }
 
-/// The hook of the server's [`service_runtime::grpc::RpcLayer`] stamping answers: with read
-/// replicas configured, a successful call of an RPC that [`issues_token`] gets the primary's
-/// position read once the handler returned (so after its commit) as [`CONSISTENCY_METADATA`];
-/// when it cannot be read, the highest position (`FFFFFFFF/FFFFFFFF`), which reads take to
-/// the primary at once.
-pub fn answer_hook(replicas: Arc<Replicas>) -> service_runtime::grpc::AnswerHook {
+/// The hook of the server's [`service_runtime::grpc::RpcLayer`] acknowledging writes: a
+/// successful call of an RPC that [`issues_token`] first waits for the result cache's fence
+/// ([`crate::cache::ResultCache::fence`], with the cache on), then, with read replicas
+/// configured, gets the primary's position read once the handler returned (so after its
+/// commit) as [`CONSISTENCY_METADATA`]; when it cannot be read, the highest position
+/// (`FFFFFFFF/FFFFFFFF`), which reads take to the primary at once.
+pub fn answer_hook(replicas: Arc<Replicas>, cache: Arc<crate::cache::ResultCache>, pool: sqlx::PgPool) -> service_runtime::grpc::AnswerHook {
     Arc::new(move |path: &str| {
-        if !replicas.enabled() || !issues_token(path) {
+        if !(replicas.enabled() || cache.enabled()) || !issues_token(path) {
             return None;
         }
-        let replicas = replicas.clone();
+        let (replicas, cache, pool) = (replicas.clone(), cache.clone(), pool.clone());
         Some(Box::pin(async move {
+            cache.fence(&pool).await;
+            if !replicas.enabled() {
+                return None;
+            }
             let lsn = replicas.primary_position().await.unwrap_or_else(|e| {
                 // Failing safe: the highest token sends the client's reads to the primary.
                 tracing::warn!(error = %e, "reading the primary's WAL position failed: answering the highest consistency token");

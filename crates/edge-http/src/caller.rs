@@ -1,7 +1,7 @@
 //! The caller of an HTTP request as the services see it: gRPC metadata `authorization`
 //! (`Bearer <token>`), `x-client-ip`, `x-request-id`, `traceparent`, and the `User-Agent` and
-//! `Origin` headers as `x-user-agent` and `x-origin` (recorded with the activity of writes)
-//! (docs/grpc-api.md).
+//! `Origin` headers as `x-user-agent` and `x-origin` (recorded with the activity of writes),
+//! and `Cache-Control` as `cache-control` (docs/grpc-api.md).
 //!
 //! As Directus docs "Authentication" say, the token comes from the `Authorization` header, the
 //! `access_token` query parameter (both at once: INVALID_PAYLOAD, docs/authentication.md), or
@@ -27,6 +27,9 @@ pub struct Caller {
     pub user_agent: Option<http::HeaderValue>,
     /// The `Origin` header.
     pub origin: Option<http::HeaderValue>,
+    /// The `Cache-Control` header, passed on as `cache-control` (`no-store` skips the result
+    /// cache where CACHE_SKIP_ALLOWED; docs/scaling.md "The result cache").
+    pub cache_control: Option<http::HeaderValue>,
 }
 
 impl Caller {
@@ -53,7 +56,8 @@ impl Caller {
         let traceparent = service_runtime::otel::current_traceparent().unwrap_or_else(|| service_runtime::trace::TraceParent::next_hop(incoming, &request_id));
         let user_agent = headers.get(http::header::USER_AGENT).cloned();
         let origin = headers.get(http::header::ORIGIN).cloned();
-        Ok(Self { bearer, client_ip, request_id, traceparent, user_agent, origin })
+        let cache_control = headers.get(http::header::CACHE_CONTROL).cloned();
+        Ok(Self { bearer, client_ip, request_id, traceparent, user_agent, origin, cache_control })
     }
 
     /// Writes the caller into a gRPC call's metadata. Errors: INVALID_CREDENTIALS for a token
@@ -75,7 +79,7 @@ impl Caller {
         if let Ok(v) = self.traceparent.to_string().parse() {
             md.insert("traceparent", v);
         }
-        for (key, value) in [("x-user-agent", &self.user_agent), ("x-origin", &self.origin)] {
+        for (key, value) in [("x-user-agent", &self.user_agent), ("x-origin", &self.origin), ("cache-control", &self.cache_control)] {
             if let Some(v) = value.as_ref().and_then(|v| tonic::metadata::MetadataValue::try_from(v.as_bytes()).ok()) {
                 md.insert(key, v);
             }

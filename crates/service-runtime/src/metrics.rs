@@ -58,6 +58,10 @@ pub struct Metrics {
     pub db_reads: Family<Labels, Counter>,
     /// Each read replica's lag at the last poll (milliseconds): label replica.
     pub db_replica_lag_ms: Family<Labels, Gauge>,
+    /// Result cache lookups: label result (`hit`, `miss`, `bypass`).
+    pub cache_lookups: Family<Labels, Counter>,
+    /// Result cache generations changed: label reason (`write`, `schema`, `reset`).
+    pub cache_invalidations: Family<Labels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -83,6 +87,8 @@ impl Metrics {
             dependency_up: Family::default(),
             db_reads: Family::default(),
             db_replica_lag_ms: Family::default(),
+            cache_lookups: Family::default(),
+            cache_invalidations: Family::default(),
         };
         let r = &mut m.registry;
         r.register("http_requests", "HTTP requests answered, by route template, method and status", m.http_requests.clone());
@@ -98,6 +104,8 @@ impl Metrics {
         r.register("dependency_up", "Whether a dependency answers its readiness check (1) or not (0)", m.dependency_up.clone());
         r.register("db_reads", "Item reads by where they ran (primary or replica)", m.db_reads.clone());
         r.register("db_replica_lag_milliseconds", "Each read replica's lag at the last poll", m.db_replica_lag_ms.clone());
+        r.register("cache_lookups", "Result cache lookups by result (hit, miss, bypass)", m.cache_lookups.clone());
+        r.register("cache_invalidations", "Result cache generations changed, by reason (write, schema, reset)", m.cache_invalidations.clone());
         m
     }
 
