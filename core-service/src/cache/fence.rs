@@ -26,8 +26,7 @@ pub struct Fences {
 
 impl Default for Fences {
     fn default() -> Self {
-        use argon2::password_hash::rand_core::{OsRng, RngCore};
-        Self { replica: format!("{:016x}", OsRng.next_u64()), next: AtomicU64::new(1), waiting: Mutex::default() }
+        Self { replica: super::fresh_generation(), next: AtomicU64::new(1), waiting: Mutex::default() }
     }
 }
 

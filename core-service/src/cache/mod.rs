@@ -292,10 +292,10 @@ pub fn digest(sql: &crate::sql::Sql) -> String {
             }
         }
     }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    access_token::hex(&h.finalize())
 }
 
-/// A new generation value: 16 random hex digits.
+/// A new generation value (also this replica's name in fences): 16 random hex digits.
 fn fresh_generation() -> String {
     use argon2::password_hash::rand_core::{OsRng, RngCore};
     format!("{:016x}", OsRng.next_u64())

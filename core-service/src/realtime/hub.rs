@@ -247,7 +247,7 @@ async fn deliver_items(state: &AppState, subscriptions: &[Arc<Subscription>], ki
     type Group = (Arc<Caller>, Query, Vec<Arc<Subscription>>);
     let mut groups: HashMap<String, Group> = HashMap::new();
     for (s, caller) in callers(state, subscriptions).await {
-        let key = format!("{:p}|{:?}|{:?}|{}", Arc::as_ptr(&caller.read), caller.vars.user, caller.vars.role, hex(&s.query.encode_to_vec()));
+        let key = format!("{:p}|{:?}|{:?}|{}", Arc::as_ptr(&caller.read), caller.vars.user, caller.vars.role, access_token::hex(&s.query.encode_to_vec()));
         groups.entry(key).or_insert_with(|| (caller.clone(), s.query.clone(), Vec::new())).2.push(s);
     }
     let reads = groups.into_values().map(|(caller, query, members)| async move {
@@ -275,10 +275,6 @@ async fn deliver_items(state: &AppState, subscriptions: &[Arc<Subscription>], ki
         }
     }
     gone
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The items `keys` of `collection` as `caller` reads them with `query`: a JSON array, `None`
