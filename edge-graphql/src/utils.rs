@@ -56,7 +56,7 @@ pub async fn resolve(ctx: &ResolverContext<'_>, util: Util) -> Result<Option<Fie
             FieldValue::value(true)
         }
         Util::Revert => {
-            edge_http::revert::revert(&backend.items, caller, arg(ctx, "revision")?).await?;
+            edge_http::revert::revert(&backend.items, &backend.schema, caller, arg(ctx, "revision")?).await?;
             FieldValue::value(true)
         }
         Util::CacheClear => {

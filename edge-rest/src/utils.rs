@@ -102,6 +102,6 @@ async fn sort(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str
 /// `POST /utils/revert/:revision` ([`edge_http::revert`]).
 async fn revert(state: &EdgeState, req: &HttpRequest, request_id: &str, revision: String) -> Result<Response, ApiError> {
     let (_, token) = url_query(req)?;
-    edge_http::revert::revert(&state.items, &req.caller(request_id, token)?, revision).await?;
+    edge_http::revert::revert(&state.items, &state.schema, &req.caller(request_id, token)?, revision).await?;
     Ok(reply::no_content())
 }

@@ -345,6 +345,70 @@ async fn revert_restores_a_revision_only_for_those_who_may_update_the_item() {
     assert_eq!(title().await, "Revert 32 second");
 }
 
+/// An update's revision lists the item's to-many keys as a read with `fields=*` does (as
+/// Directus records it); a role sees in those lists only the related items it can read; a
+/// revert sets the item's own fields back and leaves its lists alone (a list is cut at the
+/// nested limit, and re-applying it would unlink the items past it).
+#[tokio::test]
+async fn an_updates_revision_lists_to_many_keys_as_the_reader_may_see_them() {
+    let app = app(Dataset::DemoWrites);
+    let r = admin(app, Method::POST, "/items/authors", json!({"name": "Lister 32"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let author = id_of(&r.body["data"]);
+    let mut articles = Vec::new();
+    for (title, status) in [("Listed published 32", "published"), ("Listed draft 32", "draft")] {
+        let r = admin(app, Method::POST, "/items/articles", json!({"title": title, "status": status, "author": author.parse::<i64>().expect("key")})).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        articles.push(r.body["data"]["id"].clone());
+    }
+    let r = admin(app, Method::PATCH, &format!("/items/authors/{author}"), json!({"name": "Lister 32, renamed"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let rows = history(app, "authors", &author).await;
+    let data = rows[1]["revisions"][0]["data"].clone();
+    assert_eq!(data["name"], "Lister 32, renamed");
+    assert_eq!(data["articles"], json!(articles), "the O2M keys in the revision: {data}");
+    let live = admin(app, Method::GET, &format!("/items/authors/{author}?fields=articles"), Value::Null).await;
+    assert_eq!(data["articles"], live.body["data"]["articles"], "as a read with fields=* lists them");
+
+    // A role reading only published articles sees only the published one in the list.
+    let (token, _, _) = role(
+        app,
+        "ListReaders32",
+        json!([
+            {"collection": "authors", "action": "read", "fields": ["*"]},
+            {"collection": "articles", "action": "read", "permissions": {"status": {"_eq": "published"}}, "fields": ["*"]},
+            {"collection": "directus_revisions", "action": "read", "fields": ["*"]}
+        ]),
+    )
+    .await;
+    let path = format!("/revisions?filter[collection][_eq]=authors&filter[item][_eq]={author}&sort=id&fields=id,data");
+    let r = call(app, Some(&token), Method::GET, &path, None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["data"][1]["data"]["articles"], json!([articles[0]]), "a draft's key through a revision: {}", r.body);
+    let live = call(app, Some(&token), Method::GET, &format!("/items/authors/{author}?fields=articles"), None).await;
+    assert_eq!(live.body["data"]["articles"], json!([articles[0]]));
+    let g = graphql_as(
+        app,
+        "/graphql/system",
+        Some(&token),
+        &format!("{{ revisions(filter: {{item: {{_eq: \"{author}\"}}, collection: {{_eq: \"authors\"}}}}, sort: \"id\") {{ data }} }}"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(g.body["data"]["revisions"][1]["data"]["articles"], json!([articles[0]]), "through GraphQL: {}", g.body);
+
+    // Reverting the first update: the name is back, the article linked since stays linked.
+    let revision = id_of(&r.body["data"][1]);
+    admin(app, Method::PATCH, &format!("/items/authors/{author}"), json!({"name": "Lister 32, again"})).await;
+    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Listed later 32", "author": author.parse::<i64>().expect("key")})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = call(app, Some(ADMIN_TOKEN), Method::POST, &format!("/utils/revert/{revision}"), None).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    let r = admin(app, Method::GET, &format!("/items/authors/{author}?fields=name,articles"), Value::Null).await;
+    assert_eq!(r.body["data"]["name"], "Lister 32, renamed");
+    assert_eq!(r.body["data"]["articles"].as_array().map(Vec::len), Some(3), "a revert unlinked articles: {}", r.body);
+}
+
 /// A login is recorded as Directus records it (action `login`, collection `directus_users`, the
 /// user as item, with address, user agent and origin); a failed login is not; a user granted
 /// only its own activity reads its logins and no one else's.

@@ -9,7 +9,8 @@
 //! updates a revision, as Directus writes them: `delta` holds the fields the write set, as
 //! stored (secrets such as passwords are never served, so never recorded; hash fields hold
 //! their hash, concealed fields their mask); `data` is the same for a create, and for an update the whole item as stored
-//! after it (the fields its collection serves). An update that set no field has no revision. What is recorded follows the collection's
+//! after it (the fields its collection serves, its to-many fields as lists of keys as a read with
+//! `fields=*` gives them). An update that set no field has no revision. What is recorded follows the collection's
 //! `meta.accountability` (Directus's setting, read from `cdapi.collections` by the statement
 //! itself): `all` (the default, also without meta), `activity` (no revisions), `null` (nothing).
 //! `directus_activity` and `directus_revisions` are read-only collections. [`retention`] prunes
@@ -17,6 +18,7 @@
 
 pub mod retention;
 
+use crate::query::Planner;
 use crate::query::keys::pk_expr;
 use crate::schema::Collection;
 use crate::sql::{Param, Sql, ident};
@@ -130,15 +132,17 @@ impl Nesting {
 
 /// Records `change` of the items `keys` (text form; duplicates recorded once) of `collection`,
 /// each of which set the fields `fields[i]` (or all of `fields[0]` when it holds one list for
-/// all), for `user` and `client`, in one statement on `conn` (the write's transaction);
-/// returns the ids of the revisions written, in item order. Errors: database errors.
+/// all), for the user of `planner`'s variables and `client`, in one statement on `conn` (the
+/// write's transaction); returns the ids of the revisions written, in item order. `planner`
+/// (fresh, over the whole snapshot) writes the statement; an update's `data` lists the item's
+/// to-many keys with it ([`Planner::key_lists`]). Errors: database errors.
 pub async fn record(
     conn: &mut PgConnection,
+    mut planner: Planner<'_>,
     collection: &Collection,
     change: Change,
     keys: &[String],
     fields: &[Vec<&str>],
-    user: Option<&str>,
     client: &Client,
 ) -> Result<Vec<i64>, ApiError> {
     if keys.is_empty() || collection.name == ACTIVITY || collection.name == REVISIONS {
@@ -151,7 +155,9 @@ pub async fn record(
         .filter(|(_, k)| seen.insert(k.as_str()))
         .map(|(i, k)| json!({"item": k, "fields": fields.get(i).or(fields.first()).cloned().unwrap_or_default()}))
         .collect();
-    let mut sql = Sql::default();
+    let lists = if change == Change::Update { planner.key_lists(collection, "t0")? } else { Vec::new() };
+    let user = planner.vars.user.as_deref();
+    let mut sql = std::mem::take(&mut planner.sql);
     let name = sql.param(Param::Text(collection.name.clone()));
     let action = sql.param(Param::Text(change.action().to_owned()));
     let input = format!("{}::jsonb", sql.param(Param::Text(Value::Array(items).to_string())));
@@ -181,7 +187,7 @@ pub async fn record(
     } else {
         let data = if change == Change::Create { "dl.delta" } else { "r.data" };
         // Concealed fields are recorded masked, as Directus records them.
-        let columns: Vec<String> = collection
+        let mut columns: Vec<String> = collection
             .fields
             .iter()
             .filter(|f| !f.is_alias())
@@ -192,6 +198,7 @@ pub async fn record(
                 _ => format!("t0.{}", ident(&f.name)),
             })
             .collect();
+        columns.extend(lists);
         // The item is read by a scalar subquery, so each is one primary-key lookup (a join
         // would be planned as a scan of the whole table); `r` is materialised so it runs once.
         format!(

@@ -61,6 +61,19 @@ impl Planner<'_> {
         Ok((rows, j))
     }
 
+    /// The to-many alias fields of `collection` (O2M, M2M, M2A) as lists of related keys of the
+    /// row aliased `alias`, each `(subquery) AS "field"`, exactly as a read with `fields=*`
+    /// lists them (the relation's sort field, else key order; the nested default limit of
+    /// [`Limits`](super::Limits)). Planned against [`Self::schema`]: with the whole snapshot, every
+    /// related item is listed. Used for a revision's `data` (docs/history.md "Activity and
+    /// revisions"). Errors: INVALID_QUERY past the planning budgets.
+    pub fn key_lists(&mut self, collection: &crate::schema::Collection, alias: &str) -> Result<Vec<String>, ApiError> {
+        let tree = super::fields::FieldTree::parse(&[], 0)?;
+        let level = cdapi_proto::v1::Query::default();
+        let select = self.resolve(collection, &tree, &level)?;
+        select.columns.iter().filter(|c| matches!(c, Column::O2M { .. })).map(|c| self.column_sql(&select, c, alias)).collect()
+    }
+
     /// One output key of a level as SQL.
     fn column_sql(&mut self, select: &Select<'_>, col: &Column<'_>, alias: &str) -> Result<String, ApiError> {
         Ok(match col {

@@ -54,7 +54,8 @@ impl<'a> Planner<'a> {
             let readable: Vec<String> = c.fields.iter().filter(|f| !masked(&f.name)).map(|f| f.name.clone()).collect();
             let fields = self.sql.param(Param::TextArray(readable));
             conditions.push(format!("({v}.collection = {name} AND EXISTS (SELECT 1 FROM {source} {alias} WHERE ({})::text = {v}.item))", pk_expr(c, &alias)));
-            deltas.push((name, fields));
+            let value = self.readable_keys(c)?;
+            deltas.push((name, fields, value));
         }
         let visible = if conditions.is_empty() { "FALSE".to_owned() } else { format!("({})", conditions.join(" OR ")) };
         // A values column cut to the fields readable in the row's collection.
@@ -65,9 +66,9 @@ impl<'a> Planner<'a> {
             }
             let cases: Vec<String> = deltas
                 .iter()
-                .map(|(c, fields)| {
+                .map(|(c, fields, value)| {
                     format!(
-                        "WHEN {c} THEN coalesce((SELECT jsonb_object_agg(d.key, d.value) FROM jsonb_each({col}) d WHERE d.key = ANY({fields})), '{{}}'::jsonb)"
+                        "WHEN {c} THEN coalesce((SELECT jsonb_object_agg(d.key, {value}) FROM jsonb_each({col}) d WHERE d.key = ANY({fields})), '{{}}'::jsonb)"
                     )
                 })
                 .collect();
@@ -80,5 +81,26 @@ impl<'a> Planner<'a> {
             .map(|f| if values.contains(&f.name.as_str()) { cut(&f.name) } else { column(&v, &f.name) })
             .collect();
         Ok(format!("(SELECT {} FROM {rows} {v} WHERE {visible})", cols.join(", ")))
+    }
+
+    /// The value of entry `d` (key, value) of a revision's `data` of an item of `c`, as the
+    /// caller may see it: a to-many list of related keys ([`Planner::key_lists`]) keeps only
+    /// the keys of related items the caller can read, so a revision shows no more of a
+    /// relation than a live read of the item would; other values are unchanged.
+    fn readable_keys(&mut self, c: &Collection) -> Result<String, ApiError> {
+        let mut cases = String::new();
+        for f in &c.fields {
+            let Some(crate::schema::FieldRelation::O2M { related, .. }) = &f.relation else { continue };
+            let Some(related) = self.schema.collection(related).cloned() else { continue };
+            let source = self.source(&related)?;
+            let q = self.sql.next_alias('q');
+            let name = self.sql.param(Param::Text(f.name.clone()));
+            cases.push_str(&format!(
+                " WHEN {name} THEN CASE WHEN jsonb_typeof(d.value) = 'array' THEN (SELECT coalesce(jsonb_agg(e.value ORDER BY e.n), '[]'::jsonb) \
+                 FROM jsonb_array_elements(d.value) WITH ORDINALITY e(value, n) WHERE EXISTS (SELECT 1 FROM {source} {q} WHERE ({})::text = e.value #>> '{{}}')) END",
+                pk_expr(&related, &q)
+            ));
+        }
+        Ok(if cases.is_empty() { "d.value".to_owned() } else { format!("CASE d.key{cases} ELSE d.value END") })
     }
 }

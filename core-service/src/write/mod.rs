@@ -363,7 +363,8 @@ impl<'w> Writer<'w> {
 
     /// Records a change of `keys` in activity and revisions ([`crate::activity::record`]).
     pub(crate) async fn record(&mut self, collection: &Collection, change: Change, keys: &[String], set: &[Vec<&str>]) -> Result<(), ApiError> {
-        let ids = crate::activity::record(&mut *self.conn, collection, change, keys, set, self.vars.user.as_deref(), self.client).await?;
+        let planner = Planner::new(self.schema, self.limits, self.vars);
+        let ids = crate::activity::record(&mut *self.conn, planner, collection, change, keys, set, self.client).await?;
         self.nesting.note(ids);
         Ok(())
     }
