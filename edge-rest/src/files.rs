@@ -5,6 +5,7 @@
 //!   several an array. A client that stops mid-way cancels the call: the core keeps nothing.
 //! - `PATCH /files/:id` with `multipart/form-data` (Directus's "replace file"): one file part
 //!   replaces the item's file, the text parts before it update its fields; answers the item.
+//!   Without a file part, the text parts update the fields alone (as Directus does).
 //! - `POST /files/import` with `{url, data?}`: the core fetches the file (never from a private
 //!   address) and stores it as an upload; answers the item.
 //! - `GET /assets/:id` (`?download` for an attachment): the bytes, streamed, with `ETag`,
@@ -19,7 +20,7 @@
 use crate::reply;
 use crate::request::{Body, EdgeState, HttpRequest, json_body, url_query};
 use bytes::Bytes;
-use cdapi_proto::v1::{AssetRequest, ImportFileRequest, UploadChunk, UploadEnd, UploadStart, asset_chunk, upload_chunk};
+use cdapi_proto::v1::{AssetRequest, ImportFileRequest, UpdateItemRequest, UploadChunk, UploadEnd, UploadStart, asset_chunk, upload_chunk};
 use cdapi_proto::{ApiError, ErrorCode};
 use http::{HeaderValue, Method, header};
 use serde_json::{Map, Value};
@@ -36,8 +37,8 @@ pub fn is_multipart(req: &HttpRequest) -> bool {
 }
 
 /// `POST /files` (multipart), or with `replace` (`PATCH /files/:id`) the file of that item.
-/// Errors: INVALID_PAYLOAD (no boundary, a broken body, no file, a text part too large, more
-/// than one file to replace one), the core's.
+/// Errors: INVALID_PAYLOAD (no boundary, a broken body, no file to create, a text part too
+/// large, more than one file to replace one), the core's.
 pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, replace: Option<String>) -> Result<Response, ApiError> {
     let (query, token) = url_query(req)?;
     let caller = req.caller(request_id, token)?;
@@ -114,9 +115,20 @@ pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id
         let data = store(&state.files, &caller, start, chunks).await?.into_inner().data;
         created.push(if data.is_empty() { Value::Null } else { serde_json::from_slice(&data).map_err(|_| ApiError::internal())? });
     }
-    let data = match created.len() {
-        0 => return Err(ApiError::invalid_payload("No file was included in the body")),
-        1 => created.pop().unwrap_or(Value::Null),
+    let data = match (created.len(), replace) {
+        // No file to replace it with: the fields are updated, as a JSON PATCH would.
+        (0, Some(key)) => {
+            let call = caller.request(UpdateItemRequest {
+                collection: "directus_files".into(),
+                key,
+                data: Bytes::from(Value::Object(fields).to_string()),
+                query: Some(query),
+            })?;
+            let res = state.items.clone().update_item(call).await?;
+            return Ok(reply::written(&res.get_ref().data));
+        }
+        (0, None) => return Err(ApiError::invalid_payload("No file was included in the body")),
+        (1, _) => created.pop().unwrap_or(Value::Null),
         _ => Value::Array(created),
     };
     if data.is_null() {

@@ -150,3 +150,31 @@ async fn replacing_needs_update_rights_on_that_file_and_a_refusal_changes_nothin
     let (status, _, got) = get_raw(app, &format!("/assets/{id}/x.txt"), Some(&reader), &[]).await;
     assert!(status == 200 && got == original, "a reader still gets the original ({status})");
 }
+
+/// A multipart `PATCH /files/:id` without a file part updates the fields alone, as Directus
+/// does (and as a JSON PATCH would): the bytes stay; a role without update rights changes
+/// nothing.
+#[tokio::test]
+async fn a_form_without_a_file_updates_the_fields_alone() {
+    let app = env();
+    let bytes = noise(2_000, 51);
+    let id = uploaded(app, ADMIN_TOKEN, "form.txt", bytes.clone()).await;
+    let read = json!({"collection": "directus_files", "action": "read", "fields": ["*"]});
+    let (reader, _, _) = role(app, "FormReaders35", json!([read])).await;
+    let client = e2e_tests::http_client().build().expect("client");
+    let form = || reqwest::multipart::Form::new().text("title", "Renamed by a form").text("description", "no file sent");
+    let res = client.patch(format!("{}/files/{id}", app.rest_url)).bearer_auth(&reader).multipart(form()).send().await.expect("patch");
+    assert_eq!(res.status().as_u16(), 403, "a reader updated a file's fields");
+    let res = client
+        .patch(format!("{}/files/{id}?fields=title,description,filesize", app.rest_url))
+        .bearer_auth(ADMIN_TOKEN)
+        .multipart(form())
+        .send()
+        .await
+        .expect("patch");
+    assert_eq!(res.status().as_u16(), 200);
+    let body: Value = res.json().await.expect("json");
+    assert_eq!(body["data"]["title"], "Renamed by a form", "{body}");
+    assert_eq!(body["data"]["description"], "no file sent", "{body}");
+    assert_eq!(asset(app, &id).await, bytes, "the bytes stay");
+}
