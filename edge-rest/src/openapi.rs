@@ -286,7 +286,15 @@ fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, V
         "304": {"description": "Not modified"},
         "default": error_ref(),
     });
+    let mut named = asset.clone();
+    named["operationId"] = json!("getAssetNamed");
+    named["summary"] = json!("A file's bytes under a name of the caller's choosing (the name is ignored)");
+    named["parameters"] = json!([
+        {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
+        {"name": "filename", "in": "path", "required": true, "schema": {"type": "string"}},
+    ]);
     paths.insert("/assets/{id}".into(), json!({"get": asset}));
+    paths.insert("/assets/{id}/{filename}".into(), json!({"get": named}));
     // A file fetched by the server, for callers who see files.
     if schemas.contains_key("Files") {
         let mut import =
@@ -294,6 +302,15 @@ fn schema_management(paths: &mut Map<String, Value>, schemas: &mut Map<String, V
         let body = json!({"type": "object", "required": ["url"], "properties": {"url": {"type": "string"}, "data": {"type": "object"}}});
         import["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": body}}});
         paths.insert("/files/import".into(), json!({"post": import}));
+        // Uploads (Directus docs "Files"): multipart, the file's fields as text parts before
+        // the `file` part; PATCH with a file replaces the bytes.
+        let upload = json!({"type": "object", "required": ["file"], "properties": {"file": {"type": "string", "format": "binary"}}});
+        for (path, method) in [("/files", "post"), ("/files/{id}", "patch")] {
+            let content = paths.get_mut(path).and_then(|p| p.get_mut(method)).and_then(|o| o.get_mut("requestBody")).and_then(|b| b.get_mut("content"));
+            if let Some(Value::Object(content)) = content {
+                content.insert("multipart/form-data".into(), json!({"schema": upload}));
+            }
+        }
     }
     // What the caller has (Directus 11's access model).
     let access = json!({"type": "object", "additionalProperties": {"type": "object"}});

@@ -107,6 +107,12 @@ async fn the_document_describes_what_the_role_may_read() {
         assert!(paths.contains_key(p), "{p} in {:?}", paths.keys().collect::<Vec<_>>());
     }
     assert!(!paths.contains_key("/items/settings/{id}"), "a singleton has no item path");
+    // Uploads are multipart; an asset may be asked for under a file name.
+    for (path, method) in [("/files", "post"), ("/files/{id}", "patch")] {
+        let upload = &paths[path][method]["requestBody"]["content"]["multipart/form-data"]["schema"];
+        assert_eq!(upload["properties"]["file"]["format"], "binary", "{method} {path}: {upload}");
+    }
+    assert_eq!(paths["/assets/{id}/{filename}"]["get"]["parameters"][1]["name"], "filename");
     let article = &doc.body["components"]["schemas"]["ItemsArticles"]["properties"];
     assert_eq!(article["title"]["type"], "string");
     assert_eq!(article["rating"]["type"], "integer");
