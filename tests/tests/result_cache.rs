@@ -11,6 +11,8 @@
 //! - With the invalidation feed stopped (its connection killed and new connections refused),
 //!   once the core noticed, a write made meanwhile is seen at once: reads go to the database;
 //!   once the feed is back, the cache answers again.
+//! - An answer over CACHE_MAX_ENTRY_BYTES is not stored; `Cache-Control: no-store` is ignored
+//!   unless CACHE_SKIP_ALLOWED.
 //!
 //! Hits are read from core-service's `cdapi_cache_lookups_total{result}` counter.
 
@@ -259,4 +261,48 @@ async fn permission_changes_and_a_stopped_feed_never_serve_stale_answers() {
         r.body["data"]["title"] == "while the feed is down" && lookups(app, "hit").await > hits
     })
     .await;
+}
+
+/// An answer over CACHE_MAX_ENTRY_BYTES is never stored (each read is a miss), and
+/// `Cache-Control: no-store` is ignored unless CACHE_SKIP_ALLOWED (default false, as Directus):
+/// such reads are still answered from the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn big_answers_are_not_stored_and_no_store_needs_the_setting() {
+    let small_entries = || {
+        start(Spec {
+            dataset: Dataset::DemoWrites,
+            name: Some("result_cache_small".into()),
+            metrics: true,
+            core_env: env(&[("CACHE_ENABLED", "true"), ("CACHE_MAX_ENTRY_BYTES", "4096")]),
+            ..Spec::default()
+        })
+        .expect("environment")
+    };
+    let app: &'static TestApp = Box::leak(Box::new(tokio::task::spawn_blocking(small_entries).await.expect("join")));
+    let small = "/items/articles/3?fields=id,title";
+    let no_store = [("cache-control", "no-store")];
+    eventually("a small answer is stored", || async {
+        let hits = lookups(app, "hit").await;
+        assert_eq!(send(app, Method::GET, small, Some(ADMIN_TOKEN), &no_store, None).await.status, 200);
+        lookups(app, "hit").await > hits
+    })
+    .await;
+    let (hits, bypassed) = (lookups(app, "hit").await, lookups(app, "bypass").await);
+    for _ in 0..3 {
+        let r = send(app, Method::GET, small, Some(ADMIN_TOKEN), &no_store, None).await;
+        assert_eq!(r.body["data"]["id"], 3, "{}", r.body);
+    }
+    assert_eq!(lookups(app, "bypass").await, bypassed, "no-store skipped the cache without CACHE_SKIP_ALLOWED");
+    assert_eq!(lookups(app, "hit").await - hits, 3.0, "no-store reads answered from the cache");
+
+    let big = "/items/articles?fields=id,title,body&limit=100&sort=id";
+    let r = call(app, Some(ADMIN_TOKEN), Method::GET, big, None).await;
+    assert!(r.body.to_string().len() > 4096, "the answer must be over the entry size: {} bytes", r.body.to_string().len());
+    let (hits, misses) = (lookups(app, "hit").await, lookups(app, "miss").await);
+    for _ in 0..10 {
+        assert_eq!(call(app, Some(ADMIN_TOKEN), Method::GET, big, None).await.status, 200);
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+    }
+    assert_eq!(lookups(app, "hit").await, hits, "an answer over CACHE_MAX_ENTRY_BYTES was stored");
+    assert_eq!(lookups(app, "miss").await - misses, 10.0);
 }
