@@ -2,8 +2,9 @@
 //! GraphQL traffic. async-graphql's executor resolves every field of every item as a future of
 //! its own (400 for 100 items of 4 fields), which cost the edge more than the core's work.
 //! Here an extension answers such a root field whole: one core call (the same typed query the
-//! resolvers send, see [`crate::selection`]), then ONE pass over the reply that builds the
-//! field's value from its (already validated) selection set, as the resolvers would: response
+//! resolvers send, see [`crate::selection`]), then ONE pass over the reply that writes the
+//! field's JSON from its (already validated) selection set ([`crate::prerendered`]), as the
+//! resolvers would build it: response
 //! keys, fragments, `@skip`/`@include`, `__typename`, `<f>_func`, Many-to-Any fragments,
 //! scalar output rules ([`crate::values::output`]).
 //!
@@ -12,7 +13,7 @@
 
 use crate::list_stream::{Claim, Source};
 use crate::model::Model;
-use crate::projection::project;
+use crate::projection::{RawItem, parse_list, write_item, write_list};
 use crate::root::{Op, item_query, read};
 use crate::selection::Walker;
 use crate::values::key_text;
@@ -22,7 +23,6 @@ use async_graphql::parser::types::Field;
 use async_graphql::{ServerResult, Value};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::ReadRequest;
-use serde_json::Value as Json;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -105,12 +105,15 @@ async fn answer(ctx: &ExtensionContext<'_>, field: &Field, collection: &str, op:
         };
         return streams.add(source, collection, field.response_key().node.as_str()).map(Ok);
     }
+    let prerendered = req.prerendered.as_ref()?;
     let bytes = read(backend, &req.caller, collection.to_owned(), q, key).await.ok()?;
-    let json: Json = serde_json::from_slice(&bytes).ok()?;
+    let text = std::str::from_utf8(&bytes).ok()?;
     let sets = [&field.selection_set.node];
-    Some(Ok(match &json {
-        Json::Array(items) => Value::List(items.iter().map(|item| project(&walker, c, &c.name, &sets, None, item)).collect()),
-        Json::Null => Value::Null,
-        item => project(&walker, c, &c.name, &sets, None, item),
-    }))
+    let mut out = String::with_capacity(bytes.len());
+    match text.trim() {
+        "null" => out.push_str("null"),
+        list if list.starts_with('[') => write_list(&walker, c, &sets, &parse_list(list).ok()?, &mut out).ok()?,
+        item => write_item(&walker, c, &c.name, &sets, None, &RawItem::parse(item).ok()?, &mut out).ok()?,
+    }
+    prerendered.add(out).map(Ok)
 }

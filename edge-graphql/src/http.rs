@@ -11,6 +11,7 @@
 //! Directus answers. Failures before GraphQL (no schema yet, bad body) use Directus's error body.
 
 use crate::cache::SchemaCache;
+use crate::prerendered::Prerendered;
 use crate::response_json::{error_json, response_body, with_codes};
 use crate::schemas::Endpoint;
 use crate::{RequestData, config::Settings};
@@ -133,6 +134,7 @@ async fn route(
     }
     let document = document.map(Arc::new);
     let streams = crate::list_stream::ListStreams::new(settings.stream_limit, settings.stream_lists_max);
+    let prerendered = crate::prerendered::Prerendered::new().map(Arc::new);
     let data = RequestData {
         caller,
         refresh_cookie: cookie(headers, settings.edge.cookies.name(Kind::Refresh)),
@@ -141,6 +143,7 @@ async fn route(
         variables: variables.clone(),
         operation_name: operation.clone(),
         streams: Some(streams.clone()),
+        prerendered: prerendered.clone(),
     };
     let request = request.data(data);
     let schema = match endpoint {
@@ -155,11 +158,11 @@ async fn route(
         // Long lists: the response is written with their items as they arrive.
         Some(document) if streams.any() => {
             let headers = response.http_headers.clone();
-            let (_, body) = rendered(response);
+            let (_, body) = rendered(response, prerendered.as_deref());
             let selection = crate::list_stream::Selection { model: built.model.clone(), document, operation, variables };
             Ok(with_headers(crate::list_stream::respond(body, &streams, selection).await?, &headers))
         }
-        _ => Ok(render(response)),
+        _ => Ok(render(response, prerendered.as_deref())),
     }
 }
 
@@ -204,7 +207,7 @@ fn order_root(
 /// A document refused before it ran: the GraphQL response `{"errors": [...]}` with code
 /// GRAPHQL_VALIDATION and status 400, as for a document that does not validate.
 fn validation_error(message: String) -> Response {
-    render(async_graphql::Response::from_errors(vec![async_graphql::ServerError::new(message, None)]))
+    render(async_graphql::Response::from_errors(vec![async_graphql::ServerError::new(message, None)]), None)
 }
 
 /// Whether the operation a request would run (the named one, or the only one) is a mutation.
@@ -246,9 +249,9 @@ fn validation_body(errors: &[async_graphql::ServerError]) -> Result<String, serd
 /// The GraphQL response as HTTP: every error gets a `code` (GRAPHQL_VALIDATION for parse and
 /// validation errors, INTERNAL_SERVER_ERROR for unexpected ones); 400 when nothing ran. The
 /// response is serialised once, straight to bytes.
-fn render(response: async_graphql::Response) -> Response {
+fn render(response: async_graphql::Response, prerendered: Option<&Prerendered>) -> Response {
     let headers = response.http_headers.clone();
-    let (status, body) = rendered(response);
+    let (status, body) = rendered(response, prerendered);
     with_headers(with_body(status, "application/json; charset=utf-8", body), &headers)
 }
 
@@ -260,16 +263,21 @@ fn with_headers(mut res: Response, headers: &HeaderMap) -> Response {
     res
 }
 
-/// The status and body of [`render`].
-fn rendered(mut response: async_graphql::Response) -> (StatusCode, String) {
+/// The status and body of [`render`], with the fields answered as text in place
+/// ([`Prerendered::splice`]).
+fn rendered(mut response: async_graphql::Response, prerendered: Option<&Prerendered>) -> (StatusCode, String) {
     let not_executed = with_codes(&mut response);
     let validation = not_executed
         && response.errors.iter().all(|e| e.extensions.as_ref().and_then(|x| x.get("code")) == Some(&async_graphql::Value::from("GRAPHQL_VALIDATION")));
     let status = if not_executed { StatusCode::BAD_REQUEST } else { StatusCode::OK };
     let body = if validation { validation_body(&response.errors) } else { response_body(&response) };
-    let body = body.unwrap_or_else(|e| {
-        tracing::error!(error = %e, "a GraphQL response could not be serialised");
-        r#"{"data":null,"errors":[{"message":"An unexpected error occurred.","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}"#.to_owned()
-    });
+    let body = match (body, prerendered) {
+        (Ok(body), Some(p)) => p.splice(body),
+        (Ok(body), None) => body,
+        (Err(e), _) => {
+            tracing::error!(error = %e, "a GraphQL response could not be serialised");
+            r#"{"data":null,"errors":[{"message":"An unexpected error occurred.","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}"#.to_owned()
+        }
+    };
     (status, body)
 }

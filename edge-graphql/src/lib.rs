@@ -9,7 +9,8 @@
 //! - [`types`] — the generated types (item objects, filters, inputs, aggregates, unions).
 //! - [`filter_inputs`] — the operator inputs of filters, derived from the operator catalog.
 //! - [`fast`] — the fast path answering item reads in one pass over the core's reply.
-//! - [`projection`] — an item of the core's reply as the value of a selection (one pass).
+//! - [`projection`] — an item of the core's reply written as the JSON of a selection (one pass).
+//! - [`prerendered`] — root fields answered as JSON text, spliced into the serialised response.
 //! - [`list_stream`] — long root lists written as they arrive (`limit` over GRAPHQL_STREAM_LIMIT).
 //! - [`root`] — `/graphql`'s root fields and their resolvers (one core call per root field).
 //! - [`system`] — `/graphql/system`'s own root fields (the `auth_*` mutations).
@@ -35,6 +36,7 @@ pub mod filters;
 pub mod http;
 pub mod list_stream;
 pub mod model;
+pub mod prerendered;
 pub mod projection;
 pub mod response_json;
 pub mod root;
@@ -92,6 +94,8 @@ pub struct RequestData {
     pub session_cookie: Option<String>,
     /// Long root lists answered by streams (HTTP only; `None` over WebSocket).
     pub streams: Option<Arc<list_stream::ListStreams>>,
+    /// Root fields the fast path answered as JSON text (`None`: it answers none).
+    pub prerendered: Option<Arc<prerendered::Prerendered>>,
 }
 
 /// Serves `/graphql` and `/graphql/system` on `listener` until `shutdown` resolves (in-flight

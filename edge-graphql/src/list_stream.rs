@@ -26,7 +26,6 @@ use async_graphql::parser::types::ExecutableDocument;
 use bytes::Bytes;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{Query, ReadChunk, ReadRequest};
-use serde_json::Value as Json;
 use std::sync::{Arc, Mutex};
 use warp::reply::Response;
 
@@ -184,14 +183,15 @@ async fn send_items(list: StreamedList, s: &Selection, tx: &tokio::sync::mpsc::S
         if chunk.data.is_empty() {
             continue;
         }
-        let items: Json = serde_json::from_slice(&edge_http::list_chunks::array(&[chunk.data])).map_err(|_| ApiError::internal())?;
-        let mut out = Vec::new();
-        for item in items.as_array().into_iter().flatten() {
+        let bytes = edge_http::list_chunks::array(&[chunk.data]);
+        let text = std::str::from_utf8(&bytes).map_err(|_| ApiError::internal())?;
+        let mut out = String::with_capacity(text.len());
+        for item in crate::projection::parse_list(text).map_err(|_| ApiError::internal())? {
             if std::mem::replace(&mut sent_items, true) {
-                out.push(b',');
+                out.push(',');
             }
-            let value = crate::projection::project(&walker, c, &c.name, &sets, None, item);
-            serde_json::to_writer(&mut out, &value).map_err(|_| ApiError::internal())?;
+            let item = crate::projection::RawItem::parse(item.get()).map_err(|_| ApiError::internal())?;
+            crate::projection::write_item(&walker, c, &c.name, &sets, None, &item, &mut out).map_err(|_| ApiError::internal())?;
         }
         if tx.send(Ok(Bytes::from(out))).await.is_err() {
             return Ok(()); // the client went away

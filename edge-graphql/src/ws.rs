@@ -36,6 +36,7 @@
 use crate::RequestData;
 use crate::cache::SchemaCache;
 use crate::config::Settings;
+use crate::prerendered::Prerendered;
 use async_graphql::Variables;
 use cdapi_proto::ApiError;
 use edge_http::caller::Caller;
@@ -219,7 +220,7 @@ impl Connection {
             out.send(Message::text(json!({"id": id, "type": "error", "payload": payload}).to_string()));
             return Ok(());
         }
-        let request = match self.request(payload) {
+        let (request, prerendered) = match self.request(payload) {
             Ok(r) => r,
             Err(message) => {
                 out.send(error(&message));
@@ -247,7 +248,11 @@ impl Connection {
                     return;
                 }
                 first = false;
-                match crate::response_json::response_body(&response) {
+                let body = crate::response_json::response_body(&response).map(|b| match &prerendered {
+                    Some(p) => p.splice(b),
+                    None => b,
+                });
+                match body {
                     Ok(body) => out.send(Message::text(format!(r#"{{"id":{},"type":"next","payload":{body}}}"#, Json::from(task_id.as_str())))),
                     Err(e) => tracing::error!(error = %e, "a GraphQL response could not be serialised"),
                 }
@@ -258,9 +263,10 @@ impl Connection {
         Ok(())
     }
 
-    /// The GraphQL request of a `subscribe` payload, with the same document caps as over HTTP.
+    /// The GraphQL request of a `subscribe` payload, with the same document caps as over HTTP,
+    /// and where the fast path keeps the fields it answers as text ([`crate::prerendered`]).
     /// Errors: the message of a refused document or bad variables.
-    fn request(&self, payload: &Json) -> Result<async_graphql::Request, String> {
+    fn request(&self, payload: &Json) -> Result<(async_graphql::Request, Option<Arc<Prerendered>>), String> {
         let text = payload.get("query").and_then(Json::as_str).filter(|q| !q.trim().is_empty()).ok_or("A GraphQL request needs a \"query\"")?;
         let limits = &self.settings.document;
         limits.check(text, None)?;
@@ -279,7 +285,8 @@ impl Connection {
         if let Some(op) = &operation {
             request = request.operation_name(op.clone());
         }
-        Ok(request.data(RequestData {
+        let prerendered = Prerendered::new().map(Arc::new);
+        let request = request.data(RequestData {
             caller: self.caller.clone(),
             refresh_cookie: None,
             session_cookie: None,
@@ -287,6 +294,8 @@ impl Connection {
             variables,
             operation_name: operation,
             streams: None,
-        }))
+            prerendered: prerendered.clone(),
+        });
+        Ok((request, prerendered))
     }
 }
