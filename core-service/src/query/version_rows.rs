@@ -92,9 +92,14 @@ impl<'a> Planner<'a> {
         for f in &c.fields {
             let Some(crate::schema::FieldRelation::O2M { related, .. }) = &f.relation else { continue };
             let Some(related) = self.schema.collection(related).cloned() else { continue };
+            let name = self.sql.param(Param::Text(f.name.clone()));
+            if value_columns(&related.name).is_some() {
+                // A list of versions or revisions: not shown (its own rule would apply here).
+                cases.push_str(&format!(" WHEN {name} THEN NULL"));
+                continue;
+            }
             let source = self.source(&related)?;
             let q = self.sql.next_alias('q');
-            let name = self.sql.param(Param::Text(f.name.clone()));
             cases.push_str(&format!(
                 " WHEN {name} THEN CASE WHEN jsonb_typeof(d.value) = 'array' THEN (SELECT coalesce(jsonb_agg(e.value ORDER BY e.n), '[]'::jsonb) \
                  FROM jsonb_array_elements(d.value) WITH ORDINALITY e(value, n) WHERE EXISTS (SELECT 1 FROM {source} {q} WHERE ({})::text = e.value #>> '{{}}')) END",
