@@ -105,7 +105,6 @@ async fn answer(ctx: &ExtensionContext<'_>, field: &Field, collection: &str, op:
         };
         return streams.add(source, collection, field.response_key().node.as_str()).map(Ok);
     }
-    let prerendered = req.prerendered.as_ref()?;
     let bytes = read(backend, &req.caller, collection.to_owned(), q, key).await.ok()?;
     let text = std::str::from_utf8(&bytes).ok()?;
     let sets = [&field.selection_set.node];
@@ -115,5 +114,5 @@ async fn answer(ctx: &ExtensionContext<'_>, field: &Field, collection: &str, op:
         list if list.starts_with('[') => write_list(&walker, c, &sets, &parse_list(list).ok()?, &mut out).ok()?,
         item => write_item(&walker, c, &c.name, &sets, None, &RawItem::parse(item).ok()?, &mut out).ok()?,
     }
-    prerendered.add(out).map(Ok)
+    req.prerendered.add(out).map(Ok)
 }

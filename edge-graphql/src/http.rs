@@ -134,7 +134,7 @@ async fn route(
     }
     let document = document.map(Arc::new);
     let streams = crate::list_stream::ListStreams::new(settings.stream_limit, settings.stream_lists_max);
-    let prerendered = crate::prerendered::Prerendered::new().map(Arc::new);
+    let prerendered = Arc::new(Prerendered::default());
     let data = RequestData {
         caller,
         refresh_cookie: cookie(headers, settings.edge.cookies.name(Kind::Refresh)),
@@ -158,11 +158,11 @@ async fn route(
         // Long lists: the response is written with their items as they arrive.
         Some(document) if streams.any() => {
             let headers = response.http_headers.clone();
-            let (_, body) = rendered(response, prerendered.as_deref());
+            let (_, body) = rendered(response, Some(&prerendered));
             let selection = crate::list_stream::Selection { model: built.model.clone(), document, operation, variables };
             Ok(with_headers(crate::list_stream::respond(body, &streams, selection).await?, &headers))
         }
-        _ => Ok(render(response, prerendered.as_deref())),
+        _ => Ok(render(response, Some(&prerendered))),
     }
 }
 

@@ -94,8 +94,8 @@ pub struct RequestData {
     pub session_cookie: Option<String>,
     /// Long root lists answered by streams (HTTP only; `None` over WebSocket).
     pub streams: Option<Arc<list_stream::ListStreams>>,
-    /// Root fields the fast path answered as JSON text (`None`: it answers none).
-    pub prerendered: Option<Arc<prerendered::Prerendered>>,
+    /// Root fields the fast path answered as JSON text.
+    pub prerendered: Arc<prerendered::Prerendered>,
 }
 
 /// Serves `/graphql` and `/graphql/system` on `listener` until `shutdown` resolves (in-flight

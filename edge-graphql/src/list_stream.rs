@@ -186,13 +186,9 @@ async fn send_items(list: StreamedList, s: &Selection, tx: &tokio::sync::mpsc::S
         let bytes = edge_http::list_chunks::array(&[chunk.data]);
         let text = std::str::from_utf8(&bytes).map_err(|_| ApiError::internal())?;
         let mut out = String::with_capacity(text.len());
-        for item in crate::projection::parse_list(text).map_err(|_| ApiError::internal())? {
-            if std::mem::replace(&mut sent_items, true) {
-                out.push(',');
-            }
-            let item = crate::projection::RawItem::parse(item.get()).map_err(|_| ApiError::internal())?;
-            crate::projection::write_item(&walker, c, &c.name, &sets, None, &item, &mut out).map_err(|_| ApiError::internal())?;
-        }
+        let items = crate::projection::parse_list(text).map_err(|_| ApiError::internal())?;
+        crate::projection::write_items(&walker, c, &sets, &items, sent_items, &mut out).map_err(|_| ApiError::internal())?;
+        sent_items |= !items.is_empty();
         if tx.send(Ok(Bytes::from(out))).await.is_err() {
             return Ok(()); // the client went away
         }

@@ -10,33 +10,36 @@
 use async_graphql::Value;
 use std::sync::Mutex;
 
-/// The texts of one request's root fields.
-pub struct Prerendered {
-    /// The request's token prefix: NUL, a name, 128 random bits in hex.
+/// The texts of one request's root fields (none until the fast path answers one).
+#[derive(Default)]
+pub struct Prerendered(Mutex<Texts>);
+
+#[derive(Default)]
+struct Texts {
+    /// The request's token prefix: NUL, a name, 128 random bits in hex; made with the first text.
     prefix: String,
-    texts: Mutex<Vec<String>>,
+    texts: Vec<String>,
 }
 
 impl Prerendered {
-    /// An empty set for one request. `None` when no random token could be made (the fast path
-    /// then lets the ordinary resolvers answer).
-    pub fn new() -> Option<Self> {
-        Some(Self { prefix: format!("\u{0}cdapi-field-{}-", edge_http::random::hex128().ok()?), texts: Mutex::default() })
-    }
-
     /// Keeps `text` (a JSON value) as the value of one field: the placeholder to answer it with.
+    /// `None` when no random token could be made (the ordinary resolvers then answer).
     pub fn add(&self, text: String) -> Option<Value> {
-        let mut texts = self.texts.lock().ok()?;
-        texts.push(text);
-        Some(Value::String(format!("{}{}", self.prefix, texts.len() - 1)))
+        let mut t = self.0.lock().ok()?;
+        if t.prefix.is_empty() {
+            t.prefix = format!("\u{0}cdapi-field-{}-", edge_http::random::hex128().ok()?);
+        }
+        t.texts.push(text);
+        Some(Value::String(format!("{}{}", t.prefix, t.texts.len() - 1)))
     }
 
     /// `body` (a serialised response) with each placeholder replaced by its text.
     pub fn splice(&self, body: String) -> String {
-        let Ok(mut texts) = self.texts.lock() else { return body };
+        let Ok(mut t) = self.0.lock() else { return body };
+        let Texts { prefix, texts } = &mut *t;
         let mut body = body;
         for (i, text) in texts.drain(..).enumerate() {
-            let Ok(quoted) = serde_json::to_string(&format!("{}{i}", self.prefix)) else { continue };
+            let Ok(quoted) = serde_json::to_string(&format!("{prefix}{i}")) else { continue };
             if let Some(at) = body.find(&quoted) {
                 let mut spliced = String::with_capacity(body.len() + text.len());
                 spliced.push_str(&body[..at]);
@@ -56,7 +59,7 @@ mod tests {
 
     #[test]
     fn placeholders_become_their_texts_and_data_that_looks_alike_stays() -> Result<(), String> {
-        let p = Prerendered::new().ok_or("no token")?;
+        let p = Prerendered::default();
         let a = p.add(r#"[{"id":"1"}]"#.to_owned()).ok_or("add")?;
         let b = p.add("null".to_owned()).ok_or("add")?;
         let Value::String(token) = &a else { return Err("a string placeholder".into()) };

@@ -127,17 +127,32 @@ pub fn write_item(
 }
 
 /// Writes the items `items` (JSON texts) of `c` as a JSON list of the values of `sets`
-/// ([`write_item`]; the selection is collected once for all). Errors: an item that is not JSON.
+/// ([`write_items`]). Errors: an item that is not JSON.
 pub fn write_list(walker: &Walker<'_>, c: &Collection, sets: &[&SelectionSet], items: &[&RawValue], out: &mut String) -> serde_json::Result<()> {
-    let groups = collect(walker, sets, None);
     out.push('[');
+    write_items(walker, c, sets, items, false, out)?;
+    out.push(']');
+    Ok(())
+}
+
+/// Writes the items `items` (JSON texts) of `c` as the values of `sets` ([`write_item`]; the
+/// selection is collected once for all), separated by commas, with one before the first when
+/// `after_items` (the list already holds some). Errors: an item that is not JSON.
+pub fn write_items(
+    walker: &Walker<'_>,
+    c: &Collection,
+    sets: &[&SelectionSet],
+    items: &[&RawValue],
+    after_items: bool,
+    out: &mut String,
+) -> serde_json::Result<()> {
+    let groups = collect(walker, sets, None);
     for (i, item) in items.iter().enumerate() {
-        if i > 0 {
+        if after_items || i > 0 {
             out.push(',');
         }
         write_fields(walker, c, &c.name, &groups, &RawItem::parse(item.get())?, out)?;
     }
-    out.push(']');
     Ok(())
 }
 

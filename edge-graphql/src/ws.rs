@@ -248,11 +248,7 @@ impl Connection {
                     return;
                 }
                 first = false;
-                let body = crate::response_json::response_body(&response).map(|b| match &prerendered {
-                    Some(p) => p.splice(b),
-                    None => b,
-                });
-                match body {
+                match crate::response_json::response_body(&response).map(|b| prerendered.splice(b)) {
                     Ok(body) => out.send(Message::text(format!(r#"{{"id":{},"type":"next","payload":{body}}}"#, Json::from(task_id.as_str())))),
                     Err(e) => tracing::error!(error = %e, "a GraphQL response could not be serialised"),
                 }
@@ -266,7 +262,7 @@ impl Connection {
     /// The GraphQL request of a `subscribe` payload, with the same document caps as over HTTP,
     /// and where the fast path keeps the fields it answers as text ([`crate::prerendered`]).
     /// Errors: the message of a refused document or bad variables.
-    fn request(&self, payload: &Json) -> Result<(async_graphql::Request, Option<Arc<Prerendered>>), String> {
+    fn request(&self, payload: &Json) -> Result<(async_graphql::Request, Arc<Prerendered>), String> {
         let text = payload.get("query").and_then(Json::as_str).filter(|q| !q.trim().is_empty()).ok_or("A GraphQL request needs a \"query\"")?;
         let limits = &self.settings.document;
         limits.check(text, None)?;
@@ -285,7 +281,7 @@ impl Connection {
         if let Some(op) = &operation {
             request = request.operation_name(op.clone());
         }
-        let prerendered = Prerendered::new().map(Arc::new);
+        let prerendered = Arc::new(Prerendered::default());
         let request = request.data(RequestData {
             caller: self.caller.clone(),
             refresh_cookie: None,
