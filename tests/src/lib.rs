@@ -57,6 +57,23 @@ pub async fn send(app: &TestApp, method: reqwest::Method, path: &str, token: Opt
     Reply { status, body, headers }
 }
 
+/// The sum of Prometheus counter `name` (e.g. `cdapi_cache_lookups_total`) over the samples
+/// whose labels include `label` (e.g. `result="hit"`), over every replica of `process`
+/// (`core`, `auth`, `edge`, `graphql`). The environment needs [`Spec::metrics`].
+pub async fn metric_total(app: &TestApp, process: &str, name: &str, label: &str) -> f64 {
+    let mut total = 0.0;
+    for (_, url) in app.metrics.iter().filter(|(n, _)| *n == process) {
+        let res = http_client().build().unwrap_or_else(|e| panic!("http client: {e}")).get(url).send().await;
+        let text = res.unwrap_or_else(|e| panic!("metrics {url}: {e}")).text().await.unwrap_or_default();
+        total += text
+            .lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(label))
+            .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+            .sum::<f64>();
+    }
+    total
+}
+
 /// Runs `sql` (which must return one text/json column in one row) on the test database and
 /// parses it as JSON: the ground truth a response is compared with.
 pub async fn sql_json(app: &TestApp, sql: &str) -> Value {

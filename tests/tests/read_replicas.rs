@@ -48,15 +48,9 @@ fn spec() -> Spec {
 
 /// core-service's reads so far: (primary, replica).
 async fn reads(app: &TestApp) -> (f64, f64) {
-    let url = app.metrics.iter().find(|(n, _)| *n == "core").map(|(_, u)| u.clone()).unwrap_or_default();
-    let text = e2e_tests::http_client().build().expect("client").get(url).send().await.expect("metrics").text().await.expect("metrics text");
-    let count = |target: &str| {
-        text.lines()
-            .filter(|l| l.starts_with("cdapi_db_reads_total{") && l.contains(&format!("target=\"{target}\"")))
-            .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
-            .sum::<f64>()
-    };
-    (count("primary"), count("replica"))
+    let primary = e2e_tests::metric_total(app, "core", "cdapi_db_reads_total", "target=\"primary\"").await;
+    let replica = e2e_tests::metric_total(app, "core", "cdapi_db_reads_total", "target=\"replica\"").await;
+    (primary, replica)
 }
 
 /// `GET /items/tags?filter[name][_eq]=<name>` as the admin with extra `headers`: the names found.

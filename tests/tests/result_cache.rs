@@ -48,16 +48,7 @@ fn shared() -> &'static TestApp {
 /// core-service's cache lookups so far with this result (`hit`, `miss`, `bypass`), summed
 /// over replicas.
 async fn lookups(app: &TestApp, result: &str) -> f64 {
-    let mut total = 0.0;
-    for (_, url) in app.metrics.iter().filter(|(n, _)| *n == "core") {
-        let text = e2e_tests::http_client().build().expect("client").get(url).send().await.expect("metrics").text().await.expect("metrics text");
-        total += text
-            .lines()
-            .filter(|l| l.starts_with("cdapi_cache_lookups_total{") && l.contains(&format!("result=\"{result}\"")))
-            .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
-            .sum::<f64>();
-    }
-    total
+    e2e_tests::metric_total(app, "core", "cdapi_cache_lookups_total", &format!("result=\"{result}\"")).await
 }
 
 /// A small deterministic generator (xorshift64*), so a failure can be replayed.
