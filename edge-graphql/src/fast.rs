@@ -12,7 +12,7 @@
 //! which reports errors at the field's path.
 
 use crate::list_stream::{Claim, Source};
-use crate::model::Model;
+use crate::model::{Collection, Model};
 use crate::projection::{RawItem, parse_list, write_item, write_list};
 use crate::root::{Op, item_query, read};
 use crate::selection::Walker;
@@ -21,17 +21,16 @@ use crate::{Backend, RequestData};
 use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextResolve, ResolveInfo};
 use async_graphql::parser::types::Field;
 use async_graphql::{ServerResult, Value};
-use cdapi_proto::ApiError;
-use cdapi_proto::v1::ReadRequest;
+use cdapi_proto::v1::{Query, ReadRequest};
+use cdapi_proto::{ApiError, ErrorCode};
+use edge_http::caller::Caller;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The extension (one shared instance): root field name → (collection, what it reads).
-pub struct FastReads {
-    roots: Arc<HashMap<String, (String, Op)>>,
-}
+/// The fast-path root fields of one schema: root field name → (collection, what it reads).
+pub struct FastRoots(HashMap<String, (String, Op)>);
 
-impl FastReads {
+impl FastRoots {
     /// The fast-path root fields of `model`.
     pub fn new(model: &Model) -> Self {
         let mut roots = HashMap::new();
@@ -46,7 +45,24 @@ impl FastReads {
                 }
             }
         }
-        Self { roots: Arc::new(roots) }
+        Self(roots)
+    }
+
+    /// The collection and read of root field `name`, when the fast path answers it.
+    pub fn get(&self, name: &str) -> Option<(&str, Op)> {
+        self.0.get(name).map(|(c, op)| (c.as_str(), *op))
+    }
+}
+
+/// The extension (one shared instance over the schema's [`FastRoots`]).
+pub struct FastReads {
+    roots: Arc<FastRoots>,
+}
+
+impl FastReads {
+    /// The extension answering `roots`.
+    pub fn new(roots: Arc<FastRoots>) -> Self {
+        Self { roots }
     }
 }
 
@@ -63,12 +79,62 @@ impl Extension for FastReads {
             return next.run(ctx, info).await;
         }
         let Some((collection, op)) = self.roots.get(info.name) else { return next.run(ctx, info).await };
-        match answer(ctx, info.field, collection, *op).await {
+        match answer(ctx, info.field, collection, op).await {
             Some(Ok(v)) => Ok(Some(v)),
             Some(Err(e)) => Err(crate::values::gql_error(e).into_server_error(info.field.name.pos)),
             None => next.run(ctx, info).await,
         }
     }
+}
+
+/// A fast-path root field planned: its collection, the typed query and the key of a by-id read.
+pub struct Planned<'m> {
+    /// The collection read.
+    pub collection: &'m Collection,
+    /// The query sent to the core.
+    pub query: Query,
+    /// The primary key of a by-id read, as text.
+    pub key: Option<String>,
+    /// Whether FORBIDDEN answers `null` (a by-id read, as its resolver answers: Directus reads
+    /// `<c>_by_id` by a filter on the key, so an item that does not exist or that the caller
+    /// may not read is `null` without an error).
+    pub null_when_forbidden: bool,
+}
+
+/// Plans root field `field` (fast-path field `collection`/`op`); `None` when it goes the
+/// ordinary way (a content version, arguments the typed query refuses: the resolvers report
+/// those at the field's path).
+pub fn plan<'m>(walker: &Walker<'m>, field: &Field, collection: &str, op: Op) -> Option<Planned<'m>> {
+    let c = walker.model().collection(collection)?;
+    let query = item_query(walker, c, field, op).ok()?;
+    let key = match op {
+        // A content version goes the ordinary way.
+        Op::ById if walker.argument(field, "version").is_some() => return None,
+        Op::ById => Some(key_text(&walker.argument(field, "id")?).ok()?),
+        _ => None,
+    };
+    Some(Planned { collection: c, query, key, null_when_forbidden: op == Op::ById })
+}
+
+/// Reads `planned` from the core and writes root field `field`'s JSON text; `None` on any
+/// other failure than [`Planned::null_when_forbidden`]'s (the ordinary resolvers then call
+/// again and report it at the field's path).
+pub async fn written(backend: &Backend, caller: &Caller, walker: &Walker<'_>, field: &Field, planned: Planned<'_>) -> Option<String> {
+    let c = planned.collection;
+    let bytes = match read(backend, caller, c.name.clone(), planned.query, planned.key).await {
+        Ok(bytes) => bytes,
+        Err(e) if planned.null_when_forbidden && e.code == ErrorCode::Forbidden => return Some("null".to_owned()),
+        Err(_) => return None,
+    };
+    let text = std::str::from_utf8(&bytes).ok()?;
+    let sets = [&field.selection_set.node];
+    let mut out = String::with_capacity(bytes.len());
+    match text.trim() {
+        "null" => out.push_str("null"),
+        list if list.starts_with('[') => write_list(walker, c, &sets, &parse_list(list).ok()?, &mut out).ok()?,
+        item => write_item(walker, c, &c.name, &sets, None, &RawItem::parse(item).ok()?, &mut out).ok()?,
+    }
+    Some(out)
 }
 
 /// The whole value of a fast-path root field, or `None` to go the ordinary way. Errors: a long
@@ -80,21 +146,14 @@ async fn answer(ctx: &ExtensionContext<'_>, field: &Field, collection: &str, op:
     let doc = req.document.as_deref()?;
     let operation = crate::selection::operation(doc, req.operation_name.as_deref())?;
     let walker = Walker::of_document(model, doc, operation, &req.variables);
-    let c = model.collection(collection)?;
-    let q = item_query(&walker, c, field, op).ok()?;
-    let key = match op {
-        // A content version goes the ordinary way.
-        Op::ById if walker.argument(field, "version").is_some() => return None,
-        Op::ById => Some(key_text(&walker.argument(field, "id")?).ok()?),
-        _ => None,
-    };
+    let planned = plan(&walker, field, collection, op)?;
     if let (Op::List, Some(streams)) = (op, &req.streams)
-        && streams.wanted(&q)
+        && streams.wanted(&planned.query)
     {
         // A long list: its items are written as they arrive (crate::list_stream), the first
         // asked for now (its refusal reported at the field's path), later ones when the body
         // reaches them.
-        let call = req.caller.request(ReadRequest { collection: collection.to_owned(), key: None, query: Some(q) }).ok()?;
+        let call = req.caller.request(ReadRequest { collection: collection.to_owned(), key: None, query: Some(planned.query) }).ok()?;
         let source = match streams.claim() {
             Claim::Over(e) => return Some(Err(e)),
             Claim::First => match backend.items.clone().read_stream(call).await {
@@ -105,14 +164,6 @@ async fn answer(ctx: &ExtensionContext<'_>, field: &Field, collection: &str, op:
         };
         return streams.add(source, collection, field.response_key().node.as_str()).map(Ok);
     }
-    let bytes = read(backend, &req.caller, collection.to_owned(), q, key).await.ok()?;
-    let text = std::str::from_utf8(&bytes).ok()?;
-    let sets = [&field.selection_set.node];
-    let mut out = String::with_capacity(bytes.len());
-    match text.trim() {
-        "null" => out.push_str("null"),
-        list if list.starts_with('[') => write_list(&walker, c, &sets, &parse_list(list).ok()?, &mut out).ok()?,
-        item => write_item(&walker, c, &c.name, &sets, None, &RawItem::parse(item).ok()?, &mut out).ok()?,
-    }
-    req.prerendered.add(out).map(Ok)
+    let text = written(backend, &req.caller, &walker, field, planned).await?;
+    req.prerendered.add(text).map(Ok)
 }

@@ -11,11 +11,13 @@
 //! Directus answers. Failures before GraphQL (no schema yet, bad body) use Directus's error body.
 
 use crate::cache::SchemaCache;
+use crate::documents::Documents;
 use crate::prerendered::Prerendered;
 use crate::response_json::{error_json, response_body, with_codes};
 use crate::schemas::Endpoint;
 use crate::{RequestData, config::Settings};
 use async_graphql::Variables;
+use async_graphql::parser::types::ExecutableDocument;
 use cdapi_proto::{ApiError, ErrorCode};
 use edge_http::caller::{Caller, RequestIds};
 use edge_http::cookies::{Kind, get as cookie};
@@ -34,9 +36,11 @@ pub fn handler(
     readiness: service_runtime::shutdown::Readiness,
 ) -> impl Fn(edge_http::serve::Incoming) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send>> + Clone + Send + Sync + 'static {
     let ids = Arc::new(RequestIds::default());
+    let documents = Arc::new(Documents::default());
     let connections = edge_http::websocket::Connections::new(settings.websocket.max_connections, settings.websocket.max_connections_per_user);
     move |mut i: edge_http::serve::Incoming| {
-        let (cache, settings, ids, readiness, connections) = (cache.clone(), settings.clone(), ids.clone(), readiness.clone(), connections.clone());
+        let (cache, settings, ids, readiness, connections, documents) =
+            (cache.clone(), settings.clone(), ids.clone(), readiness.clone(), connections.clone(), documents.clone());
         Box::pin(async move {
             let request_id = ids.next(&i.headers);
             let work = async {
@@ -49,7 +53,7 @@ pub fn handler(
                     let caller = Caller::new(&i.headers, token, session_cookie, settings.edge.client_ip.resolve(i.peer, &i.headers), request_id.clone())?;
                     return crate::ws::upgrade(cache.clone(), settings.clone(), connections, handshake, &i.headers, caller, readiness.clone()).await;
                 }
-                route(&cache, &settings, &i.method, &i.path, &i.query, &i.headers, i.peer, i.body, &request_id).await
+                route(&cache, &settings, &documents, &i.method, &i.path, &i.query, &i.headers, i.peer, i.body, &request_id).await
             };
             edge_http::observe::answer(&i.method, &i.path, &i.headers, &request_id, work).await
         })
@@ -60,6 +64,7 @@ pub fn handler(
 async fn route(
     cache: &SchemaCache,
     settings: &Settings,
+    documents: &Documents,
     method: &Method,
     path: &str,
     query: &str,
@@ -108,31 +113,35 @@ async fn route(
     if let Err(message) = settings.document.check(&text, None) {
         return Ok(validation_error(message));
     }
-    let document = async_graphql::parser::parse_query(&text).ok();
-    if let Err(message) = settings.document.check(&text, document.as_ref()) {
-        return Ok(validation_error(message));
-    }
+    let document = match documents.get(&text) {
+        Some(doc) => Some(doc),
+        None => {
+            let document = async_graphql::parser::parse_query(&text).ok();
+            if let Err(message) = settings.document.check(&text, document.as_ref()) {
+                return Ok(validation_error(message));
+            }
+            let document = document.map(Arc::new);
+            if let Some(doc) = &document {
+                documents.insert(&text, doc.clone());
+            }
+            document
+        }
+    };
     if *method == Method::GET && document.as_ref().is_some_and(|d| is_mutation(d, operation.as_deref())) {
         // GraphQL over HTTP: GET must not change anything.
         return Ok(method_not_allowed(method, "POST"));
     }
-    let variables = match variables.filter(|v| !v.trim().is_empty()) {
+    let raw_variables = variables.filter(|v| !v.trim().is_empty());
+    let variables = match &raw_variables {
         None => Variables::default(),
-        Some(v) => Variables::from_json(serde_json::from_str(&v).map_err(|e| ApiError::invalid_payload(format!("\"variables\" is not valid JSON: {e}")))?),
+        Some(v) => Variables::from_json(serde_json::from_str(v).map_err(|e| ApiError::invalid_payload(format!("\"variables\" is not valid JSON: {e}")))?),
     };
     let session_cookie = cookie(headers, settings.edge.cookies.name(Kind::Session));
     let caller = Caller::new(headers, param("access_token"), session_cookie.clone(), settings.edge.client_ip.resolve(peer, headers), request_id.to_owned())?;
     // The schema of what this caller's role may read (docs/graphql.md; Directus per role).
     let built = cache.for_caller(&caller).await?;
     let operation = operation.filter(|o| !o.is_empty());
-    let mut request = async_graphql::Request::new(text).variables(variables.clone());
-    if let Some(doc) = &document {
-        request.set_parsed_query(doc.clone());
-    }
-    if let Some(op) = &operation {
-        request = request.operation_name(op.clone());
-    }
-    let document = document.map(Arc::new);
+    let key = built.validated.key(&text, raw_variables.as_deref(), operation.as_deref());
     let streams = crate::list_stream::ListStreams::new(settings.stream_limit, settings.stream_lists_max);
     let prerendered = Arc::new(Prerendered::default());
     let data = RequestData {
@@ -145,12 +154,32 @@ async fn route(
         streams: Some(streams.clone()),
         prerendered: prerendered.clone(),
     };
+    if let Some(roots) = built.fast.as_ref().filter(|_| endpoint == Endpoint::User && built.validated.contains(key))
+        && let Some(body) = crate::direct::respond(roots, &built.model, cache.backend(), &data, &streams).await
+    {
+        service_runtime::metrics::global().graphql_answered("direct");
+        return Ok(with_body(StatusCode::OK, "application/json; charset=utf-8", body));
+    }
+    let mut request = async_graphql::Request::new(text).variables(variables.clone());
+    if let Some(doc) = &document {
+        request.set_parsed_query(ExecutableDocument::clone(doc));
+    }
+    if let Some(op) = &operation {
+        request = request.operation_name(op.clone());
+    }
     let request = request.data(data);
     let schema = match endpoint {
         Endpoint::User => &built.user,
         Endpoint::System => &built.system,
     };
     let mut response = schema.execute(request).await;
+    if endpoint == Endpoint::User {
+        service_runtime::metrics::global().graphql_answered("executor");
+        if response.errors.is_empty() {
+            // Valid for this build: it may be answered without the executor next time.
+            built.validated.insert(key);
+        }
+    }
     if let (Some(doc), async_graphql::Value::Object(data)) = (&document, &mut response.data) {
         order_root(doc, operation.as_deref(), data);
     }

@@ -9,6 +9,8 @@
 //! - [`types`] — the generated types (item objects, filters, inputs, aggregates, unions).
 //! - [`filter_inputs`] — the operator inputs of filters, derived from the operator catalog.
 //! - [`fast`] — the fast path answering item reads in one pass over the core's reply.
+//! - [`documents`] — parsed documents kept by query text.
+//! - [`direct`] — validated queries of fast-path reads answered without the executor.
 //! - [`projection`] — an item of the core's reply written as the JSON of a selection (one pass).
 //! - [`prerendered`] — root fields answered as JSON text, spliced into the serialised response.
 //! - [`list_stream`] — long root lists written as they arrive (`limit` over GRAPHQL_STREAM_LIMIT).
@@ -30,6 +32,8 @@
 pub mod budget;
 pub mod cache;
 pub mod config;
+pub mod direct;
+pub mod documents;
 pub mod fast;
 pub mod filter_inputs;
 pub mod filters;

@@ -39,10 +39,16 @@ fn collect<'s>(walker: &'s Walker<'_>, sets: &[&'s SelectionSet], member: Option
     groups
 }
 
+/// The root fields of `set` grouped by response key, in selection order (several fields under
+/// one key when the document selects the same key more than once).
+pub fn root_groups<'s>(walker: &'s Walker<'_>, set: &'s SelectionSet) -> Vec<(&'s str, Vec<&'s Field>)> {
+    collect(walker, &[set], None)
+}
+
 /// The root fields of `set` answered under `response_key` (several when the document selects
 /// the same key more than once).
 pub fn root_fields<'s>(walker: &'s Walker<'_>, set: &'s SelectionSet, response_key: &str) -> Vec<&'s Field> {
-    collect(walker, &[set], None).into_iter().find(|(k, _)| *k == response_key).map(|(_, fields)| fields).unwrap_or_default()
+    root_groups(walker, set).into_iter().find(|(k, _)| *k == response_key).map(|(_, fields)| fields).unwrap_or_default()
 }
 
 /// One item of the core's reply: its keys, in order, and each value's JSON text.

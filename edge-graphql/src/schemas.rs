@@ -3,6 +3,8 @@
 //! request never waits for a build and a build happens once per schema change, not per request.
 //! Which build a request uses, and when builds happen: [`crate::cache`].
 
+use crate::direct::Validated;
+use crate::fast::FastRoots;
 use crate::model::Model;
 use crate::types::Types;
 use crate::{Backend, root, schema_management, system};
@@ -42,6 +44,10 @@ pub struct Built {
     pub user: Schema,
     /// `/graphql/system`.
     pub system: Schema,
+    /// The root fields `/graphql` answers by the fast path (`None` when it is off).
+    pub fast: Option<Arc<FastRoots>>,
+    /// The requests `/graphql` has validated against this build ([`crate::direct`]).
+    pub validated: Validated,
 }
 
 /// Which endpoint.
@@ -53,9 +59,10 @@ pub enum Endpoint {
     System,
 }
 
-/// Builds the schema of `endpoint` for `model`. Errors: a type graph async-graphql refuses
+/// Builds the schema of `endpoint` for `model`, with the fast path over `fast` on `/graphql`
+/// when given. Errors: a type graph async-graphql refuses
 /// (a bug in the generator: names are checked beforehand).
-pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, endpoint: Endpoint) -> Result<Schema, SchemaError> {
+pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, endpoint: Endpoint, fast: Option<&Arc<FastRoots>>) -> Result<Schema, SchemaError> {
     let types = Types::build(model, endpoint == Endpoint::System);
     let (query, mutation) = match endpoint {
         Endpoint::User => {
@@ -100,8 +107,8 @@ pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, end
     if !limits.introspection {
         builder = builder.disable_introspection();
     }
-    if limits.fast_path && endpoint == Endpoint::User {
-        builder = builder.extension(crate::fast::FastReads::new(model));
+    if let Some(roots) = fast.filter(|_| endpoint == Endpoint::User) {
+        builder = builder.extension(crate::fast::FastReads::new(roots.clone()));
     }
     builder.finish()
 }
@@ -109,12 +116,15 @@ pub fn build_one(model: &Arc<Model>, backend: &Arc<Backend>, limits: Limits, end
 /// Builds both schemas for `model`. Errors: as [`build_one`].
 pub fn build(model: Model, fingerprint: u64, backend: &Arc<Backend>, limits: Limits) -> Result<Built, SchemaError> {
     let model = Arc::new(model);
+    let fast = limits.fast_path.then(|| Arc::new(FastRoots::new(&model)));
     Ok(Built {
         version: model.version,
         fingerprint,
-        user: build_one(&model, backend, limits, Endpoint::User)?,
-        system: build_one(&model, backend, limits, Endpoint::System)?,
+        user: build_one(&model, backend, limits, Endpoint::User, fast.as_ref())?,
+        system: build_one(&model, backend, limits, Endpoint::System, None)?,
         model,
+        fast,
+        validated: Validated::default(),
     })
 }
 

@@ -11,6 +11,9 @@
 //! - `cdapi_db_pool_connections{state="idle"|"in_use"}`, `cdapi_db_pool_max` — the services' pools;
 //! - `cdapi_redis_errors_total{op}` — failed Redis commands;
 //! - `cdapi_rate_limited_total{limiter}` — requests refused by a rate limiter (429);
+//! - `cdapi_graphql_answers_total{path}` — edge-graphql's `/graphql` requests by how they were
+//!   answered: `direct` (a validated query of fast-path reads, without the executor) or
+//!   `executor`;
 //! - `cdapi_dependency_up{dependency}` — 1 while a dependency (`postgres`, `redis`) answers its
 //!   readiness check, 0 while it does not (see [`crate::grpc::Health::watch`]).
 //!
@@ -62,6 +65,9 @@ pub struct Metrics {
     pub cache_lookups: Family<Labels, Counter>,
     /// Result cache generations changed: label reason (`write`, `schema`, `reset`).
     pub cache_invalidations: Family<Labels, Counter>,
+    /// edge-graphql's `/graphql` requests by how they were answered: label path (`direct`,
+    /// `executor`).
+    pub graphql_answers: Family<Labels, Counter>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -89,6 +95,7 @@ impl Metrics {
             db_replica_lag_ms: Family::default(),
             cache_lookups: Family::default(),
             cache_invalidations: Family::default(),
+            graphql_answers: Family::default(),
         };
         let r = &mut m.registry;
         r.register("http_requests", "HTTP requests answered, by route template, method and status", m.http_requests.clone());
@@ -106,7 +113,13 @@ impl Metrics {
         r.register("db_replica_lag_milliseconds", "Each read replica's lag at the last poll", m.db_replica_lag_ms.clone());
         r.register("cache_lookups", "Result cache lookups by result (hit, miss, bypass)", m.cache_lookups.clone());
         r.register("cache_invalidations", "Result cache generations changed, by reason (write, schema, reset)", m.cache_invalidations.clone());
+        r.register("graphql_answers", "GraphQL requests by how they were answered (direct or executor)", m.graphql_answers.clone());
         m
+    }
+
+    /// Counts one `/graphql` request answered by `path` (`direct`, `executor`).
+    pub fn graphql_answered(&self, path: &'static str) {
+        self.graphql_answers.get_or_create(&vec![("path", path.to_owned())]).inc();
     }
 
     /// Runs `hook` before every scrape (to read gauges such as pool usage).

@@ -1,0 +1,69 @@
+//! Parsed documents kept by query text, so a query sent again (the usual case: clients send the
+//! same few texts) is not parsed again. Only documents that parsed and passed the caps
+//! ([`crate::budget`]) are kept, so a hit needs neither step; a text that fails either is
+//! parsed (and refused) each time.
+//!
+//! Bounds: texts of at most [`MAX_TEXT_BYTES`] are kept, [`MAX_DOCUMENTS`] of them at most
+//! (then the cache starts afresh), so the cache holds a few MiB at worst. Keys are 128-bit
+//! keyed hashes of the text ([`crate::direct::KeyedHash`]), which a client cannot make collide.
+
+use crate::direct::KeyedHash;
+use async_graphql::parser::types::ExecutableDocument;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Longest query text kept (bytes).
+pub const MAX_TEXT_BYTES: usize = 4096;
+/// Most documents kept.
+pub const MAX_DOCUMENTS: usize = 512;
+
+/// The documents of one process.
+#[derive(Default)]
+pub struct Documents {
+    parsed: Mutex<HashMap<u128, Arc<ExecutableDocument>>>,
+    hasher: KeyedHash,
+}
+
+impl Documents {
+    /// The document of `text` when it was kept.
+    pub fn get(&self, text: &str) -> Option<Arc<ExecutableDocument>> {
+        if text.len() > MAX_TEXT_BYTES {
+            return None;
+        }
+        let key = self.hasher.of(text);
+        self.parsed.lock().ok()?.get(&key).cloned()
+    }
+
+    /// Keeps `doc`, the parse of `text` (which passed the caps).
+    pub fn insert(&self, text: &str, doc: Arc<ExecutableDocument>) {
+        if text.len() > MAX_TEXT_BYTES {
+            return;
+        }
+        let key = self.hasher.of(text);
+        if let Ok(mut parsed) = self.parsed.lock() {
+            if parsed.len() >= MAX_DOCUMENTS {
+                parsed.clear();
+            }
+            parsed.insert(key, doc);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Documents, MAX_TEXT_BYTES};
+    use std::sync::Arc;
+
+    #[test]
+    fn a_kept_document_is_found_by_its_text_only() -> Result<(), String> {
+        let documents = Documents::default();
+        let doc = Arc::new(async_graphql::parser::parse_query("{ a }").map_err(|e| e.to_string())?);
+        documents.insert("{ a }", doc.clone());
+        assert!(documents.get("{ a }").is_some_and(|d| Arc::ptr_eq(&d, &doc)));
+        assert!(documents.get("{ a  }").is_none());
+        let long = format!("{{ a }}{}", " ".repeat(MAX_TEXT_BYTES));
+        documents.insert(&long, doc);
+        assert!(documents.get(&long).is_none(), "texts over the bound are not kept");
+        Ok(())
+    }
+}
