@@ -96,13 +96,15 @@ pub async fn respond(roots: &FastRoots, model: &Model, backend: &Backend, req: &
         if op == Op::List && streams.wanted(&planned.query) {
             return None;
         }
-        reads.push(written(backend, &req.caller, &walker, field, planned));
+        let walker = &walker;
+        reads.push(async move { written(backend, &req.caller, walker, field, planned).await.ok_or(()) });
     }
     if reads.is_empty() {
         return None;
     }
-    let texts = futures_util::future::join_all(reads).await;
-    let mut out = String::with_capacity(texts.iter().map(|t| t.as_ref().map_or(0, String::len) + 32).sum::<usize>() + 16);
+    // The first failure gives up the others (the executor then reads them again).
+    let texts = futures_util::future::try_join_all(reads).await.ok()?;
+    let mut out = String::with_capacity(texts.iter().map(|t| t.len() + 32).sum::<usize>() + 16);
     out.push_str(r#"{"data":{"#);
     for (i, ((key, _), text)) in groups.iter().zip(texts).enumerate() {
         if i > 0 {
@@ -112,7 +114,7 @@ pub async fn respond(roots: &FastRoots, model: &Model, backend: &Backend, req: &
         out.push('"');
         out.push_str(key);
         out.push_str("\":");
-        out.push_str(&text?);
+        out.push_str(&text);
     }
     out.push_str("}}");
     Some(out)

@@ -1,11 +1,12 @@
 //! Parsed documents kept by query text, so a query sent again (the usual case: clients send the
-//! same few texts) is not parsed again. Only documents that parsed and passed the caps
-//! ([`crate::budget`]) are kept, so a hit needs neither step; a text that fails either is
-//! parsed (and refused) each time.
+//! same few texts) is not parsed again. A document is kept once it has run without error, so a
+//! hit needs neither parsing nor the caps ([`crate::budget`]), and a client cannot fill the
+//! cache with documents that do not run.
 //!
 //! Bounds: texts of at most [`MAX_TEXT_BYTES`] are kept, [`MAX_DOCUMENTS`] of them at most
-//! (then the cache starts afresh), so the cache holds a few MiB at worst. Keys are 128-bit
-//! keyed hashes of the text ([`crate::direct::KeyedHash`]), which a client cannot make collide.
+//! (then the cache starts afresh). A parsed document takes up to ~45 bytes per byte of text
+//! (a text of list values), so the cache holds about 25 MiB at worst and far less in practice.
+//! Keys are 128-bit keyed hashes of the text ([`crate::direct::KeyedHash`]).
 
 use crate::direct::KeyedHash;
 use async_graphql::parser::types::ExecutableDocument;
@@ -13,9 +14,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Longest query text kept (bytes).
-pub const MAX_TEXT_BYTES: usize = 4096;
+pub const MAX_TEXT_BYTES: usize = 2048;
 /// Most documents kept.
-pub const MAX_DOCUMENTS: usize = 512;
+pub const MAX_DOCUMENTS: usize = 256;
 
 /// The documents of one process.
 #[derive(Default)]
@@ -34,7 +35,7 @@ impl Documents {
         self.parsed.lock().ok()?.get(&key).cloned()
     }
 
-    /// Keeps `doc`, the parse of `text` (which passed the caps).
+    /// Keeps `doc`, the parse of `text` (which passed the caps and ran without error).
     pub fn insert(&self, text: &str, doc: Arc<ExecutableDocument>) {
         if text.len() > MAX_TEXT_BYTES {
             return;

@@ -113,6 +113,7 @@ async fn route(
     if let Err(message) = settings.document.check(&text, None) {
         return Ok(validation_error(message));
     }
+    let mut fresh = false;
     let document = match documents.get(&text) {
         Some(doc) => Some(doc),
         None => {
@@ -120,11 +121,8 @@ async fn route(
             if let Err(message) = settings.document.check(&text, document.as_ref()) {
                 return Ok(validation_error(message));
             }
-            let document = document.map(Arc::new);
-            if let Some(doc) = &document {
-                documents.insert(&text, doc.clone());
-            }
-            document
+            fresh = true;
+            document.map(Arc::new)
         }
     };
     if *method == Method::GET && document.as_ref().is_some_and(|d| is_mutation(d, operation.as_deref())) {
@@ -132,7 +130,7 @@ async fn route(
         return Ok(method_not_allowed(method, "POST"));
     }
     let raw_variables = variables.filter(|v| !v.trim().is_empty());
-    let variables = match &raw_variables {
+    let mut variables = match &raw_variables {
         None => Variables::default(),
         Some(v) => Variables::from_json(serde_json::from_str(v).map_err(|e| ApiError::invalid_payload(format!("\"variables\" is not valid JSON: {e}")))?),
     };
@@ -141,7 +139,9 @@ async fn route(
     // The schema of what this caller's role may read (docs/graphql.md; Directus per role).
     let built = cache.for_caller(&caller).await?;
     let operation = operation.filter(|o| !o.is_empty());
+    with_defaults(document.as_deref(), operation.as_deref(), &mut variables);
     let key = built.validated.key(&text, raw_variables.as_deref(), operation.as_deref());
+    let validated = built.validated.contains(key);
     let streams = crate::list_stream::ListStreams::new(settings.stream_limit, settings.stream_lists_max);
     let prerendered = Arc::new(Prerendered::default());
     let data = RequestData {
@@ -154,12 +154,14 @@ async fn route(
         streams: Some(streams.clone()),
         prerendered: prerendered.clone(),
     };
-    if let Some(roots) = built.fast.as_ref().filter(|_| endpoint == Endpoint::User && built.validated.contains(key))
+    if let Some(roots) = built.fast.as_ref().filter(|_| endpoint == Endpoint::User && validated)
         && let Some(body) = crate::direct::respond(roots, &built.model, cache.backend(), &data, &streams).await
     {
         service_runtime::metrics::global().graphql_answered("direct");
         return Ok(with_body(StatusCode::OK, "application/json; charset=utf-8", body));
     }
+    // The text outlives the request only when its document is to be kept.
+    let text_key = if fresh { text.clone() } else { String::new() };
     let mut request = async_graphql::Request::new(text).variables(variables.clone());
     if let Some(doc) = &document {
         request.set_parsed_query(ExecutableDocument::clone(doc));
@@ -173,9 +175,14 @@ async fn route(
         Endpoint::System => &built.system,
     };
     let mut response = schema.execute(request).await;
+    if let Some(doc) = document.as_ref().filter(|_| fresh && response.errors.is_empty()) {
+        // Kept once it ran without error: a client cannot fill the cache with documents
+        // that do not run.
+        documents.insert(&text_key, doc.clone());
+    }
     if endpoint == Endpoint::User {
         service_runtime::metrics::global().graphql_answered("executor");
-        if response.errors.is_empty() {
+        if response.errors.is_empty() && !validated {
             // Valid for this build: it may be answered without the executor next time.
             built.validated.insert(key);
         }
@@ -192,6 +199,22 @@ async fn route(
             Ok(with_headers(crate::list_stream::respond(body, &streams, selection).await?, &headers))
         }
         _ => Ok(render(response, Some(&prerendered))),
+    }
+}
+
+/// Gives each variable of the operation a request does not send its default value, as
+/// GraphQL's CoerceVariableValues does. async-graphql applies defaults to arguments but not to
+/// `@skip(if:)`/`@include(if:)` (it reads only the variables sent), so without this a
+/// `@include(if: $all)` with `$all: Boolean = true` would leave the field out.
+fn with_defaults(doc: Option<&ExecutableDocument>, operation: Option<&str>, variables: &mut Variables) {
+    let Some(op) = doc.and_then(|d| crate::selection::operation(d, operation)) else { return };
+    for def in &op.variable_definitions {
+        let name = &def.node.name.node;
+        if !variables.contains_key(name)
+            && let Some(value) = def.node.default_value()
+        {
+            variables.insert(name.clone(), value.clone());
+        }
     }
 }
 

@@ -47,6 +47,9 @@ async fn fast_and_resolver_paths_answer_the_same() {
         ),
         ("{ settings { __typename site_name featured { title author { name } } } x: articles_by_id(id: 999999) { id } }", json!({})),
         ("{ comments(limit: 3, sort: [\"id\"], filter: {article: {status: {_eq: \"published\"}}}) { id body article { id title } } tags(search: \"re\", sort: [\"name\"]) { name articles(limit: 1) { articles_id { title } } } }", json!({})),
+        // A variable not sent takes its default, in `@include` too (GraphQL's
+        // CoerceVariableValues).
+        ("query D($all: Boolean = true) { tags(limit: 1, sort: [\"id\"]) { id } authors(limit: 1, sort: [\"id\"]) @include(if: $all) { id } }", json!({})),
         ("query A { tags(limit: 1) { id } } query B { authors(limit: 1, sort: [\"-id\"]) { name } }", json!({})),
     ];
     let direct_before = answered(&fast, "direct").await;
@@ -63,6 +66,9 @@ async fn fast_and_resolver_paths_answer_the_same() {
         let body_slow: Value = serde_json::from_str(&text_slow).expect("JSON");
         assert_eq!(body_fast, body_slow, "operation {i}: {query}");
         assert!(body_fast["data"].is_object() && body_fast.get("errors").is_none(), "{body_fast}");
+        if query.starts_with("query D") {
+            assert!(body_slow["data"]["authors"].is_array(), "the default includes the field: {body_slow}");
+        }
     }
     assert_eq!(answered(&fast, "direct").await - direct_before, operations.len() as f64, "every operation's second request is answered directly");
 }
