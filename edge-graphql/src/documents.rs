@@ -25,27 +25,29 @@ pub struct Documents {
     hasher: KeyedHash,
 }
 
+/// A query text as [`Documents`] knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocumentKey(u128);
+
 impl Documents {
-    /// The document of `text` when it was kept.
-    pub fn get(&self, text: &str) -> Option<Arc<ExecutableDocument>> {
-        if text.len() > MAX_TEXT_BYTES {
-            return None;
-        }
-        let key = self.hasher.of(text);
-        self.parsed.lock().ok()?.get(&key).cloned()
+    /// The key of `text`; `None` when the text is too long to be kept.
+    pub fn key(&self, text: &str) -> Option<DocumentKey> {
+        (text.len() <= MAX_TEXT_BYTES).then(|| DocumentKey(self.hasher.of(text)))
     }
 
-    /// Keeps `doc`, the parse of `text` (which passed the caps and ran without error).
-    pub fn insert(&self, text: &str, doc: Arc<ExecutableDocument>) {
-        if text.len() > MAX_TEXT_BYTES {
-            return;
-        }
-        let key = self.hasher.of(text);
+    /// The document kept under `key`, if any.
+    pub fn get(&self, key: DocumentKey) -> Option<Arc<ExecutableDocument>> {
+        self.parsed.lock().ok()?.get(&key.0).cloned()
+    }
+
+    /// Keeps `doc`, the parse of the text of `key` (which passed the caps and ran without
+    /// error).
+    pub fn insert(&self, key: DocumentKey, doc: Arc<ExecutableDocument>) {
         if let Ok(mut parsed) = self.parsed.lock() {
             if parsed.len() >= MAX_DOCUMENTS {
                 parsed.clear();
             }
-            parsed.insert(key, doc);
+            parsed.insert(key.0, doc);
         }
     }
 }
@@ -59,12 +61,13 @@ mod tests {
     fn a_kept_document_is_found_by_its_text_only() -> Result<(), String> {
         let documents = Documents::default();
         let doc = Arc::new(async_graphql::parser::parse_query("{ a }").map_err(|e| e.to_string())?);
-        documents.insert("{ a }", doc.clone());
-        assert!(documents.get("{ a }").is_some_and(|d| Arc::ptr_eq(&d, &doc)));
-        assert!(documents.get("{ a  }").is_none());
+        let key = documents.key("{ a }").ok_or("a short text has a key")?;
+        documents.insert(key, doc.clone());
+        let found = |text: &str| documents.key(text).and_then(|k| documents.get(k));
+        assert!(found("{ a }").is_some_and(|d| Arc::ptr_eq(&d, &doc)));
+        assert!(found("{ a  }").is_none());
         let long = format!("{{ a }}{}", " ".repeat(MAX_TEXT_BYTES));
-        documents.insert(&long, doc);
-        assert!(documents.get(&long).is_none(), "texts over the bound are not kept");
+        assert!(documents.key(&long).is_none(), "texts over the bound are not kept");
         Ok(())
     }
 }

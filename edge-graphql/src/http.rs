@@ -113,16 +113,16 @@ async fn route(
     if let Err(message) = settings.document.check(&text, None) {
         return Ok(validation_error(message));
     }
-    let mut fresh = false;
-    let document = match documents.get(&text) {
-        Some(doc) => Some(doc),
+    // A kept document (the text is hashed once, for the lookup and for keeping it).
+    let document_key = documents.key(&text);
+    let (document, to_keep) = match document_key.and_then(|k| documents.get(k)) {
+        Some(doc) => (Some(doc), None),
         None => {
             let document = async_graphql::parser::parse_query(&text).ok();
             if let Err(message) = settings.document.check(&text, document.as_ref()) {
                 return Ok(validation_error(message));
             }
-            fresh = true;
-            document.map(Arc::new)
+            (document.map(Arc::new), document_key)
         }
     };
     if *method == Method::GET && document.as_ref().is_some_and(|d| is_mutation(d, operation.as_deref())) {
@@ -160,8 +160,6 @@ async fn route(
         service_runtime::metrics::global().graphql_answered("direct");
         return Ok(with_body(StatusCode::OK, "application/json; charset=utf-8", body));
     }
-    // The text outlives the request only when its document is to be kept.
-    let text_key = if fresh { text.clone() } else { String::new() };
     let mut request = async_graphql::Request::new(text).variables(variables.clone());
     if let Some(doc) = &document {
         request.set_parsed_query(ExecutableDocument::clone(doc));
@@ -175,10 +173,10 @@ async fn route(
         Endpoint::System => &built.system,
     };
     let mut response = schema.execute(request).await;
-    if let Some(doc) = document.as_ref().filter(|_| fresh && response.errors.is_empty()) {
+    if let (Some(key), Some(doc)) = (to_keep.filter(|_| response.errors.is_empty()), &document) {
         // Kept once it ran without error: a client cannot fill the cache with documents
         // that do not run.
-        documents.insert(&text_key, doc.clone());
+        documents.insert(key, doc.clone());
     }
     if endpoint == Endpoint::User {
         service_runtime::metrics::global().graphql_answered("executor");
