@@ -137,11 +137,14 @@ impl AuthService for AuthApi {
     async fn get_current_user(&self, req: Request<GetCurrentUserRequest>) -> Result<Response<CurrentUser>, Status> {
         self.database_needed()?;
         let r = async {
-            let user = self.user(&req).await?;
-            let p = system_tables::users::profile(&self.auth.pool, &user.id)
-                .await
-                .map_err(access_token::authenticate::db_error)?
-                .ok_or_else(ApiError::forbidden)?;
+            let who = self.auth.authenticator.authenticate(req.metadata()).await?;
+            if who.share.is_some() {
+                // A share session is no user: an empty profile (the edges read it as such).
+                return Ok(CurrentUser::default());
+            }
+            let user = who.user.ok_or_else(ApiError::forbidden)?;
+            let p =
+                system_tables::users::profile(&self.auth.pool, &user).await.map_err(access_token::authenticate::db_error)?.ok_or_else(ApiError::forbidden)?;
             let role = match (p.role_id, p.role_name) {
                 (Some(id), Some(name)) => {
                     Some(UserRole { id, name, admin_access: p.role_admin_access.unwrap_or(false), app_access: p.role_app_access.unwrap_or(false) })
@@ -161,6 +164,30 @@ impl AuthService for AuthApi {
             })
         };
         reply(r.await)
+    }
+
+    async fn share_login(&self, req: Request<ShareLoginRequest>) -> Result<Response<TokenReply>, Status> {
+        self.database_needed()?;
+        let ip = ip(&req);
+        reply(self.auth.share_login(req.into_inner(), ip).await)
+    }
+
+    async fn share_info(&self, req: Request<ShareInfoRequest>) -> Result<Response<ShareInfoReply>, Status> {
+        self.database_needed()?;
+        reply(self.auth.share_info(&req.get_ref().share).await)
+    }
+
+    async fn invite_to_share(&self, req: Request<ShareInviteRequest>) -> Result<Response<AuthAck>, Status> {
+        self.database_needed()?;
+        let r = async {
+            let user = self.user(&req).await?;
+            let r = req.get_ref();
+            self.auth.share_invitation(&user, &r.share, &r.emails, ip(&req)).await
+        };
+        let invitation = r.await.map_err(|e| e.to_status())?;
+        let auth = self.auth.clone();
+        tokio::spawn(async move { auth.send_invitation(invitation).await });
+        Ok(Response::new(AuthAck {}))
     }
 
     async fn generate_hash(&self, req: Request<HashRequest>) -> Result<Response<HashReply>, Status> {

@@ -148,6 +148,7 @@ mod tests {
             admin_access: true,
             session: None,
             family: Some("f".into()),
+            share: None,
             iat: now,
             exp: now + 60,
             iss: access_token::claims::ACCESS_ISSUER.into(),

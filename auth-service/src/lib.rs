@@ -10,6 +10,7 @@
 //!   [`access_token::passwords`] (bounded).
 //! - [`sessions`]: refresh sessions in Redis (rotation, grace window, reuse detection).
 //! - [`login`]: login, refresh, logout and the tokens of each mode.
+//! - [`shares`]: signing in to a share, its refreshes and its public facts (docs/shares.md).
 //! - [`reset`] and [`mail`]: password reset by mail (lettre over SMTP).
 //! - [`notification_mail`]: mails new notifications (mentions) to their recipients.
 //! - [`tfa`]: TOTP enrolment and checks.
@@ -30,6 +31,7 @@ pub mod notification_mail;
 pub mod passwords;
 pub mod reset;
 pub mod sessions;
+pub mod shares;
 pub mod sso;
 pub mod tfa;
 

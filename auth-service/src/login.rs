@@ -12,6 +12,25 @@ use std::net::IpAddr;
 use std::time::Duration;
 use system_tables::users::{self, Identity};
 
+/// Whose tokens are issued: a signed-in user's, or a share session's (docs/shares.md).
+#[derive(Clone, Copy)]
+pub(crate) enum TokenHolder<'a> {
+    /// A user.
+    User(&'a Identity),
+    /// A share session: the share's id.
+    Share(&'a str),
+}
+
+impl TokenHolder<'_> {
+    /// The `user` of the holder's refresh records: the user's id, or `share:<id>`.
+    fn session_owner(self) -> String {
+        match self {
+            Self::User(user) => user.id.clone(),
+            Self::Share(share) => crate::sessions::share_owner(share),
+        }
+    }
+}
+
 /// Whether the user's and the role's allow-lists admit `ip` (no address: nothing to check).
 pub fn ip_allowed(user: &Identity, ip: Option<IpAddr>) -> bool {
     ip.is_none_or(|ip| access_token::ip::admits(user, ip))
@@ -77,6 +96,10 @@ impl Auth {
             Rotation::Accepted { user, family } => (user, family),
             Rotation::Unknown | Rotation::Replayed => return Err(ApiError::invalid_credentials()),
         };
+        let mode = SessionMode::try_from(req.mode).unwrap_or(SessionMode::Json);
+        if let Some(share) = crate::sessions::shared(&user_id) {
+            return self.refresh_share(share, &sid, mode, &family).await;
+        }
         let Some(user) = users::by_id(&self.pool, &user_id).await.map_err(crate::db_error)?.filter(Identity::is_active) else {
             // Suspended or deleted meanwhile: this login is over for good.
             self.sessions.end(&sid).await?;
@@ -85,8 +108,7 @@ impl Auth {
         if !ip_allowed(&user, ip) {
             return Err(ApiError::invalid_ip());
         }
-        let mode = SessionMode::try_from(req.mode).unwrap_or(SessionMode::Json);
-        self.tokens(&user, mode, Some(&family)).await
+        self.tokens(TokenHolder::User(&user), mode, Some(&family)).await
     }
 
     /// `Logout`: ends the session of the refresh token or session token (an expired session
@@ -133,21 +155,22 @@ impl Auth {
             item: &user.id,
         };
         system_tables::activity::record(&self.pool, &login).await.map_err(crate::db_error)?;
-        self.tokens(user, mode, None).await
+        self.tokens(TokenHolder::User(user), mode, None).await
     }
 
     /// Issues a refresh token in `family` (a new family when `None`) and the access or session
-    /// token for `mode`.
-    async fn tokens(&self, user: &Identity, mode: SessionMode, family: Option<&str>) -> Result<TokenReply, ApiError> {
+    /// token for `mode`, for a user or a share session.
+    pub(crate) async fn tokens(&self, holder: TokenHolder<'_>, mode: SessionMode, family: Option<&str>) -> Result<TokenReply, ApiError> {
         let s = &self.settings;
         let session_mode = mode == SessionMode::Session;
         let (token_ttl, session_ttl) = if session_mode { (s.session_ttl, s.session_ttl) } else { (s.access_ttl, s.refresh_ttl) };
+        let owner = holder.session_owner();
         let issued = match family {
             // The login was revoked while this refresh was under way.
-            Some(f) => self.sessions.issue(&user.id, f, session_ttl).await?.ok_or_else(ApiError::invalid_credentials)?,
-            None => self.sessions.open(&user.id, session_ttl).await?,
+            Some(f) => self.sessions.issue(&owner, f, session_ttl).await?.ok_or_else(ApiError::invalid_credentials)?,
+            None => self.sessions.open(&owner, session_ttl).await?,
         };
-        let access_token = self.sign_access(user, session_mode.then_some(issued.sid), issued.family, token_ttl)?;
+        let access_token = self.sign_access(holder, session_mode.then_some(issued.sid), issued.family, token_ttl)?;
         Ok(TokenReply {
             access_token,
             expires_ms: token_ttl.as_millis() as i64,
@@ -157,17 +180,23 @@ impl Auth {
         })
     }
 
-    /// Signs an access token (or, with `session`, a session token) for `user` in login
-    /// `family`, living `ttl`.
-    fn sign_access(&self, user: &Identity, session: Option<String>, family: String, ttl: Duration) -> Result<String, ApiError> {
+    /// Signs an access token (or, with `session`, a session token) for `holder` in login
+    /// `family`, living `ttl`. A share session's claims are Directus's: `share`, `role: null`,
+    /// no app or admin access, no `id`.
+    fn sign_access(&self, holder: TokenHolder<'_>, session: Option<String>, family: String, ttl: Duration) -> Result<String, ApiError> {
         let now = access_token::now_ms() / 1000;
+        let (id, role, app_access, admin_access, share) = match holder {
+            TokenHolder::User(user) => (user.id.clone(), user.role.clone(), user.app_access, user.admin_access, None),
+            TokenHolder::Share(share) => (String::new(), None, false, false, Some(share.to_owned())),
+        };
         let claims = Claims {
-            id: user.id.clone(),
-            role: user.role.clone(),
-            app_access: user.app_access,
-            admin_access: user.admin_access,
+            id,
+            role,
+            app_access,
+            admin_access,
             session,
             family: Some(family),
+            share,
             iat: now,
             exp: now + ttl.as_secs().max(1),
             iss: ACCESS_ISSUER.into(),
@@ -188,7 +217,7 @@ impl Auth {
 
 /// Whether `s` has the shape of an email address (`local@domain.tld`, no spaces), as Directus
 /// checks the login payload before looking the user up (400 INVALID_PAYLOAD otherwise).
-fn looks_like_email(s: &str) -> bool {
+pub(crate) fn looks_like_email(s: &str) -> bool {
     let Some((local, domain)) = s.split_once('@') else { return false };
     !local.is_empty()
         && !s.chars().any(char::is_whitespace)

@@ -82,6 +82,20 @@ redis.call('PEXPIRE', KEYS[3], ARGV[4])
 return 1
 ";
 
+/// The `user` of a share session's refresh records: this prefix and the share's id (user ids
+/// are UUIDs and never start with it; docs/shares.md).
+const SHARE_OWNER_PREFIX: &str = "share:";
+
+/// The share behind a refresh record's `user`, if it is a share session's.
+pub fn shared(owner: &str) -> Option<&str> {
+    owner.strip_prefix(SHARE_OWNER_PREFIX)
+}
+
+/// The refresh records' `user` of a session of share `share`.
+pub fn share_owner(share: &str) -> String {
+    format!("{SHARE_OWNER_PREFIX}{share}")
+}
+
 /// `bytes` random bytes, hex.
 pub fn random_token(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];

@@ -111,7 +111,11 @@ impl AppState {
         let ip = access_token::ip::client_ip(md);
         let roles = schema.permissions.role_chain(who.role.as_deref());
         let policies = schema.permissions.admitted(who.user.as_deref(), &roles, ip);
-        let access = schema.permissions.access(&policies, who.user.is_some());
+        // A share session reads what its share reaches and writes what the public may.
+        let access = match &who.share {
+            Some(session) => permissions::share::access(&schema, session, ip, &self.views),
+            None => schema.permissions.access(&policies, who.user.is_some()),
+        };
         let read = self.views.read_view(&schema, &access);
         let accounts = write::users::Accounts { own: who.user.clone().zip(who.family.clone()), ..self.accounts.clone() };
         let vars = query::Variables { user: who.user, role: who.role, roles, policies };

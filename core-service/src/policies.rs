@@ -23,6 +23,8 @@ pub enum Action {
     Update,
     /// Deleting items.
     Delete,
+    /// Sharing items (creating a share of one: docs/shares.md).
+    Share,
 }
 
 impl Action {
@@ -32,6 +34,7 @@ impl Action {
             "read" => Self::Read,
             "update" => Self::Update,
             "delete" => Self::Delete,
+            "share" => Self::Share,
             _ => return None,
         })
     }
@@ -43,6 +46,7 @@ impl Action {
             Self::Read => "read",
             Self::Update => "update",
             Self::Delete => "delete",
+            Self::Share => "share",
         }
     }
 }
@@ -68,6 +72,14 @@ impl Fields {
     /// Whether `field` is named explicitly (not only through `*`).
     pub fn names(&self, field: &str) -> bool {
         matches!(self, Self::Only(set) if set.contains(field))
+    }
+
+    /// The fields both allow.
+    pub fn intersect(&self, other: &Self) -> Self {
+        match (self, other) {
+            (Self::All, x) | (x, Self::All) => x.clone(),
+            (Self::Only(a), Self::Only(b)) => Self::Only(a.intersection(b).cloned().collect()),
+        }
     }
 }
 
@@ -166,6 +178,25 @@ pub fn all_of(filters: impl IntoIterator<Item = Option<Arc<Filter>>>) -> Option<
     }
 }
 
+/// Whether `f` compares with a dynamic variable of the caller (`$CURRENT_USER`, `$CURRENT_ROLE`,
+/// `$CURRENT_ROLES`, `$CURRENT_POLICIES`, with or without a path).
+fn names_the_caller(f: &Filter) -> bool {
+    fn caller_value(v: &cdapi_proto::v1::Value) -> bool {
+        use cdapi_proto::v1::value::Kind;
+        match &v.kind {
+            Some(Kind::String(s)) => s.starts_with("$CURRENT_"),
+            Some(Kind::List(l)) => l.values.iter().any(caller_value),
+            _ => false,
+        }
+    }
+    match &f.node {
+        Some(filter::Node::And(g) | filter::Node::Or(g)) => g.filters.iter().any(names_the_caller),
+        Some(filter::Node::Condition(c)) => c.value.as_ref().is_some_and(caller_value),
+        Some(filter::Node::Relation(r)) => r.filter.as_ref().is_some_and(|f| names_the_caller(f)),
+        None => false,
+    }
+}
+
 /// A filter matching nothing (`_or` of no filters): what a permission row whose filter cannot
 /// be understood grants, so a broken rule never opens anything.
 fn nothing() -> Filter {
@@ -236,12 +267,63 @@ pub struct Globals {
 /// callers with the same policies share their read view.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Subject {
-    /// Policy ids, sorted: those of the caller that admit the client's address.
+    /// Policy ids, sorted: those of the caller that admit the client's address (for a share
+    /// session: the public's, which give everything but its reads).
     pub policies: Vec<String>,
-    /// A signed-in user (false: the public).
+    /// A signed-in user (false: the public, and share sessions).
     pub user: bool,
     /// A signed-in user one of whose `policies` has app access.
     pub app: bool,
+    /// A share session: its reads are [`ShareScope`]'s, not the policies'.
+    pub share: Option<Arc<ShareScope>>,
+}
+
+/// What a share session reads (Directus 11's `getPermissionsForShare`; docs/shares.md): the
+/// items reached from the shared item through relations ([`Self::reach`]), and of those only
+/// what both the share's role and its creator may read: every pair of a read row of one and a
+/// read row of the other gives a row with both filters and the fields both grant. Built per
+/// request by `crate::permissions::share`; equal (for read views) when the share, its item and
+/// both sides' policies are.
+#[derive(Debug)]
+pub struct ShareScope {
+    /// The share's id.
+    pub id: String,
+    /// The shared item's collection.
+    pub collection: String,
+    /// The shared item's primary key.
+    pub item: String,
+    /// The admitted policies of the share's role (the public's when it has none); `None` when
+    /// they have admin access (no bound from this side).
+    pub role: Option<Vec<String>>,
+    /// The admitted policies of the share's creator; `None` for admin access.
+    pub creator: Option<Vec<String>>,
+    /// Collection → which of its items the shared item reaches (a filter on that collection).
+    /// A collection not here is not read at all.
+    pub reach: Arc<ShareReach>,
+}
+
+/// What a shared item reaches: collection → the filter of its items reached.
+pub type ShareReach = BTreeMap<String, Arc<Filter>>;
+
+impl ShareScope {
+    /// What makes two scopes the same (the reach follows from the item and the snapshot).
+    fn identity(&self) -> ([&str; 3], [&Option<Vec<String>>; 2]) {
+        ([&self.id, &self.collection, &self.item], [&self.role, &self.creator])
+    }
+}
+
+impl PartialEq for ShareScope {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl Eq for ShareScope {}
+
+impl std::hash::Hash for ShareScope {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.identity().hash(state);
+    }
 }
 
 /// Which signed-in users a built-in [`minimal`] row is for.
@@ -273,7 +355,7 @@ impl Subject {
 /// presets meant for them (their own, their role's, everyone's) and keep their own; comment (on
 /// items they can read, checked by `crate::write::comments`), and read, edit (the text) and delete
 /// their own comments; read their notifications, set their `status` (archive) and notify
-/// themselves (sender and recipient both the caller). Each is a row of its own, so it widens
+/// themselves (sender and recipient both the caller); read their own shares. Each is a row of its own, so it widens
 /// nothing of the policies' rows: it reaches the caller's own rows only.
 fn minimal() -> Vec<Minimal> {
     let rule = |v: Value| query_language::query_json::filter_from_json(&v, 0).ok().flatten().map(Arc::new);
@@ -349,6 +431,7 @@ fn minimal() -> Vec<Minimal> {
             ),
         ),
         ("directus_notifications", Action::Update, Reach::AppAccess, row(own("recipient", "$CURRENT_USER"), only(&["status"]))),
+        ("directus_shares", Action::Read, Reach::AppAccess, row(own("user_created", "$CURRENT_USER"), Fields::All)),
     ]
 }
 
@@ -411,21 +494,59 @@ impl Rules {
     /// order (each in `cdapi.permissions` order), then the [`minimal`] rows of a signed-in user;
     /// `None` when there is none.
     pub fn grant(&self, subject: &Subject, collection: &str, action: Action) -> Option<Grant> {
+        if let (Some(share), Action::Read) = (&subject.share, action) {
+            return self.share_grant(share, collection);
+        }
         let key = (collection.to_owned(), action);
         let mut rows: Vec<Permission> = subject.policies.iter().filter_map(|p| self.by_policy.get(p)?.get(&key)).flatten().cloned().collect();
         rows.extend(self.minimal.iter().filter(|(c, a, reach, _)| *c == collection && *a == action && subject.reaches(*reach)).map(|(_, _, _, r)| r.clone()));
         (!rows.is_empty()).then_some(Grant { rows })
     }
 
+    /// A share session's read grant of `collection` ([`ShareScope`]); `None` when the shared
+    /// item does not reach it or one side may not read it.
+    fn share_grant(&self, share: &ShareScope, collection: &str) -> Option<Grant> {
+        let reach = share.reach.get(collection)?;
+        let side = |policies: &Option<Vec<String>>| -> Option<Vec<Permission>> {
+            let Some(ids) = policies else { return Some(Grant::everything().rows) };
+            let key = (collection.to_owned(), Action::Read);
+            // A share session has no user: a rule naming the caller grants it nothing (it would
+            // name nobody, which `_neq` would turn into everybody).
+            let rows: Vec<Permission> = ids
+                .iter()
+                .filter_map(|p| self.by_policy.get(p)?.get(&key))
+                .flatten()
+                .filter(|r| !r.filter.as_deref().is_some_and(names_the_caller))
+                .cloned()
+                .collect();
+            (!rows.is_empty()).then_some(rows)
+        };
+        let (role, creator) = (side(&share.role)?, side(&share.creator)?);
+        let rows = role
+            .iter()
+            .flat_map(|r| {
+                creator.iter().map(|c| Permission {
+                    filter: all_of([r.filter.clone(), c.filter.clone(), Some(reach.clone())]),
+                    fields: r.fields.intersect(&c.fields),
+                    validation: None,
+                    presets: Map::new(),
+                })
+            })
+            .collect();
+        Some(Grant { rows })
+    }
+
     /// The collections `subject` has a permission row on (its policies' and the [`minimal`]
-    /// ones), sorted.
+    /// ones; for a share session, also those it reads), sorted.
     pub fn collections(&self, subject: &Subject) -> Vec<String> {
+        let shared = subject.share.iter().flat_map(|s| s.reach.keys().filter(|c| self.share_grant(s, c).is_some()).cloned());
         let mut out: Vec<String> = subject
             .policies
             .iter()
             .filter_map(|p| self.by_policy.get(p))
             .flat_map(|m| m.keys().map(|(c, _)| c.clone()))
             .chain(self.minimal.iter().filter(|(_, _, reach, _)| subject.reaches(*reach)).map(|(c, _, _, _)| (*c).to_owned()))
+            .chain(shared)
             .collect();
         out.sort();
         out.dedup();
@@ -452,6 +573,13 @@ impl Rules {
         ids
     }
 
+    /// The policies of `roles` alone (a share's role and the roles above it; docs/shares.md), or
+    /// the public's without roles, admitted for `ip` as [`Self::admitted`] admits them.
+    pub fn role_policies(&self, roles: &[String], ip: Option<std::net::IpAddr>) -> Vec<String> {
+        // The empty user id has no policies of its own: only the roles' are held.
+        if roles.is_empty() { self.admitted(None, &[], ip) } else { self.admitted(Some(""), roles, ip) }
+    }
+
     /// Who a caller with these admitted `policies` acts as: admin access when one of them has
     /// it (Directus 11 `fetchGlobalAccess`), else their grants.
     pub fn access(&self, policies: &[String], user: bool) -> Access {
@@ -459,7 +587,7 @@ impl Rules {
         if globals.admin_access {
             return Access::Admin;
         }
-        Access::Subject(Subject { policies: policies.to_vec(), user, app: user && globals.app_access })
+        Access::Subject(Subject { policies: policies.to_vec(), user, app: user && globals.app_access, share: None })
     }
 
     /// What these admitted `policies` give besides permissions (Directus's
@@ -494,4 +622,27 @@ pub struct RowAccess {
     /// Field → indexes into `filters` of the rows granting it, for columns that not every row
     /// grants and that no unfiltered granting row makes readable everywhere.
     pub masks: BTreeMap<String, Vec<usize>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(v: Value) -> Filter {
+        query_language::query_json::filter_from_json(&v, 0).ok().flatten().unwrap_or_default()
+    }
+
+    #[test]
+    fn rules_naming_the_caller_are_told_at_any_depth() {
+        let named = [
+            serde_json::json!({"owner": {"_neq": "$CURRENT_USER"}}),
+            serde_json::json!({"_and": [{"status": {"_eq": "x"}}, {"author": {"role": {"_in": ["$CURRENT_ROLES"]}}}]}),
+            serde_json::json!({"owner": {"_eq": "$CURRENT_USER.email"}}),
+        ];
+        for v in named {
+            assert!(names_the_caller(&filter(v.clone())), "{v}");
+        }
+        assert!(!names_the_caller(&filter(serde_json::json!({"status": {"_eq": "$NOW"}}))));
+        assert!(!names_the_caller(&filter(serde_json::json!({"title": {"_eq": "CURRENT_USER"}}))));
+    }
 }

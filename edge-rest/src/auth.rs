@@ -11,6 +11,8 @@
 //! - `GET /auth/login/:provider?redirect=&mode=` → 302 to the provider;
 //!   `GET /auth/login/:provider/callback` → session cookie, then 302 to `redirect` (with
 //!   `?reason=<CODE>` on failure) or the token body
+//! - `POST /shares/auth` `{share, password?, mode?}` (a share session's tokens, as a login's),
+//!   `GET /shares/info/:id` and `POST /shares/invite` `{share, emails}` → 204 (docs/shares.md)
 //! - `POST /users/me/tfa/generate` `{password}` → `{data: {secret, otpauth_url}}`;
 //!   `POST /users/me/tfa/enable` `{secret, otp}`, `POST /users/me/tfa/disable` `{otp}` → 204
 
@@ -186,6 +188,45 @@ async fn login(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
     let msg = LoginRequest { email: text(&b, "email")?, password: text(&b, "password")?, otp, mode: mode as i32 };
     let t = state.auth.clone().login(req.grpc(request_id, None, msg)?).await?.into_inner();
     Ok(token_response(state, &t))
+}
+
+/// `POST /shares/auth` `{share, password?, mode?}` (docs/shares.md): a share session's tokens,
+/// in the body and cookie of `mode` as a login's.
+pub async fn share_login(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
+    let b = optional_json(req, body, state.max_payload_size).await?;
+    let mode = cookies::session_mode(&text(&b, "mode")?)?.unwrap_or(SessionMode::Json);
+    let msg = ShareLoginRequest { share: text(&b, "share")?, password: text(&b, "password")?, mode: mode as i32 };
+    let t = state.auth.clone().share_login(req.grpc(request_id, None, msg)?).await?.into_inner();
+    Ok(token_response(state, &t))
+}
+
+/// `GET /shares/info/:id`, open to anyone: `{data: {id, collection, item, password, max_uses,
+/// times_used, date_start, date_end}}` of an open share (the password masked).
+pub async fn share_info(state: &EdgeState, req: &HttpRequest, request_id: &str, id: &str) -> Result<Response, ApiError> {
+    let r = state.auth.clone().share_info(req.grpc(request_id, None, ShareInfoRequest { share: id.to_owned() })?).await?.into_inner();
+    Ok(reply::with_body(StatusCode::OK, "application/json; charset=utf-8", format!(r#"{{"data":{}}}"#, r.json)))
+}
+
+/// `POST /shares/invite` `{share, emails}` → 204 (docs/shares.md): the caller must be able to
+/// read the share (asked of the core, as Directus reads it with the caller's rights), then
+/// auth-service mails the link.
+pub async fn share_invite(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str) -> Result<Response, ApiError> {
+    let (_, token) = crate::request::url_query(req)?;
+    let b = optional_json(req, body, state.max_payload_size).await?;
+    let share = text(&b, "share")?;
+    if share.is_empty() {
+        return Err(ApiError::invalid_payload("\"share\" is required"));
+    }
+    let emails: Vec<String> = match b.get("emails") {
+        Some(Value::Array(list)) => list.iter().map(|e| e.as_str().map(str::to_owned)).collect::<Option<_>>(),
+        _ => None,
+    }
+    .ok_or_else(|| ApiError::invalid_payload("\"emails\" must be a list of email addresses"))?;
+    let query = crate::request::typed_query(&serde_json::Map::from_iter([("fields".to_owned(), json!(["id"]))]))?;
+    let read = ReadRequest { collection: "directus_shares".into(), key: Some(share.clone()), query: Some(query) };
+    state.items.clone().read(req.grpc(request_id, token.clone(), read)?).await?;
+    state.auth.clone().invite_to_share(req.grpc(request_id, token, ShareInviteRequest { share, emails })?).await?;
+    Ok(reply::no_content())
 }
 
 /// The query string's parameters as pairs.

@@ -106,6 +106,18 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
             Method::POST => crate::files::import(state, req, body, request_id).await,
             _ => Ok(reply::method_not_allowed(&req.method, "POST")),
         },
+        ["shares", "auth"] => match req.method {
+            Method::POST => crate::auth::share_login(state, req, body, request_id).await,
+            _ => Ok(reply::method_not_allowed(&req.method, "POST")),
+        },
+        ["shares", "invite"] => match req.method {
+            Method::POST => crate::auth::share_invite(state, req, body, request_id).await,
+            _ => Ok(reply::method_not_allowed(&req.method, "POST")),
+        },
+        ["shares", "info", id] if !id.is_empty() => match req.method {
+            Method::GET => crate::auth::share_info(state, req, request_id, &decode(id)).await,
+            _ => Ok(reply::method_not_allowed(&req.method, "GET")),
+        },
         // `/assets/:id/:filename`: the name is for the reader (Directus ignores it too).
         ["assets", id] | ["assets", id, _] if !id.is_empty() => crate::files::asset(state, req, request_id, decode(id)).await,
         [system] if let Some(collection) = system_collections::rest_items_collection(system) => {

@@ -24,6 +24,10 @@ pub async fn info(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Res
     if signed_in {
         let call = req.grpc(request_id, token, GetCurrentUserRequest {})?;
         let user = state.auth.clone().get_current_user(call).await?.into_inner();
+        // A share session (no user) sees the project only, as in Directus.
+        if user.id.is_empty() {
+            return Ok(crate::reply::data(data.to_string().as_bytes(), b""));
+        }
         data["rateLimit"] = match state.rate_limit {
             Some((points, secs)) => json!({"points": points, "duration": secs}),
             None => json!(false),

@@ -34,6 +34,7 @@ pub const SYSTEM_COLLECTIONS: &[SystemCollection] = &[
     items("revisions"),
     items("roles"),
     items("settings"),
+    items("shares"),
     items("translations"),
     items("users"),
     SystemCollection { table: "versions", rest_items: false },

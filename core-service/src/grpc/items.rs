@@ -138,10 +138,13 @@ impl Items {
 
     /// Every read but the export (see `items.proto`: Read): one item, an aggregate, a singleton,
     /// a version or a list, as one reply. `/users/me` that the caller may not read answers
-    /// `{"id": <the caller>}`, as Directus's users controller does. Errors: FORBIDDEN,
-    /// INVALID_QUERY, the database's.
+    /// `{"id": <the caller>}`, and for a share session `{"share": <its id>}`, as Directus's
+    /// users controller does. Errors: FORBIDDEN, INVALID_QUERY, the database's.
     async fn read_reply(&self, caller: &Caller, r: &ReadRequest) -> Result<ReadResponse, ApiError> {
         let me = r.collection == crate::write::users::USERS && r.key.as_deref() == Some("me");
+        if let (true, crate::permissions::Access::Subject(crate::permissions::Subject { share: Some(scope), .. })) = (me, &caller.access) {
+            return Ok(ReadResponse { data: Bytes::from(serde_json::json!({ "share": scope.id }).to_string()), meta: Bytes::new() });
+        }
         match self.read_any(caller, r).await {
             Err(e) if me && e.code == cdapi_proto::ErrorCode::Forbidden => match &caller.vars.user {
                 Some(id) => Ok(ReadResponse { data: Bytes::from(serde_json::json!({ "id": id }).to_string()), meta: Bytes::new() }),

@@ -7,7 +7,7 @@ use crate::schema::Schema;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
-/// The actions Directus reports (`share` is never granted here: there are no shares).
+/// The actions Directus reports.
 const ACTIONS: [&str; 5] = ["create", "read", "update", "delete", "share"];
 
 /// `{<collection>: {<action>: {access, fields?, presets?}}}`. `access` is `full` when one row
@@ -28,7 +28,7 @@ pub fn collection_access(schema: &Schema, access: &Access) -> Value {
     let mut out: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     for collection in rules.collections(subject) {
         let actions = out.entry(collection.clone()).or_insert_with(|| ACTIONS.iter().map(|a| ((*a).to_owned(), json!({"access": "none"}))).collect());
-        for action in [Action::Create, Action::Read, Action::Update, Action::Delete] {
+        for action in [Action::Create, Action::Read, Action::Update, Action::Delete, Action::Share] {
             let Some(grant) = rules.grant(subject, &collection, action) else { continue };
             let full = grant.rows.iter().any(|r| r.filter.is_none());
             let mut info = json!({"access": if full { "full" } else { "partial" }});

@@ -25,14 +25,18 @@
 //!
 //! Layout: [`crate::policies`] (the data: rules and grants, re-exported here), this module
 //! (a caller's grant of a collection), [`me`] (a caller's summary), [`view`] (read views), [`scope`] (write checks),
+//! [`share`] (a share session's access: what the shared item reaches),
 //! [`validate`] (validation rules, evaluated by Postgres on the payload's typed values).
 
 pub mod me;
 pub mod scope;
+pub mod share;
 pub mod validate;
 pub mod view;
 
-pub use crate::policies::{Access, Action, Fields, Globals, Grant, Permission, RowAccess, Rules, SENSITIVE, Subject, all_of, any_of, is_sensitive};
+pub use crate::policies::{
+    Access, Action, Fields, Globals, Grant, Permission, RowAccess, Rules, SENSITIVE, ShareReach, ShareScope, Subject, all_of, any_of, is_sensitive,
+};
 pub use view::{Views, read_view};
 
 use crate::schema::Schema;

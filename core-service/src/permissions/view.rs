@@ -1,7 +1,7 @@
 //! Read views (docs/permissions.md): the part of a snapshot one subject may read, and the
 //! [`RowAccess`] each of its collections carries into every statement (`Planner::source`).
 
-use super::{Action, Grant, RowAccess, Subject};
+use super::{Action, Grant, RowAccess, ShareReach, Subject};
 use crate::schema::{Collection, Field, FieldRelation, Schema};
 use cdapi_proto::v1::Filter;
 use std::collections::{BTreeMap, HashMap};
@@ -85,7 +85,16 @@ pub fn read_view(base: &Arc<Schema>, subject: &Subject) -> Schema {
 #[derive(Default)]
 pub struct Views {
     cache: Mutex<(u64, ViewsByRole)>,
+    /// What shared items reach, by (collection, item), for the same snapshot and as bounded.
+    reaches: Mutex<(u64, ReachesByItem)>,
 }
+
+/// The most read views kept (docs/security.md "Budgets"): one per distinct set of policies, and
+/// one per share in use.
+pub const MAX_VIEWS: usize = 1024;
+
+/// Shared items' reaches keyed by (collection, item).
+type ReachesByItem = HashMap<(String, String), Arc<ShareReach>>;
 
 /// Views keyed by subject.
 type ViewsByRole = HashMap<Subject, Arc<Schema>>;
@@ -96,9 +105,31 @@ impl Views {
     pub fn read_view(&self, base: &Arc<Schema>, access: &super::Access) -> Arc<Schema> {
         let super::Access::Subject(subject) = access else { return base.clone() };
         let Ok(mut cache) = self.cache.lock() else { return Arc::new(read_view(base, subject)) };
-        if cache.0 != base.version {
+        // Share sessions make a subject each: the map is bounded, emptied when full.
+        if cache.0 != base.version || cache.1.len() >= MAX_VIEWS {
             *cache = (base.version, HashMap::new());
         }
         cache.1.entry(subject.clone()).or_insert_with(|| Arc::new(read_view(base, subject))).clone()
+    }
+
+    /// What `item` of `collection` reaches in `base`: `walk`'s answer, kept for the snapshot
+    /// (a share session's requests walk the relations once, not each time).
+    pub fn reach(&self, base: &Schema, collection: &str, item: &str, walk: impl FnOnce() -> ShareReach) -> Arc<ShareReach> {
+        let key = (collection.to_owned(), item.to_owned());
+        if let Ok(mut cache) = self.reaches.lock() {
+            if cache.0 != base.version || cache.1.len() >= MAX_VIEWS {
+                *cache = (base.version, HashMap::new());
+            }
+            if let Some(hit) = cache.1.get(&key) {
+                return hit.clone();
+            }
+        }
+        let reach = Arc::new(walk());
+        if let Ok(mut cache) = self.reaches.lock()
+            && cache.0 == base.version
+        {
+            cache.1.insert(key, reach.clone());
+        }
+        reach
     }
 }

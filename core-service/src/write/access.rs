@@ -43,8 +43,8 @@ impl Writer<'_> {
 
     /// `{update: {access}, delete: {access}, share: {access}}` for the item `key` (or the
     /// collection), Directus's shape. A singleton's `update` is about its one item (`create`
-    /// while it has none) and carries the `fields` and `presets` of those rows. Shares are not
-    /// served here: `share.access` is false but for admins.
+    /// while it has none) and carries the `fields` and `presets` of those rows. `share` is
+    /// whether a `share` row reaches the item (docs/shares.md).
     pub async fn item_access(&mut self, collection: &Collection, key: Option<&str>) -> Result<Value, ApiError> {
         if matches!(self.access, Access::Admin) {
             return Ok(json!({"update": {"access": true}, "delete": {"access": true}, "share": {"access": true}}));
@@ -62,7 +62,8 @@ impl Writer<'_> {
         }
         let update = self.may(collection, update_action, key).await?;
         let delete = self.may(collection, Action::Delete, key).await?;
-        let mut out = json!({"update": {"access": update}, "delete": {"access": delete}, "share": {"access": false}});
+        let share = self.may(collection, Action::Share, key).await?;
+        let mut out = json!({"update": {"access": update}, "delete": {"access": delete}, "share": {"access": share}});
         if collection.singleton && update {
             let grant = self.grant(collection, update_action)?;
             let mut fields: Vec<String> = Vec::new();

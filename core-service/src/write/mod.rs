@@ -20,6 +20,7 @@ pub mod keys;
 pub mod payload;
 pub mod relational;
 pub mod server_owned;
+pub mod shares;
 pub mod sort;
 pub mod users;
 
@@ -113,6 +114,7 @@ impl<'w> Writer<'w> {
         if matches!(self.access, Access::Admin) {
             return Ok((obj.clone(), None));
         }
+        let own_shares = if collection.name == shares::SHARES { shares::check(self, action, obj).await? } else { None };
         let grant = self.grant(collection, action)?.into_owned();
         let mut out = obj.clone();
         if action == Action::Create {
@@ -142,7 +144,7 @@ impl<'w> Writer<'w> {
             }
         }
         let cond = scope::write_condition(&grant, &collection.name, &fields, &outcomes)?;
-        Ok((out, cond))
+        Ok((out, crate::permissions::all_of([cond, own_shares])))
     }
 
     /// The rows a delete may remove: those some delete row's filter matches. FORBIDDEN without

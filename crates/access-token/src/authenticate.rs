@@ -10,6 +10,9 @@
 //!   suspended user or a changed role takes effect within that time, and the user's and role's
 //!   policies' IP allow-lists are checked against `x-client-ip` (INVALID_IP).
 //! - No token: the public role. Unknown token or inactive user: INVALID_CREDENTIALS.
+//! - A share session's JWT (its `share` claim; docs/shares.md) names no user: the share is read
+//!   (cached like users), and it must still exist and be open, and its creator be active, else
+//!   INVALID_CREDENTIALS; so deleting or closing a share ends its sessions within the cache time.
 
 use crate::claims::ACCESS_ISSUER;
 use crate::keys::{KeySet, RemoteKeys, VerifyError, looks_like_jwt};
@@ -19,6 +22,7 @@ use sqlx::PgPool;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use system_tables::shares::{self, Share};
 use system_tables::users::{self, Identity};
 use tonic::metadata::MetadataMap;
 
@@ -51,17 +55,34 @@ pub struct Accountability {
     /// When the token stops being valid (a JWT's `exp`, Unix seconds); `None` for static tokens
     /// and the public role. For calls that outlive a request (realtime subscriptions).
     pub expires_at: Option<u64>,
+    /// A share session (no user, no role): the share and its creator.
+    pub share: Option<ShareSession>,
 }
 
 impl Accountability {
     /// The public role (no token).
     pub fn public() -> Self {
-        Self { user: None, role: None, admin: false, family: None, expires_at: None }
+        Self { user: None, role: None, admin: false, family: None, expires_at: None, share: None }
     }
 }
 
-/// A signed-in caller: who, their login family, their token's expiry.
-type Identified = (Identity, Option<String>, Option<u64>);
+/// The caller of a share session (docs/shares.md): the share, open, and its active creator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareSession {
+    /// The share.
+    pub share: Share,
+    /// The user who created it: what the share reads never exceeds what they may read.
+    pub creator: Identity,
+}
+
+/// Who a token names: a user or a share session.
+enum Holder {
+    User(Identity),
+    Share(ShareSession),
+}
+
+/// A caller with a token: who, their login family, their token's expiry.
+type Identified = (Holder, Option<String>, Option<u64>);
 
 /// Checks tokens. Identity lookups are cached for a short time (hits and misses alike).
 pub struct Authenticator {
@@ -70,30 +91,31 @@ pub struct Authenticator {
     redis: Option<Redis>,
     by_token: TtlCache,
     by_user: TtlCache,
+    shares: TtlCache<Share>,
 }
 
 /// A small map of lookups that expire after a fixed time; emptied when it reaches
 /// [`CACHE_CAPACITY`].
-struct TtlCache {
+struct TtlCache<T = Identity> {
     ttl: Duration,
-    map: Mutex<HashMap<String, (Instant, Option<Identity>)>>,
+    map: Mutex<HashMap<String, (Instant, Option<T>)>>,
 }
 
 /// Upper bound on cached lookups per cache.
 const CACHE_CAPACITY: usize = 10_000;
 
-impl TtlCache {
+impl<T: Clone> TtlCache<T> {
     fn new(ttl: Duration) -> Self {
         Self { ttl, map: Mutex::new(HashMap::new()) }
     }
 
-    fn get(&self, key: &str) -> Option<Option<Identity>> {
+    fn get(&self, key: &str) -> Option<Option<T>> {
         let map = self.map.lock().ok()?;
         let (at, value) = map.get(key)?;
         (at.elapsed() < self.ttl).then(|| value.clone())
     }
 
-    fn put(&self, key: String, value: Option<Identity>) {
+    fn put(&self, key: String, value: Option<T>) {
         if self.ttl.is_zero() {
             return;
         }
@@ -111,7 +133,7 @@ impl Authenticator {
     /// JWTs are verified; `redis`: where session tokens are checked (`None`: they answer
     /// SERVICE_UNAVAILABLE).
     pub fn new(pool: PgPool, ttl: Duration, keys: KeySource, redis: Option<Redis>) -> Self {
-        Self { pool, keys, redis, by_token: TtlCache::new(ttl), by_user: TtlCache::new(ttl) }
+        Self { pool, keys, redis, by_token: TtlCache::new(ttl), by_user: TtlCache::new(ttl), shares: TtlCache::new(ttl) }
     }
 
     /// Identifies the caller from request metadata (`authorization`, `x-client-ip`). Errors:
@@ -120,17 +142,21 @@ impl Authenticator {
     /// unknown signing key) or Redis (for a session token) cannot be asked.
     pub async fn authenticate(&self, md: &MetadataMap) -> Result<Accountability, ApiError> {
         Ok(match self.identify_with_family(md).await? {
-            Some((identity, family, expires_at)) => {
-                Accountability { user: Some(identity.id), role: identity.role, admin: identity.admin_access, family, expires_at }
+            Some((Holder::User(identity), family, expires_at)) => {
+                Accountability { user: Some(identity.id), role: identity.role, admin: identity.admin_access, family, expires_at, share: None }
             }
+            Some((Holder::Share(session), family, expires_at)) => Accountability { family, expires_at, share: Some(session), ..Accountability::public() },
             None => Accountability::public(),
         })
     }
 
-    /// The signed-in user behind the request's token, `None` without a token. Errors as
-    /// [`Self::authenticate`].
+    /// The signed-in user behind the request's token, `None` without a token and for a share
+    /// session (which has no user). Errors as [`Self::authenticate`].
     pub async fn identify(&self, md: &MetadataMap) -> Result<Option<Identity>, ApiError> {
-        Ok(self.identify_with_family(md).await?.map(|(identity, _, _)| identity))
+        Ok(match self.identify_with_family(md).await? {
+            Some((Holder::User(identity), _, _)) => Some(identity),
+            _ => None,
+        })
     }
 
     /// [`Self::identify`], with the token's session family (JWTs only).
@@ -143,17 +169,23 @@ impl Authenticator {
             return Ok(None);
         }
         let token = Some(token.trim()).filter(|t| !t.is_empty()).ok_or_else(ApiError::invalid_credentials)?;
-        let (identity, family, expires_at) =
-            if looks_like_jwt(token) { self.jwt_identity(token).await? } else { (self.static_identity(token).await?, None, None) };
-        let identity = identity.filter(Identity::is_active).ok_or_else(ApiError::invalid_credentials)?;
-        if crate::ip::client_ip(md).is_some_and(|ip| !crate::ip::admits(&identity, ip)) {
-            return Err(ApiError::invalid_ip());
-        }
-        Ok(Some((identity, family, expires_at)))
+        let (holder, family, expires_at) =
+            if looks_like_jwt(token) { self.jwt_identity(token).await? } else { (self.static_identity(token).await?.map(Holder::User), None, None) };
+        let holder = match holder {
+            Some(Holder::User(identity)) if identity.is_active() => {
+                if crate::ip::client_ip(md).is_some_and(|ip| !crate::ip::admits(&identity, ip)) {
+                    return Err(ApiError::invalid_ip());
+                }
+                Holder::User(identity)
+            }
+            Some(Holder::Share(session)) => Holder::Share(session),
+            _ => return Err(ApiError::invalid_credentials()),
+        };
+        Ok(Some((holder, family, expires_at)))
     }
 
-    /// The user of a JWT, and its session family.
-    async fn jwt_identity(&self, token: &str) -> Result<(Option<Identity>, Option<String>, Option<u64>), ApiError> {
+    /// The user (or share session) of a JWT, and its session family.
+    async fn jwt_identity(&self, token: &str) -> Result<(Option<Holder>, Option<String>, Option<u64>), ApiError> {
         let claims = match &self.keys {
             KeySource::Remote(keys) => keys.verify_access(token).await?,
             KeySource::Local(keys) => keys.verify(token, ACCESS_ISSUER).map_err(VerifyError::to_api_error)?,
@@ -168,12 +200,37 @@ impl Authenticator {
                 return Err(ApiError::invalid_credentials());
             }
         }
-        if let Some(hit) = self.by_user.get(&claims.id) {
-            return Ok((hit, claims.family, Some(claims.exp)));
+        if let Some(share) = &claims.share {
+            return Ok((self.share_session(share).await?.map(Holder::Share), claims.family, Some(claims.exp)));
         }
-        let found = users::by_id(&self.pool, &claims.id).await.map_err(db_error)?;
-        self.by_user.put(claims.id, found.clone());
-        Ok((found, claims.family, Some(claims.exp)))
+        Ok((self.user(&claims.id).await?.map(Holder::User), claims.family, Some(claims.exp)))
+    }
+
+    /// The user with id `id` (cached).
+    async fn user(&self, id: &str) -> Result<Option<Identity>, ApiError> {
+        if let Some(hit) = self.by_user.get(id) {
+            return Ok(hit);
+        }
+        let found = users::by_id(&self.pool, id).await.map_err(db_error)?;
+        self.by_user.put(id.to_owned(), found.clone());
+        Ok(found)
+    }
+
+    /// The session of share `id` (cached): `None` unless the share exists, is open and its
+    /// creator is active.
+    async fn share_session(&self, id: &str) -> Result<Option<ShareSession>, ApiError> {
+        let share = match self.shares.get(id) {
+            Some(hit) => hit,
+            None => {
+                let found = shares::by_id(&self.pool, id).await.map_err(db_error)?;
+                self.shares.put(id.to_owned(), found.clone());
+                found
+            }
+        };
+        let Some(share) = share.filter(|s| s.open) else { return Ok(None) };
+        let Some(creator) = share.user_created.as_deref() else { return Ok(None) };
+        let creator = self.user(creator).await?.filter(Identity::is_active);
+        Ok(creator.map(|creator| ShareSession { share, creator }))
     }
 
     async fn static_identity(&self, token: &str) -> Result<Option<Identity>, ApiError> {

@@ -14,7 +14,9 @@ pub const RESET_ISSUER: &str = "cdapi-password-reset";
 /// Claims of an access token (mode json/cookie) or a session token (mode session).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Claims {
-    /// The user's id (UUID text).
+    /// The user's id (UUID text); empty (and left out, as Directus leaves it out) in a share
+    /// session's tokens.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub id: String,
     /// The user's role id, if any, when the token was signed.
     pub role: Option<String>,
@@ -33,6 +35,10 @@ pub struct Claims {
     /// signed before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
+    /// A share session's tokens only: the share's id (Directus's `share` claim; docs/shares.md).
+    /// Such a token names no user: it reads what the share reaches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<String>,
     /// Issued at (seconds since the epoch).
     pub iat: u64,
     /// Expires at (seconds since the epoch).

@@ -20,7 +20,7 @@ pub mod ip;
 pub mod keys;
 pub mod sessions;
 
-pub use authenticate::{Accountability, Authenticator, KeySource, db_error};
+pub use authenticate::{Accountability, Authenticator, KeySource, ShareSession, db_error};
 pub use claims::Claims;
 
 use sha2::{Digest, Sha256};

@@ -12,13 +12,15 @@
 //! Layout: [`migrate`], [`wait_until_migrated`]; [`activity`] (single activity rows); [`metadata`] (singletons and relation settings of
 //! the served schema); [`users`] (identities, shared by both services,
 //! and the writes of sign-in state and of the bootstrap admin), [`permissions`] (permission rows,
-//! policies and the public's policies), [`settings`] (the settings singleton's public part).
+//! policies and the public's policies), [`settings`] (the settings singleton's public part), [`shares`] (signing in to a share, and
+//! the share behind a share session's token).
 
 pub mod activity;
 pub mod metadata;
 pub mod permissions;
 pub mod readiness;
 pub mod settings;
+pub mod shares;
 pub mod users;
 
 use sqlx::Connection;
