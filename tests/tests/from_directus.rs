@@ -2,6 +2,7 @@
 //! Directus's own API — two roles with policies and permissions (a row rule, a field list, a
 //! validation rule, a preset), three users (one with TOTP, one with a static token), relations,
 //! a file in a folder, settings, a preset, a content version, activity and revisions, a comment,
+//! a share with a password (and a `share` permission),
 //! a notification — is imported by `core-service import-directus` into ours on the same
 //! database and storage. Then the same requests, as each user, go to Directus (its tables left
 //! as they were) and to us through the differential harness, and must answer alike. When the
@@ -44,6 +45,16 @@ async fn sign_in(base: &str, email: &str, password: &str, otp: Option<String>) -
     v["data"]["access_token"].as_str().expect("access token").to_owned()
 }
 
+/// Signs in to `share` at `base` (either side) with its password; the access token.
+async fn share_session(base: &str, share: &str) -> String {
+    let body = json!({"share": share, "password": "share-password-1"});
+    let r = http_client().build().expect("client").post(format!("{base}/shares/auth")).json(&body).send().await.expect("share sign-in answered");
+    let status = r.status();
+    let v: Value = r.json().await.unwrap_or(Value::Null);
+    assert!(status.is_success(), "share sign-in at {base}: {status} {v}");
+    v["data"]["access_token"].as_str().expect("access token").to_owned()
+}
+
 /// One JSON value computed by `sql` on the database at `url`.
 async fn sql_at(url: &str, sql: &str) -> Value {
     use sqlx::Connection;
@@ -78,7 +89,7 @@ const DIRECTUS_TABLES_DIGEST: &str = "SELECT to_json(md5(string_agg(t, '|' ORDER
 
 /// The Directus project of the module docs, made through Directus's API. Returns the editor's
 /// user id, the reviewer's TOTP secret and the file's id.
-async fn model_project(url: &str) -> (String, String, String) {
+async fn model_project(url: &str) -> (String, String, String, String) {
     let admin = |method: Method, path: &'static str, body: Value| directus(url, PEER_TOKEN, method, path, body);
     // Relations as a Directus team registers them: an O2M alias and an M2M through the junction.
     for (collection, field, special) in [("authors", "articles", "o2m"), ("articles", "tags", "m2m"), ("tags", "articles", "m2m")] {
@@ -122,6 +133,7 @@ async fn model_project(url: &str) -> (String, String, String) {
         {"collection": "articles", "action": "read", "permissions": {"status": {"_eq": "published"}}, "fields": ["id", "title", "status", "author"]},
         {"collection": "articles", "action": "create", "fields": ["title", "status", "body"], "validation": {"title": {"_nnull": true}}, "presets": {"status": "draft"}},
         {"collection": "authors", "action": "read", "fields": ["id", "name"]},
+        {"collection": "articles", "action": "share", "permissions": {"status": {"_eq": "published"}}, "fields": ["*"]},
     ]);
     let policy = admin(Method::POST, "/policies", json!({"name": "Editors", "app_access": true, "admin_access": false, "permissions": editors})).await;
     let role = admin(Method::POST, "/roles", json!({"name": "Editors", "policies": [{"policy": policy["id"]}]})).await;
@@ -162,7 +174,14 @@ async fn model_project(url: &str) -> (String, String, String) {
     admin(Method::PATCH, "/items/articles/1", json!({"title": "Edited in Directus"})).await;
     admin(Method::POST, "/comments", json!({"collection": "articles", "item": "1", "comment": "Looks good"})).await;
     admin(Method::POST, "/notifications", json!({"recipient": editor["id"], "subject": "Welcome", "message": "Hello"})).await;
-    (editor["id"].as_str().expect("editor id").to_owned(), secret, file_id)
+    // A share of an article with a password, read through the Reviewers' role.
+    let share = admin(
+        Method::POST,
+        "/shares",
+        json!({"name": "For review", "collection": "articles", "item": "1", "role": reviewer_role["id"], "password": "share-password-1"}),
+    )
+    .await;
+    (editor["id"].as_str().expect("editor id").to_owned(), secret, file_id, share["id"].as_str().expect("share id").to_owned())
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -177,7 +196,7 @@ async fn a_directus_project_is_served_alike_after_the_import() {
         .await
         .expect("join")
         .unwrap_or_else(|e| panic!("the installed Directus peer did not start: {e}"));
-    let (editor_id, secret, file_id) = model_project(&peer.url).await;
+    let (editor_id, secret, file_id, share) = model_project(&peer.url).await;
 
     // The dry run says what will and will not move, and changes nothing.
     let db_url = test_harness::database_url(&peer.database);
@@ -279,6 +298,14 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     d.check("admin: revisions", Req::get("/revisions?fields=collection,item,delta&filter[collection][_eq]=articles&sort=id")).await;
     d.check("admin: comments", Req::get("/comments?fields=collection,item,comment")).await;
     d.check("editor: notifications", Req::get("/notifications?fields=subject,message,status").auth(editor.clone())).await;
+    // Shares: the same link and password open the same item.
+    d.check("admin: shares", Req::get("/shares?fields=name,collection,item,role.name,password,times_used")).await;
+    d.check("public: the share's facts", Req::get(&format!("/shares/info/{share}")).auth(Auth::Public)).await;
+    d.check("editor: the share permission", Req::get("/permissions/me/articles/1").auth(editor.clone())).await;
+    let shared = Auth::Tokens(share_session(&app.rest_url, &share).await, share_session(&peer.url, &share).await);
+    d.check("share: its article", Req::get("/items/articles/1?fields=id,title,status").auth(shared.clone())).await;
+    d.check("share: another article", Req::get("/items/articles/2?fields=id").auth(shared.clone())).await;
+    d.check("share: the list", Req::get("/items/articles?fields=id&sort=id").auth(shared)).await;
     // The metadata came along whole: Directus's own snapshot has nothing to change here.
     let (_, theirs) = d.both(&Req::get("/schema/snapshot"), &Req::get("/schema/snapshot")).await;
     let r = http_client()

@@ -73,7 +73,7 @@ pub const STEPS: &[Step] = &[
         source: "directus_permissions",
         target: "permissions",
         computed: &[],
-        skip: Some(("s.action NOT IN ('create', 'read', 'update', 'delete')", "permissions with the action \"share\" (shares are not served here)")),
+        skip: Some(("s.action NOT IN ('create', 'read', 'update', 'delete', 'share')", "permissions with an action Directus 11 does not have")),
         keep: None,
         after: &[],
     },
@@ -119,6 +119,7 @@ pub const STEPS: &[Step] = &[
     Step { source: "directus_revisions", target: "revisions", computed: &[], skip: None, keep: None, after: &[] },
     Step { source: "directus_comments", target: "comments", computed: &[], skip: None, keep: None, after: &[] },
     Step { source: "directus_notifications", target: "notifications", computed: &[], skip: None, keep: None, after: &[] },
+    Step { source: "directus_shares", target: "shares", computed: &[], skip: None, keep: None, after: &[] },
 ];
 
 /// Directus tables the import does not carry over, with why (the dry run lists their rows).
@@ -127,6 +128,5 @@ pub const NOT_CARRIED: &[(&str, &str)] = &[
     ("directus_operations", "flow operations do not run here"),
     ("directus_webhooks", "webhooks do not run here"),
     ("directus_extensions", "extensions do not run here"),
-    ("directus_shares", "shares are not served here"),
     ("directus_sessions", "sign-in sessions end: users sign in again"),
 ];
