@@ -282,6 +282,17 @@ def journey_limited(page, args):
     return {"collections": names, "labels": labels, "status_disabled": status_disabled, "delete_disabled": delete_disabled, "authors_page": forbidden[:200]}
 
 
+def journey_shared(page, args):
+    """9. A share link opens its item, read-only, after its password and without an account."""
+    page.goto(f"{URL}/admin/shared/{args['share']}")
+    page.locator(".password input").fill(args["password"])
+    page.locator(".shared button").last.click()
+    title = form_field(page, "Title").locator("input")
+    expect(title).to_be_visible()
+    expect(title).to_have_value(args["title"])
+    return {"title": title.input_value(), "disabled": title.is_disabled(), "url": page.url}
+
+
 JOURNEYS = {
     "sign_in": journey_sign_in,
     "list": journey_list,
@@ -291,6 +302,7 @@ JOURNEYS = {
     "data_model": journey_data_model,
     "files": journey_files,
     "limited": journey_limited,
+    "shared": journey_shared,
 }
 
 

@@ -1,7 +1,7 @@
 //! The Directus Data Studio (`@directus/app` 13.4.0, from the directus@11.3.5 the test setup
 //! installs; BUSL-1.1, never copied here) served at `/admin` by edge-rest (STUDIO_DIR) and
 //! driven in Debian's Chromium by Playwright (`tests/studio/journeys.py`), one test per journey
-//! (docs/data-studio.md). Each journey asserts what the screen shows; each test here then
+//! (docs/data-studio.md), a share link's page among them. Each journey asserts what the screen shows; each test here then
 //! asserts what the database holds. A failed journey leaves its screenshot in
 //! `$CARGO_TARGET_DIR/studio-shots/<journey>.png`.
 //!
@@ -345,4 +345,23 @@ async fn a_limited_role_sees_only_its_collection_and_fields_and_cannot_write_pas
     // The Studio asks whether it may change the item: update yes, delete and share no.
     let r = call(app, Some(&token), Method::GET, "/permissions/me/articles/7", None).await;
     assert_eq!(r.body["data"], json!({"update": {"access": true}, "delete": {"access": false}, "share": {"access": false}}), "{}", r.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_share_link_opens_its_item_read_only_without_an_account() {
+    let Some(app) = ready("shared") else { return };
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let title = one(app, "SELECT to_json(title)::text FROM articles WHERE id = 8").await;
+    let title = title.as_str().expect("article 8's title").to_owned();
+    // The share reads through a role that reads articles (without one it would read what the
+    // public may: nothing here).
+    let (_, _, viewers) = role(app, "StudioShareViewers", json!([{"collection": "articles", "action": "read", "fields": ["*"]}])).await;
+    let body = json!({"collection": "articles", "item": "8", "password": "studio-share-1", "role": viewers});
+    let r = admin(app, Method::POST, "/shares", body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let share = id_of(&r.body["data"]);
+    let args = [("share", share.as_str()), ("password", "studio-share-1"), ("title", title.as_str())];
+    let seen = tokio::task::block_in_place(|| journey(app, "shared", &args));
+    assert_eq!((seen["title"].clone(), seen["disabled"].clone()), (json!(title), json!(true)), "{seen}");
+    assert_eq!(one(app, &format!("SELECT times_used::text FROM cdapi.shares WHERE id = '{share}'")).await, json!(1), "one sign-in");
 }
