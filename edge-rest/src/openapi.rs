@@ -31,6 +31,7 @@ const SYSTEM_PATHS: &[(&str, &str)] = &[
     ("directus_revisions", "/revisions"),
     ("directus_comments", "/comments"),
     ("directus_notifications", "/notifications"),
+    ("directus_shares", "/shares"),
 ];
 
 /// The document for `snapshot` (the caller's view); `server` is the public base URL, if known.
