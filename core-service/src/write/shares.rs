@@ -10,7 +10,6 @@
 //!   share reads is bounded by its creator, so nobody else may widen it.
 
 use crate::permissions::Action;
-use crate::query::Planner;
 use crate::write::Writer;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::Filter;
@@ -56,7 +55,7 @@ fn target(o: &Map<String, Value>) -> Option<(String, String)> {
 }
 
 /// FORBIDDEN unless `item` of `collection` exists and one of the caller's `share` rows on that
-/// collection matches it.
+/// collection matches it ([`Writer::may`], the question `/permissions/me/:collection/:key` asks).
 async fn shareable(w: &mut Writer<'_>, collection: &str, item: &str) -> Result<(), ApiError> {
     // Directus's wording.
     let refused = || {
@@ -65,20 +64,8 @@ async fn shareable(w: &mut Writer<'_>, collection: &str, item: &str) -> Result<(
         e.extensions.insert("reason".into(), e.message.clone().into());
         e
     };
-    let schema = w.schema;
-    let c = schema.collection(collection).ok_or_else(refused)?;
-    let grant = w.access.grant(schema, collection, Action::Share).map_err(|_| refused())?;
-    let mut planner = Planner::new(schema, w.limits, w.vars);
-    let selector = planner.keys_condition(c, "t0", &[item.to_owned()]).map_err(|_| refused())?;
-    let rule = match grant.row_filter() {
-        Some(f) => format!(" AND {}", planner.row_condition(c, "t0", &f)?),
-        None => String::new(),
-    };
-    let mut sql = planner.sql;
-    sql.text = format!("SELECT count(*)::text FROM {} t0 WHERE {selector}{rule}", c.table);
-    let rows = sql.query().fetch_all(&mut *w.conn).await.map_err(|e| if crate::db::is_data_exception(&e) { refused() } else { crate::db::map_error(e) })?;
-    let n: Option<String> = rows.first().and_then(|r| sqlx::Row::try_get(r, 0).ok());
-    if n.as_deref() != Some("1") {
+    let c = w.schema.collection(collection).cloned().ok_or_else(refused)?;
+    if !w.may(&c, Action::Share, Some(item)).await? {
         return Err(refused());
     }
     Ok(())
