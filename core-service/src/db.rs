@@ -167,6 +167,15 @@ pub fn map_error(e: sqlx::Error) -> ApiError {
             // deadlock / serialization failure: nothing was written; the client may retry.
             return ApiError::new(ErrorCode::ServiceUnavailable, "The write conflicted with a concurrent one and was rolled back; retry it.");
         }
+        if code == "42703" || code == "42P01" {
+            // Undefined column or table: identifiers come only from the schema snapshot, so the
+            // schema changed (a field or collection dropped) while the request ran on the
+            // snapshot from before; the client may retry on the new one.
+            tracing::warn!(error = %e, "a statement named what a concurrent schema change dropped");
+            let mut err = ApiError::new(ErrorCode::ServiceUnavailable, "The schema changed while the request ran; retry it.");
+            err.extensions.insert("reason".into(), "schema_changed".into());
+            return err;
+        }
         if code == "57014" {
             // DB_STATEMENT_TIMEOUT_MS: final, never retried by the edges (their balancer retries
             // only transport failures); `reason` tells it from an outage.
@@ -183,23 +192,41 @@ pub fn map_error(e: sqlx::Error) -> ApiError {
 mod tests {
     use super::{check_field, collection_of, connect, key_field, referenced_table};
 
+    /// A pool on TEST_DATABASE_ADMIN_URL with this statement timeout (ms); `None` (the test
+    /// says it is skipped) when the variable is not set.
+    async fn test_pool(test: &str, statement_timeout_ms: u64) -> Option<sqlx::PgPool> {
+        let Ok(url) = std::env::var("TEST_DATABASE_ADMIN_URL") else {
+            println!("SKIPPED {test}: TEST_DATABASE_ADMIN_URL is not set");
+            return None;
+        };
+        match connect(&url, 1, statement_timeout_ms, 5000).await {
+            Ok(pool) => Some(pool),
+            Err(e) => panic!("connect: {e}"),
+        }
+    }
+
     /// The pool's connections run with JIT off and the statement timeout (against the
     /// PostgreSQL of TEST_DATABASE_ADMIN_URL, which deploy/local/test always sets).
     #[tokio::test]
     async fn connections_run_without_jit_and_with_the_statement_timeout() {
-        let Ok(url) = std::env::var("TEST_DATABASE_ADMIN_URL") else {
-            println!("SKIPPED connections_run_without_jit_and_with_the_statement_timeout: TEST_DATABASE_ADMIN_URL is not set");
-            return;
-        };
-        let pool = match connect(&url, 1, 1234, 5000).await {
-            Ok(pool) => pool,
-            Err(e) => panic!("connect: {e}"),
-        };
+        let Some(pool) = test_pool("connections_run_without_jit_and_with_the_statement_timeout", 1234).await else { return };
         let settings: (String, String) = match sqlx::query_as("SELECT current_setting('jit'), current_setting('statement_timeout')").fetch_one(&pool).await {
             Ok(row) => row,
             Err(e) => panic!("settings: {e}"),
         };
         assert_eq!(settings, ("off".to_owned(), "1234ms".to_owned()));
+    }
+
+    /// A statement naming a column or table that is gone (a schema change raced the request) is
+    /// SERVICE_UNAVAILABLE, to retry, not an internal error.
+    #[tokio::test]
+    async fn a_dropped_column_or_table_asks_for_a_retry() {
+        let Some(pool) = test_pool("a_dropped_column_or_table_asks_for_a_retry", 5000).await else { return };
+        for sql in ["SELECT no_such_column FROM pg_class", "SELECT 1 FROM no_such_table"] {
+            let Err(e) = sqlx::query(sql).execute(&pool).await else { panic!("{sql} ran") };
+            let err = super::map_error(e);
+            assert_eq!((err.code, err.extensions.get("reason").cloned()), (cdapi_proto::ErrorCode::ServiceUnavailable, Some("schema_changed".into())), "{sql}");
+        }
     }
 
     #[test]
