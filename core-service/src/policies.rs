@@ -93,6 +93,44 @@ pub const SENSITIVE: &[(&str, &[&str])] = &[
     ("directus_policies", &["admin_access", "app_access", "ip_access", "enforce_tfa"]),
 ];
 
+/// What every signed-in user reads of their own user (the minimal rows below): the fields of
+/// `directus_users` this API defines, not the custom fields a project adds there
+/// (docs/data-model.md "Custom fields on system collections"), which only a policy grants.
+/// Directus's app minimum lists its own fields likewise (`appAccessMinimalPermissions`); ours
+/// also holds the Studio preferences a user may update, their sign-in facts and `policies`.
+/// A field added to `cdapi.users` by a migration belongs here (`tests/tests/system_fields.rs`
+/// compares this list with the table).
+pub const OWN_USER_FIELDS: &[&str] = &[
+    "id",
+    "email",
+    "password",
+    "token",
+    "tfa_secret",
+    "status",
+    "created_at",
+    "first_name",
+    "last_name",
+    "role",
+    "policies",
+    "ip_access",
+    "provider",
+    "external_identifier",
+    "last_access",
+    "email_notifications",
+    "location",
+    "title",
+    "description",
+    "tags",
+    "avatar",
+    "language",
+    "last_page",
+    "appearance",
+    "theme_light",
+    "theme_dark",
+    "theme_light_overrides",
+    "theme_dark_overrides",
+];
+
 /// Whether `field` of `collection` is in [`SENSITIVE`].
 pub fn is_sensitive(collection: &str, field: &str) -> bool {
     SENSITIVE.iter().any(|(c, fields)| *c == collection && fields.contains(&field))
@@ -349,7 +387,7 @@ impl Subject {
 
 /// What signed-in users may do whatever their policies (Directus's app access minimum,
 /// `appAccessMinimalPermissions` of its system data). Every signed-in user
-/// ([`Reach::EveryUser`]): read their own user, roles, policies and activity, and update their
+/// ([`Reach::EveryUser`]): read their own user ([`OWN_USER_FIELDS`]), roles, policies and activity, and update their
 /// own name, password and Studio preferences (language, appearance, themes). Users with app
 /// access ([`Reach::AppAccess`], as Directus): read the settings and the translations; read the
 /// presets meant for them (their own, their role's, everyone's) and keep their own; comment (on
@@ -371,7 +409,7 @@ fn minimal() -> Vec<Minimal> {
     // A preset a user creates or keeps is their own.
     let own_preset = Arc::new(ValidationRule::compile(&serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})));
     vec![
-        ("directus_users", Action::Read, Reach::EveryUser, row(own("id", "$CURRENT_USER"), Fields::All)),
+        ("directus_users", Action::Read, Reach::EveryUser, row(own("id", "$CURRENT_USER"), only(OWN_USER_FIELDS))),
         (
             "directus_users",
             Action::Update,

@@ -1,7 +1,8 @@
 //! Field changes (`POST /fields/:collection`, `PATCH` and `DELETE /fields/:collection/:field`):
 //! columns added, altered and dropped with their metadata in one transaction.
 
-use super::{Change, alterable, check_name, execute, meta, optional_object, required_str, types};
+use super::system_fields::{self, Target};
+use super::{Change, check_name, execute, meta, optional_object, required_str, types};
 use crate::schema::{Collection, FieldRelation};
 use crate::sql::ident;
 use cdapi_proto::ApiError;
@@ -19,6 +20,10 @@ pub struct FieldPlan {
     pub indexed: bool,
     /// `schema.is_primary_key`.
     pub primary_key: bool,
+    /// NOT NULL (`schema.is_nullable: false`, not the primary key).
+    pub not_null: bool,
+    /// A DEFAULT (`schema.default_value`).
+    pub has_default: bool,
     /// The settable keys of `meta`, when the request has a `meta` object.
     pub meta: Option<Map<String, Value>>,
 }
@@ -49,17 +54,21 @@ pub fn plan(field: &Value) -> Result<FieldPlan, ApiError> {
         m.insert("special".into(), Value::Array(special));
     }
     let Some(sql_type) = types::column_type(ty, schema)? else {
-        return Ok(FieldPlan { name: name.to_owned(), column: None, indexed: false, primary_key: false, meta: Some(meta.unwrap_or_default()) });
+        let meta = Some(meta.unwrap_or_default());
+        return Ok(FieldPlan { name: name.to_owned(), column: None, indexed: false, primary_key: false, not_null: false, has_default: false, meta });
     };
     let flag = |key: &str, default: bool| schema.get(key).and_then(Value::as_bool).unwrap_or(default);
     let primary_key = flag("is_primary_key", false);
     let mut column = format!("{} {sql_type}", ident(name));
+    let mut has_default = false;
     if let Some(d) = schema.get("default_value").filter(|d| !d.is_null())
         && let Some(d) = types::default_sql(d, &sql_type)?
     {
         column.push_str(&format!(" DEFAULT {d}"));
+        has_default = true;
     }
-    if !flag("is_nullable", true) && !primary_key {
+    let not_null = !flag("is_nullable", true) && !primary_key;
+    if not_null {
         column.push_str(" NOT NULL");
     }
     if flag("is_unique", false) && !primary_key {
@@ -68,7 +77,7 @@ pub fn plan(field: &Value) -> Result<FieldPlan, ApiError> {
     if primary_key {
         column.push_str(" PRIMARY KEY");
     }
-    Ok(FieldPlan { name: name.to_owned(), column: Some(column), indexed: flag("is_indexed", false) && !primary_key, primary_key, meta })
+    Ok(FieldPlan { name: name.to_owned(), column: Some(column), indexed: flag("is_indexed", false) && !primary_key, primary_key, not_null, has_default, meta })
 }
 
 /// A field sent without a type but with an alias `special` flag (`o2m`, `m2m`, `m2a`,
@@ -98,16 +107,20 @@ async fn exists(change: &mut Change, c: &Collection, name: &str) -> Result<bool,
 }
 
 /// `POST /fields/:collection` (with a `meta` without `sort`: the next sort of the collection),
-/// in `change`. Errors: FORBIDDEN (no such
-/// collection), INVALID_PAYLOAD (a bad field, an existing name, a NOT NULL column without a
-/// default on a table with rows, a second primary key).
+/// in `change`; on a system collection, a custom field ([`system_fields`]). Errors: FORBIDDEN
+/// (no such collection), INVALID_PAYLOAD (a bad field, an existing name, a NOT NULL column
+/// without a default on a table with rows or on a system collection, a second primary key, a
+/// system collection that takes no fields).
 pub async fn create(change: &mut Change, collection: &str, data: &Map<String, Value>) -> Result<(), ApiError> {
     let schema = change.schema.clone();
-    let c = alterable(&schema, collection)?;
+    let name = data.get("field").and_then(Value::as_str).unwrap_or_default();
+    let c = system_fields::host(change, &schema, collection, Target::New(name)).await?;
     let plan = plan(&Value::Object(data.clone()))?;
     if exists(change, c, &plan.name).await? {
         return Err(ApiError::invalid_payload(format!("Field \"{}\" already exists in collection \"{collection}\"", plan.name)));
     }
+    system_fields::check_insertable(c, &plan.name, plan.not_null || plan.primary_key, plan.has_default)?;
+    system_fields::note(change, c, &plan.name).await?;
     let tx = &mut change.tx;
     if let Some(column) = &plan.column {
         execute(tx, &format!("ALTER TABLE {} ADD COLUMN {column}", c.table)).await?;
@@ -131,10 +144,11 @@ pub async fn create(change: &mut Change, collection: &str, data: &Map<String, Va
 /// `schema.default_value`, `is_nullable`, `is_unique`, `is_indexed` set or drop the default, NOT
 /// NULL, a unique constraint, an index; `meta` is merged into the stored one; in `change`. Errors:
 /// FORBIDDEN (no such field), INVALID_PAYLOAD (a bad type, values that do not convert, rows
-/// that break a new constraint, an alias turned into a column or back).
+/// that break a new constraint, an alias turned into a column or back; on a system collection,
+/// a field the migrations made, or NOT NULL without a default).
 pub async fn update(change: &mut Change, collection: &str, field: &str, data: &Map<String, Value>) -> Result<(), ApiError> {
     let schema = change.schema.clone();
-    let c = alterable(&schema, collection)?;
+    let c = system_fields::host(change, &schema, collection, Target::Existing(field)).await?;
     if !exists(change, c, field).await? {
         return Err(ApiError::forbidden());
     }
@@ -165,7 +179,11 @@ pub async fn update(change: &mut Change, collection: &str, field: &str, data: &M
         }
         match changes.get("default_value") {
             None => {}
-            Some(Value::Null) => execute(tx, &format!("{target} DROP DEFAULT")).await?,
+            Some(Value::Null) => {
+                let stays_not_null = !f.nullable && changes.get("is_nullable").and_then(Value::as_bool) != Some(true);
+                system_fields::check_insertable(c, field, stays_not_null, false)?;
+                execute(tx, &format!("{target} DROP DEFAULT")).await?
+            }
             // `None`: a `nextval(...)` on a serial column, the default it already has.
             Some(d) => {
                 if let Some(d) = types::default_sql(d, &type_sql)? {
@@ -175,7 +193,14 @@ pub async fn update(change: &mut Change, collection: &str, field: &str, data: &M
         }
         match changes.get("is_nullable").and_then(Value::as_bool) {
             Some(true) if !f.primary_key => execute(tx, &format!("{target} DROP NOT NULL")).await?,
-            Some(false) => execute(tx, &format!("{target} SET NOT NULL")).await?,
+            Some(false) => {
+                let default = match changes.get("default_value") {
+                    Some(d) => !d.is_null(),
+                    None => f.has_default,
+                };
+                system_fields::check_insertable(c, field, true, default)?;
+                execute(tx, &format!("{target} SET NOT NULL")).await?
+            }
             _ => {}
         }
         if let Some(unique) = changes.get("is_unique").and_then(Value::as_bool) {
@@ -229,10 +254,11 @@ async fn set_index(tx: &mut Transaction<'static, Postgres>, table: &str, field: 
 /// `DELETE /fields/:collection/:field`: drops the column (and the relation it is the many side
 /// of, as Directus does) or the alias, in `change`. Errors: FORBIDDEN (no such field), INVALID_PAYLOAD for
 /// the primary key, a field other relations use (as their junction field, M2A collection
-/// field or sort field), or a column other tables' foreign keys or views depend on.
+/// field or sort field), a column other tables' foreign keys or views depend on, or a field the
+/// migrations made on a system collection.
 pub async fn delete(change: &mut Change, collection: &str, field: &str) -> Result<(), ApiError> {
     let schema = change.schema.clone();
-    let c = alterable(&schema, collection)?;
+    let c = system_fields::host(change, &schema, collection, Target::Existing(field)).await?;
     if !exists(change, c, field).await? {
         return Err(ApiError::forbidden());
     }

@@ -18,6 +18,7 @@ pub mod meta;
 pub mod relations;
 pub mod sanitize;
 pub mod snapshot;
+pub mod system_fields;
 pub mod types;
 
 use crate::AppState;

@@ -4,7 +4,8 @@
 //! makes one whatever `schema` says); Many-to-Any relations (no `related_collection`) are a row
 //! only.
 
-use super::{Change, alterable, execute, optional_object, required_str};
+use super::system_fields::{self, Target};
+use super::{Change, execute, optional_object, required_str};
 use crate::schema::{Collection, Schema};
 use crate::sql::ident;
 use cdapi_proto::ApiError;
@@ -16,13 +17,13 @@ use system_tables::metadata::RelationSetting;
 /// `schema.on_delete` / `on_update` values (Directus accepts these).
 const ACTIONS: [&str; 5] = ["NO ACTION", "RESTRICT", "CASCADE", "SET NULL", "SET DEFAULT"];
 
-/// The many side of a relation: an existing column of a user table. Errors: INVALID_PAYLOAD
-/// with Directus's reasons.
-fn many_side<'a>(schema: &'a Schema, collection: &str, field: &str) -> Result<&'a Arc<Collection>, ApiError> {
+/// The many side of a relation: an existing column of a user table, or a custom field of a
+/// system collection ([`system_fields`]). Errors: INVALID_PAYLOAD with Directus's reasons.
+async fn many_side<'a>(change: &mut Change, schema: &'a Schema, collection: &str, field: &str) -> Result<&'a Arc<Collection>, ApiError> {
     if schema.collection(collection).is_none() {
         return Err(ApiError::invalid_payload(format!("Collection \"{collection}\" doesn't exist")));
     }
-    let c = alterable(schema, collection)?;
+    let c = system_fields::host(change, schema, collection, Target::Existing(field)).await?;
     match c.field(field) {
         Some(f) if f.is_alias() => Err(ApiError::invalid_payload(format!("Field \"{field}\" doesn't exist in collection \"{collection}\""))),
         Some(f) if f.primary_key => Err(ApiError::invalid_payload(format!("Field \"{field}\" in collection \"{collection}\" is a primary key"))),
@@ -172,7 +173,7 @@ pub async fn create(change: &mut Change, data: &Map<String, Value>) -> Result<()
     let collection = required_str(data, "collection")?;
     let field = required_str(data, "field")?;
     let schema = change.schema.clone();
-    let many = many_side(&schema, collection, field)?;
+    let many = many_side(change, &schema, collection, field).await?;
     let one = match data.get("related_collection") {
         None | Some(Value::Null) => None,
         Some(Value::String(r)) => Some(schema.collection(r).ok_or_else(|| ApiError::invalid_payload(format!("Collection \"{r}\" doesn't exist")))?),
@@ -189,7 +190,7 @@ pub async fn create(change: &mut Change, data: &Map<String, Value>) -> Result<()
         add_foreign_key(&mut change.tx, many, field, one, &actions(fk_schema)?, name).await?;
     }
     system_tables::metadata::put_relation(&mut change.tx, &setting).await.map_err(super::ddl_error)?;
-    Ok(())
+    note_alias(change, one.map(|o| o.as_ref()), &setting).await
 }
 
 /// `PATCH /relations/:collection/:field` `{schema?: {on_delete, on_update}, meta?}`: a new
@@ -197,7 +198,7 @@ pub async fn create(change: &mut Change, data: &Map<String, Value>) -> Result<()
 /// `change`. Errors: INVALID_PAYLOAD (no such relation: Directus's reason; bad values).
 pub async fn update(change: &mut Change, collection: &str, field: &str, data: &Map<String, Value>) -> Result<(), ApiError> {
     let schema = change.schema.clone();
-    let many = many_side(&schema, collection, field)?;
+    let many = many_side(change, &schema, collection, field).await?;
     let Some(current) = existing(change, collection, field).await? else {
         return Err(ApiError::invalid_payload(format!("Field \"{field}\" in collection \"{collection}\" doesn't have a relationship.")));
     };
@@ -212,14 +213,22 @@ pub async fn update(change: &mut Change, collection: &str, field: &str, data: &M
         add_foreign_key(&mut change.tx, many, field, one, &actions(Some(fk_schema))?, None).await?;
     }
     system_tables::metadata::put_relation(&mut change.tx, &setting).await.map_err(super::ddl_error)?;
-    Ok(())
+    note_alias(change, one.map(|o| o.as_ref()), &setting).await
+}
+
+/// An O2M alias a relation shows on a system collection is a field the project added there.
+async fn note_alias(change: &mut Change, one: Option<&Collection>, setting: &RelationSetting) -> Result<(), ApiError> {
+    match (one, &setting.one_field) {
+        (Some(one), Some(alias)) => system_fields::note(change, one, alias).await,
+        _ => Ok(()),
+    }
 }
 
 /// `DELETE /relations/:collection/:field`: drops the foreign key and the relation row; the
 /// column stays; in `change`. Errors: INVALID_PAYLOAD (no such relation: Directus's reason).
 pub async fn delete(change: &mut Change, collection: &str, field: &str) -> Result<(), ApiError> {
     let schema = change.schema.clone();
-    let many = many_side(&schema, collection, field)?;
+    let many = many_side(change, &schema, collection, field).await?;
     if existing(change, collection, field).await?.is_none() {
         return Err(ApiError::invalid_payload(format!("Field \"{field}\" in collection \"{collection}\" doesn't have a relationship.")));
     }

@@ -3,8 +3,10 @@
 //!
 //! - A **snapshot** is the user collections, their fields and their relations in Directus's
 //!   shapes (`{version: 1, directus, vendor: "postgres", collections, fields, relations}`),
-//!   without system collections and without the row ids of metadata (`meta.id`), so two
-//!   environments with the same schema give the same snapshot.
+//!   without system collections (but with the fields a project added to them, and their
+//!   relations, as Directus's snapshot has them: [`super::system_fields`]) and without the row
+//!   ids of metadata (`meta.id`), so two environments with the same schema give the same
+//!   snapshot.
 //! - A **diff** compares this instance's snapshot (left) with a given one (right), per
 //!   collection, field and relation, as a list of deep-diff changes (`kind` `N` new, `D`
 //!   deleted, `E` edited, `A` array item; `path`, `lhs`, `rhs`), with the **hash** of the
@@ -23,7 +25,7 @@ use crate::AppState;
 use crate::schema::Schema;
 use cdapi_proto::ApiError;
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// The Directus version whose snapshots these are (the API this project speaks; a snapshot of
 /// another version needs `force`).
@@ -44,9 +46,11 @@ pub async fn snapshot(state: &AppState) -> Result<Value, ApiError> {
 async fn snapshot_of(conn: &mut sqlx::PgConnection, schema: &Schema) -> Result<Value, ApiError> {
     let db = crate::db::map_error;
     // Where the table lives is this environment's business: the name is what moves.
-    let collections = user_entries(catalog::collections(conn, schema, true, None).await.map_err(db)?, |c| sanitize::collection(&c));
-    let fields = user_entries(catalog::fields(conn, schema, None, None).await.map_err(db)?, |f| sanitize::field(&without_meta_id(f), false));
-    let relations = user_entries(catalog::relations(conn, schema, None, None).await.map_err(db)?, |r| sanitize::relation(&without_meta_id(r)));
+    let custom: HashSet<(String, String)> = system_tables::metadata::custom_system_fields(&mut *conn).await.map_err(db)?.into_iter().collect();
+    let none = HashSet::new();
+    let collections = user_entries(catalog::collections(conn, schema, true, None).await.map_err(db)?, &none, |c| sanitize::collection(&c));
+    let fields = user_entries(catalog::fields(conn, schema, None, None).await.map_err(db)?, &custom, |f| sanitize::field(&without_meta_id(f), false));
+    let relations = user_entries(catalog::relations(conn, schema, None, None).await.map_err(db)?, &custom, |r| sanitize::relation(&without_meta_id(r)));
     Ok(json!({
         "version": 1,
         "directus": DIRECTUS_VERSION,
@@ -57,9 +61,16 @@ async fn snapshot_of(conn: &mut sqlx::PgConnection, schema: &Schema) -> Result<V
     }))
 }
 
-/// The entries of user collections (not `directus_*`), each shaped by `shape`.
-fn user_entries(list: Vec<Value>, shape: fn(Value) -> Value) -> Vec<Value> {
-    list.into_iter().filter(|v| v["collection"].as_str().is_some_and(|c| !c.starts_with(crate::schema::SYSTEM_PREFIX))).map(shape).collect()
+/// The entries of user collections (not `directus_*`) and those of system collections whose
+/// (collection, field) is in `custom` (fields a project added, as Directus's snapshot carries
+/// them), each shaped by `shape`.
+fn user_entries(list: Vec<Value>, custom: &HashSet<(String, String)>, shape: fn(Value) -> Value) -> Vec<Value> {
+    let kept = |v: &Value| match v["collection"].as_str() {
+        Some(c) if c.starts_with(crate::schema::SYSTEM_PREFIX) => custom.contains(&key(v)),
+        Some(_) => true,
+        None => false,
+    };
+    list.into_iter().filter(kept).map(shape).collect()
 }
 
 /// `v` without its metadata row id (`meta.id`), which differs between environments.

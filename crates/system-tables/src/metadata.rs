@@ -170,7 +170,8 @@ pub async fn put_field(conn: &mut PgConnection, collection: &str, field: &str, m
 }
 
 /// Removes a field's metadata, its own relation row (it was the many side) with the O2M alias
-/// field of that relation, and its name from relations that showed it as their O2M alias.
+/// field of that relation, its name from relations that showed it as their O2M alias, and its
+/// note as a custom field of a system collection.
 /// Errors: database errors.
 pub async fn forget_field(conn: &mut PgConnection, collection: &str, field: &str) -> Result<(), sqlx::Error> {
     for sql in [
@@ -179,6 +180,7 @@ pub async fn forget_field(conn: &mut PgConnection, collection: &str, field: &str
          WHERE r.many_collection = $1 AND r.many_field = $2 AND f.collection = r.one_collection AND f.field = r.one_field",
         "DELETE FROM cdapi.relations WHERE many_collection = $1 AND many_field = $2",
         "UPDATE cdapi.relations SET one_field = NULL WHERE one_collection = $1 AND one_field = $2",
+        "DELETE FROM cdapi.custom_system_fields WHERE collection = $1 AND field = $2",
     ] {
         sqlx::query(sql).bind(collection).bind(field).execute(&mut *conn).await?;
     }
@@ -226,4 +228,21 @@ pub async fn next_field_sort(conn: &mut PgConnection, collection: &str) -> Resul
     .bind(collection)
     .fetch_one(conn)
     .await
+}
+
+/// The fields a project added to system collections (migration 0020), as (collection, field).
+/// Errors: database errors.
+pub async fn custom_system_fields<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as("SELECT collection, field FROM cdapi.custom_system_fields ORDER BY 1, 2").fetch_all(db).await
+}
+
+/// Notes `collection.field` as a field a project added to a system collection (idempotent).
+/// Errors: database errors.
+pub async fn add_custom_system_field(conn: &mut PgConnection, collection: &str, field: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("INSERT INTO cdapi.custom_system_fields (collection, field) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+        .bind(collection)
+        .bind(field)
+        .execute(conn)
+        .await?;
+    Ok(())
 }
