@@ -79,6 +79,11 @@ fn psql(url: &str, args: &[&str]) -> Result<(), String> {
 /// into it, and starts it. Errors: the database, the bootstrap or the start failing (with the
 /// log's tail).
 pub fn start(name: &str, sql_files: &[&Path]) -> Result<Peer, String> {
+    start_with(name, sql_files, Vec::new())
+}
+
+/// [`start`] with more settings (`extra_env`, e.g. storage locations), over the defaults.
+pub fn start_with(name: &str, sql_files: &[&Path], extra_env: Vec<(String, String)>) -> Result<Peer, String> {
     let dir = install_dir();
     let db = format!("cdapi_test_{name}_{}", std::process::id());
     let admin = database_url("postgres");
@@ -122,6 +127,7 @@ pub fn start(name: &str, sql_files: &[&Path]) -> Result<Peer, String> {
             .args(args)
             .current_dir(&logs)
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .envs(extra_env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env("PORT", port.to_string())
             .env("PUBLIC_URL", format!("http://127.0.0.1:{port}"))
             .stdin(Stdio::null())

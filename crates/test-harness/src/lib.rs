@@ -16,8 +16,11 @@
 
 pub mod postgres;
 mod processes;
+mod s3;
 
-use processes::{Launch, bin_dir, keys_file, spawn, spawn_s3, spawn_smtp_sink, wait_healthy, wait_tcp};
+use processes::{Launch, bin_dir, keys_file, spawn, spawn_smtp_sink, wait_healthy, wait_tcp};
+use s3::spawn_s3;
+pub use s3::{S3Server, s3_location_env, s3_server};
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
@@ -112,7 +115,7 @@ pub struct Spec {
     pub read_replica: Option<u64>,
 }
 
-/// The bucket of an environment with [`Spec::s3`].
+/// The bucket of an environment with [`Spec::s3`], and of every [`S3Server`].
 pub const S3_BUCKET: &str = "cdapi-test";
 
 impl Drop for TestApp {
@@ -416,19 +419,8 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         let server = spawn_s3(port, &logs.join("s3.log"))?;
         children.push(("s3", server));
         let url = format!("http://127.0.0.1:{port}");
-        core_env.extend(
-            [
-                ("STORAGE_LOCATIONS", "s3"),
-                ("STORAGE_S3_DRIVER", "s3"),
-                ("STORAGE_S3_BUCKET", S3_BUCKET),
-                ("STORAGE_S3_REGION", "us-east-1"),
-                ("STORAGE_S3_KEY", "test-key"),
-                ("STORAGE_S3_SECRET", "test-secret"),
-                ("STORAGE_S3_FORCE_PATH_STYLE", "true"),
-                ("STORAGE_S3_ENDPOINT", url.as_str()),
-            ]
-            .map(|(k, v)| (k.to_owned(), v.to_owned())),
-        );
+        core_env.push(("STORAGE_LOCATIONS".into(), "s3".into()));
+        core_env.extend(s3_location_env("S3", &url));
         Some(url)
     } else {
         None

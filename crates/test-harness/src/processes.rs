@@ -2,7 +2,7 @@
 //! (with their logs), the SMTP sink and the S3 server, and the controls tests use to make
 //! faults ([`TestApp::roll`], [`TestApp::stop_auth`], [`TestApp::signal`], ...).
 
-use crate::{S3_BUCKET, TestApp};
+use crate::TestApp;
 use anyhow::{Context, Result, bail};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -207,30 +207,6 @@ pub(crate) fn spawn_smtp_sink(root: &Path, dir: &Path, port: u16, log: &Path) ->
         .spawn()
         .with_context(|| format!("starting {python} -m aiosmtpd (deploy/local/test installs it)"))?;
     wait_tcp(port, &mut child, log)?;
-    Ok(child)
-}
-
-/// Starts moto's S3 server on `port` and creates [`S3_BUCKET`] in it.
-pub(crate) fn spawn_s3(port: u16, log: &Path) -> Result<Child> {
-    use std::io::{Read, Write};
-    let python = std::env::var("CDAPI_PYTHON").unwrap_or_else(|_| "python3".into());
-    let file = std::fs::File::create(log)?;
-    let mut child = Command::new(&python)
-        .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdin(Stdio::null())
-        .stdout(file.try_clone()?)
-        .stderr(file)
-        .spawn()
-        .with_context(|| format!("starting {python} -m moto.server (deploy/local/test installs it)"))?;
-    wait_tcp(port, &mut child, log)?;
-    let mut conn = std::net::TcpStream::connect(("127.0.0.1", port))?;
-    conn.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(conn, "PUT /{S3_BUCKET} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")?;
-    let mut answer = String::new();
-    conn.read_to_string(&mut answer)?;
-    if !answer.starts_with("HTTP/1.1 200") {
-        bail!("creating the bucket failed: {answer}");
-    }
     Ok(child)
 }
 
