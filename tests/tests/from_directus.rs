@@ -1,8 +1,9 @@
 //! Coming from Directus (docs/coming-from-directus.md): a Directus 11.3.5 project made through
 //! Directus's own API — two roles with policies and permissions (a row rule, a field list, a
 //! validation rule, a preset), three users (one with TOTP, one with a static token), relations,
-//! a file in a folder, settings, a preset, a content version, activity and revisions, a comment,
-//! a share with a password (and a `share` permission),
+//! a file in a folder and one in an S3 bucket (a second storage location), settings, a preset, a content version, activity and revisions, a comment,
+//! a share with a password (and a `share` permission), fields added to `directus_users` (a text
+//! and an M2O), content versions current and outdated,
 //! a notification — is imported by `core-service import-directus` into ours on the same
 //! database and storage. Then the same requests, as each user, go to Directus (its tables left
 //! as they were) and to us through the differential harness, and must answer alike. When the
@@ -87,9 +88,8 @@ const DIRECTUS_TABLES_DIGEST: &str = "SELECT to_json(md5(string_agg(t, '|' ORDER
      SELECT 'a' || md5(string_agg(x::text, ',' ORDER BY x::text)) FROM directus_activity x UNION ALL \
      SELECT 's' || md5(string_agg(x::text, ',' ORDER BY x::text)) FROM directus_settings x) d";
 
-/// The Directus project of the module docs, made through Directus's API. Returns the editor's
-/// user id, the reviewer's TOTP secret and the file's id.
-async fn model_project(url: &str) -> (String, String, String, String) {
+/// The Directus project of the module docs, made through Directus's API.
+async fn model_project(url: &str) -> Project {
     let admin = |method: Method, path: &'static str, body: Value| directus(url, PEER_TOKEN, method, path, body);
     // Relations as a Directus team registers them: an O2M alias and an M2M through the junction.
     for (collection, field, special) in [("authors", "articles", "o2m"), ("articles", "tags", "m2m"), ("tags", "articles", "m2m")] {
@@ -128,6 +128,12 @@ async fn model_project(url: &str) -> (String, String, String, String) {
     let title_meta = json!({"note": "The headline", "required": true, "width": "half", "interface": "input",
                             "translations": [{"language": "en-US", "translation": "Headline"}]});
     admin(Method::PATCH, "/fields/articles/title", json!({"meta": title_meta})).await;
+    // Fields added to a system collection, as the Data Model adds them: a text and an M2O.
+    admin(Method::POST, "/fields/directus_users", json!({"field": "department", "type": "string", "meta": {"interface": "input"}})).await;
+    let m2o = json!({"field": "favorite_article", "type": "integer", "meta": {"special": ["m2o"], "interface": "select-dropdown-m2o"}});
+    admin(Method::POST, "/fields/directus_users", m2o).await;
+    let favorite = json!({"collection": "directus_users", "field": "favorite_article", "related_collection": "articles", "schema": {"on_delete": "SET NULL"}});
+    admin(Method::POST, "/relations", favorite).await;
 
     let editors = json!([
         {"collection": "articles", "action": "read", "permissions": {"status": {"_eq": "published"}}, "fields": ["id", "title", "status", "author"]},
@@ -144,7 +150,7 @@ async fn model_project(url: &str) -> (String, String, String, String) {
         Method::POST,
         "/users",
         json!({"email": "editor@example.com", "password": "editor-password-1", "first_name": "Edith", "role": role["id"],
-               "token": "editor-static-token", "email_notifications": false}),
+               "token": "editor-static-token", "email_notifications": false, "department": "News", "favorite_article": 2}),
     )
     .await;
     // TOTP with a secret as Directus makes them (80 bits, otplib's default), set by the admin
@@ -157,12 +163,9 @@ async fn model_project(url: &str) -> (String, String, String, String) {
 
     // A file in a folder, settings, a preset, a version, a revision, a comment, a notification.
     let folder = admin(Method::POST, "/folders", json!({"name": "Covers"})).await;
-    let form = reqwest::multipart::Form::new()
-        .text("folder", folder["id"].as_str().expect("folder id").to_owned())
-        .part("file", reqwest::multipart::Part::bytes(b"cover bytes from directus".to_vec()).file_name("cover.txt").mime_str("text/plain").expect("mime"));
-    let r = http_client().build().expect("client").post(format!("{url}/files")).bearer_auth(PEER_TOKEN).multipart(form).send().await.expect("upload");
-    let file: Value = r.json().await.expect("file json");
-    let file_id = file["data"]["id"].as_str().expect("file id").to_owned();
+    let file_id = upload(url, &[("folder", folder["id"].as_str().expect("folder id"))], "cover.txt", b"cover bytes from directus").await;
+    // And one in the S3 location (the project's second storage location).
+    let bucket_file = upload(url, &[("storage", "s3")], "in-bucket.txt", b"bytes kept in a bucket").await;
     admin(Method::PATCH, "/settings", json!({"project_name": "Newsroom", "auth_login_attempts": 7})).await;
     admin(
         Method::POST,
@@ -172,6 +175,8 @@ async fn model_project(url: &str) -> (String, String, String, String) {
     .await;
     admin(Method::POST, "/versions", json!({"key": "draft-2", "name": "Draft 2", "collection": "articles", "item": "1"})).await;
     admin(Method::PATCH, "/items/articles/1", json!({"title": "Edited in Directus"})).await;
+    // A version made after that edit: current, where draft-2 is outdated.
+    admin(Method::POST, "/versions", json!({"key": "draft-3", "name": "Draft 3", "collection": "articles", "item": "3"})).await;
     admin(Method::POST, "/comments", json!({"collection": "articles", "item": "1", "comment": "Looks good"})).await;
     admin(Method::POST, "/notifications", json!({"recipient": editor["id"], "subject": "Welcome", "message": "Hello"})).await;
     // A share of an article with a password, read through the Reviewers' role.
@@ -181,7 +186,43 @@ async fn model_project(url: &str) -> (String, String, String, String) {
         json!({"name": "For review", "collection": "articles", "item": "1", "role": reviewer_role["id"], "password": "share-password-1"}),
     )
     .await;
-    (editor["id"].as_str().expect("editor id").to_owned(), secret, file_id, share["id"].as_str().expect("share id").to_owned())
+    let editor = editor["id"].as_str().expect("editor id").to_owned();
+    Project { editor, secret, files: [file_id, bucket_file], share: share["id"].as_str().expect("share id").to_owned() }
+}
+
+/// What the tests need to know of [`model_project`]'s project.
+struct Project {
+    /// The editor's user id.
+    editor: String,
+    /// The reviewer's TOTP secret.
+    secret: String,
+    /// The file in the local location, and the one in the S3 location.
+    files: [String; 2],
+    /// The share's id.
+    share: String,
+}
+
+/// Uploads `bytes` as `name` to Directus at `url` with the form `fields` before the file (as
+/// Directus reads them); the file's id.
+async fn upload(url: &str, fields: &[(&str, &str)], name: &str, bytes: &[u8]) -> String {
+    let mut form = reqwest::multipart::Form::new();
+    for (k, v) in fields {
+        form = form.text(k.to_string(), v.to_string());
+    }
+    let part = reqwest::multipart::Part::bytes(bytes.to_vec()).file_name(name.to_owned()).mime_str("text/plain").expect("mime");
+    let r = http_client()
+        .build()
+        .expect("client")
+        .post(format!("{url}/files"))
+        .bearer_auth(PEER_TOKEN)
+        .multipart(form.part("file", part))
+        .send()
+        .await
+        .expect("upload");
+    let status = r.status();
+    let file: Value = r.json().await.expect("file json");
+    assert!(status.is_success(), "upload {name}: {file}");
+    file["data"]["id"].as_str().expect("file id").to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -192,11 +233,18 @@ async fn a_directus_project_is_served_alike_after_the_import() {
         return;
     }
     let blog = repo_root().join("../shared/bench/blog.sql");
-    let peer = tokio::task::spawn_blocking(move || directus_peer::start("from_directus", &[&blog]))
+    // Files in two locations, as on a Directus whose storage moved to a bucket: `local` (the
+    // default) and `s3` (an S3 server of this test's own, read by both sides).
+    let s3 = test_harness::s3_server(&std::env::temp_dir().join(format!("from_directus_s3_{}.log", std::process::id())))
+        .unwrap_or_else(|e| panic!("S3 server: {e:#}"));
+    let mut storage = vec![("STORAGE_LOCATIONS".to_owned(), "local,s3".to_owned())];
+    storage.extend(test_harness::s3_location_env("S3", &s3.url));
+    let peer_storage = storage.clone();
+    let peer = tokio::task::spawn_blocking(move || directus_peer::start_with("from_directus", &[&blog], peer_storage))
         .await
         .expect("join")
         .unwrap_or_else(|e| panic!("the installed Directus peer did not start: {e}"));
-    let (editor_id, secret, file_id, share) = model_project(&peer.url).await;
+    let Project { editor: editor_id, secret, files: [file_id, bucket_file], share } = model_project(&peer.url).await;
 
     // The dry run says what will and will not move, and changes nothing.
     let db_url = test_harness::database_url(&peer.database);
@@ -206,7 +254,14 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     let dry = std::process::Command::new(&core).args(["import-directus", "--dry-run"]).env("DATABASE_URL", &db_url).output().expect("dry run");
     let out = String::from_utf8_lossy(&dry.stdout);
     assert!(dry.status.success(), "{out}{}", String::from_utf8_lossy(&dry.stderr));
-    for line in ["carried over: directus_users → cdapi.users: 4 row(s)", "not carried over: directus_flows: 0 row(s)", "dry run: nothing was changed"] {
+    for line in [
+        "carried over: directus_users → cdapi.users: 4 row(s)",
+        "carried over: custom field directus_users.department (column)",
+        "carried over: custom field directus_users.favorite_article (column)",
+        "versions: 1 of 2 current in Directus were hashed here",
+        "not carried over: directus_flows: 0 row(s)",
+        "dry run: nothing was changed",
+    ] {
         assert!(out.contains(line), "{line:?} in:\n{out}");
     }
     assert!(out.contains("the empty cdapi schema made for it was removed again"), "{out}");
@@ -221,11 +276,14 @@ async fn a_directus_project_is_served_alike_after_the_import() {
         start(Spec {
             name: Some("from_directus".into()),
             directus_database: Some(database),
-            core_env: vec![
-                ("ADMIN_PASSWORD".into(), directus_peer::ADMIN_PASSWORD.into()),
-                ("ADMIN_TOKEN".into(), PEER_TOKEN.into()),
-                ("STORAGE_LOCAL_ROOT".into(), uploads),
-            ],
+            core_env: [
+                ("ADMIN_PASSWORD".to_owned(), directus_peer::ADMIN_PASSWORD.to_owned()),
+                ("ADMIN_TOKEN".to_owned(), PEER_TOKEN.to_owned()),
+                ("STORAGE_LOCAL_ROOT".to_owned(), uploads),
+            ]
+            .into_iter()
+            .chain(storage)
+            .collect(),
             ..Spec::default()
         })
     })
@@ -289,11 +347,23 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     )
     .await;
     // Files, settings, presets, versions, history, comments, notifications.
-    d.check("admin: files", Req::get("/files?fields=id,filename_download,title,type,filesize,folder.name")).await;
+    d.check("admin: files", Req::get("/files?fields=id,storage,filename_download,title,type,filesize,folder.name&sort=filename_download")).await;
     d.check("admin: the file's bytes", Req::get(&format!("/assets/{file_id}"))).await;
+    d.check("admin: the bucket file's bytes", Req::get(&format!("/assets/{bucket_file}"))).await;
     d.check("admin: settings", Req::get("/settings?fields=project_name,auth_login_attempts")).await;
     d.check("editor: presets", Req::get("/presets?fields=collection,layout,layout_query&filter[user][_eq]=$CURRENT_USER").auth(editor.clone())).await;
-    d.check("admin: versions", Req::get("/versions?fields=key,name,collection,item")).await;
+    d.check("admin: versions", Req::get("/versions?fields=key,name,collection,item&sort=key")).await;
+    let versions = directus(&peer.url, PEER_TOKEN, Method::GET, "/versions?fields=id,key&sort=key", json!(null)).await;
+    for v in versions.as_array().expect("versions") {
+        let compare = format!("/versions/{}/compare", v["id"].as_str().expect("version id"));
+        let (ours, theirs) = d.both(&Req::get(&compare), &Req::get(&compare)).await;
+        let (ours, theirs) = (ours.json()["data"]["outdated"].clone(), theirs.json()["data"]["outdated"].clone());
+        assert_eq!(ours, theirs, "{}: outdated here and in Directus", v["key"]);
+    }
+    // Fields added to directus_users, their values and their relation.
+    d.check("admin: custom user fields", Req::get("/users?fields=email,department,favorite_article.title&sort=email")).await;
+    d.check("admin: filtered by a custom field", Req::get("/users?fields=email&filter[department][_eq]=News")).await;
+    d.check("editor: a custom field of their own", Req::get("/users/me?fields=email,department").auth(editor.clone())).await;
     d.check("admin: activity", Req::get("/activity?fields=action,collection,item&filter[collection][_eq]=articles&sort=id")).await;
     d.check("admin: revisions", Req::get("/revisions?fields=collection,item,delta&filter[collection][_eq]=articles&sort=id")).await;
     d.check("admin: comments", Req::get("/comments?fields=collection,item,comment")).await;
@@ -350,4 +420,18 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     let forced = again(&["--force"]);
     assert!(forced.status.success(), "{}", String::from_utf8_lossy(&forced.stderr));
     assert_eq!(project().await, json!("Newsroom"), "forced: Directus's settings again");
+
+    // An import made before imports were noted (no note) is recognised by Directus's users
+    // being ours already: activity recorded here since refuses a re-run all the same.
+    let cleared = sql_at(&db_url, "WITH d AS (DELETE FROM cdapi.directus_imports RETURNING 1) SELECT to_json(count(*))::text FROM d").await;
+    assert_eq!(cleared, json!(2));
+    let unnoted = again(&[]);
+    assert!(unnoted.status.success(), "nothing recorded here since the forced import: {}", String::from_utf8_lossy(&unnoted.stderr));
+    let r = call(&app, Some(PEER_TOKEN), Method::PATCH, "/items/articles/2", Some(json!({"title": "Changed here"}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let sql = "WITH d AS (DELETE FROM cdapi.directus_imports RETURNING 1) SELECT to_json(count(*))::text FROM d";
+    assert_eq!(sql_at(&db_url, sql).await, json!(1));
+    let refused = again(&[]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("since the import of an earlier version"), "{err}");
 }

@@ -3,7 +3,9 @@
 //! system tables (`directus_*`, in DATABASE_SCHEMA) are copied into ours (`cdapi`), converted
 //! where the shapes differ: static tokens are kept as their SHA-256 (Directus keeps them in
 //! clear), comma-separated lists become arrays, `json` becomes `jsonb`. Passwords stay the
-//! argon2 hashes Directus made (they verify here as they are). The `directus_*` tables are
+//! argon2 hashes Directus made (they verify here as they are). Fields the project added to
+//! Directus's system collections come along as custom fields ([`custom_fields`]); content
+//! versions current in Directus are current here ([`version_hashes`]). The `directus_*` tables are
 //! only read: starting Directus again on the same database goes back (without what changed
 //! here since).
 //!
@@ -22,7 +24,9 @@
 //! replace what changed here with Directus's rows. Each committed run is noted in
 //! `cdapi.directus_imports` (migration 0018).
 
+pub mod custom_fields;
 pub mod steps;
+pub mod version_hashes;
 
 use crate::config::Settings;
 use crate::sql::ident;
@@ -97,13 +101,13 @@ async fn import(settings: &Settings, options: Options) -> anyhow::Result<Report>
     }
     refuse_unmatched_users(&mut conn, src).await?;
     if !options.force {
-        refuse_after_going_live(&mut conn).await?;
+        refuse_after_going_live(&mut conn, src).await?;
     }
     let mut report = Report::default();
     let mut tx = conn.begin().await?;
     let blobs_before: i64 = sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM cdapi.file_blobs_deleted").fetch_one(&mut *tx).await?;
     for step in STEPS.iter().rev() {
-        let keep = step.keep.map(|k| format!(" WHERE NOT ({k})")).unwrap_or_default();
+        let keep = step.keep.map(|k| format!(" WHERE NOT ({})", k.replace("{src}", &ident(src)))).unwrap_or_default();
         let deleted = sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM cdapi.{}{keep}", ident(step.target)))).execute(&mut *tx).await?.rows_affected();
         if deleted > 0 {
             report.lines.push(format!("replaced: {deleted} row(s) of cdapi.{}", step.target));
@@ -111,6 +115,7 @@ async fn import(settings: &Settings, options: Options) -> anyhow::Result<Report>
     }
     // Rows deleted above queued their blobs for removal: the blobs are Directus's, keep them.
     sqlx::query("DELETE FROM cdapi.file_blobs_deleted WHERE id > $1").bind(blobs_before).execute(&mut *tx).await?;
+    custom_fields::add_columns(&mut tx, src, &mut report.lines).await.context("carrying the fields added to Directus's system collections")?;
     for step in STEPS {
         if !table_exists(&mut tx, src, step.source).await? {
             report.lines.push(format!("{}: not in this database, nothing to carry over", step.source));
@@ -138,6 +143,8 @@ async fn import(settings: &Settings, options: Options) -> anyhow::Result<Report>
             }
         }
     }
+    custom_fields::add_foreign_keys(&mut tx, src, &mut report.lines).await?;
+    version_hashes::rehash(&mut tx, src, &mut report.lines).await.context("hashing the content versions' items")?;
     // Imported notifications were delivered by Directus: queue no mail for them.
     sqlx::query("DELETE FROM cdapi.notification_mail").execute(&mut *tx).await?;
     if table_exists(&mut tx, src, "directus_settings").await? {
@@ -168,14 +175,25 @@ async fn table_exists(conn: &mut PgConnection, schema: &str, table: &str) -> any
 }
 
 /// Errors when an earlier import committed and this API has recorded activity since (sign-ins,
-/// writes, schema changes: it went live), naming how much and since when.
-async fn refuse_after_going_live(conn: &mut PgConnection) -> anyhow::Result<()> {
-    let since: Option<(String, i64)> = sqlx::query_as(
+/// writes, schema changes: it went live), naming how much and since when. An import made
+/// before imports were noted (migration 0018) is recognised by Directus's users being ours
+/// already; activity since is then the rows of ours that are not Directus's.
+async fn refuse_after_going_live(conn: &mut PgConnection, src: &str) -> anyhow::Result<()> {
+    let mut since: Option<(String, i64)> = sqlx::query_as(
         "SELECT i.at::text, (SELECT count(*) FROM cdapi.activity a WHERE a.timestamp > i.at) \
          FROM cdapi.directus_imports i ORDER BY i.at DESC LIMIT 1",
     )
     .fetch_optional(&mut *conn)
     .await?;
+    if since.is_none() && table_exists(conn, src, "directus_activity").await? {
+        let sql = format!(
+            "SELECT 'an earlier version', (SELECT count(*) FROM cdapi.activity a \
+               WHERE NOT EXISTS (SELECT 1 FROM {s}.directus_activity d WHERE d.id = a.id AND d.timestamp = a.timestamp)) \
+             WHERE EXISTS (SELECT 1 FROM cdapi.users u JOIN {s}.directus_users d ON d.id = u.id)",
+            s = ident(src)
+        );
+        since = sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_optional(&mut *conn).await?;
+    }
     if let Some((at, changes)) = since.filter(|(_, n)| *n > 0) {
         bail!(
             "this API has recorded {changes} activity row(s) since the import of {at}: importing again would replace its users, roles, \

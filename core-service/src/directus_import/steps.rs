@@ -13,8 +13,8 @@ pub struct Step {
     /// Rows of the Directus table left out (SQL condition over `s`), e.g. actions we do not
     /// serve; they are counted and reported.
     pub skip: Option<(&'static str, &'static str)>,
-    /// Our rows kept when the table is replaced (SQL condition over our table), e.g. the
-    /// metadata of our own system collections.
+    /// Our rows kept when the table is replaced (SQL condition over our table, `{src}` naming
+    /// the Directus schema), e.g. the metadata of our own system collections.
     pub keep: Option<&'static str>,
     /// Statements run after every step has copied its rows (references within the table, or to
     /// a later table), over the Directus schema `{src}`.
@@ -23,6 +23,21 @@ pub struct Step {
 
 /// A static token as we keep it: its SHA-256 (hex), never the token (Directus keeps it in clear).
 const TOKEN_HASH: &str = "CASE WHEN s.token IS NULL OR s.token = '' THEN NULL ELSE encode(sha256(convert_to(s.token, 'UTF8')), 'hex') END";
+
+/// Directus's metadata rows of system collections not carried: all but those of the custom
+/// fields [`super::custom_fields`] noted.
+const CUSTOM_FIELD_SKIPPED: &str = "s.collection LIKE 'directus\\_%' AND NOT EXISTS \
+    (SELECT 1 FROM cdapi.custom_system_fields c WHERE c.collection = s.collection AND c.field = s.field)";
+/// As [`CUSTOM_FIELD_SKIPPED`], for relation rows (their many side).
+const CUSTOM_RELATION_SKIPPED: &str = "s.many_collection LIKE 'directus\\_%' AND NOT EXISTS \
+    (SELECT 1 FROM cdapi.custom_system_fields c WHERE c.collection = s.many_collection AND c.field = s.many_field)";
+/// Our metadata rows of system collections kept when the table is replaced: our own, and those
+/// of custom fields made here that Directus does not have.
+const SYSTEM_FIELD_KEPT: &str = "collection LIKE 'directus\\_%' AND NOT EXISTS \
+    (SELECT 1 FROM {src}.directus_fields s WHERE s.collection = fields.collection AND s.field = fields.field)";
+/// As [`SYSTEM_FIELD_KEPT`], for relation rows (their many side).
+const SYSTEM_RELATION_KEPT: &str = "many_collection LIKE 'directus\\_%' AND NOT EXISTS \
+    (SELECT 1 FROM {src}.directus_relations s WHERE s.many_collection = relations.many_collection AND s.many_field = relations.many_field)";
 
 /// Every table the import carries over, parents first.
 pub const STEPS: &[Step] = &[
@@ -98,16 +113,16 @@ pub const STEPS: &[Step] = &[
                  CASE WHEN s.special IS NULL OR s.special = '' THEN NULL ELSE to_jsonb(string_to_array(s.special, ',')) END)",
             ),
         ],
-        skip: Some(("s.collection LIKE 'directus\\_%'", "fields added to Directus's system collections (not served here)")),
-        keep: Some("collection LIKE 'directus\\_%'"),
+        skip: Some((CUSTOM_FIELD_SKIPPED, "fields added to Directus's system collections that take none here")),
+        keep: Some(SYSTEM_FIELD_KEPT),
         after: &[],
     },
     Step {
         source: "directus_relations",
         target: "relations",
         computed: &[("id", "nextval(pg_get_serial_sequence('cdapi.relations', 'id'))")],
-        skip: Some(("s.many_collection LIKE 'directus\\_%'", "relations of fields added to Directus's system collections")),
-        keep: Some("many_collection LIKE 'directus\\_%'"),
+        skip: Some((CUSTOM_RELATION_SKIPPED, "relations of fields added to Directus's system collections that take none here")),
+        keep: Some(SYSTEM_RELATION_KEPT),
         after: &[],
     },
     Step { source: "directus_presets", target: "presets", computed: &[], skip: None, keep: None, after: &[] },
