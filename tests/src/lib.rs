@@ -1,6 +1,7 @@
 //! Helpers shared by the end-to-end tests in `tests/`: HTTP calls against edge-rest and
 //! ground-truth SQL against the same database.
 
+pub mod api;
 pub mod differential;
 pub mod directus_peer;
 pub mod fixture;
