@@ -58,6 +58,9 @@ pub enum Fields {
     All,
     /// These fields only.
     Only(HashSet<String>),
+    /// `*` but these: the built-in own-user row, which leaves out the custom fields a project
+    /// added to `directus_users` (docs/data-model.md "Custom fields on system collections").
+    AllBut(HashSet<String>),
 }
 
 impl Fields {
@@ -66,6 +69,7 @@ impl Fields {
         match self {
             Self::All => true,
             Self::Only(set) => set.contains(field),
+            Self::AllBut(set) => !set.contains(field),
         }
     }
 
@@ -79,6 +83,8 @@ impl Fields {
         match (self, other) {
             (Self::All, x) | (x, Self::All) => x.clone(),
             (Self::Only(a), Self::Only(b)) => Self::Only(a.intersection(b).cloned().collect()),
+            (Self::Only(a), Self::AllBut(b)) | (Self::AllBut(b), Self::Only(a)) => Self::Only(a.difference(b).cloned().collect()),
+            (Self::AllBut(a), Self::AllBut(b)) => Self::AllBut(a.union(b).cloned().collect()),
         }
     }
 }
@@ -91,44 +97,6 @@ pub const SENSITIVE: &[(&str, &[&str])] = &[
     ("directus_roles", &["parent", "policies"]),
     ("directus_access", &["role", "user", "policy"]),
     ("directus_policies", &["admin_access", "app_access", "ip_access", "enforce_tfa"]),
-];
-
-/// What every signed-in user reads of their own user (the minimal rows below): the fields of
-/// `directus_users` this API defines, not the custom fields a project adds there
-/// (docs/data-model.md "Custom fields on system collections"), which only a policy grants.
-/// Directus's app minimum lists its own fields likewise (`appAccessMinimalPermissions`); ours
-/// also holds the Studio preferences a user may update, their sign-in facts and `policies`.
-/// A field added to `cdapi.users` by a migration belongs here (`tests/tests/system_fields.rs`
-/// compares this list with the table).
-pub const OWN_USER_FIELDS: &[&str] = &[
-    "id",
-    "email",
-    "password",
-    "token",
-    "tfa_secret",
-    "status",
-    "created_at",
-    "first_name",
-    "last_name",
-    "role",
-    "policies",
-    "ip_access",
-    "provider",
-    "external_identifier",
-    "last_access",
-    "email_notifications",
-    "location",
-    "title",
-    "description",
-    "tags",
-    "avatar",
-    "language",
-    "last_page",
-    "appearance",
-    "theme_light",
-    "theme_dark",
-    "theme_light_overrides",
-    "theme_dark_overrides",
 ];
 
 /// Whether `field` of `collection` is in [`SENSITIVE`].
@@ -387,7 +355,8 @@ impl Subject {
 
 /// What signed-in users may do whatever their policies (Directus's app access minimum,
 /// `appAccessMinimalPermissions` of its system data). Every signed-in user
-/// ([`Reach::EveryUser`]): read their own user ([`OWN_USER_FIELDS`]), roles, policies and activity, and update their
+/// ([`Reach::EveryUser`]): read their own user (every field but `custom_user_fields`, the custom
+/// fields of `directus_users`), roles, policies and activity, and update their
 /// own name, password and Studio preferences (language, appearance, themes). Users with app
 /// access ([`Reach::AppAccess`], as Directus): read the settings and the translations; read the
 /// presets meant for them (their own, their role's, everyone's) and keep their own; comment (on
@@ -395,7 +364,7 @@ impl Subject {
 /// their own comments; read their notifications, set their `status` (archive) and notify
 /// themselves (sender and recipient both the caller); read their own shares. Each is a row of its own, so it widens
 /// nothing of the policies' rows: it reaches the caller's own rows only.
-fn minimal() -> Vec<Minimal> {
+fn minimal(custom_user_fields: HashSet<String>) -> Vec<Minimal> {
     let rule = |v: Value| query_language::query_json::filter_from_json(&v, 0).ok().flatten().map(Arc::new);
     let own = |field: &str, var: &str| rule(serde_json::json!({ field: { "_eq": var } }));
     let only = |names: &[&str]| Fields::Only(names.iter().map(|n| (*n).to_owned()).collect());
@@ -409,7 +378,9 @@ fn minimal() -> Vec<Minimal> {
     // A preset a user creates or keeps is their own.
     let own_preset = Arc::new(ValidationRule::compile(&serde_json::json!({"user": {"_eq": "$CURRENT_USER"}})));
     vec![
-        ("directus_users", Action::Read, Reach::EveryUser, row(own("id", "$CURRENT_USER"), only(OWN_USER_FIELDS))),
+        // Not the custom fields a project added there, which only a policy grants (Directus's
+        // app minimum lists its own fields likewise).
+        ("directus_users", Action::Read, Reach::EveryUser, row(own("id", "$CURRENT_USER"), Fields::AllBut(custom_user_fields))),
         (
             "directus_users",
             Action::Update,
@@ -483,13 +454,16 @@ fn own_role_or_global_presets() -> Value {
 }
 
 impl Rules {
-    /// Reads `cdapi.permissions`, `cdapi.policies`, `cdapi.access` and the roles' parents. Rows
+    /// Reads `cdapi.permissions`, `cdapi.policies`, `cdapi.access`, the roles' parents and the
+    /// custom fields of `directus_users` (left out of the own-user row). Rows
     /// with an unknown action are skipped. Errors: database.
     pub async fn load(conn: &mut sqlx::PgConnection) -> Result<Self, sqlx::Error> {
         let rows = system_tables::permissions::all(&mut *conn).await?;
         let policies = system_tables::permissions::policies(&mut *conn).await?;
         let access = system_tables::permissions::access(&mut *conn).await?;
         let parents = system_tables::permissions::role_parents(&mut *conn).await?;
+        let custom = system_tables::metadata::custom_system_fields(&mut *conn).await?;
+        let custom_user_fields = custom.into_iter().filter(|(c, _)| c == "directus_users").map(|(_, f)| f).collect();
         let mut by_policy: HashMap<String, HashMap<(String, Action), Vec<Permission>>> = HashMap::new();
         for row in rows {
             let Some(action) = Action::parse(&row.action) else { continue };
@@ -500,7 +474,7 @@ impl Rules {
             by_policy,
             policies: policies.into_iter().map(|p| (p.id.clone(), p)).collect(),
             parents: parents.into_iter().filter_map(|(id, parent)| Some((id, parent?))).collect(),
-            minimal: minimal(),
+            minimal: minimal(custom_user_fields),
             ..Self::default()
         };
         for a in access {
@@ -665,6 +639,18 @@ pub struct RowAccess {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_but_leaves_out_its_fields_in_every_combination() {
+        let set = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<HashSet<String>>();
+        let but = Fields::AllBut(set(&["secret_note"]));
+        assert!(but.allows("email") && !but.allows("secret_note") && !but.names("email"));
+        assert_eq!(but.intersect(&Fields::All), but);
+        assert_eq!(Fields::All.intersect(&but), but);
+        assert_eq!(but.intersect(&Fields::Only(set(&["email", "secret_note"]))), Fields::Only(set(&["email"])));
+        assert_eq!(Fields::Only(set(&["secret_note"])).intersect(&but), Fields::Only(set(&[])));
+        assert_eq!(Fields::AllBut(set(&["a"])).intersect(&Fields::AllBut(set(&["b"]))), Fields::AllBut(set(&["a", "b"])));
+    }
 
     fn filter(v: Value) -> Filter {
         query_language::query_json::filter_from_json(&v, 0).ok().flatten().unwrap_or_default()

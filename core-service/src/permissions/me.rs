@@ -36,7 +36,7 @@ pub fn collection_access(schema: &Schema, access: &Access) -> Value {
             let mut star = false;
             for r in &grant.rows {
                 match &r.fields {
-                    Fields::All => star = true,
+                    Fields::All | Fields::AllBut(_) => star = true,
                     Fields::Only(set) => names.extend(set.iter().cloned()),
                 }
             }

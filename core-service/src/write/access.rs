@@ -70,7 +70,7 @@ impl Writer<'_> {
             let mut presets = Map::new();
             for row in &grant.rows {
                 match &row.fields {
-                    Fields::All => fields = vec!["*".to_owned()],
+                    Fields::All | Fields::AllBut(_) => fields = vec!["*".to_owned()],
                     Fields::Only(names) if fields.first().is_none_or(|f| f != "*") => {
                         fields.extend(names.iter().filter(|n| !fields.contains(n)).cloned().collect::<Vec<_>>());
                     }
