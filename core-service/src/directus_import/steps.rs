@@ -31,13 +31,16 @@ const CUSTOM_FIELD_SKIPPED: &str = "s.collection LIKE 'directus\\_%' AND NOT EXI
 /// As [`CUSTOM_FIELD_SKIPPED`], for relation rows (their many side).
 const CUSTOM_RELATION_SKIPPED: &str = "s.many_collection LIKE 'directus\\_%' AND NOT EXISTS \
     (SELECT 1 FROM cdapi.custom_system_fields c WHERE c.collection = s.many_collection AND c.field = s.many_field)";
-/// Our metadata rows of system collections kept when the table is replaced: our own, and those
-/// of custom fields made here that Directus does not have.
-const SYSTEM_FIELD_KEPT: &str = "collection LIKE 'directus\\_%' AND NOT EXISTS \
-    (SELECT 1 FROM {src}.directus_fields s WHERE s.collection = fields.collection AND s.field = fields.field)";
+/// Our metadata rows of system collections kept when the table is replaced: all but those of
+/// custom fields that Directus has too (carried again from Directus's rows). Our own rows stay
+/// even where Directus has a custom field of that name (it is left out).
+const SYSTEM_FIELD_KEPT: &str = "collection LIKE 'directus\\_%' AND NOT (\
+    EXISTS (SELECT 1 FROM cdapi.custom_system_fields c WHERE c.collection = fields.collection AND c.field = fields.field) \
+    AND EXISTS (SELECT 1 FROM {src}.directus_fields s WHERE s.collection = fields.collection AND s.field = fields.field))";
 /// As [`SYSTEM_FIELD_KEPT`], for relation rows (their many side).
-const SYSTEM_RELATION_KEPT: &str = "many_collection LIKE 'directus\\_%' AND NOT EXISTS \
-    (SELECT 1 FROM {src}.directus_relations s WHERE s.many_collection = relations.many_collection AND s.many_field = relations.many_field)";
+const SYSTEM_RELATION_KEPT: &str = "many_collection LIKE 'directus\\_%' AND NOT (\
+    EXISTS (SELECT 1 FROM cdapi.custom_system_fields c WHERE c.collection = relations.many_collection AND c.field = relations.many_field) \
+    AND EXISTS (SELECT 1 FROM {src}.directus_relations s WHERE s.many_collection = relations.many_collection AND s.many_field = relations.many_field))";
 
 /// Every table the import carries over, parents first.
 pub const STEPS: &[Step] = &[

@@ -150,6 +150,13 @@ pub fn ddl_error(e: sqlx::Error) -> ApiError {
         if code == "55P03" {
             return ApiError::new(ErrorCode::ServiceUnavailable, "The schema change waited too long for a lock (the table is busy); retry it.");
         }
+        if code == "42703" || code == "42P01" {
+            // A change reads the schema under the schema-change lock: no concurrent change can
+            // have dropped what it names, so this is not the request to retry that
+            // `crate::db::map_error` makes of it.
+            tracing::error!(error = %e, "a schema change named a column or table that does not exist");
+            return ApiError::internal();
+        }
     }
     crate::db::map_error(e)
 }

@@ -185,6 +185,7 @@ pub async fn create(change: &mut Change, data: &Map<String, Value>) -> Result<()
     let fk_schema = optional_object(data, "schema")?;
     let meta = optional_object(data, "meta")?;
     let setting = row(&schema, collection, field, one.map(|o| o.as_ref()), meta)?;
+    alias_host(change, &schema, one.map(|o| o.as_ref()), &setting, None).await?;
     if let Some(one) = one {
         let name = fk_schema.and_then(|s| s.get("constraint_name")).and_then(Value::as_str);
         add_foreign_key(&mut change.tx, many, field, one, &actions(fk_schema)?, name).await?;
@@ -208,12 +209,31 @@ pub async fn update(change: &mut Change, collection: &str, field: &str, data: &M
         merged.extend(m.clone());
     }
     let setting = row(&schema, collection, field, one.map(|o| o.as_ref()), Some(&merged))?;
+    alias_host(change, &schema, one.map(|o| o.as_ref()), &setting, current["meta"]["one_field"].as_str()).await?;
     if let (Some(fk_schema), Some(one)) = (optional_object(data, "schema")?, one) {
         drop_foreign_keys(&mut change.tx, many, field).await?;
         add_foreign_key(&mut change.tx, many, field, one, &actions(Some(fk_schema))?, None).await?;
     }
     system_tables::metadata::put_relation(&mut change.tx, &setting).await.map_err(super::ddl_error)?;
     note_alias(change, one.map(|o| o.as_ref()), &setting).await
+}
+
+/// Refuses an O2M alias on a system collection that is not a field a project may add or has
+/// added there ([`system_fields::host`]); `previous` is the alias the relation showed before
+/// (unchanged: nothing to check). Errors: INVALID_PAYLOAD.
+async fn alias_host(change: &mut Change, schema: &Schema, one: Option<&Collection>, setting: &RelationSetting, previous: Option<&str>) -> Result<(), ApiError> {
+    let (Some(one), Some(alias)) = (one, setting.one_field.as_deref()) else { return Ok(()) };
+    if !one.system || previous == Some(alias) {
+        return Ok(());
+    }
+    let known = one.field(alias).is_some()
+        || system_tables::metadata::field_settings(&mut *change.tx)
+            .await
+            .map_err(crate::db::map_error)?
+            .iter()
+            .any(|f| f.collection == one.name && f.field == alias);
+    let target = if known { Target::Existing(alias) } else { Target::New(alias) };
+    system_fields::host(change, schema, &one.name, target).await.map(|_| ())
 }
 
 /// An O2M alias a relation shows on a system collection is a field the project added there.

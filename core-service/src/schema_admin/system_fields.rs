@@ -12,7 +12,11 @@
 //!   tables naming only their own columns (invitations, SSO sign-ups, uploads), and such an
 //!   insert must not fail.
 //! - A new field may not take the name of any column of the table, the secret ones (password
-//!   and token hashes, TOTP secret) included, though those are never served.
+//!   and token hashes, TOTP secret) included, though those are never served, nor a name the
+//!   server gives a meaning (the sensitive fields of `crate::policies::SENSITIVE`, such as
+//!   `password` and `token`, which writes turn into hashes).
+//! - An O2M alias a relation shows on a system collection is a field there too: it must be new
+//!   (on a collection of [`CUSTOMIZABLE`]) or custom already.
 
 use super::Change;
 use crate::schema::{Collection, Schema};
@@ -55,7 +59,7 @@ pub async fn host<'a>(change: &mut Change, schema: &'a Schema, collection: &str,
                 .fetch_one(&mut *change.tx)
                 .await
                 .map_err(crate::db::map_error)?;
-            if taken {
+            if taken || crate::policies::is_sensitive(collection, name) {
                 return Err(ApiError::invalid_payload(format!("Field \"{name}\" already exists in collection \"{collection}\"")));
             }
         }
