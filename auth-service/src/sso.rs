@@ -277,7 +277,7 @@ impl Auth {
             }
         };
         let pending = Pending { provider: p.name.clone(), pkce_verifier: verifier.secret().clone(), nonce, redirect: req.redirect, mode: req.mode };
-        let json = serde_json::to_string(&pending).map_err(|_| ApiError::internal())?;
+        let json = serde_json::to_string(&pending).map_err(ApiError::internal_because)?;
         let redis = self.sessions.redis();
         redis::cmd("SET")
             .arg(redis.key("sso", state.secret()))

@@ -139,7 +139,7 @@ pub struct Selection {
 /// `streams` replaced by its list. Errors: an error before the first byte (the core's, a reply
 /// that does not parse).
 pub async fn respond(body: String, streams: &ListStreams, selection: Selection) -> Result<Response, ApiError> {
-    let mut lists = streams.lists.lock().map(|mut l| std::mem::take(&mut *l)).map_err(|_| ApiError::internal())?;
+    let mut lists = streams.lists.lock().map(|mut l| std::mem::take(&mut *l)).map_err(ApiError::internal_because)?;
     // In the order their placeholders appear; one that does not (its field nulled) is dropped.
     let quoted = |l: &StreamedList| serde_json::to_string(&l.token).unwrap_or_default();
     lists.retain(|l| body.contains(&quoted(l)));
@@ -184,10 +184,10 @@ async fn send_items(list: StreamedList, s: &Selection, tx: &tokio::sync::mpsc::S
             continue;
         }
         let bytes = edge_http::list_chunks::array(&[chunk.data]);
-        let text = std::str::from_utf8(&bytes).map_err(|_| ApiError::internal())?;
+        let text = std::str::from_utf8(&bytes).map_err(ApiError::internal_because)?;
         let mut out = String::with_capacity(text.len());
-        let items = crate::projection::parse_list(text).map_err(|_| ApiError::internal())?;
-        crate::projection::write_items(&walker, c, &sets, &items, sent_items, &mut out).map_err(|_| ApiError::internal())?;
+        let items = crate::projection::parse_list(text).map_err(ApiError::internal_because)?;
+        crate::projection::write_items(&walker, c, &sets, &items, sent_items, &mut out).map_err(ApiError::internal_because)?;
         sent_items |= !items.is_empty();
         if tx.send(Ok(Bytes::from(out))).await.is_err() {
             return Ok(()); // the client went away

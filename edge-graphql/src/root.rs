@@ -201,9 +201,9 @@ pub fn mutation_fields(model: &Model, system: bool, mut mutation: Object) -> (Ob
 /// The shared state and the request's caller. Errors: INTERNAL_SERVER_ERROR when missing (a
 /// bug: the HTTP layer always sets them).
 pub fn request_env<'a>(ctx: &ResolverContext<'a>) -> Result<(&'a Backend, &'a Model, &'a RequestData), ApiError> {
-    let backend = ctx.ctx.data::<Arc<Backend>>().map_err(|_| ApiError::internal())?;
-    let model = ctx.ctx.data::<Arc<Model>>().map_err(|_| ApiError::internal())?;
-    let req = ctx.ctx.data::<RequestData>().map_err(|_| ApiError::internal())?;
+    let backend = ctx.ctx.data::<Arc<Backend>>().map_err(|e| ApiError::internal_because(e.message))?;
+    let model = ctx.ctx.data::<Arc<Model>>().map_err(|e| ApiError::internal_because(e.message))?;
+    let req = ctx.ctx.data::<RequestData>().map_err(|e| ApiError::internal_because(e.message))?;
     Ok((backend, model, req))
 }
 

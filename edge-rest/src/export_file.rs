@@ -118,13 +118,13 @@ impl Job {
         let chunks = futures_util::stream::unfold(Some((stream, renderer)), |state| async move {
             let (mut stream, mut renderer) = state?;
             match stream.message().await {
-                Ok(Some(chunk)) => Some((renderer.chunk(&chunk.data).map_err(|_| ApiError::internal()), Some((stream, renderer)))),
+                Ok(Some(chunk)) => Some((renderer.chunk(&chunk.data).map_err(ApiError::internal_because), Some((stream, renderer)))),
                 Ok(None) => Some((Ok(renderer.finish()), None)),
                 Err(status) => Some((Err(ApiError::from(status)), None)),
             }
         });
         let res = crate::files::store(&self.files, &self.caller, start, chunks).await?;
-        let stored: Value = serde_json::from_slice(&res.get_ref().data).map_err(|_| ApiError::internal())?;
+        let stored: Value = serde_json::from_slice(&res.get_ref().data).map_err(ApiError::internal_because)?;
         stored["id"].as_str().map(str::to_owned).ok_or_else(ApiError::forbidden)
     }
 
@@ -133,7 +133,7 @@ impl Job {
         let query = typed_query(&Map::from_iter([("fields".to_owned(), json!(["id", "first_name", "last_name", "email"]))]))?;
         let call = self.caller.request(ReadRequest { collection: "directus_users".into(), key: Some("me".into()), query: Some(query) })?;
         let res = self.items.clone().read(call).await?;
-        let me: Value = serde_json::from_slice(&res.get_ref().data).map_err(|_| ApiError::internal())?;
+        let me: Value = serde_json::from_slice(&res.get_ref().data).map_err(ApiError::internal_because)?;
         let id = me["id"].as_str().ok_or_else(ApiError::forbidden)?.to_owned();
         let text = |k: &str| me[k].as_str().filter(|s| !s.is_empty()).map(str::to_owned);
         let name = match (text("first_name"), text("last_name"), text("email")) {

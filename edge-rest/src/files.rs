@@ -113,7 +113,7 @@ pub async fn upload(state: &EdgeState, req: &HttpRequest, body: Body, request_id
             }
         });
         let data = store(&state.files, &caller, start, chunks).await?.into_inner().data;
-        created.push(if data.is_empty() { Value::Null } else { serde_json::from_slice(&data).map_err(|_| ApiError::internal())? });
+        created.push(if data.is_empty() { Value::Null } else { serde_json::from_slice(&data).map_err(ApiError::internal_because)? });
     }
     let data = match (created.len(), replace) {
         // No file to replace it with: the fields are updated, as a JSON PATCH would.

@@ -89,7 +89,7 @@ pub async fn import(state: &EdgeState, req: &HttpRequest, body: Body, request_id
             continue;
         }
         let format = Format::of(part.content_type().map(|m| m.essence_str()).unwrap_or("text/plain"))?;
-        let spool = Spool(std::env::temp_dir().join(format!("cdapi-import-{}", edge_http::random::hex128().map_err(|_| ApiError::internal())?)));
+        let spool = Spool(std::env::temp_dir().join(format!("cdapi-import-{}", edge_http::random::hex128().map_err(ApiError::internal_because)?)));
         let mut file = tokio::fs::File::create(&spool.0).await.map_err(|e| spool_error(&e))?;
         let mut size = 0u64;
         while let Some(chunk) = part.chunk().await.map_err(broken)? {
@@ -117,7 +117,7 @@ pub async fn import(state: &EdgeState, req: &HttpRequest, body: Body, request_id
     let sent = state.long_items.clone().import_items(call).await;
     // A parse error ends the stream without `done`: the core changed nothing, and the parse
     // error is the answer.
-    parse.await.map_err(|_| ApiError::internal())??;
+    parse.await.map_err(ApiError::internal_because)??;
     sent?;
     drop(spool);
     let mut res = crate::reply::no_content();
@@ -268,7 +268,7 @@ pub fn csv_items(r: impl Read, each: &mut dyn FnMut(Vec<u8>) -> Result<(), ApiEr
             };
             item.insert(name.clone(), value);
         }
-        let bytes = serde_json::to_vec(&Value::Object(item)).map_err(|_| ApiError::internal())?;
+        let bytes = serde_json::to_vec(&Value::Object(item)).map_err(ApiError::internal_because)?;
         if bytes.len() > MAX_ITEM_BYTES {
             return Err(ApiError::invalid_payload(format!("An item of the import file is larger than {MAX_ITEM_BYTES} bytes")));
         }

@@ -438,7 +438,7 @@ impl Connection {
         if reply.is_empty() {
             return Ok(Value::Null);
         }
-        serde_json::from_slice(&reply).map_err(|_| ApiError::internal())
+        serde_json::from_slice(&reply).map_err(ApiError::internal_because)
     }
 }
 

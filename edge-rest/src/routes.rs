@@ -159,7 +159,7 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
 /// `/permissions`, `/policies`): list (GET, SEARCH), create (POST), update many or the singleton (PATCH),
 /// delete many (DELETE).
 async fn collection_route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &str, collection: String) -> Result<Response, ApiError> {
-    let search = Method::from_bytes(b"SEARCH").map_err(|_| ApiError::internal())?;
+    let search = Method::from_bytes(b"SEARCH").map_err(ApiError::internal_because)?;
     let (query, token) = url_query(req)?;
     match req.method.clone() {
         Method::GET => read_items(state, req, request_id, collection, query, token).await,

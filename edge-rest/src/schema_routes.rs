@@ -45,8 +45,8 @@ pub async fn schema_transfer(state: &EdgeState, req: &HttpRequest, body: Body, r
         ("snapshot", Method::GET) => {
             let res = client.read_snapshot(caller.request(CallerAccessRequest {})?).await?;
             if param("export").as_deref() == Some("yaml") {
-                let v: serde_json::Value = serde_json::from_slice(&res.get_ref().data).map_err(|_| ApiError::internal())?;
-                let yaml = serde_norway::to_string(&v).map_err(|_| ApiError::internal())?;
+                let v: serde_json::Value = serde_json::from_slice(&res.get_ref().data).map_err(ApiError::internal_because)?;
+                let yaml = serde_norway::to_string(&v).map_err(ApiError::internal_because)?;
                 let mut r = Response::new(yaml.into());
                 r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/yaml; charset=utf-8"));
                 r.headers_mut().insert(http::header::CONTENT_DISPOSITION, http::HeaderValue::from_static("attachment; filename=\"schema-snapshot.yaml\""));

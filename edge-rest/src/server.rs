@@ -17,7 +17,7 @@ use warp::reply::Response;
 /// `GET /server/info`. Errors: the auth service's answer for a bad token.
 pub async fn info(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Result<Response, ApiError> {
     let project = state.schema.clone().read_project_info(req.grpc(request_id, None, CallerAccessRequest {})?).await?.into_inner();
-    let project: serde_json::Value = serde_json::from_slice(&project.data).map_err(|_| ApiError::internal())?;
+    let project: serde_json::Value = serde_json::from_slice(&project.data).map_err(ApiError::internal_because)?;
     let mut data = json!({ "project": project });
     let (_, token) = url_query(req)?;
     let signed_in = token.is_some() || req.headers.contains_key(http::header::AUTHORIZATION) || req.session_cookie.is_some();

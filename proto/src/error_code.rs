@@ -198,12 +198,16 @@ pub struct ApiError {
     pub message: String,
     /// Extra `extensions` members besides `code` (a JSON object), e.g. `{"reason": "..."}`.
     pub extensions: serde_json::Map<String, serde_json::Value>,
+    /// Why an internal error happened ([`ApiError::internal_because`]): kept until the error
+    /// leaves the process, logged there once ([`ApiError::to_status`], and the edges' error
+    /// reply), never sent to the client. Boxed: an error stays small enough to return by value.
+    pub cause: Option<Box<String>>,
 }
 
 impl ApiError {
     /// An error with a message and no extensions.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), extensions: serde_json::Map::new() }
+        Self { code, message: message.into(), extensions: serde_json::Map::new(), cause: None }
     }
 
     /// INVALID_QUERY with `reason` (message `Invalid query. <reason>.` as Directus words it).
@@ -286,15 +290,26 @@ impl ApiError {
         Self::new(ErrorCode::InternalServerError, "An unexpected error occurred.")
     }
 
+    /// [`ApiError::internal`] that keeps its `cause` (any error's text) for the log line written
+    /// where it leaves the process: `.map_err(ApiError::internal_because)`.
+    pub fn internal_because(cause: impl std::fmt::Display) -> Self {
+        let mut e = Self::internal();
+        e.cause = Some(Box::new(cause.to_string()));
+        e
+    }
+
     fn with_reason(code: ErrorCode, prefix: &str, reason: String) -> Self {
         let trimmed = reason.trim_end_matches('.');
         let mut extensions = serde_json::Map::new();
         extensions.insert("reason".into(), serde_json::Value::String(trimmed.to_owned()));
-        Self { code, message: format!("{prefix}. {trimmed}."), extensions }
+        Self { code, message: format!("{prefix}. {trimmed}."), extensions, cause: None }
     }
 
     /// Encodes the error as a `tonic::Status` (see module docs for the metadata keys).
     pub fn to_status(&self) -> tonic::Status {
+        if let Some(cause) = &self.cause {
+            tracing::error!(code = self.code.as_str(), cause = %cause, "{}", self.message);
+        }
         let mut status = tonic::Status::new(self.code.grpc_code(), self.message.clone());
         let md = status.metadata_mut();
         md.insert(ERROR_CODE_KEY, MetadataValue::from_static(self.code.as_str()));
@@ -338,7 +353,7 @@ impl ApiError {
                 _ => None,
             })
             .unwrap_or_default();
-        Self { code, message: status.message().to_owned(), extensions }
+        Self { code, message: status.message().to_owned(), extensions, cause: None }
     }
 
     /// The Directus error body as JSON text: `{"errors":[{"message":..,"extensions":{..,"code":..}}]}`,
@@ -373,6 +388,17 @@ impl From<ApiError> for tonic::Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_internal_error_keeps_its_cause_but_never_sends_it() {
+        let Err(e) = "x".parse::<u8>().map_err(ApiError::internal_because) else { panic!("\"x\" parsed as a number") };
+        assert_eq!((e.code, e.cause.as_deref().map(String::as_str)), (ErrorCode::InternalServerError, Some("invalid digit found in string")));
+        let status = e.to_status();
+        assert_eq!(status.message(), "An unexpected error occurred.");
+        let back = ApiError::from_status(&status);
+        assert_eq!((back.code, back.cause), (ErrorCode::InternalServerError, None));
+        assert!(!format!("{:?}", status.metadata()).contains("invalid digit"));
+    }
 
     #[test]
     fn status_round_trip_keeps_code_message_and_extensions() {

@@ -218,9 +218,9 @@ impl Transformer {
             return Err(illegal(format!("The image is larger than {} bytes and is not transformed.", self.settings.max_input_bytes)));
         }
         let source = load().await?;
-        let _permit = self.permits.acquire().await.map_err(|_| ApiError::internal())?;
+        let _permit = self.permits.acquire().await.map_err(ApiError::internal_because)?;
         let (t2, max, pixels) = (t.clone(), self.settings.max_dimension, self.settings.max_output_pixels);
-        let (out, format) = tokio::task::spawn_blocking(move || transform(&source, &t2, max, pixels)).await.map_err(|_| ApiError::internal())??;
+        let (out, format) = tokio::task::spawn_blocking(move || transform(&source, &t2, max, pixels)).await.map_err(ApiError::internal_because)??;
         self.cache.put(key, (out.clone(), mime(format)));
         Ok((out, mime(format)))
     }

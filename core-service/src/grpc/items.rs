@@ -215,7 +215,7 @@ pub(crate) fn first(array_json: &str) -> Result<Bytes, ApiError> {
     if array_json.is_empty() {
         return Ok(Bytes::new());
     }
-    let items: Vec<serde_json::Value> = serde_json::from_str(array_json).map_err(|_| ApiError::internal())?;
+    let items: Vec<serde_json::Value> = serde_json::from_str(array_json).map_err(ApiError::internal_because)?;
     Ok(items.into_iter().next().map(|item| Bytes::from(item.to_string())).unwrap_or_default())
 }
 

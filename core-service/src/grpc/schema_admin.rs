@@ -105,7 +105,7 @@ pub async fn caller_globals(state: &AppState, md: &tonic::metadata::MetadataMap)
         return Ok(reply(&serde_json::json!({"app_access": false})));
     }
     let globals = caller.schema.permissions.globals(&caller.vars.policies);
-    Ok(reply(&serde_json::to_value(globals).map_err(|_| ApiError::internal())?))
+    Ok(reply(&serde_json::to_value(globals).map_err(ApiError::internal_because)?))
 }
 
 /// `ReadProjectInfo` (`/server/info`'s `project`): the settings singleton's public fields, for

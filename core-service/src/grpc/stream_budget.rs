@@ -145,7 +145,7 @@ impl StreamBudget {
             e.extensions.insert("retry_after".into(), 1.into());
             e
         };
-        let mut callers = self.callers.lock().map_err(|_| ApiError::internal())?;
+        let mut callers = self.callers.lock().map_err(ApiError::internal_because)?;
         let running = callers.get(&caller).copied().unwrap_or(0);
         if running >= self.settings.per_caller {
             return Err(retry(ApiError::new(

@@ -69,7 +69,7 @@ impl Subscription {
     /// The caller as the subscription sees them now: resolved again from the call's metadata
     /// after a new snapshot or [`CALLER_TTL`]. Errors: the token no longer valid.
     async fn current_caller(&self, state: &AppState) -> Result<Arc<Caller>, ApiError> {
-        let (cached, at) = self.caller.lock().map(|c| (c.0.clone(), c.1)).map_err(|_| ApiError::internal())?;
+        let (cached, at) = self.caller.lock().map(|c| (c.0.clone(), c.1)).map_err(ApiError::internal_because)?;
         if Arc::ptr_eq(&cached.schema, &state.schema.load_full()) && at.elapsed() < CALLER_TTL {
             return Ok(cached);
         }

@@ -208,7 +208,7 @@ impl<'a> Versions<'a> {
             "SELECT json_build_object('collection', w.collection, 'item', w.item, 'hash', w.hash, 'delta', w.delta)::text \
              FROM cdapi.versions w WHERE w.id = CAST({p} AS uuid) AND {visible}"
         );
-        let v: Value = serde_json::from_str(&self.one_json(sql).await?).map_err(|_| ApiError::internal())?;
+        let v: Value = serde_json::from_str(&self.one_json(sql).await?).map_err(ApiError::internal_because)?;
         let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
         Ok(Stored {
             collection: text("collection"),
@@ -315,14 +315,14 @@ impl<'a> Versions<'a> {
     /// delta as the caller reads it.
     pub async fn compare(&mut self, id: &str) -> Result<String, ApiError> {
         let v = self.stored(id).await?;
-        let current: Value = serde_json::from_str(&self.read(id).await?).map_err(|_| ApiError::internal())?;
+        let current: Value = serde_json::from_str(&self.read(id).await?).map_err(ApiError::internal_because)?;
         let c = self.collection(&v.collection)?;
         let main_hash = self.item_hash(c, &v.item).await?;
         let view = self.read.collection(&c.name).ok_or_else(ApiError::forbidden)?;
         let st = Planner::new(self.read, self.limits, self.vars).read_one(view, &v.item, &Query::default())?;
         let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
         let main: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
-        let main: Value = serde_json::from_str(&main.ok_or_else(ApiError::forbidden)?).map_err(|_| ApiError::internal())?;
+        let main: Value = serde_json::from_str(&main.ok_or_else(ApiError::forbidden)?).map_err(ApiError::internal_because)?;
         let out = json!({"outdated": main_hash != v.hash, "mainHash": main_hash, "current": current["delta"], "main": main});
         Ok(out.to_string())
     }

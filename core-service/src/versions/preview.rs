@@ -84,7 +84,7 @@ impl Versions<'_> {
         let (c, i, k) = (sql.param(Param::Text(collection.name.clone())), sql.param(Param::Text(item.clone())), sql.param(Param::Text(version_key.into())));
         sql.text =
             format!("SELECT coalesce(w.delta, '{{}}')::text FROM cdapi.versions w WHERE w.collection = {c} AND w.item = {i} AND w.key = {k} AND {visible}");
-        let delta: Map<String, Value> = serde_json::from_str(&self.one_json(sql).await?).map_err(|_| ApiError::internal())?;
+        let delta: Map<String, Value> = serde_json::from_str(&self.one_json(sql).await?).map_err(ApiError::internal_because)?;
         self.apply_and_read(collection, &item, &delta, q).await
     }
 }

@@ -73,7 +73,7 @@ impl Answer for String {
     }
 
     fn from_bytes(bytes: Vec<u8>) -> Result<Self, ApiError> {
-        String::from_utf8(bytes).map_err(|_| ApiError::internal())
+        String::from_utf8(bytes).map_err(ApiError::internal_because)
     }
 }
 

@@ -514,7 +514,7 @@ impl<'w> Writer<'w> {
             let st = Planner::new(self.read, limits, self.vars).read_many(collection, &read)?;
             let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
             let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
-            let all: Vec<Value> = serde_json::from_str(&data.unwrap_or_else(|| "[]".into())).map_err(|_| ApiError::internal())?;
+            let all: Vec<Value> = serde_json::from_str(&data.unwrap_or_else(|| "[]".into())).map_err(ApiError::internal_because)?;
             // Reorder by key when the key was selected; otherwise keep key order from SQL.
             let pos = |v: &Value| v.get(pk).map(|k| k.to_string().trim_matches('"').to_owned());
             let mut by_key: std::collections::HashMap<String, Value> = std::collections::HashMap::new();
@@ -538,11 +538,11 @@ impl<'w> Writer<'w> {
                 let st = Planner::new(self.read, self.limits, self.vars).read_one(collection, k, &read)?;
                 let row = st.sql.query().fetch_one(&mut *self.conn).await.map_err(crate::db::map_error)?;
                 if let Some(data) = row.try_get::<Option<String>, _>("data").map_err(crate::db::map_error)? {
-                    items.push(serde_json::from_str(&data).map_err(|_| ApiError::internal())?);
+                    items.push(serde_json::from_str(&data).map_err(ApiError::internal_because)?);
                 }
             }
         }
-        serde_json::to_string(&items).map_err(|_| ApiError::internal())
+        serde_json::to_string(&items).map_err(ApiError::internal_because)
     }
 }
 

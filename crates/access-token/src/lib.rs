@@ -213,7 +213,7 @@ pub mod passwords {
             assert!(!hasher.verify("wrong".into(), hash.clone()).await?);
             assert!(!hasher.verify("x".into(), "not a hash".into()).await?);
             // the one slot is taken: the next caller gives up after the queue timeout
-            let held = hasher.permits.clone().acquire_owned().await.map_err(|_| ApiError::internal())?;
+            let held = hasher.permits.clone().acquire_owned().await.map_err(ApiError::internal_because)?;
             let started = std::time::Instant::now();
             let e = hasher.verify("secret-password".into(), hash.clone()).await.err().ok_or_else(ApiError::internal)?;
             assert_eq!(e.code, ErrorCode::ServiceUnavailable);

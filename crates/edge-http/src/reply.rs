@@ -19,7 +19,7 @@ pub fn with_body(status: StatusCode, content_type: &'static str, body: impl Into
 pub fn error(e: &ApiError) -> Response {
     let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if e.code == ErrorCode::InternalServerError {
-        tracing::error!(message = %e.message, "internal error");
+        tracing::error!(message = %e.message, cause = e.cause.as_deref().map_or("-", String::as_str), "internal error");
     }
     let mut res = with_body(status, "application/json; charset=utf-8", e.to_body());
     // 429 from a limit, 503 from a full queue (argon2 in auth-service): both say when to retry.

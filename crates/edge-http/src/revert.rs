@@ -27,7 +27,7 @@ pub async fn revert(items: &ItemsServiceClient<Balanced>, schema: &SchemaService
     let query = query_language::query_json::query_from_json(fields.as_object().ok_or_else(ApiError::internal)?)?;
     let call = caller.request(ReadRequest { collection: "directus_revisions".into(), key: Some(revision), query: Some(query) })?;
     let res = items.clone().read(call).await?;
-    let read: Value = serde_json::from_slice(&res.get_ref().data).map_err(|_| ApiError::internal())?;
+    let read: Value = serde_json::from_slice(&res.get_ref().data).map_err(ApiError::internal_because)?;
     let (Some(collection), Some(item)) = (read["collection"].as_str(), read["item"].as_str()) else {
         return Err(ApiError::forbidden());
     };
@@ -37,7 +37,7 @@ pub async fn revert(items: &ItemsServiceClient<Balanced>, schema: &SchemaService
     };
     let target = caller.request(SchemaTarget { collection: collection.to_owned(), field: String::new() })?;
     let fields: Value =
-        serde_json::from_slice(&crate::schema_calls::read(&mut schema.clone(), Resource::Fields, target).await?).map_err(|_| ApiError::internal())?;
+        serde_json::from_slice(&crate::schema_calls::read(&mut schema.clone(), Resource::Fields, target).await?).map_err(ApiError::internal_because)?;
     for alias in alias_fields(&fields) {
         data.remove(alias);
     }

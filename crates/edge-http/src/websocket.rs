@@ -274,7 +274,7 @@ impl Connections {
         }
         let mut place = Place { of: self.clone(), user: None };
         if let Some(u) = user {
-            let mut m = self.per_user.lock().map_err(|_| ApiError::internal())?;
+            let mut m = self.per_user.lock().map_err(ApiError::internal_because)?;
             let n = m.entry(u.to_owned()).or_default();
             if *n >= self.max_per_user {
                 return Err(full());
