@@ -4,7 +4,8 @@
 //! GraphQL's system endpoint), carried by the schema snapshot, and dropped again. From the
 //! attacker's side: the fields the migrations made cannot be changed or dropped, by anyone; a
 //! custom column may not break the rows the server adds; a role reads a custom field only when
-//! its grant names it; only admins change anything.
+//! its grant names it (REST by id, list, filter and nested; GraphQL; gRPC); only admins change
+//! anything.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
@@ -13,6 +14,20 @@ use e2e_tests::fixture::{eventually, role};
 use e2e_tests::{ADMIN_TOKEN, Dataset, TestApp, assert_error};
 use reqwest::Method;
 use serde_json::{Value, json};
+
+/// What `ItemsService.Read` of `directus_users` (`fields: id, secret_note`) answers `token`
+/// over gRPC: the data, or the error, as text.
+async fn grpc_users(app: &TestApp, token: &str) -> String {
+    use cdapi_proto::v1::{Query, ReadRequest, items_service_client::ItemsServiceClient};
+    let mut client = ItemsServiceClient::connect(app.grpc_url.clone()).await.expect("connect");
+    let query = Query { fields: e2e_tests::paths(&["id", "secret_note"]), ..Default::default() };
+    let mut req = tonic::Request::new(ReadRequest { collection: "directus_users".into(), key: None, query: Some(query) });
+    req.metadata_mut().insert("authorization", format!("Bearer {token}").parse().expect("header"));
+    match client.read(req).await {
+        Ok(res) => String::from_utf8_lossy(&res.into_inner().data).into_owned(),
+        Err(status) => format!("{status:?}"),
+    }
+}
 
 /// The columns of `cdapi.users` named in `names`, as a sorted list.
 async fn user_columns(app: &TestApp, names: &[&str]) -> Value {
@@ -146,9 +161,15 @@ async fn the_fields_the_server_relies_on_cannot_be_changed_and_roles_read_only_t
 
     // A role that reads users' id and email does not read another user's custom field, by any
     // path, nor changes the schema.
-    let (token, _, _) = role(app, "UserPeekers", json!([{"collection": "directus_users", "action": "read", "fields": ["id", "email"]}])).await;
+    let rows = json!([
+        {"collection": "directus_users", "action": "read", "fields": ["id", "email"]},
+        {"collection": "tags", "action": "read", "fields": ["*"]},
+    ]);
+    let (token, _, _) = role(app, "UserPeekers", rows).await;
     let target = app.ok(Method::POST, "/users", json!({"email": "target@example.com", "secret_note": "not for them"})).await;
     let target = target["id"].as_str().expect("user id").to_owned();
+    // Related through tags.curator (an M2O into directus_users), for the nested path.
+    app.ok(Method::PATCH, "/items/tags/1", json!({"curator": target})).await;
     for path in [format!("/users/{target}?fields=id,secret_note"), "/users?fields=id,secret_note&limit=-1".to_owned()] {
         let r = app.as_token(Some(&token), Method::GET, &path, None).await;
         assert!(!r.body.to_string().contains("not for them"), "{path}: {} {}", r.status, r.body);
@@ -158,6 +179,13 @@ async fn the_fields_the_server_relies_on_cannot_be_changed_and_roles_read_only_t
     assert!(r.status == 403 || r.body["data"].as_array().is_some_and(Vec::is_empty), "{} {}", r.status, r.body);
     let r = app.graphql("/graphql/system", Some(&token), "{ users { id secret_note } }", json!({})).await;
     assert!(!r.body.to_string().contains("not for them"), "{}", r.body);
+    let nested = "/items/tags/1?fields=name,curator.email,curator.secret_note";
+    let r = app.as_token(Some(&token), Method::GET, nested, None).await;
+    assert!(!r.body.to_string().contains("not for them"), "nested: {}", r.body);
+    assert!(!grpc_users(app, &token).await.contains("not for them"), "over gRPC");
+    // The same two reads as the admin do see it (the paths work).
+    assert_eq!(app.get(nested).await.body["data"]["curator"]["secret_note"], "not for them");
+    assert!(grpc_users(app, ADMIN_TOKEN).await.contains("not for them"), "over gRPC as the admin");
 
     // What every user reads of their own user is the fields this API defines, all of them,
     // and none a project added (as Directus's app minimum).
