@@ -43,10 +43,11 @@ pub async fn rehash(conn: &mut PgConnection, src: &str, report: &mut Vec<String>
             String::new()
         };
         let sql = format!(
-            "WITH h AS (SELECT t0.{k}::text AS item, encode(sha256(k.opad || sha256(k.ipad || convert_to(row_to_json(t0)::text, 'UTF8'))), 'hex') AS hash \
+            "WITH h AS (SELECT t0.{k}::text AS item, {hash} AS hash \
              FROM {table} t0, cdapi.version_hash_key k WHERE t0.{k}::text IN (SELECT item FROM cdapi.versions WHERE collection = $1)) \
              UPDATE cdapi.versions v SET hash = h.hash FROM h WHERE v.collection = $1 AND v.item = h.item {changed}",
-            k = ident(&key)
+            k = ident(&key),
+            hash = crate::versions::ROW_HASH_SQL
         );
         current += sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&collection).execute(&mut *conn).await?.rows_affected();
     }

@@ -98,7 +98,7 @@ pub async fn index(tx: &mut Transaction<'static, Postgres>, table: &str, plan: &
 }
 
 /// Whether `collection` has a field named `name`, a column or a metadata-only alias.
-async fn exists(change: &mut Change, c: &Collection, name: &str) -> Result<bool, ApiError> {
+pub(super) async fn exists(change: &mut Change, c: &Collection, name: &str) -> Result<bool, ApiError> {
     if c.field(name).is_some() {
         return Ok(true);
     }

@@ -226,13 +226,7 @@ async fn alias_host(change: &mut Change, schema: &Schema, one: Option<&Collectio
     if !one.system || previous == Some(alias) {
         return Ok(());
     }
-    let known = one.field(alias).is_some()
-        || system_tables::metadata::field_settings(&mut *change.tx)
-            .await
-            .map_err(crate::db::map_error)?
-            .iter()
-            .any(|f| f.collection == one.name && f.field == alias);
-    let target = if known { Target::Existing(alias) } else { Target::New(alias) };
+    let target = if super::fields::exists(change, one, alias).await? { Target::Existing(alias) } else { Target::New(alias) };
     system_fields::host(change, schema, &one.name, target).await.map(|_| ())
 }
 

@@ -18,6 +18,8 @@
 
 mod preview;
 
+pub(crate) use preview::ROW_HASH_SQL;
+
 use crate::permissions::Access;
 use crate::query::version_rows::VERSIONS;
 use crate::query::{Limits, Planner, Variables};

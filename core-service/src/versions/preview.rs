@@ -20,6 +20,11 @@ use cdapi_proto::v1::Query;
 use serde_json::{Map, Value};
 use sqlx::Row;
 
+/// The SQL of an item's state hash ([`Versions::item_hash`]): an expression over the item's row
+/// `t0` and the row `k` of `cdapi.version_hash_key`. The import computes imported versions'
+/// hashes with it too (`crate::directus_import::version_hashes`), so they compare equal here.
+pub(crate) const ROW_HASH_SQL: &str = "encode(sha256(k.opad || sha256(k.ipad || convert_to(row_to_json(t0)::text, 'UTF8'))), 'hex')";
+
 impl Versions<'_> {
     /// The main item's state, as a version's `hash` and compare's `mainHash`: HMAC-SHA-256
     /// (hex) of its row as JSON under the database's version hash key (migration
@@ -28,8 +33,8 @@ impl Versions<'_> {
     /// guesses of a field hidden from them against it. FORBIDDEN when the item does not exist.
     pub async fn item_hash(&mut self, collection: &Collection, key: &str) -> Result<String, ApiError> {
         let planner = Planner::new(self.schema, self.limits, self.vars);
-        let expr = "(SELECT encode(sha256(k.opad || sha256(k.ipad || convert_to(row_to_json(t0)::text, 'UTF8'))), 'hex') FROM cdapi.version_hash_key k)";
-        crate::write::item_text(&mut *self.conn, planner, collection, key, expr).await?.ok_or_else(ApiError::internal)
+        let expr = format!("(SELECT {ROW_HASH_SQL} FROM cdapi.version_hash_key k)");
+        crate::write::item_text(&mut *self.conn, planner, collection, key, &expr).await?.ok_or_else(ApiError::internal)
     }
 
     /// FORBIDDEN unless the caller can read the item `key` of `c` as it is now (and, with
