@@ -19,6 +19,7 @@
 use super::Planner;
 use super::operators::Target;
 use super::order::Joins;
+use super::predicate::Predicate;
 use super::read::{ReadStatement, pagination};
 use crate::schema::{Collection, Field, FieldType};
 use crate::sql::{column, ident};
@@ -125,7 +126,7 @@ impl Planner<'_> {
         };
         let order_sql = if order.is_empty() { String::new() } else { format!(" ORDER BY {}", order.join(", ")) };
         let having_sql = match &q.having {
-            Some(f) => format!(" HAVING {}", self.having(f, "", &targets)?),
+            Some(f) => format!(" HAVING {}", self.having(f, "", &targets)?.render(&mut self.sql)),
             None => String::new(),
         };
         let page = if groups.is_empty() {
@@ -144,20 +145,24 @@ impl Planner<'_> {
 }
 
 impl Planner<'_> {
-    /// Compiles `having` over the aggregate results in `targets` (keys `count`,
-    /// `<function>.<field>`); `prefix` joins nested keys (`{"sum": {"amount": ...}}`).
-    fn having(&mut self, f: &Filter, prefix: &str, targets: &HashMap<String, HavingTarget>) -> Result<String, ApiError> {
+    /// Plans `having` over the aggregate results in `targets` (keys `count`,
+    /// `<function>.<field>`); `prefix` joins nested keys (`{"sum": {"amount": ...}}`). An empty
+    /// group holds (`_or: []` too).
+    fn having(&mut self, f: &Filter, prefix: &str, targets: &HashMap<String, HavingTarget>) -> Result<Predicate, ApiError> {
         let key = |name: &str| if prefix.is_empty() { name.to_owned() } else { format!("{prefix}.{name}") };
         match &f.node {
-            None => Ok("TRUE".into()),
+            None => Ok(Predicate::Const(true)),
             Some(filter::Node::And(g)) | Some(filter::Node::Or(g)) => {
-                let joiner = if matches!(f.node, Some(filter::Node::And(_))) { " AND " } else { " OR " };
                 let parts = g.filters.iter().map(|c| self.having(c, prefix, targets)).collect::<Result<Vec<_>, _>>()?;
-                Ok(if parts.is_empty() { "TRUE".into() } else { format!("({})", parts.join(joiner)) })
+                Ok(match (parts.is_empty(), &f.node) {
+                    (true, _) => Predicate::Const(true),
+                    (false, Some(filter::Node::And(_))) => Predicate::And(parts),
+                    (false, _) => Predicate::Or(parts),
+                })
             }
             Some(filter::Node::Relation(r)) => match &r.filter {
                 Some(inner) => self.having(inner, &key(&r.field), targets),
-                None => Ok("TRUE".into()),
+                None => Ok(Predicate::Const(true)),
             },
             Some(filter::Node::Condition(c)) => {
                 let name = if c.function() == FieldFunction::Unspecified { key(&c.field) } else { String::new() };

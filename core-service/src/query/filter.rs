@@ -11,8 +11,9 @@
 use super::Planner;
 use super::functions::{Call, Function};
 use super::operators::Target;
+use super::predicate::{Column, Comparison, Exists, InScope, Operand, Pattern, Predicate, Test};
 use crate::schema::{Collection, FieldRelation, FieldType, ValueCast};
-use crate::sql::{Param, column, escape_like};
+use crate::sql::{column, escape_like};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldCondition, Filter, Operator, Quantifier, RelationFilter, filter};
 
@@ -21,30 +22,30 @@ fn followed(name: &str) -> Option<(&str, &str)> {
     name.strip_prefix("$FOLLOW(")?.strip_suffix(')')?.split_once(',')
 }
 
+/// How a related row joins the outer one: (the related row's column, the outer row's column).
+type Join = (Column, Column);
+
 impl Planner<'_> {
-    /// Compiles a filter tree on `collection` (rows aliased `alias`) into a boolean SQL expression.
-    /// Errors: FORBIDDEN for unknown fields; INVALID_QUERY for operators or values that do not fit.
-    pub fn filter(&mut self, collection: &Collection, alias: &str, f: &Filter, depth: usize) -> Result<String, ApiError> {
+    /// Plans a filter tree on `collection` (rows aliased `alias`) into a [`Predicate`].
+    /// Errors: FORBIDDEN for unknown fields; INVALID_QUERY for operators or values that do not
+    /// fit, past [`super::Limits::max_depth`] or the condition budget.
+    pub fn filter(&mut self, collection: &Collection, alias: &str, f: &Filter, depth: usize) -> Result<Predicate, ApiError> {
         if depth > self.limits.max_depth {
             return Err(ApiError::invalid_query("Max relational depth exceeded"));
         }
         self.count_condition()?;
         match &f.node {
-            None => Ok("TRUE".into()),
+            None => Ok(Predicate::Const(true)),
             Some(filter::Node::And(g)) | Some(filter::Node::Or(g)) => {
-                let is_and = matches!(f.node, Some(filter::Node::And(_)));
-                if g.filters.is_empty() {
-                    return Ok(if is_and { "TRUE" } else { "FALSE" }.into());
-                }
                 let parts = g.filters.iter().map(|c| self.filter(collection, alias, c, depth + 1)).collect::<Result<Vec<_>, _>>()?;
-                Ok(format!("({})", parts.join(if is_and { " AND " } else { " OR " })))
+                Ok(if matches!(f.node, Some(filter::Node::And(_))) { Predicate::And(parts) } else { Predicate::Or(parts) })
             }
             Some(filter::Node::Condition(c)) => self.condition(collection, alias, c),
             Some(filter::Node::Relation(r)) => self.relation(collection, alias, r, depth),
         }
     }
 
-    fn relation(&mut self, collection: &Collection, alias: &str, r: &RelationFilter, depth: usize) -> Result<String, ApiError> {
+    fn relation(&mut self, collection: &Collection, alias: &str, r: &RelationFilter, depth: usize) -> Result<Predicate, ApiError> {
         if let Some(scope) = &r.scope {
             return self.m2a_relation(collection, alias, &r.field, scope, r, depth);
         }
@@ -53,7 +54,7 @@ impl Planner<'_> {
         if let Some((from, via)) = followed(&r.field) {
             let join = self.follow_join(collection, alias, &inner, from, via)?;
             let related = self.collection(from)?;
-            return self.exists(related, &inner, &join, r, quantifier, depth);
+            return self.exists(related, &inner, join, r, quantifier, depth);
         }
         let field = collection.field(&r.field).ok_or_else(|| ApiError::forbidden_field(&collection.name, &r.field))?;
         let (related, join) = match &field.relation {
@@ -61,10 +62,10 @@ impl Planner<'_> {
                 if quantifier != Quantifier::Unspecified {
                     return Err(ApiError::invalid_query(format!("\"_some\"/\"_none\" only apply to to-many relations; \"{}\" is a many-to-one", field.name)));
                 }
-                (related, format!("{} = {}", column(&inner, related_field), column(alias, &field.name)))
+                (related, (Column::new(&inner, related_field), Column::new(alias, &field.name)))
             }
             Some(FieldRelation::O2M { related, related_field, local_field, .. }) => {
-                (related, format!("{} = {}", column(&inner, related_field), column(alias, local_field)))
+                (related, (Column::new(&inner, related_field), Column::new(alias, local_field)))
             }
             Some(FieldRelation::M2A { .. }) => {
                 return Err(ApiError::invalid_query(format!(
@@ -80,37 +81,52 @@ impl Planner<'_> {
             }
         };
         let related = self.collection(related)?;
-        self.exists(related, &inner, &join, r, quantifier, depth)
+        self.exists(related, &inner, join, r, quantifier, depth)
     }
 
-    /// `EXISTS` (`NOT EXISTS` for `_none`) a row `inner` of `related` joined by `join` that
-    /// matches the relation filter's nested filter.
-    fn exists(&mut self, related: &Collection, inner: &str, join: &str, r: &RelationFilter, quantifier: Quantifier, depth: usize) -> Result<String, ApiError> {
-        let nested = match &r.filter {
-            Some(f) => self.filter(related, inner, f, depth + 1)?,
-            None => "TRUE".into(),
-        };
-        let exists = format!("EXISTS (SELECT 1 FROM {} {inner} WHERE {join} AND {nested})", self.source(related)?);
-        Ok(if quantifier == Quantifier::None { format!("NOT {exists}") } else { exists })
+    /// Some row `inner` of `related` joined by `join` matches the relation filter's nested
+    /// filter (none may for `_none`).
+    fn exists(
+        &mut self,
+        related: &Collection,
+        inner: &str,
+        join: Join,
+        r: &RelationFilter,
+        quantifier: Quantifier,
+        depth: usize,
+    ) -> Result<Predicate, ApiError> {
+        let filter = self.nested(related, inner, r, depth)?;
+        let (inner_column, outer) = join;
+        let exists = Exists { from: self.source(related)?, alias: inner.to_owned(), inner: inner_column, outer, cast: None, filter };
+        let exists = Predicate::Exists(Box::new(exists));
+        Ok(if quantifier == Quantifier::None { exists.negate() } else { exists })
+    }
+
+    /// The nested filter of a relation filter on rows `inner` of `related` (none: `TRUE`).
+    fn nested(&mut self, related: &Collection, inner: &str, r: &RelationFilter, depth: usize) -> Result<Predicate, ApiError> {
+        match &r.filter {
+            Some(f) => self.filter(related, inner, f, depth + 1),
+            None => Ok(Predicate::Const(true)),
+        }
     }
 
     /// The join of `$FOLLOW(<from>,<via>)` (Directus 11's reverse relation, as the Studio's
     /// M2M "add existing" list sends it): rows `inner` of `from` whose M2O `via` points at the
     /// row `alias` of `collection`. Errors: FORBIDDEN for a collection or field the caller
     /// cannot read; INVALID_QUERY when `via` is not an M2O to `collection`.
-    fn follow_join(&mut self, collection: &Collection, alias: &str, inner: &str, from: &str, via: &str) -> Result<String, ApiError> {
+    fn follow_join(&mut self, collection: &Collection, alias: &str, inner: &str, from: &str, via: &str) -> Result<Join, ApiError> {
         let source = self.collection(from)?;
         let field = source.field(via).ok_or_else(|| ApiError::forbidden_field(from, via))?;
         match &field.relation {
             Some(FieldRelation::M2O { related, related_field, .. }) if *related == collection.name => {
-                Ok(format!("{} = {}", column(inner, &field.name), column(alias, related_field)))
+                Ok((Column::new(inner, &field.name), Column::new(alias, related_field)))
             }
             _ => Err(ApiError::invalid_query(format!("\"$FOLLOW({from},{via})\": \"{via}\" is not a many-to-one field to \"{}\"", collection.name))),
         }
     }
 
     /// `{"item:headings": {...}}`: rows whose item is in `scope` and matches the nested filter.
-    fn m2a_relation(&mut self, collection: &Collection, alias: &str, name: &str, scope: &str, r: &RelationFilter, depth: usize) -> Result<String, ApiError> {
+    fn m2a_relation(&mut self, collection: &Collection, alias: &str, name: &str, scope: &str, r: &RelationFilter, depth: usize) -> Result<Predicate, ApiError> {
         let field = collection.field(name).ok_or_else(|| ApiError::forbidden_field(&collection.name, name))?;
         let Some(FieldRelation::M2A { collection_field, allowed }) = &field.relation else {
             return Err(ApiError::invalid_query(format!("\"{name}:{scope}\": \"{name}\" is not a many-to-any field")));
@@ -126,20 +142,16 @@ impl Planner<'_> {
             return Err(ApiError::invalid_query(format!("\"{scope}\" needs a single-column primary key")));
         };
         let inner = self.sql.next_alias('t');
-        let nested = match &r.filter {
-            Some(f) => self.filter(related, &inner, f, depth + 1)?,
-            None => "TRUE".into(),
+        let filter = self.nested(related, &inner, r, depth)?;
+        let item = Exists {
+            from: self.source(related)?,
+            alias: inner.clone(),
+            inner: Column::new(&inner, &pk.name),
+            outer: Column::new(alias, &field.name),
+            cast: Some(pk.db_type.clone()),
+            filter,
         };
-        let p = self.sql.param(Param::Text(scope.to_owned()));
-        // CASE keeps the cast from running on keys of other collections.
-        Ok(format!(
-            "CASE WHEN {} = {p} THEN EXISTS (SELECT 1 FROM {} {inner} WHERE {} = CAST({} AS {}) AND {nested}) ELSE FALSE END",
-            column(alias, collection_field),
-            self.source(related)?,
-            column(&inner, &pk.name),
-            column(alias, &field.name),
-            pk.db_type
-        ))
+        Ok(Predicate::InScope(Box::new(InScope { collection_column: Column::new(alias, collection_field), scope: scope.to_owned(), item })))
     }
 
     fn target(&mut self, collection: &Collection, alias: &str, name: &str, function: Function) -> Result<Target, ApiError> {
@@ -163,7 +175,7 @@ impl Planner<'_> {
         })
     }
 
-    fn condition(&mut self, collection: &Collection, alias: &str, c: &FieldCondition) -> Result<String, ApiError> {
+    fn condition(&mut self, collection: &Collection, alias: &str, c: &FieldCondition) -> Result<Predicate, ApiError> {
         let t = self.target(collection, alias, &c.field, c.function())?;
         let op = Operator::try_from(c.operator).unwrap_or(Operator::Unspecified);
         // A concealed value is only known to be there or not (Directus's rule).
@@ -179,22 +191,21 @@ impl Planner<'_> {
     /// item's string and text fields (enum labels included); integer fields also match a
     /// whole-number search exactly; concealed fields are not searched. No searchable field:
     /// matches nothing.
-    pub fn search(&mut self, collection: &Collection, alias: &str, term: &str) -> String {
+    pub fn search(&self, collection: &Collection, alias: &str, term: &str) -> Predicate {
         let mut parts = Vec::new();
-        let mut pattern = None;
         let number = term.trim().parse::<i64>().ok();
         for f in collection.fields.iter().filter(|f| !f.is_alias() && collection.cast(&f.name) != Some(ValueCast::Conceal)) {
-            if f.field_type.is_textual() {
-                let p = pattern.get_or_insert_with(|| self.sql.param(Param::Text(format!("%{}%", escape_like(term))))).clone();
-                let col = column(alias, &f.name);
-                let col = if f.enum_values.is_empty() { col } else { format!("{col}::text") };
-                parts.push(format!("{col} ILIKE {p}"));
+            let test = if f.field_type.is_textual() {
+                Test::Like { pattern: Pattern::Literal(format!("%{}%", escape_like(term))), case_insensitive: true }
             } else if let (true, Some(n)) = (f.field_type.is_integer(), number) {
-                let p = self.sql.param(Param::Int(n));
-                parts.push(format!("{} = {p}", column(alias, &f.name)));
-            }
+                Test::Equals(Operand::Integer(n))
+            } else {
+                continue;
+            };
+            let text_cast = !f.enum_values.is_empty();
+            parts.push(Predicate::Compare(Comparison { target: column(alias, &f.name), db_type: f.db_type.clone(), text_cast, test }));
         }
-        if parts.is_empty() { "FALSE".into() } else { format!("({})", parts.join(" OR ")) }
+        Predicate::Or(parts)
     }
 }
 
@@ -203,69 +214,123 @@ mod tests {
     use super::*;
     use crate::query::test_schema::blog;
     use crate::query::{Limits, Variables};
+    use crate::sql::Sql;
     use cdapi_proto::ErrorCode;
+    use query_language::operators::Order;
     use serde_json::{Value, json};
 
-    /// The SQL of filter `f` on `collection` (rows `t0`), planned as a signed-in caller.
-    fn where_sql(collection: &str, f: Value, limits: Limits) -> Result<String, ApiError> {
+    /// The plan of filter `f` on `collection` (rows `t0`), as a signed-in caller, with the
+    /// statement its FROM items were written into.
+    fn plan(collection: &str, f: Value, limits: Limits) -> Result<(Predicate, Sql), ApiError> {
         let schema = blog();
         let c = schema.collection(collection).ok_or_else(ApiError::internal)?.clone();
         let vars = Variables { user: Some("u1".into()), ..Variables::default() };
         let filter = query_language::query_json::filter_from_json(&f, 0)?.ok_or_else(ApiError::internal)?;
-        Planner::new(&schema, limits, &vars).filter(&c, "t0", &filter, 0)
+        let mut planner = Planner::new(&schema, limits, &vars);
+        let predicate = planner.filter(&c, "t0", &filter, 0)?;
+        Ok((predicate, planner.sql))
     }
 
-    fn code(r: Result<String, ApiError>) -> Option<ErrorCode> {
+    fn predicate(collection: &str, f: Value) -> Result<Predicate, ApiError> {
+        plan(collection, f, Limits::default()).map(|(p, _)| p)
+    }
+
+    fn code(r: Result<(Predicate, Sql), ApiError>) -> Option<ErrorCode> {
         r.err().map(|e| e.code)
+    }
+
+    /// `test` on column `name` (of type `db_type`) of rows `alias`.
+    fn on(alias: &str, name: &str, db_type: &str, test: Test) -> Predicate {
+        Predicate::Compare(Comparison { target: column(alias, name), db_type: db_type.into(), text_cast: db_type != "text", test })
+    }
+
+    fn text(v: &str) -> Operand {
+        Operand::Text(v.into())
     }
 
     #[test]
     fn a_many_to_one_filter_is_an_exists_on_the_related_row() -> Result<(), ApiError> {
-        let sql = where_sql("articles", json!({"author": {"name": {"_eq": "Ada"}}}), Limits::default())?;
-        assert_eq!(sql, "EXISTS (SELECT 1 FROM \"public\".\"authors\" t1 WHERE t1.\"id\" = t0.\"author\" AND t1.\"name\" = CAST($1 AS text))");
+        let want = Exists {
+            from: "\"public\".\"authors\"".into(),
+            alias: "t1".into(),
+            inner: Column::new("t1", "id"),
+            outer: Column::new("t0", "author"),
+            cast: None,
+            filter: on("t1", "name", "text", Test::Equals(text("Ada"))),
+        };
+        assert_eq!(predicate("articles", json!({"author": {"name": {"_eq": "Ada"}}}))?, Predicate::Exists(Box::new(want)));
         Ok(())
     }
 
     #[test]
     fn to_many_filters_quantify_over_the_related_rows() -> Result<(), ApiError> {
-        let some = where_sql("authors", json!({"articles": {"title": {"_eq": "x"}}}), Limits::default())?;
-        assert_eq!(some, "EXISTS (SELECT 1 FROM \"public\".\"articles\" t1 WHERE t1.\"author\" = t0.\"id\" AND t1.\"title\" = CAST($1 AS text))");
-        let none = where_sql("authors", json!({"articles": {"_none": {"title": {"_eq": "x"}}}}), Limits::default())?;
-        assert_eq!(none, format!("NOT {some}"));
+        let some = predicate("authors", json!({"articles": {"title": {"_eq": "x"}}}))?;
+        let Predicate::Exists(exists) = &some else { panic!("an EXISTS: {some:?}") };
+        assert_eq!((&exists.inner, &exists.outer), (&Column::new("t1", "author"), &Column::new("t0", "id")));
+        assert_eq!(predicate("authors", json!({"articles": {"_some": {"title": {"_eq": "x"}}}}))?, some, "_some is the default");
+        assert_eq!(predicate("authors", json!({"articles": {"_none": {"title": {"_eq": "x"}}}}))?, some.negate());
         Ok(())
     }
 
     #[test]
-    fn groups_combine_and_empty_groups_are_constants() -> Result<(), ApiError> {
-        let sql = where_sql("articles", json!({"_or": [{"id": {"_eq": 1}}, {"_and": [{"title": {"_null": true}}, {"id": {"_gt": 5}}]}]}), Limits::default())?;
-        assert_eq!(sql, "(t0.\"id\" = CAST($1 AS integer) OR (t0.\"title\" IS NULL AND t0.\"id\" > CAST($2 AS integer)))");
-        assert_eq!(where_sql("articles", json!({"_or": []}), Limits::default())?, "FALSE");
-        assert_eq!(where_sql("articles", json!({"_and": []}), Limits::default())?, "TRUE");
+    fn follow_joins_the_other_collections_many_to_one_backwards() -> Result<(), ApiError> {
+        let p = predicate("authors", json!({"$FOLLOW(articles,author)": {"title": {"_eq": "x"}}}))?;
+        let Predicate::Exists(exists) = &p else { panic!("an EXISTS: {p:?}") };
+        assert_eq!((&exists.inner, &exists.outer), (&Column::new("t1", "author"), &Column::new("t0", "id")));
+        assert_eq!(exists.from, "\"public\".\"articles\"");
+        let wrong = plan("authors", json!({"$FOLLOW(articles,title)": {"id": {"_eq": 1}}}), Limits::default());
+        assert_eq!(code(wrong), Some(ErrorCode::InvalidQuery));
+        Ok(())
+    }
+
+    #[test]
+    fn groups_keep_their_shape() -> Result<(), ApiError> {
+        let p = predicate("articles", json!({"_or": [{"id": {"_eq": 1}}, {"_and": [{"title": {"_null": true}}, {"id": {"_gt": 5}}]}]}))?;
+        let want = Predicate::Or(vec![
+            on("t0", "id", "integer", Test::Equals(text("1"))),
+            Predicate::And(vec![on("t0", "title", "text", Test::IsNull), on("t0", "id", "integer", Test::Ordering(Order::Greater, text("5")))]),
+        ]);
+        assert_eq!(p, want);
+        assert_eq!(predicate("articles", json!({"_or": []}))?, Predicate::Or(vec![]));
+        // Several conditions of one object are ANDed.
+        let both = predicate("articles", json!({"id": {"_eq": 1}, "title": {"_eq": "a"}}))?;
+        assert!(matches!(&both, Predicate::And(parts) if parts.len() == 2), "{both:?}");
+        Ok(())
+    }
+
+    #[test]
+    fn a_plan_renders_with_its_from_items_bound_first() -> Result<(), ApiError> {
+        let (p, mut sql) = plan("articles", json!({"author": {"name": {"_eq": "Ada"}}}), Limits::default())?;
+        let text = p.render(&mut sql);
+        assert_eq!(text, "EXISTS (SELECT 1 FROM \"public\".\"authors\" t1 WHERE t1.\"id\" = t0.\"author\" AND t1.\"name\" = CAST($1 AS text))");
+        assert_eq!(sql.reads, vec!["authors".to_owned()], "what a cached result depends on");
         Ok(())
     }
 
     #[test]
     fn mistakes_are_refused_with_their_codes() {
+        let refused = |c: &str, f: Value| code(plan(c, f, Limits::default()));
         // A field that does not exist: the same answer as one the caller may not read.
-        assert_eq!(code(where_sql("articles", json!({"nope": {"_eq": 1}}), Limits::default())), Some(ErrorCode::Forbidden));
+        assert_eq!(refused("articles", json!({"nope": {"_eq": 1}})), Some(ErrorCode::Forbidden));
+        assert_eq!(refused("articles", json!({"nope": {"name": {"_eq": 1}}})), Some(ErrorCode::Forbidden));
         // `_some` on a many-to-one, a condition on a to-many alias, a relation under a scalar.
-        assert_eq!(code(where_sql("articles", json!({"author": {"_some": {"name": {"_eq": "x"}}}}), Limits::default())), Some(ErrorCode::InvalidQuery));
-        assert_eq!(code(where_sql("authors", json!({"articles": {"_eq": 1}}), Limits::default())), Some(ErrorCode::InvalidQuery));
-        assert_eq!(code(where_sql("articles", json!({"title": {"name": {"_eq": "x"}}}), Limits::default())), Some(ErrorCode::InvalidQuery));
+        assert_eq!(refused("articles", json!({"author": {"_some": {"name": {"_eq": "x"}}}})), Some(ErrorCode::InvalidQuery));
+        assert_eq!(refused("authors", json!({"articles": {"_eq": 1}})), Some(ErrorCode::InvalidQuery));
+        assert_eq!(refused("articles", json!({"title": {"name": {"_eq": "x"}}})), Some(ErrorCode::InvalidQuery));
         // A value that cannot be of the field's type names the field.
-        let e = where_sql("articles", json!({"id": {"_eq": "seven"}}), Limits::default()).err().map(|e| e.message).unwrap_or_default();
+        let e = plan("articles", json!({"id": {"_eq": "seven"}}), Limits::default()).err().map(|e| e.message).unwrap_or_default();
         assert!(e.contains("\"id\""), "{e}");
     }
 
     #[test]
     fn depth_and_condition_budgets_hold() {
         let deep = json!({"author": {"articles": {"author": {"name": {"_eq": "x"}}}}});
-        assert!(where_sql("articles", deep.clone(), Limits::default()).is_ok());
-        assert_eq!(code(where_sql("articles", deep, Limits { max_depth: 2, ..Limits::default() })), Some(ErrorCode::InvalidQuery));
+        assert!(plan("articles", deep.clone(), Limits::default()).is_ok());
+        assert_eq!(code(plan("articles", deep, Limits { max_depth: 2, ..Limits::default() })), Some(ErrorCode::InvalidQuery));
         let three = json!({"id": {"_gt": 1}, "title": {"_null": false}, "author": {"_null": true}});
         let two = Limits { max_conditions: Some(2), ..Limits::default() };
-        assert_eq!(code(where_sql("articles", three.clone(), two)), Some(ErrorCode::InvalidQuery));
-        assert!(where_sql("articles", three, Limits { max_conditions: Some(10), ..Limits::default() }).is_ok());
+        assert_eq!(code(plan("articles", three.clone(), two)), Some(ErrorCode::InvalidQuery));
+        assert!(plan("articles", three, Limits { max_conditions: Some(10), ..Limits::default() }).is_ok());
     }
 
     #[test]
@@ -273,11 +338,16 @@ mod tests {
         let schema = blog();
         let c = schema.collection("articles").ok_or_else(ApiError::internal)?.clone();
         let vars = Variables::default();
-        let mut planner = Planner::new(&schema, Limits::default(), &vars);
-        assert_eq!(planner.search(&c, "t0", "ad_a"), "(t0.\"title\" ILIKE $1)");
-        assert_eq!(planner.sql.params, vec![Param::Text("%ad\\_a%".into())]);
-        let mut planner = Planner::new(&schema, Limits::default(), &vars);
-        assert_eq!(planner.search(&c, "t0", "7"), "(t0.\"id\" = $1 OR t0.\"title\" ILIKE $2 OR t0.\"author\" = $3)");
+        let planner = Planner::new(&schema, Limits::default(), &vars);
+        let like = |alias: &str| on(alias, "title", "text", Test::Like { pattern: Pattern::Literal("%ad\\_a%".into()), case_insensitive: true });
+        assert_eq!(planner.search(&c, "t0", "ad_a"), Predicate::Or(vec![like("t0")]));
+        let seven = planner.search(&c, "t0", "7");
+        let Predicate::Or(parts) = &seven else { panic!("an OR: {seven:?}") };
+        assert_eq!(parts.len(), 3, "id, title and author: {seven:?}");
+        assert_eq!(
+            parts[0],
+            Predicate::Compare(Comparison { target: column("t0", "id"), db_type: "integer".into(), text_cast: false, test: Test::Equals(Operand::Integer(7)) })
+        );
         Ok(())
     }
 }

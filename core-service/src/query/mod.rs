@@ -3,8 +3,9 @@
 //!
 //! Layout: [`crate::sql`] (text, identifiers, parameters: one place for quoting), [`fields`] (the `fields` tree with `alias`
 //! and `deep` → a select tree in Directus's key order), [`functions`] (`year(field)`,
-//! `count(field)`...), [`filter`] (filter tree and `search` → WHERE), [`operators`] (the SQL of
-//! each operator family of the catalog, for filters, rules and `having`),
+//! `count(field)`...), [`filter`] (filter tree and `search` → a [`predicate::Predicate`]), [`operators`] (the
+//! test of each operator family of the catalog, for filters, rules and `having`), [`predicate`]
+//! (the typed condition and its one renderer to SQL),
 //! [`read`] (statement shapes: read many, export, keys of a query, read one, singleton;
 //! pagination, meta counts), [`select`] (the select list: values, functions, nested items and
 //! lists as subqueries), [`order`] (sort, field paths through M2O relations and their JOINs),
@@ -19,6 +20,7 @@ pub mod functions;
 pub mod keys;
 pub mod operators;
 pub mod order;
+pub mod predicate;
 pub mod read;
 pub mod select;
 #[cfg(test)]
@@ -218,7 +220,7 @@ impl<'a> Planner<'a> {
         let cond = self.filter(&whole, alias, f, 0);
         self.in_permission = counting;
         self.schema = view;
-        cond
+        Ok(cond?.render(&mut self.sql))
     }
 
     /// Counts one node of a request's filter; INVALID_QUERY past the caller's budget

@@ -1,8 +1,10 @@
-//! The SQL of the filter operators: an operator with its operand on a [`Target`] (a column, a
-//! function of one, or an aggregate). What an operator is (name, family, negation, the types it
-//! is refused on, its scope) comes from the operator catalog ([`query_language::operators`]); this
-//! file has one SQL form per family. Filters ([`super::filter`]), permission and validation
-//! rules, and `having` ([`super::aggregate`]) all compare through [`Planner::compare`].
+//! The filter operators planned: an operator with its operand on a [`Target`] (a column, a
+//! function of one, or an aggregate) becomes a [`Predicate`]. What an operator is (name,
+//! family, negation, the types it is refused on, its scope) comes from the operator catalog
+//! ([`query_language::operators`]); this file has one test per family
+//! ([`super::predicate::Test`], whose SQL is [`super::predicate`]'s). Filters
+//! ([`super::filter`]), permission and validation rules, and `having` ([`super::aggregate`])
+//! all compare through [`Planner::compare`].
 //!
 //! Values are bound as text and cast to the target's Postgres type, so enums, domains, dates and
 //! numerics compare as their own type; integer values are checked here first so that a bad value
@@ -10,12 +12,13 @@
 //! [`super::variables`].
 
 use super::Planner;
-use super::variables::Operand;
+use super::predicate::{Comparison, Operand, Pattern, Predicate, Test};
+use super::variables::Resolved;
 use crate::schema::FieldType;
-use crate::sql::{Param, escape_like};
+use crate::sql::escape_like;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{Operator, Value, value};
-use query_language::operators::{self, Anchor, Family, Order, Scope};
+use query_language::operators::{self, Anchor, Family, Scope};
 use query_language::query_json::operator_name;
 
 /// What a condition compares: a column or a function of one.
@@ -32,29 +35,18 @@ pub(super) struct Target {
     pub(super) name: String,
 }
 
-impl Planner<'_> {
-    /// Binds an operand and returns its SQL (cast to the target's type).
-    fn operand_sql(&mut self, t: &Target, operand: Operand) -> Result<String, ApiError> {
-        Ok(match operand {
-            Operand::Text(text) => self.sql.cast_param(text, &t.db_type),
-            Operand::Now(None) => {
-                self.sql.volatile = true;
-                format!("CAST(now() AS {})", t.db_type)
-            }
-            Operand::Now(Some(interval)) => {
-                self.sql.volatile = true;
-                let p = self.sql.param(Param::Text(interval));
-                format!("CAST(now() + CAST({p} AS interval) AS {})", t.db_type)
-            }
-            Operand::Expr(expr) => format!("CAST({expr} AS {})", t.db_type),
-            Operand::Many(_) => {
-                return Err(ApiError::invalid_query(format!("A list variable needs a list operator (_in, _nin) on field \"{}\"", t.name)));
-            }
-        })
+impl Target {
+    /// `test` applied to this target.
+    fn test(&self, test: Test) -> Predicate {
+        let text_cast = !self.field_type.is_textual() || self.is_enum;
+        Predicate::Compare(Comparison { target: self.expr.clone(), db_type: self.db_type.clone(), text_cast, test })
     }
+}
 
-    /// The operand of a single-value operator; `None` for null. Lists are refused here.
-    fn scalar(&mut self, t: &Target, op: Operator, v: Option<&Value>) -> Result<Option<Operand>, ApiError> {
+impl Planner<'_> {
+    /// The operand (or the several values of a list variable); `None` for null. Lists are
+    /// refused here.
+    fn value(&mut self, t: &Target, op: Operator, v: Option<&Value>) -> Result<Option<Resolved>, ApiError> {
         let text = match v.and_then(|v| v.kind.as_ref()) {
             None | Some(value::Kind::Null(_)) => return Ok(None),
             Some(value::Kind::Boolean(b)) => b.to_string(),
@@ -69,7 +61,17 @@ impl Planner<'_> {
             return self.variable(var).map(Some);
         }
         check_value(t, &text)?;
-        Ok(Some(Operand::Text(text)))
+        Ok(Some(Resolved::One(Operand::Text(text))))
+    }
+
+    /// The operand of a single-value operator; `None` for null. Errors: INVALID_QUERY for a
+    /// list, or a variable holding several values.
+    fn scalar(&mut self, t: &Target, op: Operator, v: Option<&Value>) -> Result<Option<Operand>, ApiError> {
+        match self.value(t, op, v)? {
+            None => Ok(None),
+            Some(Resolved::One(o)) => Ok(Some(o)),
+            Some(Resolved::Many(_)) => Err(ApiError::invalid_query(format!("A list variable needs a list operator (_in, _nin) on field \"{}\"", t.name))),
+        }
     }
 
     /// The operand as a list (array, or comma-separated string; `_in` in Directus docs "Filter Rules").
@@ -82,21 +84,21 @@ impl Planner<'_> {
         };
         let mut out = Vec::with_capacity(items.len());
         for item in &items {
-            match self.scalar(t, op, Some(item))? {
-                Some(Operand::Many(values)) => out.extend(values.into_iter().map(Operand::Text)),
-                Some(o) => out.push(o),
+            match self.value(t, op, Some(item))? {
+                Some(Resolved::Many(values)) => out.extend(values.into_iter().map(Operand::Text)),
+                Some(Resolved::One(o)) => out.push(o),
                 None => return Err(ApiError::invalid_query(format!("\"{}\" does not accept null inside its list", operator_name(op)))),
             }
         }
         Ok(out)
     }
 
-    /// The SQL of `op` with operand `v` on the expression of `t`: the form of the operator's
-    /// family in the catalog ([`query_language::operators`]), negated for a negating operator.
+    /// `op` with operand `v` on `t`, planned: the test of the operator's family in the catalog
+    /// ([`query_language::operators`]), under [`Predicate::Not`] for a negating operator.
     /// Used by filters, permission and validation rules and `having`. Errors: INVALID_QUERY for
     /// an operator the field's type does not take, one outside its scope (`_regex` outside a
     /// validation rule), a missing or malformed operand.
-    pub(super) fn compare(&mut self, t: &Target, op: Operator, v: Option<&Value>) -> Result<String, ApiError> {
+    pub(super) fn compare(&mut self, t: &Target, op: Operator, v: Option<&Value>) -> Result<Predicate, ApiError> {
         let info = operators::info(op).ok_or_else(|| ApiError::invalid_query("A filter condition has no operator"))?;
         let name = info.name;
         if info.scope == Scope::Validation && !self.validation {
@@ -105,41 +107,27 @@ impl Planner<'_> {
         if info.refused_on.contains(&t.field_type) {
             return Err(ApiError::invalid_query(format!("\"{name}\" cannot be used on field \"{}\" of type {}", t.name, t.field_type.as_str())));
         }
-        let col = t.expr.clone();
-        let as_text = if t.field_type.is_textual() && !t.is_enum { col.clone() } else { format!("{col}::text") };
         let need = |o: Option<Operand>| o.ok_or_else(|| ApiError::invalid_query(format!("\"{name}\" needs a value")));
         let positive = match info.family {
             Family::Equality => match self.scalar(t, op, v)? {
-                None => format!("{col} IS NULL"),
-                Some(o) => format!("{col} = {}", self.operand_sql(t, o)?),
+                None => t.test(Test::IsNull),
+                Some(o) => t.test(Test::Equals(o)),
             },
-            Family::Ordering(order) => {
-                let sym = match order {
-                    Order::Less => "<",
-                    Order::LessOrEqual => "<=",
-                    Order::Greater => ">",
-                    Order::GreaterOrEqual => ">=",
-                };
-                let o = need(self.scalar(t, op, v)?)?;
-                format!("{col} {sym} {}", self.operand_sql(t, o)?)
-            }
+            Family::Ordering(order) => t.test(Test::Ordering(order, need(self.scalar(t, op, v)?)?)),
             Family::Membership => {
                 let items = self.list(t, op, v)?;
                 if items.is_empty() {
-                    "FALSE".to_owned()
+                    Predicate::Const(false)
                 } else if items.iter().all(|o| matches!(o, Operand::Text(_))) {
                     // Literals: one array parameter, whatever their number.
-                    let texts = items.into_iter().filter_map(|o| if let Operand::Text(s) = o { Some(s) } else { None }).collect();
-                    let p = self.sql.param(Param::TextArray(texts));
-                    format!("{col} = ANY(CAST({p} AS {}[]))", t.db_type)
+                    t.test(Test::AnyOf(items.into_iter().filter_map(|o| if let Operand::Text(s) = o { Some(s) } else { None }).collect()))
                 } else {
-                    let exprs = items.into_iter().map(|o| self.operand_sql(t, o)).collect::<Result<Vec<_>, _>>()?;
-                    format!("{col} IN ({})", exprs.join(", "))
+                    t.test(Test::In(items))
                 }
             }
             Family::Null => {
-                let flag = boolean_operand(op, v)?;
-                format!("{col} IS {}NULL", if flag { "" } else { "NOT " })
+                let is_null = t.test(Test::IsNull);
+                if boolean_operand(op, v)? { is_null } else { is_null.negate() }
             }
             Family::Text { anchor, case_insensitive } => {
                 let (prefix, suffix) = match anchor {
@@ -147,26 +135,22 @@ impl Planner<'_> {
                     Anchor::End => ("%", ""),
                     Anchor::Anywhere => ("%", "%"),
                 };
-                let p = match self.text_operand(name, v)? {
-                    Operand::Text(value) => self.sql.param(Param::Text(format!("{prefix}{}{suffix}", escape_like(&value)))),
+                let pattern = match self.text_operand(name, v)? {
+                    Operand::Text(value) => Pattern::Literal(format!("{prefix}{}{suffix}", escape_like(&value))),
                     // A field of the caller's record: its text, escaped the same way, in SQL.
-                    Operand::Expr(e) => {
-                        format!(r"('{prefix}' || replace(replace(replace(CAST({e} AS text), '\', '\\'), '%', '\%'), '_', '\_') || '{suffix}')")
-                    }
-                    Operand::Now(_) | Operand::Many(_) => return Err(ApiError::invalid_query(format!("\"{name}\" needs a text value"))),
+                    Operand::Expr(expr) => Pattern::Expr { prefix, expr, suffix },
+                    Operand::Now(_) | Operand::Integer(_) => return Err(ApiError::invalid_query(format!("\"{name}\" needs a text value"))),
                 };
-                format!("{as_text} {} {p}", if case_insensitive { "ILIKE" } else { "LIKE" })
+                t.test(Test::Like { pattern, case_insensitive })
             }
             Family::Range => {
                 let items = self.list(t, op, v)?;
-                let [lo, hi] = <[Operand; 2]>::try_from(items).map_err(|_| ApiError::invalid_query(format!("\"{name}\" takes exactly two values")))?;
-                let (lo, hi) = (self.operand_sql(t, lo)?, self.operand_sql(t, hi)?);
-                format!("{col} BETWEEN {lo} AND {hi}")
+                let [low, high] = <[Operand; 2]>::try_from(items).map_err(|_| ApiError::invalid_query(format!("\"{name}\" takes exactly two values")))?;
+                t.test(Test::Between(low, high))
             }
             Family::Empty => {
-                let flag = boolean_operand(op, v).unwrap_or(true);
-                let is_empty = if t.field_type.is_textual() { format!("({col} IS NULL OR {as_text} = '')") } else { format!("{col} IS NULL") };
-                if flag { is_empty } else { format!("NOT {is_empty}") }
+                let is_empty = t.test(Test::Empty { textual: t.field_type.is_textual() });
+                if boolean_operand(op, v).unwrap_or(true) { is_empty } else { is_empty.negate() }
             }
             Family::Geometry => {
                 return Err(ApiError::invalid_query(format!("\"{name}\" applies to geometry fields only; \"{}\" is not one", t.name)));
@@ -176,15 +160,14 @@ impl Planner<'_> {
                     return Err(ApiError::invalid_query(format!("\"{name}\" needs a regular expression")));
                 };
                 // JavaScript's `/pattern/flags` form too (`i` = case-insensitive), as Directus reads it.
-                let (pattern, fold) = match pattern.strip_prefix('/').and_then(|p| p.rsplit_once('/')) {
+                let (pattern, case_insensitive) = match pattern.strip_prefix('/').and_then(|p| p.rsplit_once('/')) {
                     Some((p, flags)) => (p.to_owned(), flags.contains('i')),
                     None => (pattern.clone(), false),
                 };
-                let p = self.sql.param(Param::Text(pattern));
-                format!("{as_text} {} {p}", if fold { "~*" } else { "~" })
+                t.test(Test::Matches { pattern, case_insensitive })
             }
         };
-        Ok(if info.negates.is_some() { format!("NOT ({positive})") } else { positive })
+        Ok(if info.negates.is_some() { positive.negate() } else { positive })
     }
 
     /// The operand of a text operator: a text (numbers and booleans as their text) or a dynamic
@@ -198,7 +181,10 @@ impl Planner<'_> {
             _ => return Err(ApiError::invalid_query(format!("\"{name}\" needs a text value"))),
         };
         match text.strip_prefix('$').filter(|v| super::variables::is_variable(v)) {
-            Some(var) => self.variable(var),
+            Some(var) => match self.variable(var)? {
+                Resolved::One(o) => Ok(o),
+                Resolved::Many(_) => Err(ApiError::invalid_query(format!("\"{name}\" needs a text value"))),
+            },
             None => Ok(Operand::Text(text)),
         }
     }
@@ -236,7 +222,7 @@ mod tests {
     use crate::query::{Limits, Variables};
     use crate::schema::Schema;
     use cdapi_proto::v1::ValueList;
-    use query_language::operators::CATALOG;
+    use query_language::operators::{CATALOG, Order};
 
     fn target(field_type: FieldType, db_type: &str) -> Target {
         Target { expr: "t0.\"f\"".into(), field_type, db_type: db_type.into(), is_enum: false, name: "f".into() }
@@ -246,66 +232,116 @@ mod tests {
         Value { kind: Some(value::Kind::String(s.into())) }
     }
 
+    fn flag(b: bool) -> Value {
+        Value { kind: Some(value::Kind::Boolean(b)) }
+    }
+
+    fn list(items: &[&str]) -> Value {
+        Value { kind: Some(value::Kind::List(ValueList { values: items.iter().map(|i| text(i)).collect() })) }
+    }
+
     /// An operand of the shape each family takes.
     fn operand(family: Family) -> Value {
         match family {
             Family::Equality | Family::Ordering(_) | Family::Text { .. } | Family::Pattern | Family::Geometry => text("ab"),
-            Family::Membership | Family::Range => Value { kind: Some(value::Kind::List(ValueList { values: vec![text("a"), text("b")] })) },
-            Family::Null | Family::Empty => Value { kind: Some(value::Kind::Boolean(true)) },
+            Family::Membership | Family::Range => list(&["a", "b"]),
+            Family::Null | Family::Empty => flag(true),
         }
     }
 
-    fn sql(validation: bool, t: &Target, op: Operator, v: &Value) -> Result<String, ApiError> {
-        let (schema, vars) = (Schema::default(), Variables::default());
+    /// The plan of `op` with `v` on `t`, as a signed-in caller with two roles.
+    fn plan(validation: bool, t: &Target, op: Operator, v: &Value) -> Result<Predicate, ApiError> {
+        let schema = Schema::default();
+        let vars = Variables { user: Some("u1".into()), roles: vec!["r1".into(), "r2".into()], ..Variables::default() };
         let mut planner = Planner::new(&schema, Limits::default(), &vars);
         planner.validation = validation;
         planner.compare(t, op, Some(v))
     }
 
-    /// Every row of the catalog has a SQL form; a negating operator is its positive form under
+    /// `test` on the text target `t0."f"`.
+    fn on_text(test: Test) -> Predicate {
+        target(FieldType::Text, "text").test(test)
+    }
+
+    /// Every row of the catalog has a plan; a negating operator is its positive form under
     /// NOT; the scope and the refused types are honoured.
     #[test]
-    fn every_catalog_row_renders_by_its_family() -> Result<(), ApiError> {
+    fn every_catalog_row_plans_by_its_family() -> Result<(), ApiError> {
         let t = target(FieldType::Text, "text");
         for row in CATALOG {
             let v = operand(row.family);
-            let rendered = sql(true, &t, row.operator, &v);
+            let planned = plan(true, &t, row.operator, &v);
             if row.family == Family::Geometry {
-                assert!(rendered.is_err(), "{}: no geometry field type is served", row.name);
+                assert!(planned.is_err(), "{}: no geometry field type is served", row.name);
                 continue;
             }
-            let rendered = rendered?;
+            let planned = planned?;
             match row.negates {
-                Some(positive) => assert_eq!(rendered, format!("NOT ({})", sql(true, &t, positive, &v)?), "{}", row.name),
-                None => assert!(!rendered.starts_with("NOT ("), "{}: {rendered}", row.name),
+                Some(positive) => assert_eq!(planned, plan(true, &t, positive, &v)?.negate(), "{}", row.name),
+                None => assert!(!matches!(planned, Predicate::Not(_)), "{}: {planned:?}", row.name),
             }
             if row.scope == Scope::Validation {
-                let refused = sql(false, &t, row.operator, &v).err().map(|e| e.message);
+                let refused = plan(false, &t, row.operator, &v).err().map(|e| e.message);
                 assert!(refused.is_some_and(|m| m.contains("validation rules")), "{} outside a validation rule", row.name);
             }
             for refused_type in row.refused_on {
-                assert!(sql(true, &target(*refused_type, "jsonb"), row.operator, &v).is_err(), "{} on {refused_type:?}", row.name);
+                assert!(plan(true, &target(*refused_type, "jsonb"), row.operator, &v).is_err(), "{} on {refused_type:?}", row.name);
             }
         }
         Ok(())
     }
 
     #[test]
-    fn families_render_their_sql() -> Result<(), ApiError> {
+    fn families_plan_their_tests() -> Result<(), ApiError> {
         let t = target(FieldType::Text, "text");
-        assert_eq!(sql(false, &t, Operator::Eq, &Value { kind: Some(value::Kind::Null(0)) })?, "t0.\"f\" IS NULL");
-        assert_eq!(sql(false, &t, Operator::Lte, &text("b"))?, "t0.\"f\" <= CAST($1 AS text)");
-        assert_eq!(sql(false, &t, Operator::NistartsWith, &text("a_b"))?, "NOT (t0.\"f\" ILIKE $1)");
-        assert_eq!(sql(false, &t, Operator::In, &operand(Family::Membership))?, "t0.\"f\" = ANY(CAST($1 AS text[]))");
-        let empty = Value { kind: Some(value::Kind::List(ValueList { values: vec![] })) };
-        assert_eq!(sql(false, &t, Operator::Nin, &empty)?, "NOT (FALSE)");
-        assert_eq!(sql(false, &t, Operator::Between, &operand(Family::Range))?, "t0.\"f\" BETWEEN CAST($1 AS text) AND CAST($2 AS text)");
-        assert_eq!(sql(false, &t, Operator::Nnull, &Value { kind: Some(value::Kind::Boolean(true)) })?, "NOT (t0.\"f\" IS NULL)");
-        assert_eq!(sql(false, &t, Operator::Empty, &Value { kind: Some(value::Kind::Boolean(true)) })?, "(t0.\"f\" IS NULL OR t0.\"f\" = '')");
-        assert_eq!(sql(true, &t, Operator::Regex, &text("/^a/i"))?, "t0.\"f\" ~* $1");
+        let null = Value { kind: Some(value::Kind::Null(0)) };
+        assert_eq!(plan(false, &t, Operator::Eq, &null)?, on_text(Test::IsNull));
+        assert_eq!(plan(false, &t, Operator::Lte, &text("b"))?, on_text(Test::Ordering(Order::LessOrEqual, Operand::Text("b".into()))));
+        let starts = Test::Like { pattern: Pattern::Literal("a\\_b%".into()), case_insensitive: true };
+        assert_eq!(plan(false, &t, Operator::NistartsWith, &text("a_b"))?, on_text(starts).negate());
+        assert_eq!(plan(false, &t, Operator::In, &list(&["a", "b"]))?, on_text(Test::AnyOf(vec!["a".into(), "b".into()])));
+        assert_eq!(plan(false, &t, Operator::In, &text("a, b"))?, on_text(Test::AnyOf(vec!["a".into(), "b".into()])), "a comma-separated list");
+        assert_eq!(plan(false, &t, Operator::Nin, &list(&[]))?, Predicate::Const(false).negate());
+        assert_eq!(plan(false, &t, Operator::Between, &list(&["a", "b"]))?, on_text(Test::Between(Operand::Text("a".into()), Operand::Text("b".into()))));
+        assert_eq!(plan(false, &t, Operator::Null, &flag(false))?, on_text(Test::IsNull).negate());
+        assert_eq!(plan(false, &t, Operator::Empty, &flag(true))?, on_text(Test::Empty { textual: true }));
+        assert_eq!(plan(true, &t, Operator::Regex, &text("/^a/i"))?, on_text(Test::Matches { pattern: "^a".into(), case_insensitive: true }));
         let number = target(FieldType::Integer, "integer");
-        assert!(sql(false, &number, Operator::Gt, &text("x")).is_err(), "a value that cannot be of the field's type");
-        assert_eq!(sql(false, &number, Operator::Contains, &text("4"))?, "t0.\"f\"::text LIKE $1");
+        let contains = plan(false, &number, Operator::Contains, &text("4"))?;
+        assert_eq!(contains, number.test(Test::Like { pattern: Pattern::Literal("%4%".into()), case_insensitive: false }));
+        assert!(matches!(contains, Predicate::Compare(Comparison { text_cast: true, .. })), "a number is searched through its text");
         Ok(())
+    }
+
+    #[test]
+    fn variables_become_operands() -> Result<(), ApiError> {
+        let t = target(FieldType::Uuid, "uuid");
+        assert_eq!(plan(false, &t, Operator::Eq, &text("$CURRENT_USER"))?, t.test(Test::Equals(Operand::Text("u1".into()))));
+        // A list variable spreads inside a list; it is refused where one value is expected.
+        let roles = t.test(Test::AnyOf(vec!["r0".into(), "r1".into(), "r2".into()]));
+        assert_eq!(plan(false, &t, Operator::In, &list(&["r0", "$CURRENT_ROLES"]))?, roles);
+        assert!(plan(false, &t, Operator::Eq, &text("$CURRENT_ROLES")).is_err());
+        let date = target(FieldType::Timestamp, "timestamp with time zone");
+        let recent = date.test(Test::Ordering(Order::Greater, Operand::Now(Some("-1 years".into()))));
+        assert_eq!(plan(false, &date, Operator::Gt, &text("$NOW(-1 year)"))?, recent);
+        // The clock among literals: each is its own operand.
+        let window = plan(false, &date, Operator::In, &list(&["2024-01-01", "$NOW"]))?;
+        assert_eq!(window, date.test(Test::In(vec![Operand::Text("2024-01-01".into()), Operand::Now(None)])));
+        Ok(())
+    }
+
+    #[test]
+    fn malformed_operands_are_refused() {
+        let number = target(FieldType::Integer, "integer");
+        let message = |r: Result<Predicate, ApiError>| r.err().map(|e| e.message).unwrap_or_default();
+        assert!(message(plan(false, &number, Operator::Gt, &text("x"))).contains("\"f\""), "a value that cannot be of the field's type names it");
+        assert!(message(plan(false, &number, Operator::Eq, &list(&["1"]))).contains("single value"));
+        assert!(message(plan(false, &number, Operator::Between, &list(&["1"]))).contains("two values"));
+        assert!(message(plan(false, &number, Operator::Null, &text("maybe"))).contains("true or false"));
+        let in_null = Value { kind: Some(value::Kind::List(ValueList { values: vec![Value { kind: Some(value::Kind::Null(0)) }] })) };
+        assert!(message(plan(false, &number, Operator::In, &in_null)).contains("null"));
+        let t = target(FieldType::Text, "text");
+        assert!(message(plan(false, &t, Operator::StartsWith, &text("$NOW"))).contains("text value"));
+        assert!(message(plan(true, &t, Operator::Regex, &flag(true))).contains("regular expression"));
     }
 }

@@ -303,7 +303,8 @@ impl Planner<'_> {
         if let Some(term) = q.search.as_deref().filter(|s| !s.is_empty()) {
             parts.push(self.search(collection, alias, term));
         }
-        Ok((!parts.is_empty()).then(|| parts.join(" AND ")))
+        let rendered: Vec<String> = parts.iter().map(|p| p.render(&mut self.sql)).collect();
+        Ok((!rendered.is_empty()).then(|| rendered.join(" AND ")))
     }
 }
 

@@ -18,17 +18,15 @@
 
 use super::Planner;
 use super::order::Joins;
+use super::predicate::Operand;
 use crate::sql::column;
 use cdapi_proto::ApiError;
 
-/// A comparison operand after dynamic variables are resolved.
-pub enum Operand {
-    /// A literal, bound as text and cast to the field's type.
-    Text(String),
-    /// `now()` plus an interval (`$NOW(-1 year)`), cast to the field's type.
-    Now(Option<String>),
-    /// A scalar SQL expression (a field of the caller's user or role record).
-    Expr(String),
+/// A dynamic variable's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolved {
+    /// One operand: an id, the clock, a field of the caller's record.
+    One(Operand),
     /// Several values (`$CURRENT_ROLES`, `$CURRENT_POLICIES`): only inside lists.
     Many(Vec<String>),
 }
@@ -49,27 +47,27 @@ pub fn is_variable(var: &str) -> bool {
 impl Planner<'_> {
     /// Resolves a dynamic variable (the text after `$`). Errors: INVALID_QUERY for an unknown
     /// variable or a path that does not fit; FORBIDDEN for an unknown field in a path.
-    pub fn variable(&mut self, var: &str) -> Result<Operand, ApiError> {
+    pub fn variable(&mut self, var: &str) -> Result<Resolved, ApiError> {
         if var == "NOW" {
-            return Ok(Operand::Now(None));
+            return Ok(Resolved::One(Operand::Now(None)));
         }
         if let Some(args) = var.strip_prefix("NOW(").and_then(|a| a.strip_suffix(')')) {
-            return Ok(Operand::Now(Some(interval(args)?)));
+            return Ok(Resolved::One(Operand::Now(Some(interval(args)?))));
         }
-        let id = |v: &Option<String>| Operand::Text(v.clone().unwrap_or_else(|| "00000000-0000-0000-0000-000000000000".into()));
+        let id = |v: &Option<String>| Resolved::One(Operand::Text(v.clone().unwrap_or_else(|| "00000000-0000-0000-0000-000000000000".into())));
         match var {
             "CURRENT_USER" => Ok(id(&self.vars.user)),
             "CURRENT_ROLE" => Ok(id(&self.vars.role)),
-            "CURRENT_ROLES" => Ok(Operand::Many(self.vars.roles.clone())),
-            "CURRENT_POLICIES" => Ok(Operand::Many(self.vars.policies.clone())),
+            "CURRENT_ROLES" => Ok(Resolved::Many(self.vars.roles.clone())),
+            "CURRENT_POLICIES" => Ok(Resolved::Many(self.vars.policies.clone())),
             v => {
                 if let Some(path) = v.strip_prefix("CURRENT_USER.") {
                     let user = self.vars.user.clone();
-                    return self.record_field("directus_users", user, path);
+                    return self.record_field("directus_users", user, path).map(Resolved::One);
                 }
                 if let Some(path) = v.strip_prefix("CURRENT_ROLE.") {
                     let role = self.vars.role.clone();
-                    return self.record_field("directus_roles", role, path);
+                    return self.record_field("directus_roles", role, path).map(Resolved::One);
                 }
                 Err(ApiError::invalid_query(format!("Unknown dynamic variable \"${v}\"")))
             }
