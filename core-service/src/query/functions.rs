@@ -93,3 +93,35 @@ impl Planner<'_> {
         Ok(format!("floor(EXTRACT({part} FROM {source}))::int8"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::test_schema::blog;
+    use crate::query::{Limits, Variables};
+    use cdapi_proto::ErrorCode;
+
+    fn expr(collection: &str, function: Function, field: &str) -> Result<String, ApiError> {
+        let schema = blog();
+        let c = schema.collection(collection).ok_or_else(ApiError::internal)?.clone();
+        let vars = Variables::default();
+        let call = Call::of(function, field).ok_or_else(ApiError::internal)?;
+        Planner::new(&schema, Limits::default(), &vars).function_expr(&c, "t0", &call)
+    }
+
+    #[test]
+    fn count_of_a_to_many_field_counts_the_related_rows() -> Result<(), ApiError> {
+        let sql = expr("authors", Function::Count, "articles")?;
+        assert_eq!(sql, "(SELECT count(*) FROM \"public\".\"articles\" c1 WHERE c1.\"author\" = t0.\"id\")");
+        Ok(())
+    }
+
+    #[test]
+    fn functions_apply_to_their_types_only() {
+        let code = |c: &str, f: Function, field: &str| expr(c, f, field).err().map(|e| e.code);
+        assert_eq!(code("articles", Function::Year, "title"), Some(ErrorCode::InvalidQuery), "a date part of a text");
+        assert_eq!(code("articles", Function::Count, "title"), Some(ErrorCode::InvalidQuery), "count of a text");
+        assert_eq!(code("articles", Function::Year, "nope"), Some(ErrorCode::Forbidden), "an unknown field");
+        assert!(Call::of(Function::Unspecified, "title").is_none(), "no function is the field's value");
+    }
+}

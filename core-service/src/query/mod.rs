@@ -284,3 +284,54 @@ impl<'a> Planner<'a> {
 
 /// Most relations one statement may expand into nested data.
 pub const MAX_EXPANSIONS: usize = 300;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cdapi_proto::ErrorCode;
+
+    #[test]
+    fn nested_lists_multiply_the_worst_case_until_the_row_budget() -> Result<(), ApiError> {
+        let (schema, vars) = (Schema::default(), Variables::default());
+        let mut planner = Planner::new(&schema, Limits { max_rows: Some(1_000), ..Limits::default() }, &vars);
+        planner.fanout = Fanout { factor: 10, total: 10 };
+        let saved = planner.enter_list(Some(10))?;
+        assert_eq!((saved, planner.fanout.factor, planner.fanout.total), (10, 100, 110));
+        assert_eq!(planner.enter_list(Some(10)).err().map(|e| e.code), Some(ErrorCode::InvalidQuery), "10 × 10 × 10 more");
+        // An unbounded nested list under a bounded root is over any budget.
+        let mut planner = Planner::new(&schema, Limits { max_rows: Some(1_000), ..Limits::default() }, &vars);
+        planner.fanout = Fanout { factor: 1, total: 1 };
+        assert!(planner.enter_list(None).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn the_public_has_the_smaller_condition_budget_and_permissions_count_nothing() {
+        let limits = Limits { max_conditions: Some(3), max_conditions_public: Some(1), ..Limits::default() };
+        let schema = Schema::default();
+        let public = Variables::default();
+        let mut planner = Planner::new(&schema, limits, &public);
+        assert!(planner.count_condition().is_ok());
+        assert!(planner.count_condition().is_err(), "the public's second condition");
+        let user = Variables { user: Some("u1".into()), ..Variables::default() };
+        let mut planner = Planner::new(&schema, limits, &user);
+        planner.in_permission = true;
+        for _ in 0..10 {
+            assert!(planner.count_condition().is_ok(), "a permission's filter is not the caller's");
+        }
+        planner.in_permission = false;
+        assert!((0..3).all(|_| planner.count_condition().is_ok()));
+        assert!(planner.count_condition().is_err());
+    }
+
+    #[test]
+    fn replies_and_expansions_have_budgets() {
+        let limits = Limits { max_bytes: Some(10), ..Limits::default() };
+        assert!(limits.check_bytes(10).is_ok());
+        assert_eq!(limits.check_bytes(11).err().map(|e| e.code), Some(ErrorCode::InvalidQuery));
+        let (schema, vars) = (Schema::default(), Variables::default());
+        let planner = Planner::new(&schema, Limits::default(), &vars);
+        assert!((0..MAX_EXPANSIONS).all(|_| planner.count_expansion().is_ok()));
+        assert!(planner.count_expansion().is_err());
+    }
+}

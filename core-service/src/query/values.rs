@@ -75,3 +75,29 @@ pub fn iso_datetime(field_type: FieldType, expr: &str) -> Option<String> {
 pub fn function_output(expr: String) -> String {
     format!("({expr})::text")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_have_no_bare_colon_for_pgbench_to_read_as_a_variable() {
+        for field_type in [FieldType::Timestamp, FieldType::DateTime] {
+            let sql = output(field_type, "t0.\"at\"".into());
+            // Every `:` of the pattern sits inside double quotes (literal text of `to_char`).
+            let bare = sql.split('"').enumerate().filter(|(i, _)| i % 2 == 0).any(|(_, part)| part.contains(':'));
+            assert!(!bare, "{sql}");
+        }
+    }
+
+    #[test]
+    fn outputs_and_casts_apply_to_their_types_only() {
+        assert_eq!(output(FieldType::BigInteger, "c".into()), "c::text", "a bigint is a string");
+        assert_eq!(output(FieldType::Integer, "c".into()), "c");
+        assert_eq!(cast_output(ValueCast::Json, FieldType::Json, "c", "c".into()), "c", "cast-json of a json column");
+        assert_eq!(cast_output(ValueCast::Boolean, FieldType::Boolean, "c", "c".into()), "c", "cast-boolean of a boolean");
+        assert_eq!(cast_output(ValueCast::Conceal, FieldType::Text, "c", "c".into()), concealed("c"));
+        assert!(iso_datetime(FieldType::Text, "c").is_none());
+        assert_eq!(function_output("x".into()), "(x)::text");
+    }
+}
