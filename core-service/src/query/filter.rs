@@ -284,6 +284,25 @@ mod tests {
     }
 
     #[test]
+    fn a_many_to_any_filter_checks_the_items_collection_then_its_row() -> Result<(), ApiError> {
+        let p = predicate("mentions", json!({"item:authors": {"name": {"_eq": "Ada"}}}))?;
+        let item = Exists {
+            from: "\"public\".\"authors\"".into(),
+            alias: "t1".into(),
+            inner: Column::new("t1", "id"),
+            outer: Column::new("t0", "item"),
+            cast: Some("integer".into()),
+            filter: on("t1", "name", "text", Test::Equals(text("Ada"))),
+        };
+        assert_eq!(p, Predicate::InScope(Box::new(InScope { collection_column: Column::new("t0", "collection"), scope: "authors".into(), item })));
+        let refused = |f: Value| code(plan("mentions", f, Limits::default()));
+        assert_eq!(refused(json!({"item": {"name": {"_eq": "Ada"}}})), Some(ErrorCode::InvalidQuery), "no collection named");
+        assert_eq!(refused(json!({"item:tags": {"name": {"_eq": "Ada"}}})), Some(ErrorCode::InvalidQuery), "a collection it cannot hold");
+        assert_eq!(refused(json!({"item:authors": {"_none": {"name": {"_eq": "Ada"}}}})), Some(ErrorCode::InvalidQuery), "a quantifier");
+        Ok(())
+    }
+
+    #[test]
     fn groups_keep_their_shape() -> Result<(), ApiError> {
         let p = predicate("articles", json!({"_or": [{"id": {"_eq": 1}}, {"_and": [{"title": {"_null": true}}, {"id": {"_gt": 5}}]}]}))?;
         let want = Predicate::Or(vec![
@@ -292,6 +311,7 @@ mod tests {
         ]);
         assert_eq!(p, want);
         assert_eq!(predicate("articles", json!({"_or": []}))?, Predicate::Or(vec![]));
+        assert_eq!(predicate("articles", json!({"_and": []}))?, Predicate::And(vec![]));
         // Several conditions of one object are ANDed.
         let both = predicate("articles", json!({"id": {"_eq": 1}, "title": {"_eq": "a"}}))?;
         assert!(matches!(&both, Predicate::And(parts) if parts.len() == 2), "{both:?}");
@@ -299,7 +319,7 @@ mod tests {
     }
 
     #[test]
-    fn a_plan_renders_with_its_from_items_bound_first() -> Result<(), ApiError> {
+    fn a_plan_renders_into_the_statement_it_was_planned_for() -> Result<(), ApiError> {
         let (p, mut sql) = plan("articles", json!({"author": {"name": {"_eq": "Ada"}}}), Limits::default())?;
         let text = p.render(&mut sql);
         assert_eq!(text, "EXISTS (SELECT 1 FROM \"public\".\"authors\" t1 WHERE t1.\"id\" = t0.\"author\" AND t1.\"name\" = CAST($1 AS text))");

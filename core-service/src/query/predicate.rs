@@ -13,7 +13,8 @@
 //! ([`Exists::from`]: a table, or the rows the caller may see, see
 //! [`Planner::source`](super::Planner::source)), and the compared expression
 //! ([`Comparison::target`]: a column, a function of one, an aggregate) or a field of the
-//! caller's record ([`Operand::Expr`]).
+//! caller's record ([`Operand::Expr`]). Their `$n` belong to the statement the predicate was
+//! planned in: render a predicate into that statement's [`Sql`] only.
 
 use crate::sql::{Param, Sql, column};
 use query_language::operators::Order;

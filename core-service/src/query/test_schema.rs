@@ -1,5 +1,6 @@
 //! The schema the query engine's unit tests plan against: the blog of the benchmark data in
-//! miniature (`articles` with an M2O `author`, `authors` with the O2M `articles`).
+//! miniature (`articles` with an M2O `author`, `authors` with the O2M `articles`), and
+//! `mentions`, whose many-to-any `item` is an author or an article.
 
 use crate::schema::{Collection, Field, FieldRelation, FieldType, Schema};
 use std::sync::Arc;
@@ -19,7 +20,7 @@ fn field(name: &str, ty: FieldType, db: &str, relation: Option<FieldRelation>) -
     }
 }
 
-/// `authors` and `articles`, in schema `public`.
+/// `authors`, `articles` and `mentions`, in schema `public`.
 pub(crate) fn blog() -> Schema {
     let authors = Collection::new(
         "authors".into(),
@@ -62,7 +63,25 @@ pub(crate) fn blog() -> Schema {
             ),
         ],
     );
+    let mentions = Collection::new(
+        "mentions".into(),
+        "\"public\".\"mentions\"".into(),
+        vec!["id".into()],
+        false,
+        false,
+        vec![
+            field("id", FieldType::Integer, "integer", None),
+            field("collection", FieldType::String, "character varying(64)", None),
+            field(
+                "item",
+                FieldType::String,
+                "character varying(255)",
+                Some(FieldRelation::M2A { collection_field: "collection".into(), allowed: vec!["authors".into(), "articles".into()] }),
+            ),
+        ],
+    );
     let mut s = Schema { version: 1, db_schema: "public".into(), ..Default::default() };
+    s.collections.insert("mentions".into(), Arc::new(mentions));
     s.collections.insert("authors".into(), Arc::new(authors));
     s.collections.insert("articles".into(), Arc::new(articles));
     s
