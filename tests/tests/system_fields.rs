@@ -209,6 +209,14 @@ async fn the_fields_the_server_relies_on_cannot_be_changed_and_roles_read_only_t
     }
     let r = app.as_token(Some(&plain), Method::GET, "/users/me?fields=secret_note", None).await;
     assert!(!r.body.to_string().contains("about them"), "{}", r.body);
+    // `/permissions/me` lists those fields, not `*` (the app would offer the custom ones).
+    let mine = app.as_token(Some(&plain), Method::GET, "/permissions/me", None).await;
+    let listed = &mine.body["data"]["directus_users"]["read"]["fields"];
+    let listed: Vec<&str> = listed.as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    assert!(listed.contains(&"email") && listed.contains(&"id"), "{}", mine.body);
+    for left_out in ["*", "secret_note", "tier"] {
+        assert!(!listed.contains(&left_out), "{left_out}: {}", mine.body);
+    }
     for (method, path, body) in [
         (Method::POST, "/fields/directus_users", json!({"field": "mine", "type": "string"})),
         (Method::PATCH, "/fields/directus_users/secret_note", json!({"meta": {"hidden": true}})),

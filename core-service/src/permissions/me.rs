@@ -14,7 +14,8 @@ const ACTIONS: [&str; 5] = ["create", "read", "update", "delete", "share"];
 /// applies to every item, `partial` when every row has an item filter, `none` without a row
 /// (Directus marks an action `partial` as soon as one row has a filter, even when another row
 /// has none; a row without a filter reaches every item, so it is `full` here). `fields` is the
-/// union of the rows' lists (`["*"]` when one has `*`); `presets` merges them in row order.
+/// union of the rows' lists (`["*"]` when one has `*`; a row of every field but some lists the
+/// others by name); `presets` merges them in row order.
 /// Admin access: every collection of the snapshot, every action `full` with `["*"]`.
 pub fn collection_access(schema: &Schema, access: &Access) -> Value {
     let subject = match access {
@@ -36,7 +37,13 @@ pub fn collection_access(schema: &Schema, access: &Access) -> Value {
             let mut star = false;
             for r in &grant.rows {
                 match &r.fields {
-                    Fields::All | Fields::AllBut(_) => star = true,
+                    Fields::All => star = true,
+                    // Every field but some (the built-in own-user row leaves out a project's
+                    // custom fields): listed by name, as Directus lists its app minimum.
+                    Fields::AllBut(left_out) => {
+                        let defined = schema.base().collection(&collection).map(|c| c.fields.as_slice()).unwrap_or_default();
+                        names.extend(defined.iter().map(|f| f.name.clone()).filter(|n| !left_out.contains(n)));
+                    }
                     Fields::Only(set) => names.extend(set.iter().cloned()),
                 }
             }
