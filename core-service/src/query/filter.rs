@@ -11,9 +11,9 @@
 use super::Planner;
 use super::functions::{Call, Function};
 use super::operators::Target;
-use super::predicate::{Column, Comparison, Exists, InScope, Operand, Pattern, Predicate, Test};
+use super::predicate::{Column, Exists, InScope, Operand, Pattern, Predicate, Test};
 use crate::schema::{Collection, FieldRelation, FieldType, ValueCast};
-use crate::sql::{column, escape_like};
+use crate::sql::escape_like;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldCondition, Filter, Operator, Quantifier, RelationFilter, filter};
 
@@ -166,13 +166,7 @@ impl Planner<'_> {
                 "\"{name}\" is a one-to-many field; filter on its related fields instead (e.g. {{\"{name}\": {{\"<field>\": {{\"_eq\": ...}}}}}}), or on count({name})"
             )));
         }
-        Ok(Target {
-            expr: column(alias, &field.name),
-            field_type: field.field_type,
-            db_type: field.db_type.clone(),
-            is_enum: !field.enum_values.is_empty(),
-            name: field.name.clone(),
-        })
+        Ok(Target::column(alias, field))
     }
 
     fn condition(&mut self, collection: &Collection, alias: &str, c: &FieldCondition) -> Result<Predicate, ApiError> {
@@ -202,8 +196,7 @@ impl Planner<'_> {
             } else {
                 continue;
             };
-            let text_cast = !f.enum_values.is_empty();
-            parts.push(Predicate::Compare(Comparison { target: column(alias, &f.name), db_type: f.db_type.clone(), text_cast, test }));
+            parts.push(Target::column(alias, f).test(test));
         }
         Predicate::Or(parts)
     }
@@ -212,9 +205,10 @@ impl Planner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::predicate::Comparison;
     use crate::query::test_schema::blog;
     use crate::query::{Limits, Variables};
-    use crate::sql::Sql;
+    use crate::sql::{Sql, column};
     use cdapi_proto::ErrorCode;
     use query_language::operators::Order;
     use serde_json::{Value, json};
@@ -366,7 +360,7 @@ mod tests {
         assert_eq!(parts.len(), 3, "id, title and author: {seven:?}");
         assert_eq!(
             parts[0],
-            Predicate::Compare(Comparison { target: column("t0", "id"), db_type: "integer".into(), text_cast: false, test: Test::Equals(Operand::Integer(7)) })
+            Predicate::Compare(Comparison { target: column("t0", "id"), db_type: "integer".into(), text_cast: true, test: Test::Equals(Operand::Integer(7)) })
         );
         Ok(())
     }

@@ -14,8 +14,8 @@
 use super::Planner;
 use super::predicate::{Comparison, Operand, Pattern, Predicate, Test};
 use super::variables::Resolved;
-use crate::schema::FieldType;
-use crate::sql::escape_like;
+use crate::schema::{Field, FieldType};
+use crate::sql::{column, escape_like};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{Operator, Value, value};
 use query_language::operators::{self, Anchor, Family, Scope};
@@ -36,8 +36,19 @@ pub(super) struct Target {
 }
 
 impl Target {
+    /// The column of `field` on rows aliased `alias`.
+    pub(super) fn column(alias: &str, field: &Field) -> Self {
+        Self {
+            expr: column(alias, &field.name),
+            field_type: field.field_type,
+            db_type: field.db_type.clone(),
+            is_enum: !field.enum_values.is_empty(),
+            name: field.name.clone(),
+        }
+    }
+
     /// `test` applied to this target.
-    fn test(&self, test: Test) -> Predicate {
+    pub(super) fn test(&self, test: Test) -> Predicate {
         let text_cast = !self.field_type.is_textual() || self.is_enum;
         Predicate::Compare(Comparison { target: self.expr.clone(), db_type: self.db_type.clone(), text_cast, test })
     }
