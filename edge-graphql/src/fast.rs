@@ -13,7 +13,7 @@
 
 use crate::list_stream::{Claim, Source};
 use crate::model::{Collection, Model};
-use crate::projection::{RawItem, parse_list, write_item, write_list};
+use crate::projection::{RawItem, Shape, parse_list};
 use crate::root::{Op, item_query, read};
 use crate::selection::Walker;
 use crate::values::key_text;
@@ -127,12 +127,12 @@ pub async fn written(backend: &Backend, caller: &Caller, walker: &Walker<'_>, fi
         Err(_) => return None,
     };
     let text = std::str::from_utf8(&bytes).ok()?;
-    let sets = [&field.selection_set.node];
+    let shape = Shape::new(walker, c, &c.name, &[&field.selection_set.node], None);
     let mut out = String::with_capacity(bytes.len());
     match text.trim() {
         "null" => out.push_str("null"),
-        list if list.starts_with('[') => write_list(walker, c, &sets, &parse_list(list).ok()?, &mut out).ok()?,
-        item => write_item(walker, c, &c.name, &sets, None, &RawItem::parse(item).ok()?, &mut out).ok()?,
+        list if list.starts_with('[') => shape.write_list(&parse_list(list).ok()?, &mut out).ok()?,
+        item => shape.write(&RawItem::parse(item).ok()?, &mut out).ok()?,
     }
     Some(out)
 }

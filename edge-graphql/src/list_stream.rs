@@ -176,6 +176,7 @@ async fn send_items(list: StreamedList, s: &Selection, tx: &tokio::sync::mpsc::S
     let c = s.model.collection(&list.collection).ok_or_else(ApiError::internal)?;
     let fields = crate::projection::root_fields(&walker, &operation.selection_set.node, &list.response_key);
     let sets: Vec<_> = fields.iter().map(|f| &f.selection_set.node).collect();
+    let shape = crate::projection::Shape::new(&walker, c, &c.name, &sets, None);
     let mut stream = list.source.open().await?;
     let _ = tx.send(Ok(Bytes::from_static(b"["))).await;
     let mut sent_items = false;
@@ -187,7 +188,7 @@ async fn send_items(list: StreamedList, s: &Selection, tx: &tokio::sync::mpsc::S
         let text = std::str::from_utf8(&bytes).map_err(ApiError::internal_because)?;
         let mut out = String::with_capacity(text.len());
         let items = crate::projection::parse_list(text).map_err(ApiError::internal_because)?;
-        crate::projection::write_items(&walker, c, &sets, &items, sent_items, &mut out).map_err(ApiError::internal_because)?;
+        shape.write_items(&items, sent_items, &mut out).map_err(ApiError::internal_because)?;
         sent_items |= !items.is_empty();
         if tx.send(Ok(Bytes::from(out))).await.is_err() {
             return Ok(()); // the client went away

@@ -16,6 +16,7 @@ use async_graphql::parser::types::{Field, SelectionSet};
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 /// Fields of `sets` grouped by response key in selection order (GraphQL's CollectFields). In a
 /// union member, fragments on other members are left out.
@@ -117,122 +118,176 @@ pub fn parse_list(text: &str) -> serde_json::Result<Vec<&RawValue>> {
     serde_json::from_str(text)
 }
 
-/// Writes the item `item` of `collection` (GraphQL type `type_name`) as the value of `sets`,
-/// JSON text, to `out`. Errors: a nested value that is not JSON.
-pub fn write_item(
-    walker: &Walker<'_>,
-    c: &Collection,
-    type_name: &str,
-    sets: &[&SelectionSet],
-    member: Option<(&str, &str)>,
-    item: &RawItem<'_>,
-    out: &mut String,
-) -> serde_json::Result<()> {
-    let groups = collect(walker, sets, member);
-    write_fields(walker, c, type_name, &groups, item, out)
+/// A selection compiled for the items of one collection (one GraphQL type): what each response
+/// key is written from, resolved once for a whole list instead of once per item (GraphQL's
+/// CollectFields, field lookups, the JSON keys of relations). Many-to-any members are compiled
+/// when an item of theirs first comes.
+pub struct Shape<'s> {
+    steps: Vec<(&'s str, Step<'s>)>,
 }
 
-/// Writes the items `items` (JSON texts) of `c` as a JSON list of the values of `sets`
-/// ([`write_items`]). Errors: an item that is not JSON.
-pub fn write_list(walker: &Walker<'_>, c: &Collection, sets: &[&SelectionSet], items: &[&RawValue], out: &mut String) -> serde_json::Result<()> {
-    out.push('[');
-    write_items(walker, c, sets, items, false, out)?;
-    out.push(']');
-    Ok(())
+/// How one response key of an item is written.
+enum Step<'s> {
+    /// A JSON text fixed by the selection: `null` (a field the type does not have) or a type name
+    /// as a string (`__typename`).
+    Fixed(String),
+    /// A scalar field's value, read under the field's name.
+    Scalar { source: &'s str, scalar: Scalar },
+    /// `<f>_func { year … }`: each part, `Some(reply key)` of an `Int` result or `None` for the
+    /// functions type's `__typename` (the type name).
+    Functions { parts: Vec<(&'s str, Option<String>)>, type_name: &'static str },
+    /// A many-to-one item read under `source`.
+    Item { source: String, shape: Box<Shape<'s>> },
+    /// A to-many list read under `source`.
+    List { source: String, shape: Box<Shape<'s>> },
+    /// A many-to-any item read under `source`, its collection under `collection_field`.
+    AnyItem(Box<AnyItem<'s>>),
 }
 
-/// Writes the items `items` (JSON texts) of `c` as the values of `sets` ([`write_item`]; the
-/// selection is collected once for all), separated by commas, with one before the first when
-/// `after_items` (the list already holds some). Errors: an item that is not JSON.
-pub fn write_items(
-    walker: &Walker<'_>,
-    c: &Collection,
-    sets: &[&SelectionSet],
-    items: &[&RawValue],
-    after_items: bool,
-    out: &mut String,
-) -> serde_json::Result<()> {
-    let groups = collect(walker, sets, None);
-    for (i, item) in items.iter().enumerate() {
-        if after_items || i > 0 {
-            out.push(',');
+/// A many-to-any field's selection, compiled per member collection on first use.
+struct AnyItem<'s> {
+    walker: &'s Walker<'s>,
+    source: String,
+    collection_field: &'s str,
+    /// The union's type name (`<collection>_<field>_union`).
+    union: String,
+    sets: Vec<&'s SelectionSet>,
+    members: Vec<(&'s Collection, OnceCell<Shape<'s>>)>,
+}
+
+impl<'s> Shape<'s> {
+    /// Compiles `sets` for items of `c` written as GraphQL type `type_name`; `member` (the
+    /// member's and the union's type names) for an item of a many-to-any union.
+    pub fn new(walker: &'s Walker<'s>, c: &'s Collection, type_name: &'s str, sets: &[&'s SelectionSet], member: Option<(&str, &str)>) -> Self {
+        let model = walker.model();
+        let mut steps = Vec::new();
+        for (key, fields) in collect(walker, sets, member) {
+            let first = fields[0];
+            let name = first.name.node.as_str();
+            let subs = || fields.iter().map(|f| &f.selection_set.node).collect::<Vec<&'s SelectionSet>>();
+            let step = if name == "__typename" {
+                Step::Fixed(format!("\"{type_name}\""))
+            } else if let Some(base) = c.function_base(name) {
+                let parts = collect(walker, &subs(), None).into_iter().map(|(k, g)| {
+                    let n = g[0].name.node.as_str();
+                    // Function results arrive as `<field>_<function>` strings (as Directus's).
+                    (k, (n != "__typename").then(|| format!("{}_{n}", base.name)))
+                });
+                Step::Functions { parts: parts.collect(), type_name: base.functions().map(|f| f.type_name()).unwrap_or_default() }
+            } else {
+                match c.field(name).map(|f| (&f.kind, f)) {
+                    None => Step::Fixed("null".to_owned()),
+                    Some((FieldKind::Scalar(s), _)) => Step::Scalar { source: name, scalar: *s },
+                    Some((FieldKind::M2O { related }, _)) => match model.collection(related) {
+                        Some(r) => Step::Item { source: json_key(first), shape: Box::new(Shape::new(walker, r, &r.name, &subs(), None)) },
+                        None => Step::Fixed("null".to_owned()),
+                    },
+                    Some((FieldKind::O2M { related }, _)) => match model.collection(related) {
+                        Some(r) => Step::List { source: json_key(first), shape: Box::new(Shape::new(walker, r, &r.name, &subs(), None)) },
+                        None => Step::Fixed("null".to_owned()),
+                    },
+                    Some((FieldKind::M2A { collection_field, allowed }, f)) => Step::AnyItem(Box::new(AnyItem {
+                        walker,
+                        source: json_key(first),
+                        collection_field,
+                        union: format!("{}_{}_union", c.name, f.name),
+                        sets: subs(),
+                        members: allowed.iter().filter_map(|a| model.collection(a)).map(|m| (m, OnceCell::new())).collect(),
+                    })),
+                }
+            };
+            steps.push((key, step));
         }
-        write_fields(walker, c, &c.name, &groups, &RawItem::parse(item.get())?, out)?;
+        Self { steps }
     }
-    Ok(())
-}
 
-/// [`write_item`] with the selection collected.
-fn write_fields(
-    walker: &Walker<'_>,
-    c: &Collection,
-    type_name: &str,
-    groups: &[(&str, Vec<&Field>)],
-    item: &RawItem<'_>,
-    out: &mut String,
-) -> serde_json::Result<()> {
-    let model = walker.model();
-    out.push('{');
-    for (i, (key, fields)) in groups.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        push_name(out, key);
-        out.push(':');
-        let first = fields[0];
-        let name = first.name.node.as_str();
-        let subs = || fields.iter().map(|f| &f.selection_set.node).collect::<Vec<&SelectionSet>>();
-        if name == "__typename" {
-            push_name(out, type_name);
-            continue;
-        }
-        if let Some(base) = c.function_base(name) {
-            let functions = base.functions().map(|f| f.type_name()).unwrap_or_default();
-            out.push('{');
-            for (j, (k, g)) in collect(walker, &subs(), None).into_iter().enumerate() {
-                if j > 0 {
-                    out.push(',');
-                }
-                push_name(out, k);
-                out.push(':');
-                let n = g[0].name.node.as_str();
-                if n == "__typename" {
-                    push_name(out, functions);
-                } else {
-                    // Function results arrive as strings (as Directus's); the fields are Int.
-                    write_scalar(item.get(&format!("{}_{n}", base.name)), Scalar::Int, out)?;
-                }
+    /// Writes `item` as the JSON text of the selection to `out`. Errors: a nested value that
+    /// is not JSON.
+    pub fn write(&self, item: &RawItem<'_>, out: &mut String) -> serde_json::Result<()> {
+        out.push('{');
+        for (i, (key, step)) in self.steps.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
             }
-            out.push('}');
-            continue;
-        }
-        let nested = || item.get(&json_key(first)).map(RawValue::get).filter(|t| *t != "null");
-        match c.field(name).map(|f| (&f.kind, f)) {
-            None => out.push_str("null"),
-            Some((FieldKind::Scalar(s), _)) => write_scalar(item.get(name), *s, out)?,
-            Some((FieldKind::M2O { related }, _)) => match (nested().filter(|t| t.starts_with('{')), model.collection(related)) {
-                (Some(text), Some(r)) => write_item(walker, r, &r.name, &subs(), None, &RawItem::parse(text)?, out)?,
-                _ => out.push_str("null"),
-            },
-            Some((FieldKind::O2M { related }, _)) => match (nested().filter(|t| t.starts_with('[')), model.collection(related)) {
-                (Some(text), Some(r)) => write_list(walker, r, &subs(), &parse_list(text)?, out)?,
-                _ => out.push_str("null"),
-            },
-            Some((FieldKind::M2A { collection_field, allowed }, f)) => {
-                let ty = item.get(collection_field).and_then(|t| serde_json::from_str::<Cow<'_, str>>(t.get()).ok());
-                let ty = ty.filter(|t| allowed.iter().any(|a| a == t));
-                match (ty.and_then(|t| model.collection(&t)), nested()) {
-                    (Some(target), Some(text)) => {
-                        let union = format!("{}_{}_union", c.name, f.name);
-                        write_item(walker, target, &target.name, &subs(), Some((&target.name, &union)), &RawItem::parse(text)?, out)?
+            push_name(out, key);
+            out.push(':');
+            match step {
+                Step::Fixed(text) => out.push_str(text),
+                Step::Scalar { source, scalar } => write_scalar(item.get(source), *scalar, out)?,
+                Step::Functions { parts, type_name } => {
+                    out.push('{');
+                    for (j, (k, source)) in parts.iter().enumerate() {
+                        if j > 0 {
+                            out.push(',');
+                        }
+                        push_name(out, k);
+                        out.push(':');
+                        match source {
+                            None => push_name(out, type_name),
+                            Some(source) => write_scalar(item.get(source), Scalar::Int, out)?,
+                        }
                     }
-                    _ => out.push_str("null"),
+                    out.push('}');
                 }
+                Step::Item { source, shape } => match nested(item, source).filter(|t| t.starts_with('{')) {
+                    Some(text) => shape.write(&RawItem::parse(text)?, out)?,
+                    None => out.push_str("null"),
+                },
+                Step::List { source, shape } => match nested(item, source).filter(|t| t.starts_with('[')) {
+                    Some(text) => shape.write_list(&parse_list(text)?, out)?,
+                    None => out.push_str("null"),
+                },
+                Step::AnyItem(any) => any.write(item, out)?,
+            }
+        }
+        out.push('}');
+        Ok(())
+    }
+
+    /// Writes the items `items` (JSON texts) as a JSON list ([`Shape::write`]). Errors: an item
+    /// that is not JSON.
+    pub fn write_list(&self, items: &[&RawValue], out: &mut String) -> serde_json::Result<()> {
+        out.push('[');
+        self.write_items(items, false, out)?;
+        out.push(']');
+        Ok(())
+    }
+
+    /// Writes the items `items` (JSON texts) separated by commas, with one before the first when
+    /// `after_items` (the list already holds some). Errors: an item that is not JSON.
+    pub fn write_items(&self, items: &[&RawValue], after_items: bool, out: &mut String) -> serde_json::Result<()> {
+        for (i, item) in items.iter().enumerate() {
+            if after_items || i > 0 {
+                out.push(',');
+            }
+            self.write(&RawItem::parse(item.get())?, out)?;
+        }
+        Ok(())
+    }
+}
+
+impl AnyItem<'_> {
+    /// Writes the item of `parent` as its member's selection; `null` when its collection is
+    /// not one the union has or it has no item.
+    fn write(&self, parent: &RawItem<'_>, out: &mut String) -> serde_json::Result<()> {
+        let ty = parent.get(self.collection_field).and_then(|t| serde_json::from_str::<Cow<'_, str>>(t.get()).ok());
+        let member = ty.and_then(|t| self.members.iter().find(|(m, _)| m.name == *t));
+        match (member, nested(parent, &self.source)) {
+            (Some((m, shape)), Some(text)) => {
+                let shape = shape.get_or_init(|| Shape::new(self.walker, m, &m.name, &self.sets, Some((&m.name, &self.union))));
+                shape.write(&RawItem::parse(text)?, out)
+            }
+            _ => {
+                out.push_str("null");
+                Ok(())
             }
         }
     }
-    out.push('}');
-    Ok(())
+}
+
+/// The JSON text of `key`'s value in `item`, unless absent or `null`.
+fn nested<'a>(item: &RawItem<'a>, key: &str) -> Option<&'a str> {
+    item.get(key).map(RawValue::get).filter(|t| *t != "null")
 }
 
 /// Writes a GraphQL name as a JSON string (names need no escapes).
@@ -264,4 +319,96 @@ fn write_scalar(v: Option<&RawValue>, scalar: Scalar, out: &mut String) -> serde
         _ => out.push_str(text),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Model;
+    use async_graphql::Variables;
+    use async_graphql::parser::parse_query;
+    use cdapi_proto::v1 as pb;
+
+    fn model() -> Model {
+        use pb::FieldType as T;
+        use pb::field::Relation as R;
+        let f = |name: &str, ty: T, pk: bool| pb::Field { name: name.into(), r#type: ty as i32, primary_key: pk, ..Default::default() };
+        let rel = |field: pb::Field, relation: R| pb::Field { relation: Some(relation), ..field };
+        let collection =
+            |name: &str, fields: Vec<pb::Field>| pb::Collection { name: name.into(), primary_key: vec!["id".into()], fields, ..Default::default() };
+        let m2o = R::M2o(pb::ManyToOne { related_collection: "authors".into(), related_field: "id".into(), ..Default::default() });
+        let o2m = R::O2m(pb::OneToMany { related_collection: "articles".into(), related_field: "author".into(), ..Default::default() });
+        let m2a = R::M2a(pb::ManyToAny { collection_field: "collection".into(), allowed_collections: vec!["headings".into(), "authors".into()] });
+        let snapshot = pb::SchemaSnapshot {
+            version: 1,
+            collections: vec![
+                collection(
+                    "articles",
+                    vec![
+                        f("id", T::Integer, true),
+                        f("title", T::String, false),
+                        f("rating", T::Decimal, false),
+                        f("published", T::Date, false),
+                        rel(f("author", T::Integer, false), m2o),
+                        rel(f("item", T::String, false), m2a),
+                        f("collection", T::String, false),
+                    ],
+                ),
+                collection("authors", vec![f("id", T::Integer, true), f("name", T::String, false), rel(f("articles", T::Alias, false), o2m)]),
+                collection("headings", vec![f("id", T::Integer, true), f("title", T::String, false)]),
+            ],
+            relations: vec![],
+        };
+        Model::from_snapshot(&snapshot)
+    }
+
+    /// The items `reply` (the core's JSON list) written as the selection of the only root field
+    /// of `query` (on `articles`).
+    fn written(query: &str, variables: serde_json::Value, reply: &str) -> String {
+        let model = model();
+        let doc = parse_query(query).expect("a document");
+        let variables = Variables::from_json(variables);
+        let operation = crate::selection::operation(&doc, None).expect("one operation");
+        let walker = Walker::of_document(&model, &doc, operation, &variables);
+        let [(_, fields)] = root_groups(&walker, &operation.selection_set.node).try_into().expect("one root field");
+        let c = model.collection("articles").expect("articles");
+        let sets: Vec<&SelectionSet> = fields.iter().map(|f| &f.selection_set.node).collect();
+        let shape = Shape::new(&walker, c, &c.name, &sets, None);
+        let mut out = String::new();
+        shape.write_list(&parse_list(reply).expect("a JSON list"), &mut out).expect("written");
+        out
+    }
+
+    #[test]
+    fn scalars_take_response_keys_and_graphql_output_rules() {
+        let reply = r#"[{"id":1,"title":"A \"quote\"","rating":"4.50","published_year":"2024"},{"id":2,"title":null,"rating":null,"published_year":null}]"#;
+        let query = "{ articles { __typename n: id title rating published_func { y: year __typename } missing: title @skip(if: true) } }";
+        assert_eq!(
+            written(query, serde_json::json!({}), reply),
+            r#"[{"__typename":"articles","n":"1","title":"A \"quote\"","rating":4.5,"published_func":{"y":2024,"__typename":"date_functions"}},{"__typename":"articles","n":"2","title":null,"rating":null,"published_func":{"y":null,"__typename":"date_functions"}}]"#
+        );
+    }
+
+    #[test]
+    fn relations_are_read_under_their_json_keys_and_written_nested() {
+        let reply = r#"[
+            {"author":{"name":"Ann","articles":[{"id":7},{"id":8}]},"w@author":{"id":3},"item":{"title":"H"},"collection":"headings"},
+            {"author":null,"w@author":null,"item":{"name":"Bo"},"collection":"authors"},
+            {"author":{"name":"Cy","articles":null},"w@author":{"id":4},"item":{"title":"?"},"collection":"unknown"}
+        ]"#;
+        let query = "query($with: Boolean!) { articles { author { name articles { id } } w: author @include(if: $with) { id }
+            item { __typename ... on headings { title } ... on authors { name } } } }";
+        assert_eq!(
+            written(query, serde_json::json!({"with": true}), reply),
+            concat!(
+                r#"[{"author":{"name":"Ann","articles":[{"id":"7"},{"id":"8"}]},"w":{"id":"3"},"item":{"__typename":"headings","title":"H"}},"#,
+                r#"{"author":null,"w":null,"item":{"__typename":"authors","name":"Bo"}},"#,
+                r#"{"author":{"name":"Cy","articles":null},"w":{"id":"4"},"item":null}]"#
+            )
+        );
+        assert_eq!(
+            written(query, serde_json::json!({"with": false}), r#"[{"author":null,"item":null,"collection":null}]"#),
+            r#"[{"author":null,"item":null}]"#
+        );
+    }
 }
