@@ -24,22 +24,23 @@ pub trait Api {
     async fn ok(&self, method: Method, path: &str, body: Value) -> Value;
     /// A GraphQL query to `endpoint` (`/graphql` or `/graphql/system`) with `token`.
     async fn graphql(&self, endpoint: &str, token: Option<&str>, query: &str, variables: Value) -> Reply;
-    /// The JSON value `sql` computes (one text or json column of one row) on the test database.
+    /// The JSON value `sql` computes (one text or json column of one row) on the test database:
+    /// the ground truth a response is compared with.
     async fn sql(&self, sql: &str) -> Value;
 }
 
 impl Api for TestApp {
     async fn get(&self, path: &str) -> Reply {
-        crate::get(self, path).await
+        crate::send(self, Method::GET, path, Some(ADMIN_TOKEN), &[], None).await
     }
 
     async fn admin(&self, method: Method, path: &str, body: Value) -> Reply {
         let body = (!body.is_null()).then_some(body);
-        crate::fixture::call(self, Some(ADMIN_TOKEN), method, path, body).await
+        self.as_token(Some(ADMIN_TOKEN), method, path, body).await
     }
 
     async fn as_token(&self, token: Option<&str>, method: Method, path: &str, body: Option<Value>) -> Reply {
-        crate::fixture::call(self, token, method, path, body).await
+        crate::send(self, method, path, token, &[], body.map(|b| ("application/json", b.to_string()))).await
     }
 
     async fn ok(&self, method: Method, path: &str, body: Value) -> Value {
@@ -49,11 +50,16 @@ impl Api for TestApp {
     }
 
     async fn graphql(&self, endpoint: &str, token: Option<&str>, query: &str, variables: Value) -> Reply {
-        crate::graphql_as(self, endpoint, token, query, variables).await
+        let body = serde_json::json!({"query": query, "variables": variables}).to_string();
+        crate::send(self, Method::POST, endpoint, token, &[], Some(("application/json", body))).await
     }
 
     async fn sql(&self, sql: &str) -> Value {
-        crate::sql_json(self, sql).await
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(&self.database_url).await.unwrap_or_else(|e| panic!("connect: {e}"));
+        let text: Option<String> =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(&mut conn).await.unwrap_or_else(|e| panic!("ground truth {sql}: {e}"));
+        serde_json::from_str(&text.unwrap_or_else(|| "null".into())).unwrap_or(Value::Null)
     }
 }
 

@@ -12,7 +12,8 @@
 //! - Owners: every action on `notes` where `owner = $CURRENT_USER` (preset owner).
 //! - Clerks: read `film` (`film_id,title,rating,length`) rated `PG`, and `language` (Pagila).
 
-use crate::{ADMIN_TOKEN, Reply, TestApp, exec, send, sql_json};
+use crate::api::Api;
+use crate::{TestApp, exec};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -29,18 +30,8 @@ pub struct Fixture {
     pub reviewers_role: String,
 }
 
-/// A call as the admin with a JSON body.
-pub async fn admin(app: &TestApp, method: Method, path: &str, body: Value) -> Reply {
-    send(app, method, path, Some(ADMIN_TOKEN), &[], Some(("application/json", body.to_string()))).await
-}
-
-/// A call with `token` (`None`: public) and an optional JSON body.
-pub async fn call(app: &TestApp, token: Option<&str>, method: Method, path: &str, body: Option<Value>) -> Reply {
-    send(app, method, path, token, &[], body.map(|b| ("application/json", b.to_string()))).await
-}
-
 async fn created(app: &TestApp, path: &str, body: Value) -> Value {
-    let r = admin(app, Method::POST, path, body.clone()).await;
+    let r = app.admin(Method::POST, path, body.clone()).await;
     assert_eq!(r.status, 200, "POST {path} {body}: {}", r.body);
     r.body["data"].clone()
 }
@@ -112,13 +103,13 @@ async fn role_for(app: &TestApp, name: &str, rows: Value, app_access: bool) -> (
     let n = rows.len();
     let check_rows = rows.clone();
     if n > 0 {
-        let r = admin(app, Method::POST, "/permissions", Value::Array(rows)).await;
+        let r = app.admin(Method::POST, "/permissions", Value::Array(rows)).await;
         assert_eq!(r.status, 200, "permissions of {name}: {}", r.body);
     }
     // The core reloads its rules on NOTIFY: wait until `/permissions/me` shows every CRUD row
     // of the role, as often in a row as it takes to have asked each core replica (round robin).
     let check = format!("SELECT count(*)::text FROM cdapi.permissions WHERE policy = '{policy_id}'");
-    assert_eq!(sql_json(app, &check).await, json!(n));
+    assert_eq!(app.sql(&check).await, json!(n));
     let mut wanted: Vec<(String, String)> = check_rows
         .iter()
         .filter(|r| matches!(r["action"].as_str(), Some("create" | "read" | "update" | "delete")))
@@ -134,7 +125,7 @@ async fn role_for(app: &TestApp, name: &str, rows: Value, app_access: bool) -> (
         let token = token.clone();
         let wanted = wanted.clone();
         async move {
-            let me = call(app, Some(&token), Method::GET, "/permissions/me", None).await;
+            let me = app.as_token(Some(&token), Method::GET, "/permissions/me", None).await;
             let loaded = me.status == 200 && wanted.iter().all(|(c, a)| me.body["data"][c][a]["access"].as_str().is_some_and(|x| x != "none"));
             seen.set(if loaded { seen.get() + 1 } else { 0 });
             seen.get() >= in_a_row
@@ -190,12 +181,12 @@ async fn build_demo(app: &TestApp) -> Fixture {
         json!({"policy": owners, "collection": "notes", "action": "update", "permissions": own, "fields": ["title", "status"]}),
         json!({"policy": owners, "collection": "notes", "action": "delete", "permissions": own}),
     ];
-    let r = admin(app, Method::POST, "/permissions", Value::Array(rules.to_vec())).await;
+    let r = app.admin(Method::POST, "/permissions", Value::Array(rules.to_vec())).await;
     assert_eq!(r.status, 200, "permissions: {}", r.body);
     // The last rule's effect shows once the core has reloaded.
     eventually("permissions reach the core", || async {
-        call(app, Some(&owner_token), Method::GET, "/items/notes", None).await.status == 200
-            && call(app, None, Method::GET, "/items/articles?limit=1", None).await.status == 200
+        app.as_token(Some(&owner_token), Method::GET, "/items/notes", None).await.status == 200
+            && app.as_token(None, Method::GET, "/items/articles?limit=1", None).await.status == 200
     })
     .await;
     Fixture { reviewer, owner: (owner_token, owner_id), other_owner: (other_token, id_of(&other)), reviewers_role }
@@ -212,9 +203,9 @@ pub async fn pagila(app: &'static TestApp) -> &'static String {
                 {"policy": policy, "collection": "film", "action": "read", "permissions": {"rating": {"_eq": "PG"}}, "fields": ["film_id", "title", "rating", "length", "language_id"]},
                 {"policy": policy, "collection": "language", "action": "read", "fields": ["*"]},
             ]);
-            let r = admin(app, Method::POST, "/permissions", rules).await;
+            let r = app.admin(Method::POST, "/permissions", rules).await;
             assert_eq!(r.status, 200, "permissions: {}", r.body);
-            eventually("Clerks can read films", || async { call(app, Some(&token), Method::GET, "/items/film?limit=1", None).await.status == 200 }).await;
+            eventually("Clerks can read films", || async { app.as_token(Some(&token), Method::GET, "/items/film?limit=1", None).await.status == 200 }).await;
             token
         })
         .await

@@ -32,11 +32,6 @@ pub fn http_client() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
 }
 
-/// `GET <rest_url><path>` with the admin token.
-pub async fn get(app: &TestApp, path: &str) -> Reply {
-    send(app, reqwest::Method::GET, path, Some(ADMIN_TOKEN), &[], None).await
-}
-
 /// Any request; `token` goes into `Authorization: Bearer`.
 pub async fn send(app: &TestApp, method: reqwest::Method, path: &str, token: Option<&str>, headers: &[(&str, &str)], body: Option<(&str, String)>) -> Reply {
     let client = http_client().build().unwrap_or_else(|e| panic!("http client: {e}"));
@@ -73,15 +68,6 @@ pub async fn metric_total(app: &TestApp, process: &str, name: &str, label: &str)
             .sum::<f64>();
     }
     total
-}
-
-/// Runs `sql` (which must return one text/json column in one row) on the test database and
-/// parses it as JSON: the ground truth a response is compared with.
-pub async fn sql_json(app: &TestApp, sql: &str) -> Value {
-    use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(&app.database_url).await.unwrap_or_else(|e| panic!("connect: {e}"));
-    let text: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(&mut conn).await.unwrap_or_else(|e| panic!("ground truth {sql}: {e}"));
-    serde_json::from_str(&text.unwrap_or_else(|| "null".into())).unwrap_or(Value::Null)
 }
 
 /// Asserts an error reply: status and `errors[0].extensions.code`.
@@ -156,18 +142,6 @@ pub async fn wait_mail(app: &TestApp, to: &str, secs: u64) -> Option<Value> {
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-}
-
-/// `POST <rest_url><endpoint>` (`/graphql` or `/graphql/system`) with `{query, variables}` and
-/// the admin token: the GraphQL edge reached through the REST edge's one public origin.
-pub async fn graphql(app: &TestApp, endpoint: &str, query: &str, variables: Value) -> Reply {
-    graphql_as(app, endpoint, Some(ADMIN_TOKEN), query, variables).await
-}
-
-/// As [`graphql`], with another token (or none).
-pub async fn graphql_as(app: &TestApp, endpoint: &str, token: Option<&str>, query: &str, variables: Value) -> Reply {
-    let body = serde_json::json!({"query": query, "variables": variables}).to_string();
-    send(app, reqwest::Method::POST, endpoint, token, &[], Some(("application/json", body))).await
 }
 
 /// The `data` of a GraphQL reply, failing the test on a non-200 status or any error.

@@ -5,8 +5,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call, id_of, role};
-use e2e_tests::{ADMIN_TOKEN, Dataset, TestApp, app, assert_error, graphql_as, send};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{id_of, role};
+use e2e_tests::{ADMIN_TOKEN, Dataset, TestApp, app, assert_error, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -16,7 +17,7 @@ async fn history(app: &TestApp, collection: &str, item: &str) -> Vec<Value> {
     let path = format!(
         "/activity?filter[collection][_eq]={collection}&filter[item][_eq]={item}&sort=id&fields=*,revisions.data,revisions.delta,revisions.collection,revisions.item&limit=-1"
     );
-    let r = admin(app, Method::GET, &path, Value::Null).await;
+    let r = app.admin(Method::GET, &path, Value::Null).await;
     assert_eq!(r.status, 200, "{}", r.body);
     r.body["data"].as_array().cloned().unwrap_or_default()
 }
@@ -64,7 +65,7 @@ async fn create_update_and_delete_are_recorded_with_who_and_what() {
     assert_eq!(updated["data"]["status"], "draft", "the whole item: {updated}");
     assert_eq!(updated["data"]["rating"], 4);
     assert_eq!(updated["delta"], json!({"rating": 4}));
-    let r = call(app, Some(&token), Method::DELETE, &format!("/items/articles/{id}"), None).await;
+    let r = app.as_token(Some(&token), Method::DELETE, &format!("/items/articles/{id}"), None).await;
     assert_eq!(r.status, 204, "{}", r.body);
     let rows = history(app, "articles", &id).await;
     assert_eq!(rows.len(), 3);
@@ -77,28 +78,26 @@ async fn create_update_and_delete_are_recorded_with_who_and_what() {
 #[tokio::test]
 async fn every_write_path_records_each_item_and_a_failed_write_records_nothing() {
     let app = app(Dataset::DemoWrites);
-    let r = admin(app, Method::POST, "/items/tags", json!([{"name": "batch-32-a"}, {"name": "batch-32-b"}])).await;
+    let r = app.admin(Method::POST, "/items/tags", json!([{"name": "batch-32-a"}, {"name": "batch-32-b"}])).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let tags: Vec<String> = r.body["data"].as_array().expect("tags").iter().map(id_of).collect();
     for t in &tags {
         assert_eq!(history(app, "tags", t).await.len(), 1, "batch create of tag {t}");
     }
-    let r = admin(app, Method::PATCH, "/items/tags", json!({"query": {"filter": {"name": {"_starts_with": "batch-32-"}}}, "data": {"name": null}})).await;
+    let r = app.admin(Method::PATCH, "/items/tags", json!({"query": {"filter": {"name": {"_starts_with": "batch-32-"}}}, "data": {"name": null}})).await;
     assert_eq!(r.status, 400, "a NOT NULL violation fails the whole write: {}", r.body);
     for t in &tags {
         assert_eq!(history(app, "tags", t).await.len(), 1, "the failed update of tag {t} left a record");
     }
     // Nested: an article with a new author and two tags through the junction.
-    let r = admin(
-        app,
-        Method::POST,
+    let r = app.admin(Method::POST,
         "/items/articles",
         json!({"title": "Nested 32", "author": {"name": "Author 32"}, "tags": [{"tags_id": tags[0].parse::<i64>().expect("key")}, {"tags_id": {"name": "nested-32"}}]}),
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let article = id_of(&r.body["data"]);
-    let r = admin(app, Method::GET, &format!("/items/articles/{article}?fields=author,tags.id,tags.tags_id"), Value::Null).await;
+    let r = app.admin(Method::GET, &format!("/items/articles/{article}?fields=author,tags.id,tags.tags_id"), Value::Null).await;
     let author = r.body["data"]["author"].to_string();
     let junctions: Vec<String> = r.body["data"]["tags"].as_array().expect("tags").iter().map(id_of).collect();
     assert_eq!(history(app, "articles", &article).await.len(), 1);
@@ -111,7 +110,7 @@ async fn every_write_path_records_each_item_and_a_failed_write_records_nothing()
     // As Directus: every nested item's revision has the top-level item's as `parent`.
     let revision = |collection: &str, item: &str| {
         let path = format!("/revisions?filter[collection][_eq]={collection}&filter[item][_eq]={item}&fields=id,parent");
-        async move { admin(app, Method::GET, &path, Value::Null).await.body["data"][0].clone() }
+        async move { app.admin(Method::GET, &path, Value::Null).await.body["data"][0].clone() }
     };
     let top = revision("articles", &article).await;
     assert_eq!(top["parent"], Value::Null, "{top}");
@@ -124,7 +123,7 @@ async fn every_write_path_records_each_item_and_a_failed_write_records_nothing()
     }
     // GraphQL.
     let q = format!("mutation {{ update_tags_item(id: {}, data: {{name: \"graphql-32\"}}) {{ id }} }}", tags[1]);
-    let g = graphql_as(app, "/graphql", Some(ADMIN_TOKEN), &q, json!({})).await;
+    let g = app.graphql("/graphql", Some(ADMIN_TOKEN), &q, json!({})).await;
     assert_eq!(g.body["data"]["update_tags_item"]["id"], json!(tags[1]), "{}", g.body);
     let rows = history(app, "tags", &tags[1]).await;
     assert_eq!(rows.len(), 2);
@@ -135,15 +134,15 @@ async fn every_write_path_records_each_item_and_a_failed_write_records_nothing()
 #[tokio::test]
 async fn accountability_activity_or_null_records_less() {
     let app = app(Dataset::DemoWrites);
-    let r = admin(app, Method::PATCH, "/collections/headings", json!({"meta": {"accountability": "activity"}})).await;
+    let r = app.admin(Method::PATCH, "/collections/headings", json!({"meta": {"accountability": "activity"}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = admin(app, Method::POST, "/items/headings", json!({"title": "Accountability 32"})).await;
+    let r = app.admin(Method::POST, "/items/headings", json!({"title": "Accountability 32"})).await;
     let id = id_of(&r.body["data"]);
     let rows = history(app, "headings", &id).await;
     assert_eq!((rows.len(), rows[0]["revisions"].clone()), (1, json!([])), "{rows:?}");
-    let r = admin(app, Method::PATCH, "/collections/text_blocks", json!({"meta": {"accountability": null}})).await;
+    let r = app.admin(Method::PATCH, "/collections/text_blocks", json!({"meta": {"accountability": null}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = admin(app, Method::POST, "/items/text_blocks", json!({"body": "Not recorded 32"})).await;
+    let r = app.admin(Method::POST, "/items/text_blocks", json!({"body": "Not recorded 32"})).await;
     let id = id_of(&r.body["data"]);
     assert_eq!(history(app, "text_blocks", &id).await, Vec::<Value>::new());
 }
@@ -167,21 +166,21 @@ async fn activity_and_revisions_are_read_only_and_read_under_the_callers_rights(
         ]),
     )
     .await;
-    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Secret draft 32", "status": "draft", "rating": 5})).await;
+    let r = app.admin(Method::POST, "/items/articles", json!({"title": "Secret draft 32", "status": "draft", "rating": 5})).await;
     let draft = id_of(&r.body["data"]);
-    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Public 32", "status": "published", "rating": 3})).await;
+    let r = app.admin(Method::POST, "/items/articles", json!({"title": "Public 32", "status": "published", "rating": 3})).await;
     let public = id_of(&r.body["data"]);
-    let r = call(app, Some(&token), Method::PATCH, &format!("/items/articles/{public}"), Some(json!({"title": "Public 32, edited"}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/items/articles/{public}"), Some(json!({"title": "Public 32, edited"}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
 
     // Only its own activity.
-    let r = call(app, Some(&token), Method::GET, "/activity?limit=-1&fields=user,collection,item", None).await;
+    let r = app.as_token(Some(&token), Method::GET, "/activity?limit=-1&fields=user,collection,item", None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let rows = r.body["data"].as_array().expect("rows");
     assert!(!rows.is_empty() && rows.iter().all(|a| a["user"] == json!(user)), "another user's activity: {rows:?}");
     // No revision of the draft; the published one's without `rating`.
     let path = "/revisions?filter[collection][_eq]=articles&limit=-1&fields=item,data,delta";
-    let r = call(app, Some(&token), Method::GET, path, None).await;
+    let r = app.as_token(Some(&token), Method::GET, path, None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let revisions = r.body["data"].as_array().expect("revisions");
     assert!(revisions.iter().all(|v| v["item"] != json!(draft)), "a revision of an unreadable item: {revisions:?}");
@@ -189,7 +188,7 @@ async fn activity_and_revisions_are_read_only_and_read_under_the_callers_rights(
     assert_eq!(mine.len(), 2, "{revisions:?}");
     assert!(mine.iter().all(|v| v["data"].get("rating").is_none() && v["delta"].get("rating").is_none()), "a hidden field: {mine:?}");
     assert!(!r.body.to_string().contains("Secret draft"), "{}", r.body);
-    let g = graphql_as(app, "/graphql/system", Some(&token), "{ revisions(limit: -1) { item data } }", json!({})).await;
+    let g = app.graphql("/graphql/system", Some(&token), "{ revisions(limit: -1) { item data } }", json!({})).await;
     assert!(g.body["data"]["revisions"].is_array(), "{}", g.body);
     assert!(!g.body.to_string().contains("Secret draft") && !g.body.to_string().contains("\"rating\""), "through GraphQL: {}", g.body);
     // Nobody writes them, not even the admin.
@@ -199,14 +198,14 @@ async fn activity_and_revisions_are_read_only_and_read_under_the_callers_rights(
         (Method::DELETE, "/activity/1", Value::Null),
     ] {
         for t in [Some(token.as_str()), Some(ADMIN_TOKEN)] {
-            let r = call(app, t, method.clone(), path, Some(body.clone())).await;
+            let r = app.as_token(t, method.clone(), path, Some(body.clone())).await;
             assert_error(&r, 403, "FORBIDDEN", &format!("{method} {path}"));
         }
     }
     // Without a grant: nothing at all.
-    let r = call(app, None, Method::GET, "/activity", None).await;
+    let r = app.as_token(None, Method::GET, "/activity", None).await;
     assert_error(&r, 403, "FORBIDDEN", "the public reading activity");
-    let r = call(app, None, Method::GET, "/revisions", None).await;
+    let r = app.as_token(None, Method::GET, "/revisions", None).await;
     assert_error(&r, 403, "FORBIDDEN", "the public reading revisions");
 }
 
@@ -238,9 +237,9 @@ async fn retention_prunes_old_activity_and_revisions_in_batches() {
     })
     .await
     .expect("environment");
-    let r =
-        admin(app, Method::POST, "/items/tags", json!([{"name": "r-32-a"}, {"name": "r-32-b"}, {"name": "r-32-c"}, {"name": "r-32-d"}, {"name": "r-32-e"}]))
-            .await;
+    let r = app
+        .admin(Method::POST, "/items/tags", json!([{"name": "r-32-a"}, {"name": "r-32-b"}, {"name": "r-32-c"}, {"name": "r-32-d"}, {"name": "r-32-e"}]))
+        .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let keys: Vec<String> = r.body["data"].as_array().expect("tags").iter().map(id_of).collect();
     // Age them: three 2 hours old (activity and revisions go), one 45 minutes old (only its
@@ -257,7 +256,7 @@ async fn retention_prunes_old_activity_and_revisions_in_batches() {
         let keys = keys.clone();
         async move {
             let sql = format!("SELECT count(*)::text FROM cdapi.{table} WHERE collection = 'tags' AND item IN ({})", list(&keys));
-            e2e_tests::sql_json(app, &sql).await
+            app.sql(&sql).await
         }
     };
     e2e_tests::fixture::eventually("old activity pruned", || async { count("activity").await == json!(2) && count("revisions").await == json!(1) }).await;
@@ -291,46 +290,45 @@ async fn revert_restores_a_revision_only_for_those_who_may_update_the_item() {
         ]),
     )
     .await;
-    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Revert 32 first", "status": "published"})).await;
+    let r = app.admin(Method::POST, "/items/articles", json!({"title": "Revert 32 first", "status": "published"})).await;
     let id = id_of(&r.body["data"]);
-    let r = admin(app, Method::PATCH, &format!("/items/articles/{id}"), json!({"title": "Revert 32 second"})).await;
+    let r = app.admin(Method::PATCH, &format!("/items/articles/{id}"), json!({"title": "Revert 32 second"})).await;
     assert_eq!(r.status, 200);
     let first = history(app, "articles", &id).await[0]["revisions"][0].clone();
-    let r =
-        admin(app, Method::GET, &format!("/revisions?filter[item][_eq]={id}&filter[collection][_eq]=articles&sort=id&fields=id&limit=1"), Value::Null).await;
+    let r = app.admin(Method::GET, &format!("/revisions?filter[item][_eq]={id}&filter[collection][_eq]=articles&sort=id&fields=id&limit=1"), Value::Null).await;
     let revision = id_of(&r.body["data"][0]);
     assert_eq!(first["data"]["title"], "Revert 32 first");
 
-    let title = || async { admin(app, Method::GET, &format!("/items/articles/{id}?fields=title"), Value::Null).await.body["data"]["title"].clone() };
-    let r = call(app, Some(&reader), Method::POST, &format!("/utils/revert/{revision}"), None).await;
+    let title = || async { app.admin(Method::GET, &format!("/items/articles/{id}?fields=title"), Value::Null).await.body["data"]["title"].clone() };
+    let r = app.as_token(Some(&reader), Method::POST, &format!("/utils/revert/{revision}"), None).await;
     assert_error(&r, 403, "FORBIDDEN", "reverting without update rights");
-    let r = call(app, None, Method::POST, &format!("/utils/revert/{revision}"), None).await;
+    let r = app.as_token(None, Method::POST, &format!("/utils/revert/{revision}"), None).await;
     assert_error(&r, 403, "FORBIDDEN", "the public reverting");
     assert_eq!(title().await, "Revert 32 second");
 
     // A draft's revision is out of the editor's reach, its item unchanged.
-    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Draft 32", "status": "draft"})).await;
+    let r = app.admin(Method::POST, "/items/articles", json!({"title": "Draft 32", "status": "draft"})).await;
     let draft = id_of(&r.body["data"]);
-    admin(app, Method::PATCH, &format!("/items/articles/{draft}"), json!({"title": "Draft 32 edited"})).await;
+    app.admin(Method::PATCH, &format!("/items/articles/{draft}"), json!({"title": "Draft 32 edited"})).await;
     let r =
-        admin(app, Method::GET, &format!("/revisions?filter[item][_eq]={draft}&filter[collection][_eq]=articles&sort=id&fields=id&limit=1"), Value::Null).await;
+        app.admin(Method::GET, &format!("/revisions?filter[item][_eq]={draft}&filter[collection][_eq]=articles&sort=id&fields=id&limit=1"), Value::Null).await;
     let draft_revision = id_of(&r.body["data"][0]);
-    let r = call(app, Some(&editor), Method::POST, &format!("/utils/revert/{draft_revision}"), None).await;
+    let r = app.as_token(Some(&editor), Method::POST, &format!("/utils/revert/{draft_revision}"), None).await;
     assert_error(&r, 403, "FORBIDDEN", "reverting an unreadable item's revision");
-    let r = admin(app, Method::GET, &format!("/items/articles/{draft}?fields=title"), Value::Null).await;
+    let r = app.admin(Method::GET, &format!("/items/articles/{draft}?fields=title"), Value::Null).await;
     assert_eq!(r.body["data"]["title"], "Draft 32 edited");
 
     // The same through GraphQL.
     let q = format!("mutation {{ utils_revert(revision: \"{revision}\") }}");
-    let g = graphql_as(app, "/graphql/system", Some(&reader), &q, json!({})).await;
+    let g = app.graphql("/graphql/system", Some(&reader), &q, json!({})).await;
     assert_eq!(g.body["errors"][0]["extensions"]["code"], "FORBIDDEN", "GraphQL revert without update rights: {}", g.body);
     let q = format!("mutation {{ utils_revert(revision: \"{draft_revision}\") }}");
-    let g = graphql_as(app, "/graphql/system", Some(&editor), &q, json!({})).await;
+    let g = app.graphql("/graphql/system", Some(&editor), &q, json!({})).await;
     assert_eq!(g.body["errors"][0]["extensions"]["code"], "FORBIDDEN", "GraphQL revert of an unreadable item's revision: {}", g.body);
     assert_eq!(title().await, "Revert 32 second");
 
     // The editor may: the item is back, and the revert is recorded.
-    let r = call(app, Some(&editor), Method::POST, &format!("/utils/revert/{revision}"), None).await;
+    let r = app.as_token(Some(&editor), Method::POST, &format!("/utils/revert/{revision}"), None).await;
     assert_eq!(r.status, 204, "{}", r.body);
     assert_eq!(title().await, "Revert 32 first");
     let rows = history(app, "articles", &id).await;
@@ -338,9 +336,9 @@ async fn revert_restores_a_revision_only_for_those_who_may_update_the_item() {
     assert_eq!(rows[2]["action"], "update");
     assert_eq!(rows[2]["revisions"][0]["data"]["title"], "Revert 32 first");
     // And through GraphQL, to the second revision.
-    let r = admin(app, Method::GET, &format!("/revisions?filter[item][_eq]={id}&filter[collection][_eq]=articles&sort=id&fields=id"), Value::Null).await;
+    let r = app.admin(Method::GET, &format!("/revisions?filter[item][_eq]={id}&filter[collection][_eq]=articles&sort=id&fields=id"), Value::Null).await;
     let second = id_of(&r.body["data"][1]);
-    let g = graphql_as(app, "/graphql/system", Some(&editor), &format!("mutation {{ utils_revert(revision: \"{second}\") }}"), json!({})).await;
+    let g = app.graphql("/graphql/system", Some(&editor), &format!("mutation {{ utils_revert(revision: \"{second}\") }}"), json!({})).await;
     assert_eq!(g.body["data"]["utils_revert"], true, "{}", g.body);
     assert_eq!(title().await, "Revert 32 second");
 }
@@ -352,22 +350,22 @@ async fn revert_restores_a_revision_only_for_those_who_may_update_the_item() {
 #[tokio::test]
 async fn an_updates_revision_lists_to_many_keys_as_the_reader_may_see_them() {
     let app = app(Dataset::DemoWrites);
-    let r = admin(app, Method::POST, "/items/authors", json!({"name": "Lister 32"})).await;
+    let r = app.admin(Method::POST, "/items/authors", json!({"name": "Lister 32"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let author = id_of(&r.body["data"]);
     let mut articles = Vec::new();
     for (title, status) in [("Listed published 32", "published"), ("Listed draft 32", "draft")] {
-        let r = admin(app, Method::POST, "/items/articles", json!({"title": title, "status": status, "author": author.parse::<i64>().expect("key")})).await;
+        let r = app.admin(Method::POST, "/items/articles", json!({"title": title, "status": status, "author": author.parse::<i64>().expect("key")})).await;
         assert_eq!(r.status, 200, "{}", r.body);
         articles.push(r.body["data"]["id"].clone());
     }
-    let r = admin(app, Method::PATCH, &format!("/items/authors/{author}"), json!({"name": "Lister 32, renamed"})).await;
+    let r = app.admin(Method::PATCH, &format!("/items/authors/{author}"), json!({"name": "Lister 32, renamed"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let rows = history(app, "authors", &author).await;
     let data = rows[1]["revisions"][0]["data"].clone();
     assert_eq!(data["name"], "Lister 32, renamed");
     assert_eq!(data["articles"], json!(articles), "the O2M keys in the revision: {data}");
-    let live = admin(app, Method::GET, &format!("/items/authors/{author}?fields=articles"), Value::Null).await;
+    let live = app.admin(Method::GET, &format!("/items/authors/{author}?fields=articles"), Value::Null).await;
     assert_eq!(data["articles"], live.body["data"]["articles"], "as a read with fields=* lists them");
 
     // A role reading only published articles sees only the published one in the list.
@@ -382,29 +380,29 @@ async fn an_updates_revision_lists_to_many_keys_as_the_reader_may_see_them() {
     )
     .await;
     let path = format!("/revisions?filter[collection][_eq]=authors&filter[item][_eq]={author}&sort=id&fields=id,data");
-    let r = call(app, Some(&token), Method::GET, &path, None).await;
+    let r = app.as_token(Some(&token), Method::GET, &path, None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"][1]["data"]["articles"], json!([articles[0]]), "a draft's key through a revision: {}", r.body);
-    let live = call(app, Some(&token), Method::GET, &format!("/items/authors/{author}?fields=articles"), None).await;
+    let live = app.as_token(Some(&token), Method::GET, &format!("/items/authors/{author}?fields=articles"), None).await;
     assert_eq!(live.body["data"]["articles"], json!([articles[0]]));
-    let g = graphql_as(
-        app,
-        "/graphql/system",
-        Some(&token),
-        &format!("{{ revisions(filter: {{item: {{_eq: \"{author}\"}}, collection: {{_eq: \"authors\"}}}}, sort: \"id\") {{ data }} }}"),
-        json!({}),
-    )
-    .await;
+    let g = app
+        .graphql(
+            "/graphql/system",
+            Some(&token),
+            &format!("{{ revisions(filter: {{item: {{_eq: \"{author}\"}}, collection: {{_eq: \"authors\"}}}}, sort: \"id\") {{ data }} }}"),
+            json!({}),
+        )
+        .await;
     assert_eq!(g.body["data"]["revisions"][1]["data"]["articles"], json!([articles[0]]), "through GraphQL: {}", g.body);
 
     // Reverting the first update: the name is back, the article linked since stays linked.
     let revision = id_of(&r.body["data"][1]);
-    admin(app, Method::PATCH, &format!("/items/authors/{author}"), json!({"name": "Lister 32, again"})).await;
-    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Listed later 32", "author": author.parse::<i64>().expect("key")})).await;
+    app.admin(Method::PATCH, &format!("/items/authors/{author}"), json!({"name": "Lister 32, again"})).await;
+    let r = app.admin(Method::POST, "/items/articles", json!({"title": "Listed later 32", "author": author.parse::<i64>().expect("key")})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = call(app, Some(ADMIN_TOKEN), Method::POST, &format!("/utils/revert/{revision}"), None).await;
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::POST, &format!("/utils/revert/{revision}"), None).await;
     assert_eq!(r.status, 204, "{}", r.body);
-    let r = admin(app, Method::GET, &format!("/items/authors/{author}?fields=name,articles"), Value::Null).await;
+    let r = app.admin(Method::GET, &format!("/items/authors/{author}?fields=name,articles"), Value::Null).await;
     assert_eq!(r.body["data"]["name"], "Lister 32, renamed");
     assert_eq!(r.body["data"]["articles"].as_array().map(Vec::len), Some(3), "a revert unlinked articles: {}", r.body);
 }
@@ -427,7 +425,7 @@ async fn logins_are_recorded_and_read_only_by_whom_the_rules_allow() {
         assert_eq!(r.status, status, "{email}: {}", r.body);
     }
     let path = "/activity?filter[action][_eq]=login&filter[collection][_eq]=directus_users&fields=*&limit=-1";
-    let r = admin(app, Method::GET, path, Value::Null).await;
+    let r = app.admin(Method::GET, path, Value::Null).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let rows = r.body["data"].as_array().cloned().unwrap_or_default();
     let of = |u: &str| rows.iter().filter(|a| a["user"] == json!(u)).cloned().collect::<Vec<_>>();
@@ -438,7 +436,7 @@ async fn logins_are_recorded_and_read_only_by_whom_the_rules_allow() {
     assert_eq!(mine[0]["origin"], "https://studio.example.com");
     assert!(mine[0]["ip"].as_str().is_some_and(|ip| !ip.is_empty()), "{}", mine[0]);
     // The user reads its own login, never the other user's.
-    let r = call(app, Some(&token), Method::GET, path, None).await;
+    let r = app.as_token(Some(&token), Method::GET, path, None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let seen = r.body["data"].as_array().cloned().unwrap_or_default();
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -450,7 +448,7 @@ async fn logins_are_recorded_and_read_only_by_whom_the_rules_allow() {
 #[tokio::test]
 async fn schema_changes_are_recorded() {
     let app = app(Dataset::DemoWrites);
-    let me = admin(app, Method::GET, "/users/me?fields=id", Value::Null).await.body["data"]["id"].clone();
+    let me = app.admin(Method::GET, "/users/me?fields=id", Value::Null).await.body["data"]["id"].clone();
     let pk = json!({"field": "id", "type": "integer", "schema": {"is_primary_key": true, "has_auto_increment": true}});
     let steps = [
         (Method::POST, "/collections".to_owned(), json!({"collection": "logged32", "schema": {}, "meta": {}, "fields": [pk]})),
@@ -461,11 +459,11 @@ async fn schema_changes_are_recorded() {
         (Method::DELETE, "/collections/logged32".to_owned(), Value::Null),
     ];
     for (method, path, body) in steps {
-        let r = admin(app, method.clone(), &path, body).await;
+        let r = app.admin(method.clone(), &path, body).await;
         assert!(r.status == 200 || r.status == 204, "{method} {path}: {} {}", r.status, r.body);
     }
     let path = "/activity?filter[collection][_in]=directus_collections,directus_fields,directus_relations&filter[item][_starts_with]=logged32&sort=id&fields=action,collection,item,user&limit=-1";
-    let r = admin(app, Method::GET, path, Value::Null).await;
+    let r = app.admin(Method::GET, path, Value::Null).await;
     let rows: Vec<(String, String, String)> = r.body["data"]
         .as_array()
         .expect("rows")
@@ -497,16 +495,16 @@ async fn an_applied_schema_diff_is_recorded_per_object() {
         .expect("environment");
     let app = &app;
     let pk = json!({"field": "id", "type": "integer", "schema": {"is_primary_key": true, "has_auto_increment": true}});
-    let r = admin(app, Method::POST, "/collections", json!({"collection": "applied32", "schema": {}, "meta": {}, "fields": [pk]})).await;
+    let r = app.admin(Method::POST, "/collections", json!({"collection": "applied32", "schema": {}, "meta": {}, "fields": [pk]})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let snapshot = admin(app, Method::GET, "/schema/snapshot", Value::Null).await.body["data"].clone();
-    let r = admin(app, Method::DELETE, "/collections/applied32", Value::Null).await;
+    let snapshot = app.admin(Method::GET, "/schema/snapshot", Value::Null).await.body["data"].clone();
+    let r = app.admin(Method::DELETE, "/collections/applied32", Value::Null).await;
     assert_eq!(r.status, 204, "{}", r.body);
-    let d = admin(app, Method::POST, "/schema/diff", snapshot).await.body["data"].clone();
-    let r = admin(app, Method::POST, "/schema/apply", json!({"hash": d["hash"], "diff": d["diff"]})).await;
+    let d = app.admin(Method::POST, "/schema/diff", snapshot).await.body["data"].clone();
+    let r = app.admin(Method::POST, "/schema/apply", json!({"hash": d["hash"], "diff": d["diff"]})).await;
     assert_eq!(r.status, 204, "{}", r.body);
     let path = "/activity?filter[item][_starts_with]=applied32&sort=id&fields=action,collection,item&limit=-1";
-    let rows = admin(app, Method::GET, path, Value::Null).await.body["data"].clone();
+    let rows = app.admin(Method::GET, path, Value::Null).await.body["data"].clone();
     assert_eq!(
         rows,
         json!([

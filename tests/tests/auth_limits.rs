@@ -4,6 +4,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
+use e2e_tests::api::Api;
 use e2e_tests::*;
 use reqwest::Method;
 use serde_json::json;
@@ -192,12 +193,11 @@ async fn signing_keys_rotate_without_downtime() {
 /// re-activates the account; empty means unlimited.
 #[tokio::test]
 async fn failed_sign_ins_past_the_setting_suspend_the_account() {
-    use e2e_tests::fixture::admin;
     // The attempt limits (per account 20 a window by default) stay out of the way here.
     let app = env("lockout", &[("AUTH_RATE_LIMIT_ACCOUNT_POINTS", "100")], &[], false, false);
-    let r = admin(&app, Method::PATCH, "/settings", json!({"auth_login_attempts": 3})).await;
+    let r = app.admin(Method::PATCH, "/settings", json!({"auth_login_attempts": 3})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = admin(&app, Method::POST, "/users", json!({"email": "locked@example.com", "password": "right-password"})).await;
+    let r = app.admin(Method::POST, "/users", json!({"email": "locked@example.com", "password": "right-password"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let id = r.body["data"]["id"].as_str().expect("id").to_owned();
     let attempt = |password: &'static str, from: &'static str| {
@@ -205,7 +205,7 @@ async fn failed_sign_ins_past_the_setting_suspend_the_account() {
         async move { post_json(app, "/auth/login", json!({"email": "locked@example.com", "password": password}), &[("x-forwarded-for", from)]).await.status }
     };
     let status_sql = format!("SELECT to_json(status)::text FROM cdapi.users WHERE id = '{id}'");
-    let status = || sql_json(&app, &status_sql);
+    let status = || app.sql(&status_sql);
     for _ in 0..3 {
         assert_eq!(attempt("wrong-password", "10.7.0.1").await, 401);
     }
@@ -214,7 +214,7 @@ async fn failed_sign_ins_past_the_setting_suspend_the_account() {
     assert_eq!(status().await, json!("suspended"));
     assert_eq!(attempt("right-password", "10.7.0.2").await, 401, "a suspended account stays shut");
 
-    let r = admin(&app, Method::PATCH, &format!("/users/{id}"), json!({"status": "active"})).await;
+    let r = app.admin(Method::PATCH, &format!("/users/{id}"), json!({"status": "active"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(attempt("right-password", "10.7.0.3").await, 200, "re-activated with a fresh count");
     for _ in 0..3 {
@@ -224,14 +224,14 @@ async fn failed_sign_ins_past_the_setting_suspend_the_account() {
     assert_eq!(status().await, json!("suspended"));
 
     // A success resets the count; no setting, no lockout.
-    admin(&app, Method::PATCH, &format!("/users/{id}"), json!({"status": "active"})).await;
+    app.admin(Method::PATCH, &format!("/users/{id}"), json!({"status": "active"})).await;
     for from in ["10.7.0.5", "10.7.0.6"] {
         for _ in 0..2 {
             assert_eq!(attempt("wrong-password", from).await, 401);
         }
         assert_eq!(attempt("right-password", from).await, 200);
     }
-    admin(&app, Method::PATCH, "/settings", json!({"auth_login_attempts": null})).await;
+    app.admin(Method::PATCH, "/settings", json!({"auth_login_attempts": null})).await;
     for _ in 0..5 {
         assert_eq!(attempt("wrong-password", "10.7.0.7").await, 401);
     }

@@ -3,7 +3,8 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::{Dataset, app, repo_root, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::{Dataset, app, repo_root};
 
 #[tokio::test]
 async fn directus_sdk_logs_in_refreshes_reads_and_logs_out() {
@@ -23,11 +24,9 @@ async fn directus_sdk_logs_in_refreshes_reads_and_logs_out() {
     let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert!(report.get("error").is_none(), "{report}");
     assert_eq!(report["login"], serde_json::json!({"access_token": "string", "refresh_token": "string", "expires": 900000}));
-    let expected = sql_json(
-        app,
-        "SELECT json_agg(json_build_object('id', id, 'title', title) ORDER BY id)::text FROM (SELECT id, title FROM articles ORDER BY id LIMIT 2) a",
-    )
-    .await;
+    let expected = app
+        .sql("SELECT json_agg(json_build_object('id', id, 'title', title) ORDER BY id)::text FROM (SELECT id, title FROM articles ORDER BY id LIMIT 2) a")
+        .await;
     assert_eq!(report["items"], expected);
     assert_eq!(report["refreshed"], serde_json::json!({"rotated": true, "expires": 900000}), "{report}");
     assert_eq!(report["again"], 1);

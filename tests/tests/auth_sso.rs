@@ -4,6 +4,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
+use e2e_tests::api::Api;
 use e2e_tests::*;
 use serde_json::json;
 use std::process::{Child, Command, Stdio};
@@ -121,7 +122,7 @@ async fn openid_login_round_trip() {
         let access = r.body["data"]["access_token"].as_str().expect("access token").to_owned();
         let r = post_json(&app, "/users/me/tfa/generate", json!({"password": "x"}), &[("authorization", &format!("Bearer {access}"))]).await;
         assert_error(&r, 401, "INVALID_CREDENTIALS", "an SSO user has no password to check");
-        let user = sql_json(&app, "SELECT json_agg(json_build_object('id', id, 'email', email, 'provider', provider, 'external_identifier', external_identifier))::text FROM cdapi.users WHERE provider = 'local'").await;
+        let user = app.sql("SELECT json_agg(json_build_object('id', id, 'email', email, 'provider', provider, 'external_identifier', external_identifier))::text FROM cdapi.users WHERE provider = 'local'").await;
         assert_eq!(user.as_array().map(Vec::len), Some(1), "one user, created once then found: {user}");
         assert_eq!((&user[0]["email"], &user[0]["external_identifier"]), (&json!("alice@example.com"), &json!("alice")));
         user_ids.push(user[0]["id"].clone());
@@ -183,10 +184,8 @@ async fn oauth2_login_reads_the_profile_url() {
     let session = cookie.and_then(|c| c.split(';').next().map(str::to_owned)).expect("session cookie");
     let r = post_json(&app, "/auth/refresh", json!({"mode": "session"}), &[("cookie", &session)]).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let user = sql_json(
-        &app,
-        "SELECT json_agg(json_build_object('email', email, 'external_identifier', external_identifier))::text FROM cdapi.users WHERE provider = 'plain'",
-    )
-    .await;
+    let user = app
+        .sql("SELECT json_agg(json_build_object('email', email, 'external_identifier', external_identifier))::text FROM cdapi.users WHERE provider = 'plain'")
+        .await;
     assert_eq!(user, json!([{"email": "bob@example.com", "external_identifier": "bob"}]));
 }

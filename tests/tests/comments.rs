@@ -6,8 +6,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, app_role, call, id_of, role};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, graphql_as, start, wait_mail};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{app_role, id_of, role};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, start, wait_mail};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
@@ -20,7 +21,7 @@ fn env() -> &'static TestApp {
 
 /// An article with this status; returns its id.
 async fn article(app: &TestApp, title: &str, status: &str) -> String {
-    let r = admin(app, Method::POST, "/items/articles", json!({"title": title, "status": status})).await;
+    let r = app.admin(Method::POST, "/items/articles", json!({"title": title, "status": status})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     id_of(&r.body["data"])
 }
@@ -36,14 +37,14 @@ async fn a_mention_notifies_whoever_can_read_the_item_in_the_inbox_and_by_mail()
     let public = article(app, "Commented 33", "published").await;
 
     let text = format!("Look, @{reader_id} and @{}:\n\nthe intro is long", blind_id.to_uppercase());
-    let r = call(app, Some(&author), Method::POST, "/comments", Some(json!({"collection": "articles", "item": public, "comment": text}))).await;
+    let r = app.as_token(Some(&author), Method::POST, "/comments", Some(json!({"collection": "articles", "item": public, "comment": text}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let comment = &r.body["data"];
     assert_eq!((comment["user_created"].clone(), comment["comment"].clone()), (json!(author_id), json!(text)), "{comment}");
     assert!(comment["date_created"].is_string() && comment["id"].is_string(), "{comment}");
 
     // The reader is notified, in the inbox and by mail; the user who cannot read it is not.
-    let r = call(app, Some(&reader), Method::GET, "/notifications?fields=*", None).await;
+    let r = app.as_token(Some(&reader), Method::GET, "/notifications?fields=*", None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let inbox = r.body["data"].as_array().cloned().unwrap_or_default();
     assert_eq!(inbox.len(), 1, "{inbox:?}");
@@ -56,21 +57,21 @@ async fn a_mention_notifies_whoever_can_read_the_item_in_the_inbox_and_by_mail()
     let mail = wait_mail(app, "mentioned33@example.com", 15).await.expect("the mention's mail");
     assert_eq!(mail["subject"], "You were mentioned in articles");
     assert!(mail["body"].as_str().is_some_and(|b| b.contains(&format!("/admin/content/articles/{public}"))), "{mail}");
-    let r = admin(app, Method::GET, &format!("/notifications?filter[recipient][_eq]={blind_id}"), Value::Null).await;
+    let r = app.admin(Method::GET, &format!("/notifications?filter[recipient][_eq]={blind_id}"), Value::Null).await;
     assert_eq!(r.body["data"], json!([]), "a user who cannot read the item was notified: {}", r.body);
     assert!(wait_mail(app, "blind33@example.com", 2).await.is_none(), "a mail to a user who cannot read the item");
 
     // Only the recipient reads and archives a notification, and only its status.
     let id = n["id"].to_string();
-    let r = call(app, Some(&author), Method::GET, "/notifications", None).await;
+    let r = app.as_token(Some(&author), Method::GET, "/notifications", None).await;
     assert_eq!(r.body["data"], json!([]), "another user's inbox: {}", r.body);
-    let r = call(app, Some(&author), Method::PATCH, &format!("/notifications/{id}"), Some(json!({"status": "archived"}))).await;
+    let r = app.as_token(Some(&author), Method::PATCH, &format!("/notifications/{id}"), Some(json!({"status": "archived"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "archiving another user's notification");
-    let r = call(app, Some(&reader), Method::PATCH, &format!("/notifications/{id}"), Some(json!({"subject": "forged"}))).await;
+    let r = app.as_token(Some(&reader), Method::PATCH, &format!("/notifications/{id}"), Some(json!({"subject": "forged"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "changing a notification's subject");
-    let r = call(app, Some(&reader), Method::PATCH, &format!("/notifications/{id}"), Some(json!({"status": "archived"}))).await;
+    let r = app.as_token(Some(&reader), Method::PATCH, &format!("/notifications/{id}"), Some(json!({"status": "archived"}))).await;
     assert_eq!((r.status, r.body["data"]["status"].clone()), (200, json!("archived")), "{}", r.body);
-    let g = graphql_as(app, "/graphql/system", Some(&reader), "{ notifications { subject status } }", json!({})).await;
+    let g = app.graphql("/graphql/system", Some(&reader), "{ notifications { subject status } }", json!({})).await;
     assert_eq!(g.body["data"]["notifications"], json!([{"subject": "You were mentioned in articles", "status": "archived"}]), "{}", g.body);
 }
 
@@ -93,33 +94,33 @@ async fn comments_are_made_on_readable_items_and_edited_by_their_authors() {
         (Some(author.as_str()), Some(json!({"item": public, "comment": "x"})), 400, "INVALID_PAYLOAD", "no collection"),
         (None, comment(&public, "anonymous"), 403, "FORBIDDEN", "the public"),
     ] {
-        let r = call(app, token, Method::POST, "/comments", body).await;
+        let r = app.as_token(token, Method::POST, "/comments", body).await;
         assert_error(&r, status, code, what);
     }
-    let r = call(app, Some(&author), Method::POST, "/comments", comment(&public, "first")).await;
+    let r = app.as_token(Some(&author), Method::POST, "/comments", comment(&public, "first")).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let id = id_of(&r.body["data"]);
     // Its author edits its text only; another user neither reads nor edits nor deletes it.
-    let r = call(app, Some(&author), Method::PATCH, &format!("/comments/{id}"), Some(json!({"comment": "first, edited"}))).await;
+    let r = app.as_token(Some(&author), Method::PATCH, &format!("/comments/{id}"), Some(json!({"comment": "first, edited"}))).await;
     assert_eq!(r.body["data"]["comment"], "first, edited", "{}", r.body);
     assert!(r.body["data"]["user_updated"].is_string() && r.body["data"]["date_updated"].is_string(), "{}", r.body);
-    let r = call(app, Some(&author), Method::PATCH, &format!("/comments/{id}"), Some(json!({"item": draft}))).await;
+    let r = app.as_token(Some(&author), Method::PATCH, &format!("/comments/{id}"), Some(json!({"item": draft}))).await;
     assert_error(&r, 403, "FORBIDDEN", "moving a comment to another item");
-    let r = call(app, Some(&other), Method::GET, &format!("/comments?filter[item][_eq]={public}"), None).await;
+    let r = app.as_token(Some(&other), Method::GET, &format!("/comments?filter[item][_eq]={public}"), None).await;
     assert_eq!(r.body["data"], json!([]), "{}", r.body);
     for (method, body) in [(Method::PATCH, Some(json!({"comment": "defaced"}))), (Method::DELETE, None)] {
-        let r = call(app, Some(&other), method, &format!("/comments/{id}"), body).await;
+        let r = app.as_token(Some(&other), method, &format!("/comments/{id}"), body).await;
         assert_error(&r, 403, "FORBIDDEN", "another user's comment");
     }
     // The admin sees them all; the history records them.
-    let r = admin(app, Method::GET, &format!("/comments?filter[item][_eq]={public}&fields=comment"), Value::Null).await;
+    let r = app.admin(Method::GET, &format!("/comments?filter[item][_eq]={public}&fields=comment"), Value::Null).await;
     assert_eq!(r.body["data"], json!([{"comment": "first, edited"}]), "{}", r.body);
-    let g = graphql_as(app, "/graphql/system", Some(ADMIN_TOKEN), &format!("{{ comments(filter: {{item: {{_eq: \"{public}\"}}}}) {{ comment }} }}"), json!({}))
-        .await;
+    let g =
+        app.graphql("/graphql/system", Some(ADMIN_TOKEN), &format!("{{ comments(filter: {{item: {{_eq: \"{public}\"}}}}) {{ comment }} }}"), json!({})).await;
     assert_eq!(g.body["data"]["comments"], json!([{"comment": "first, edited"}]), "{}", g.body);
-    let r = admin(app, Method::GET, &format!("/activity?filter[collection][_eq]=directus_comments&filter[item][_eq]={id}&fields=action"), Value::Null).await;
+    let r = app.admin(Method::GET, &format!("/activity?filter[collection][_eq]=directus_comments&filter[item][_eq]={id}&fields=action"), Value::Null).await;
     assert_eq!(r.body["data"], json!([{"action": "create"}, {"action": "update"}]), "{}", r.body);
-    let r = call(app, Some(&author), Method::DELETE, &format!("/comments/{id}"), None).await;
+    let r = app.as_token(Some(&author), Method::DELETE, &format!("/comments/{id}"), None).await;
     assert_eq!(r.status, 204, "{}", r.body);
 }
 
@@ -128,10 +129,10 @@ async fn notifications_made_through_the_api_are_mailed_unless_the_user_opted_out
     let app = env();
     let (_, mailed, _) = app_role(app, "Mailed33", json!([])).await;
     let (_, quiet, _) = app_role(app, "Quiet33", json!([])).await;
-    let r = admin(app, Method::PATCH, &format!("/users/{quiet}"), json!({"email_notifications": false})).await;
+    let r = app.admin(Method::PATCH, &format!("/users/{quiet}"), json!({"email_notifications": false})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     for (recipient, subject) in [(&quiet, "Quiet news 33"), (&mailed, "News 33")] {
-        let r = admin(app, Method::POST, "/notifications", json!({"recipient": recipient, "subject": subject, "message": "Hello **there**"})).await;
+        let r = app.admin(Method::POST, "/notifications", json!({"recipient": recipient, "subject": subject, "message": "Hello **there**"})).await;
         assert_eq!(r.status, 200, "{}", r.body);
     }
     let mail = wait_mail(app, "mailed33@example.com", 15).await.expect("the notification's mail");
@@ -140,7 +141,7 @@ async fn notifications_made_through_the_api_are_mailed_unless_the_user_opted_out
     assert!(wait_mail(app, "quiet33@example.com", 2).await.is_none(), "mailed a user who opted out");
     // A user may not notify others without a grant.
     let (token, _, _) = app_role(app, "Notifiers33", json!([])).await;
-    let r = call(app, Some(&token), Method::POST, "/notifications", Some(json!({"recipient": mailed, "subject": "spam"}))).await;
+    let r = app.as_token(Some(&token), Method::POST, "/notifications", Some(json!({"recipient": mailed, "subject": "spam"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "notifying without a grant");
 }
 
@@ -150,19 +151,19 @@ async fn without_app_access_a_user_neither_comments_nor_reads_notifications() {
     let rows = json!([{"collection": "articles", "action": "read", "fields": ["*"]}]);
     let (token, user, _) = role(app, "ApiOnly33", rows).await;
     let public = article(app, "Api only 33", "published").await;
-    let r = call(app, Some(&token), Method::GET, &format!("/items/articles/{public}?fields=id"), None).await;
+    let r = app.as_token(Some(&token), Method::GET, &format!("/items/articles/{public}?fields=id"), None).await;
     assert_eq!(r.status, 200, "the item is readable: {}", r.body);
-    let r = call(app, Some(&token), Method::POST, "/comments", Some(json!({"collection": "articles", "item": public, "comment": "hi"}))).await;
+    let r = app.as_token(Some(&token), Method::POST, "/comments", Some(json!({"collection": "articles", "item": public, "comment": "hi"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "a comment without app access");
-    let r = admin(app, Method::POST, "/notifications", json!({"recipient": user, "subject": "For an API user 33"})).await;
+    let r = app.admin(Method::POST, "/notifications", json!({"recipient": user, "subject": "For an API user 33"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     for path in ["/notifications", "/comments"] {
-        let r = call(app, Some(&token), Method::GET, path, None).await;
+        let r = app.as_token(Some(&token), Method::GET, path, None).await;
         assert_error(&r, 403, "FORBIDDEN", "forbidden");
     }
-    let g = graphql_as(app, "/graphql/system", Some(&token), "{ notifications { subject } }", json!({})).await;
+    let g = app.graphql("/graphql/system", Some(&token), "{ notifications { subject } }", json!({})).await;
     assert!(g.body["data"]["notifications"].is_null() && g.body["errors"].is_array(), "{}", g.body);
     // Their own user stays theirs (docs/directus-compatibility.md `own-user`).
-    let r = call(app, Some(&token), Method::GET, "/users/me?fields=id", None).await;
+    let r = app.as_token(Some(&token), Method::GET, "/users/me?fields=id", None).await;
     assert_eq!(r.body["data"]["id"], json!(user), "{}", r.body);
 }

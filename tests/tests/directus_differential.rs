@@ -16,9 +16,10 @@
 #[path = "differential_cases/mod.rs"]
 mod cases;
 
+use e2e_tests::api::Api;
 use e2e_tests::differential::{Auth, Differential};
 use e2e_tests::directus_peer;
-use e2e_tests::fixture::{admin, call, eventually};
+use e2e_tests::fixture::eventually;
 use e2e_tests::*;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -112,7 +113,7 @@ async fn ours_and_directus_answer_alike() {
     let created = |path: &'static str, body: Value| {
         let app = &app;
         async move {
-            let r = admin(app, Method::POST, path, body.clone()).await;
+            let r = app.admin(Method::POST, path, body.clone()).await;
             assert_eq!(r.status, 200, "POST {path} {body}: {}", r.body);
             r.body["data"]["id"].as_str().map(str::to_owned).unwrap_or_else(|| panic!("{}", r.body))
         }
@@ -121,7 +122,7 @@ async fn ours_and_directus_answer_alike() {
     let role = created("/roles", json!({"name": "Readers", "policies": [{"policy": policy}]})).await;
     created("/users", json!({"email": "readers@example.com", "password": "a-password-1", "role": role, "token": "Readers-token"})).await;
     eventually("the Readers policy reaches the core", || async {
-        call(&app, Some("Readers-token"), Method::GET, "/items/articles?limit=1", None).await.status == 200
+        app.as_token(Some("Readers-token"), Method::GET, "/items/articles?limit=1", None).await.status == 200
     })
     .await;
 

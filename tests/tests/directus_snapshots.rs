@@ -7,8 +7,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
+use e2e_tests::api::Api;
 use e2e_tests::directus_peer;
-use e2e_tests::fixture::admin;
+
 use e2e_tests::{Dataset, Spec, TestApp, http_client, repo_root, start};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -94,30 +95,30 @@ async fn a_directus_snapshot_with_expression_defaults_applies_here() {
     assert!(expressions.len() >= 6, "the snapshot carries expression defaults: {expressions:?}");
 
     let app = ours(Spec { dataset: Dataset::Empty, name: Some("snapshot_target".into()), ..Spec::default() }).await;
-    let r = admin(&app, Method::POST, "/schema/diff", snapshot.clone()).await;
+    let r = app.admin(Method::POST, "/schema/diff", snapshot.clone()).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = admin(&app, Method::POST, "/schema/apply", r.body["data"].clone()).await;
+    let r = app.admin(Method::POST, "/schema/apply", r.body["data"].clone()).await;
     assert_eq!(r.status, 204, "{}", r.body);
     // Nothing is left to change but what Directus's own apply leaves too: a relation without
     // metadata gets its metadata row (Directus's `RelationsService.createOne` always writes
     // one). The defaults are the same expressions.
-    let r = admin(&app, Method::POST, "/schema/diff", snapshot.clone()).await;
+    let r = app.admin(Method::POST, "/schema/diff", snapshot.clone()).await;
     let diff = &r.body["data"]["diff"];
     assert_eq!((diff["collections"].clone(), diff["fields"].clone()), (json!([]), json!([])), "{}", r.body);
     for entry in diff["relations"].as_array().into_iter().flatten() {
         assert!(entry["diff"].as_array().is_some_and(|c| c.iter().all(|c| c["path"] == json!(["meta"]) && c["rhs"].is_null())), "left to change: {entry}");
     }
-    let r = admin(&app, Method::GET, "/schema/snapshot", Value::Null).await;
+    let r = app.admin(Method::GET, "/schema/snapshot", Value::Null).await;
     assert_eq!(defaults(&r.body["data"]), defaults(&snapshot));
 
     // The tables work as they did there: keys from their sequences, defaults filled in.
-    let r = admin(&app, Method::POST, "/items/authors", json!({"name": "Ada", "articles": [{"title": "First"}]})).await;
+    let r = app.admin(Method::POST, "/items/authors", json!({"name": "Ada", "articles": [{"title": "First"}]})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = admin(&app, Method::GET, "/items/articles?fields=id,status,created_on,author.name", Value::Null).await;
+    let r = app.admin(Method::GET, "/items/articles?fields=id,status,created_on,author.name", Value::Null).await;
     let article = &r.body["data"][0];
     assert_eq!((article["id"].clone(), article["status"].clone(), article["author"]["name"].clone()), (json!(1), json!("draft"), json!("Ada")), "{}", r.body);
     assert!(article["created_on"].is_string(), "{}", r.body);
-    let r = admin(&app, Method::POST, "/items/tags", json!({"name": "rust"})).await;
+    let r = app.admin(Method::POST, "/items/tags", json!({"name": "rust"})).await;
     assert!(r.body["data"]["uid"].as_str().is_some_and(|u| u.len() == 36), "{}", r.body);
 }
 
@@ -127,7 +128,7 @@ async fn our_snapshot_applies_on_directus() {
         return;
     }
     let app = ours(Spec { dataset: Dataset::Demo, name: Some("snapshot_export".into()), ..Spec::default() }).await;
-    let r = admin(&app, Method::GET, "/schema/snapshot", Value::Null).await;
+    let r = app.admin(Method::GET, "/schema/snapshot", Value::Null).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let snapshot = r.body["data"].clone();
     let peer_app = peer_on("snapshot_import", Vec::new()).await;

@@ -2,7 +2,8 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error, get, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error};
 use serde_json::Value;
 
 async fn download(app: &e2e_tests::TestApp, path: &str) -> (u16, String, String, String) {
@@ -18,11 +19,9 @@ async fn download(app: &e2e_tests::TestApp, path: &str) -> (u16, String, String,
 async fn every_format_carries_the_same_items() {
     let app = app(Dataset::Pagila);
     let q = "fields=actor_id,first_name,last_name&sort=actor_id&limit=-1";
-    let truth = sql_json(
-        app,
-        "SELECT json_agg(json_build_object('actor_id', actor_id, 'first_name', first_name, 'last_name', last_name) ORDER BY actor_id)::text FROM actor",
-    )
-    .await;
+    let truth = app
+        .sql("SELECT json_agg(json_build_object('actor_id', actor_id, 'first_name', first_name, 'last_name', last_name) ORDER BY actor_id)::text FROM actor")
+        .await;
     let n = truth.as_array().map(|a| a.len()).unwrap_or(0);
     assert!(n > 100);
 
@@ -63,10 +62,10 @@ async fn nested_fields_flatten_and_errors_come_before_the_download() {
     // items (docs/directus-compatibility.md, "Key order of an item").
     assert_eq!(body.lines().next(), Some("title,film_id,language_id.name"), "columns follow the keys");
     assert_eq!(body.lines().count(), 3);
-    let r = get(app, "/items/film?fields=nope&export=csv").await;
+    let r = app.get("/items/film?fields=nope&export=csv").await;
     assert_error(&r, 403, "FORBIDDEN", "export of an unknown field");
-    let r = get(app, "/items/film?export=pdf").await;
+    let r = app.get("/items/film?export=pdf").await;
     assert_error(&r, 400, "INVALID_QUERY", "unknown export format");
-    let r = get(app, "/items/film/1?export=csv").await;
+    let r = app.get("/items/film/1?export=csv").await;
     assert_error(&r, 400, "INVALID_QUERY", "export of one item");
 }

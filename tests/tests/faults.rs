@@ -22,6 +22,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
+use e2e_tests::api::Api;
 use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp};
 use reqwest::Method;
 use serde_json::json;
@@ -307,7 +308,7 @@ async fn a_lost_database_connection_is_a_503_with_retry_after_never_a_500() {
 /// The names of the tags starting with `prefix`, asserting none is stored twice.
 async fn stored_tags(app: &TestApp, prefix: &str) -> std::collections::BTreeSet<String> {
     let sql = format!("SELECT json_build_array(count(*), count(DISTINCT name), coalesce(json_agg(name), '[]'))::text FROM tags WHERE name LIKE '{prefix}%'");
-    let rows = e2e_tests::sql_json(app, &sql).await;
+    let rows = app.sql(&sql).await;
     assert_eq!(rows[0], rows[1], "no write applied twice");
     rows[2].as_array().expect("names").iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()
 }

@@ -7,8 +7,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call, eventually, role};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, exec, gql_data, graphql, repo_root, send, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{eventually, role};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, exec, gql_data, repo_root, send};
 use e2e_tests::{blobs, blobs_holding, get_raw, header_text as header, noise as bytes};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -57,7 +58,7 @@ async fn upload_read_download_and_delete() {
     assert!(blobs(app).contains(&format!("{id}.bin")), "{:?}", blobs(app));
     assert_eq!(std::fs::read(app.storage_dir().join(format!("{id}.bin"))).expect("blob"), data);
 
-    let listed = call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/files?filter[id][_eq]={id}&fields=title,type"), None).await;
+    let listed = app.as_token(Some(ADMIN_TOKEN), Method::GET, &format!("/files?filter[id][_eq]={id}&fields=title,type"), None).await;
     assert_eq!(listed.body["data"], json!([{"title": "Quarterly report", "type": "application/octet-stream"}]));
 
     let (status, h, got) = get_raw(app, &format!("/assets/{id}"), Some(ADMIN_TOKEN), &[]).await;
@@ -83,14 +84,14 @@ async fn upload_read_download_and_delete() {
     let (status, _, got) = get_raw(app, &format!("/assets/{id}?width=10"), Some(ADMIN_TOKEN), &[]).await;
     assert!(status == 200 && got == data, "not an image: served as stored, as Directus does");
 
-    let r = admin(app, Method::PATCH, &format!("/files/{id}"), json!({"title": "Q3 report"})).await;
+    let r = app.admin(Method::PATCH, &format!("/files/{id}"), json!({"title": "Q3 report"})).await;
     assert_eq!((r.status, r.body["data"]["title"].clone()), (200, json!("Q3 report")), "{}", r.body);
 
-    let r = admin(app, Method::DELETE, &format!("/files/{id}"), json!(null)).await;
+    let r = app.admin(Method::DELETE, &format!("/files/{id}"), json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
     assert!(!blobs(app).contains(&format!("{id}.bin")), "the blob goes with its row");
-    assert_error(&call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{id}"), None).await, 403, "FORBIDDEN", "a deleted file");
-    assert_error(&call(app, Some(ADMIN_TOKEN), Method::GET, "/assets/not-a-uuid", None).await, 403, "FORBIDDEN", "no such file");
+    assert_error(&app.as_token(Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{id}"), None).await, 403, "FORBIDDEN", "a deleted file");
+    assert_error(&app.as_token(Some(ADMIN_TOKEN), Method::GET, "/assets/not-a-uuid", None).await, 403, "FORBIDDEN", "no such file");
 }
 
 #[tokio::test]
@@ -126,7 +127,7 @@ async fn failed_uploads_leave_no_row_and_no_blob() {
     // A file's traces: its rows and the blobs (finished or `.incoming`) holding its bytes. Other
     // tests upload meanwhile, so blobs are told apart by content, not by name.
     let traces = |name: &'static str, seed: u64| async move {
-        let rows = sql_json(app, &format!("SELECT count(*)::text FROM cdapi.files WHERE filename_download = '{name}'")).await;
+        let rows = app.sql(&format!("SELECT count(*)::text FROM cdapi.files WHERE filename_download = '{name}'")).await;
         (rows, blobs_holding(app, &bytes(64, seed)))
     };
     eventually("the cut upload leaves nothing", || async { traces("cut.bin", 2).await == (json!(0), vec![]) }).await;
@@ -157,7 +158,7 @@ async fn uploads_and_downloads_from_the_attackers_side() {
     let (reader, _, _) = role(app, "ArticleReaders", json!([{"collection": "articles", "action": "read", "fields": ["id"]}])).await;
     let (status, _) = upload(app, Some(&reader), &[], "reader.bin", bytes(1000, 5)).await;
     assert_eq!(status, 403);
-    let refused = sql_json(app, "SELECT count(*)::text FROM cdapi.files WHERE filename_download IN ('anon.bin', 'reader.bin')").await;
+    let refused = app.sql("SELECT count(*)::text FROM cdapi.files WHERE filename_download IN ('anon.bin', 'reader.bin')").await;
     assert_eq!(refused, json!(0), "no row for refused uploads");
     for seed in [4, 5] {
         assert_eq!(blobs_holding(app, &bytes(64, seed)), Vec::<String>::new(), "no blob for refused uploads");
@@ -186,23 +187,21 @@ async fn uploads_and_downloads_from_the_attackers_side() {
     .await;
     assert_eq!(status, 200, "{body}");
     let mine = body["data"]["id"].as_str().expect("id").to_owned();
-    let row = sql_json(
-        app,
-        &format!("SELECT json_build_object('disk', filename_disk, 'storage', storage, 'by', uploaded_by)::text FROM cdapi.files WHERE id = '{mine}'"),
-    )
-    .await;
+    let row = app
+        .sql(&format!("SELECT json_build_object('disk', filename_disk, 'storage', storage, 'by', uploaded_by)::text FROM cdapi.files WHERE id = '{mine}'"))
+        .await;
     assert_eq!(row, json!({"disk": format!("{mine}.sh"), "storage": "local", "by": uploader_id}));
     assert!(blobs(app).iter().all(|b| !b.contains("escape")), "{:?}", blobs(app));
     let (status, body) = upload(app, Some(ADMIN_TOKEN), &[("title", "Board minutes")], "minutes.bin", bytes(3000, 7)).await;
     assert_eq!(status, 200);
     let theirs = body["data"]["id"].as_str().expect("id").to_owned();
     assert_eq!(get_raw(app, &format!("/assets/{mine}"), Some(&uploader), &[]).await.0, 200);
-    assert_error(&call(app, Some(&uploader), Method::GET, &format!("/assets/{theirs}"), None).await, 403, "FORBIDDEN", "another user's file");
-    assert_error(&call(app, None, Method::GET, &format!("/assets/{theirs}"), None).await, 403, "FORBIDDEN", "the public");
-    let listed = call(app, Some(&uploader), Method::GET, "/files?fields=id", None).await;
+    assert_error(&app.as_token(Some(&uploader), Method::GET, &format!("/assets/{theirs}"), None).await, 403, "FORBIDDEN", "another user's file");
+    assert_error(&app.as_token(None, Method::GET, &format!("/assets/{theirs}"), None).await, 403, "FORBIDDEN", "the public");
+    let listed = app.as_token(Some(&uploader), Method::GET, "/files?fields=id", None).await;
     assert_eq!(listed.body["data"], json!([{"id": mine}]));
     // No delete grant: the file and its blob stay.
-    assert_error(&call(app, Some(&uploader), Method::DELETE, &format!("/files/{mine}"), None).await, 403, "FORBIDDEN", "delete without a grant");
+    assert_error(&app.as_token(Some(&uploader), Method::DELETE, &format!("/files/{mine}"), None).await, 403, "FORBIDDEN", "delete without a grant");
     assert!(blobs(app).contains(&format!("{mine}.sh")));
 }
 
@@ -213,16 +212,12 @@ async fn a_file_field_nests_like_any_m2o() {
     let (status, body) = upload(app, Some(ADMIN_TOKEN), &[("title", "Cover")], "cover.jpg", bytes(5000, 8)).await;
     assert_eq!(status, 200);
     let id = body["data"]["id"].as_str().expect("id").to_owned();
-    eventually("posts is served", || async { call(app, Some(ADMIN_TOKEN), Method::GET, "/items/posts", None).await.status == 200 }).await;
-    let r = admin(
-        app,
-        Method::POST,
-        "/items/posts?fields=title,featured_image.title,featured_image.filename_download",
-        json!({"title": "Hello", "featured_image": id}),
-    )
-    .await;
+    eventually("posts is served", || async { app.as_token(Some(ADMIN_TOKEN), Method::GET, "/items/posts", None).await.status == 200 }).await;
+    let r = app
+        .admin(Method::POST, "/items/posts?fields=title,featured_image.title,featured_image.filename_download", json!({"title": "Hello", "featured_image": id}))
+        .await;
     assert_eq!(r.body["data"], json!({"title": "Hello", "featured_image": {"title": "Cover", "filename_download": "cover.jpg"}}), "{}", r.body);
-    let g = graphql(app, "/graphql", "{ posts { title featured_image { id filesize } } }", json!({})).await;
+    let g = app.graphql("/graphql", Some(ADMIN_TOKEN), "{ posts { title featured_image { id filesize } } }", json!({})).await;
     assert_eq!(gql_data(&g)["posts"][0]["featured_image"]["id"], json!(id), "{}", g.body);
 }
 
@@ -321,7 +316,7 @@ async fn images_are_transformed_within_bounds() {
         ("key=nope", "INVALID_QUERY"),
         ("transforms=[[\"blur\",10]]", "INVALID_QUERY"),
     ] {
-        let r = call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{id}?{query}"), None).await;
+        let r = app.as_token(Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{id}?{query}"), None).await;
         assert_error(&r, 400, code, query);
     }
     // A 20,000 × 20,000 image is refused from its header, before a pixel is decoded; the file
@@ -330,7 +325,7 @@ async fn images_are_transformed_within_bounds() {
     let (status, body) = upload_typed(app, Some(ADMIN_TOKEN), &[], "huge.png", "image/png", huge.clone()).await;
     assert_eq!(status, 200, "{body}");
     let huge_id = body["data"]["id"].as_str().expect("id").to_owned();
-    let r = call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{huge_id}?width=400"), None).await;
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{huge_id}?width=400"), None).await;
     assert_error(&r, 400, "ILLEGAL_ASSET_TRANSFORMATION", "a 20000x20000 image");
     let message = r.body["errors"][0]["message"].as_str().unwrap_or_default();
     assert!(message.contains("20000×20000"), "refused for its size, from the header: {message}");
@@ -361,7 +356,7 @@ async fn a_stream_that_ends_before_the_end_message_stores_nothing() {
     let after_end = grpc_upload(app, vec![start("after-end.bin"), data(23), end.clone(), data(24)]).await;
     assert!(after_end.is_err(), "nothing may follow `end`");
     let rows = "SELECT count(*)::text FROM cdapi.files WHERE filename_download IN ('truncated.bin', 'after-end.bin')";
-    assert_eq!(sql_json(app, rows).await, json!(0));
+    assert_eq!(app.sql(rows).await, json!(0));
     eventually("no blob of either is left", || async { blobs_holding(app, &bytes(64, 21)).is_empty() && blobs_holding(app, &bytes(64, 23)).is_empty() }).await;
     // With `end`, the same stream stores the file.
     let whole = grpc_upload(app, vec![start("whole.bin"), data(25), end]).await.expect("a whole upload");

@@ -9,8 +9,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call, role};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, gql_data, graphql, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::role;
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, gql_data};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -94,12 +95,12 @@ fn redirect(to: &str) -> Answer {
 }
 
 async fn import(app: &TestApp, token: Option<&str>, body: Value) -> e2e_tests::Reply {
-    call(app, token, Method::POST, "/files/import", Some(body)).await
+    app.as_token(token, Method::POST, "/files/import", Some(body)).await
 }
 
 /// Rows of files named `name` and blobs (finished or incoming) whose bytes start as `head`.
 async fn traces(app: &TestApp, name: &str, head: &[u8]) -> (Value, usize) {
-    let rows = sql_json(app, &format!("SELECT count(*)::text FROM cdapi.files WHERE filename_download = '{name}'")).await;
+    let rows = app.sql(&format!("SELECT count(*)::text FROM cdapi.files WHERE filename_download = '{name}'")).await;
     (rows, e2e_tests::blobs_holding(app, head).len())
 }
 
@@ -115,14 +116,14 @@ async fn a_file_is_imported_from_a_url() {
     })
     .await;
     let url = format!("http://127.0.0.3:{}/moved", site.port);
-    let r = call(
-        app,
-        Some(ADMIN_TOKEN),
-        Method::POST,
-        "/files/import?fields=id,title,filename_download,type,filesize,uploaded_by,storage",
-        Some(json!({"url": url, "data": {"description": "from the wiki"}})),
-    )
-    .await;
+    let r = app
+        .as_token(
+            Some(ADMIN_TOKEN),
+            Method::POST,
+            "/files/import?fields=id,title,filename_download,type,filesize,uploaded_by,storage",
+            Some(json!({"url": url, "data": {"description": "from the wiki"}})),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let file = &r.body["data"];
     assert_eq!(file["filename_download"], "Meeting notes.txt", "the final URL's name: {file}");
@@ -132,7 +133,7 @@ async fn a_file_is_imported_from_a_url() {
     assert_eq!(file["storage"], "local");
     assert!(file["uploaded_by"].is_string(), "{file}");
     let id = file["id"].as_str().expect("id");
-    let description = sql_json(app, &format!("SELECT to_json(description)::text FROM cdapi.files WHERE id = '{id}'")).await;
+    let description = app.sql(&format!("SELECT to_json(description)::text FROM cdapi.files WHERE id = '{id}'")).await;
     assert_eq!(description, json!("from the wiki"));
     let client = e2e_tests::http_client().build().expect("client");
     let res = client.get(format!("{}/assets/{id}", app.rest_url)).bearer_auth(ADMIN_TOKEN).send().await.expect("asset");
@@ -140,15 +141,16 @@ async fn a_file_is_imported_from_a_url() {
     assert_eq!(site.hits.lock().expect("hits")[..2], ["/moved".to_owned(), "/docs/Meeting%20notes.txt".to_owned()]);
 
     // The same through /graphql/system, as Directus's `import_file`.
-    let g = graphql(
-        app,
-        "/graphql/system",
-        "mutation ($url: String!) { import_file(url: $url, data: {title: \"Via GraphQL\"}) { title filename_download } }",
-        json!({"url": url}),
-    )
-    .await;
+    let g = app
+        .graphql(
+            "/graphql/system",
+            Some(ADMIN_TOKEN),
+            "mutation ($url: String!) { import_file(url: $url, data: {title: \"Via GraphQL\"}) { title filename_download } }",
+            json!({"url": url}),
+        )
+        .await;
     assert_eq!(gql_data(&g)["import_file"], json!({"title": "Via GraphQL", "filename_download": "Meeting notes.txt"}), "{}", g.body);
-    let g = graphql(app, "/graphql/system", "mutation { import_file(url: \"http://127.0.0.1:1/x\") { id } }", json!({})).await;
+    let g = app.graphql("/graphql/system", Some(ADMIN_TOKEN), "mutation { import_file(url: \"http://127.0.0.1:1/x\") { id } }", json!({})).await;
     assert_eq!(g.body["errors"][0]["extensions"]["code"], "SERVICE_UNAVAILABLE", "{}", g.body);
 
     // The origin's failure is the import's.
@@ -163,7 +165,7 @@ async fn a_file_is_imported_from_a_url() {
     for scheme in ["file:///etc/passwd", "ftp://127.0.0.3/x", "gopher://127.0.0.3:70/x", "data:text/plain,hello"] {
         assert_error(&import(app, Some(ADMIN_TOKEN), json!({"url": scheme})).await, 400, "INVALID_PAYLOAD", scheme);
     }
-    let r = call(app, Some(ADMIN_TOKEN), Method::GET, "/files/import", None).await;
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::GET, "/files/import", None).await;
     assert_eq!(r.status, 405);
 }
 
@@ -209,7 +211,7 @@ async fn private_addresses_are_never_fetched() {
     assert!(secret.hits.lock().expect("hits").is_empty(), "the secret server was reached: {:?}", secret.hits.lock().expect("hits"));
     let loops = site.hits.lock().expect("hits").iter().filter(|p| *p == "/loop").count();
     assert_eq!(loops, 1 + MAX_REDIRECTS, "redirects are bounded");
-    let rows = sql_json(app, "SELECT count(*)::text FROM cdapi.files WHERE filename_download IN ('secret', 'passwd', 'loop')").await;
+    let rows = app.sql("SELECT count(*)::text FROM cdapi.files WHERE filename_download IN ('secret', 'passwd', 'loop')").await;
     assert_eq!(rows, json!(0));
 }
 
@@ -299,5 +301,5 @@ async fn an_upload_slower_than_the_edge_deadline_is_not_cut() {
     let body: Value = res.json().await.unwrap_or(Value::Null);
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["filesize"].to_string().trim_matches('"'), "60000", "{body}");
-    let _ = admin(app, Method::DELETE, &format!("/files/{}", body["data"]["id"].as_str().unwrap_or_default()), Value::Null).await;
+    let _ = app.admin(Method::DELETE, &format!("/files/{}", body["data"]["id"].as_str().unwrap_or_default()), Value::Null).await;
 }

@@ -7,8 +7,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call, eventually, role};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, blobs, blobs_holding, get_raw, noise, send_file, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{eventually, role};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, blobs, blobs_holding, get_raw, noise, send_file};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
@@ -50,7 +51,7 @@ async fn asset(app: &TestApp, id: &str) -> Vec<u8> {
 
 /// The file row's blob name.
 async fn disk_name(app: &TestApp, id: &str) -> String {
-    let v = sql_json(app, &format!("SELECT to_json(filename_disk)::text FROM cdapi.files WHERE id = '{id}'")).await;
+    let v = app.sql(&format!("SELECT to_json(filename_disk)::text FROM cdapi.files WHERE id = '{id}'")).await;
     v.as_str().expect("filename_disk").to_owned()
 }
 
@@ -84,7 +85,7 @@ async fn a_file_is_replaced_in_place_and_its_old_blob_goes_after_the_commit() {
 
     // Recorded as an update of the item, with the new file's values.
     let path = format!("/revisions?filter[collection][_eq]=directus_files&filter[item][_eq]={id}&sort=id&fields=activity.action,delta");
-    let r = admin(app, Method::GET, &path, Value::Null).await;
+    let r = app.admin(Method::GET, &path, Value::Null).await;
     let revisions = r.body["data"].as_array().cloned().unwrap_or_default();
     assert_eq!(revisions.len(), 2, "{}", r.body);
     assert_eq!(revisions[1]["activity"]["action"], "update", "{}", r.body);
@@ -144,7 +145,7 @@ async fn replacing_needs_update_rights_on_that_file_and_a_refusal_changes_nothin
     // The file is as it was: its bytes, its row, and no blob holds what was sent.
     assert_eq!(asset(app, &id).await, original);
     assert_eq!(disk_name(app, &id).await, disk);
-    let r = call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/files/{id}?fields=title,filename_download"), None).await;
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::GET, &format!("/files/{id}?fields=title,filename_download"), None).await;
     assert_eq!(r.body["data"], json!({"title": "owned-by-admin", "filename_download": "owned-by-admin.txt"}), "{}", r.body);
     assert_eq!(blobs_holding(app, &attack[..64]), Vec::<String>::new());
     let (status, _, got) = get_raw(app, &format!("/assets/{id}/x.txt"), Some(&reader), &[]).await;

@@ -7,8 +7,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call, eventually};
-use e2e_tests::{ADMIN_TOKEN, Dataset, S3_BUCKET, Spec, TestApp, assert_error, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::eventually;
+use e2e_tests::{ADMIN_TOKEN, Dataset, S3_BUCKET, Spec, TestApp, assert_error};
 use e2e_tests::{header_text as header, noise as bytes};
 use reqwest::Method;
 use serde_json::json;
@@ -104,17 +105,17 @@ async fn files_are_stored_read_and_removed_in_an_s3_bucket() {
     let (status, _, got) = asset(app, &id, &[("if-none-match", &etag)]).await;
     assert!(status == 304 && got.is_empty(), "not modified ({status})");
 
-    let r = admin(app, Method::DELETE, &format!("/files/{id}"), json!(null)).await;
+    let r = app.admin(Method::DELETE, &format!("/files/{id}"), json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
     eventually("the object goes with its row", || async { bucket(app, &format!("/{key}")).await.0 == 404 }).await;
-    assert_error(&call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{id}"), None).await, 403, "FORBIDDEN", "a deleted file");
+    assert_error(&app.as_token(Some(ADMIN_TOKEN), Method::GET, &format!("/assets/{id}"), None).await, 403, "FORBIDDEN", "a deleted file");
 }
 
 #[tokio::test]
 async fn cut_and_oversized_uploads_leave_nothing_in_the_bucket() {
     use tokio::io::AsyncWriteExt;
     let app = env();
-    let rows = |name: &'static str| async move { sql_json(app, &format!("SELECT count(*)::text FROM cdapi.files WHERE filename_download = '{name}'")).await };
+    let rows = |name: &'static str| async move { app.sql(&format!("SELECT count(*)::text FROM cdapi.files WHERE filename_download = '{name}'")).await };
     // A client that announces 15 MB, sends 7 MB (more than one part is already in the bucket's
     // multipart upload) and goes away.
     let addr = app.rest_url.trim_start_matches("http://").to_owned();

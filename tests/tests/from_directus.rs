@@ -11,10 +11,11 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
+use e2e_tests::api::Api;
 use e2e_tests::differential::{Auth, Differential, Req};
 use e2e_tests::directus_peer::{self, ADMIN_TOKEN as PEER_TOKEN};
-use e2e_tests::fixture::call;
-use e2e_tests::{Spec, http_client, repo_root, sql_json, start, totp_code};
+
+use e2e_tests::{Spec, http_client, repo_root, start, totp_code};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::io::Write as _;
@@ -393,20 +394,20 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     assert!(failures.is_empty(), "answers differ:\n{failures}");
 
     // Writes here follow Directus's rules: the validation rule and the preset.
-    let r = call(&app, Some("editor-static-token"), Method::POST, "/items/articles", Some(json!({"body": "no title"}))).await;
+    let r = app.as_token(Some("editor-static-token"), Method::POST, "/items/articles", Some(json!({"body": "no title"}))).await;
     assert_eq!((r.status, r.body["errors"][0]["extensions"]["code"].clone()), (400, json!("FAILED_VALIDATION")), "{}", r.body);
-    let r = call(&app, Some("editor-static-token"), Method::POST, "/items/articles", Some(json!({"title": "Written here"}))).await;
+    let r = app.as_token(Some("editor-static-token"), Method::POST, "/items/articles", Some(json!({"title": "Written here"}))).await;
     assert!(r.status == 200 || r.status == 204, "{}", r.body);
-    let status = sql_json(&app, "SELECT to_json(status)::text FROM articles WHERE title = 'Written here'").await;
+    let status = app.sql("SELECT to_json(status)::text FROM articles WHERE title = 'Written here'").await;
     assert_eq!(status, json!("draft"), "the policy's preset applies");
-    let notified = sql_json(&app, &format!("SELECT to_json(count(*))::text FROM cdapi.notifications WHERE recipient = '{editor_id}'")).await;
+    let notified = app.sql(&format!("SELECT to_json(count(*))::text FROM cdapi.notifications WHERE recipient = '{editor_id}'")).await;
     assert_eq!(notified, json!(1));
 
     // Live now (sign-ins and writes recorded here): importing again would undo what changed
     // here, so it is refused and changes nothing, unless forced.
-    let r = call(&app, Some(PEER_TOKEN), Method::PATCH, "/settings", Some(json!({"project_name": "Renamed here"}))).await;
+    let r = app.as_token(Some(PEER_TOKEN), Method::PATCH, "/settings", Some(json!({"project_name": "Renamed here"}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let project = || sql_json(&app, "SELECT to_json(project_name)::text FROM cdapi.settings");
+    let project = || app.sql("SELECT to_json(project_name)::text FROM cdapi.settings");
     let again = |args: &'static [&'static str]| {
         let (core, db_url) = (core.clone(), db_url.clone());
         std::process::Command::new(core).arg("import-directus").args(args).env("DATABASE_URL", db_url).output().expect("import again")
@@ -427,7 +428,7 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     assert_eq!(cleared, json!(2));
     let unnoted = again(&[]);
     assert!(unnoted.status.success(), "nothing recorded here since the forced import: {}", String::from_utf8_lossy(&unnoted.stderr));
-    let r = call(&app, Some(PEER_TOKEN), Method::PATCH, "/items/articles/2", Some(json!({"title": "Changed here"}))).await;
+    let r = app.as_token(Some(PEER_TOKEN), Method::PATCH, "/items/articles/2", Some(json!({"title": "Changed here"}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let sql = "WITH d AS (DELETE FROM cdapi.directus_imports RETURNING 1) SELECT to_json(count(*))::text FROM d";
     assert_eq!(sql_at(&db_url, sql).await, json!(1));

@@ -4,7 +4,8 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::{ADMIN_TOKEN, Dataset, app, repo_root, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::{ADMIN_TOKEN, Dataset, app, repo_root};
 use serde_json::json;
 
 fn run_js_client(base: &str, dataset: &str) -> serde_json::Value {
@@ -49,13 +50,13 @@ async fn graphql_js_builds_and_validates_both_schemas() {
             ] {
                 assert!(m.contains(&json!(name)), "{name} missing: {report}");
             }
-            let truth = sql_json(app, "SELECT json_agg(json_build_object('id', id::text, 'title', title) ORDER BY id)::text FROM (SELECT id, title FROM articles ORDER BY id LIMIT 2) a").await;
+            let truth = app.sql("SELECT json_agg(json_build_object('id', id::text, 'title', title) ORDER BY id)::text FROM (SELECT id, title FROM articles ORDER BY id LIMIT 2) a").await;
             assert_eq!(report["graphqlRequest"]["articles"], truth);
-            let tags = sql_json(
-                app,
-                "SELECT json_agg(json_build_object('id', id::text, 'name', name) ORDER BY id)::text FROM (SELECT id, name FROM tags ORDER BY id LIMIT 2) t",
-            )
-            .await;
+            let tags = app
+                .sql(
+                    "SELECT json_agg(json_build_object('id', id::text, 'name', name) ORDER BY id)::text FROM (SELECT id, name FROM tags ORDER BY id LIMIT 2) t",
+                )
+                .await;
             assert_eq!(report["sdk"]["tags"], tags);
             assert_eq!(report["sdkSystem"]["auth_password_request"], true);
         } else {

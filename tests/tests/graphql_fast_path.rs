@@ -6,7 +6,8 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::{ADMIN_TOKEN, Spec, TestApp, fixture, graphql_as, metric_total, start};
+use e2e_tests::api::Api;
+use e2e_tests::{ADMIN_TOKEN, Spec, TestApp, fixture, metric_total, start};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -87,7 +88,7 @@ async fn a_request_runs_directly_only_against_the_schema_it_was_validated_on() {
     assert!(answered(&app, "direct").await >= 1.0, "the admin's second request is answered directly");
     // The public role reads nothing here: its schema has no `articles`, whatever the admin ran.
     for _ in 0..2 {
-        let g = graphql_as(&app, "/graphql", None, query, json!({})).await;
+        let g = app.graphql("/graphql", None, query, json!({})).await;
         assert_eq!(g.status, 400, "{}", g.body);
         assert_eq!(g.body["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION", "{}", g.body);
     }
@@ -134,7 +135,7 @@ async fn a_request_runs_directly_only_against_the_schema_it_was_validated_on() {
     let (status, body) = raw(&app, None, ids_only, &json!({}), None).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(answered(&app, "direct").await - before, 1.0, "the public role's second request is answered directly");
-    let g = graphql_as(&app, "/graphql", None, query, json!({})).await;
+    let g = app.graphql("/graphql", None, query, json!({})).await;
     assert_eq!(g.body["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION", "the title was not granted: {}", g.body);
 
     // Revoked: the same request, validated a moment ago, is refused again.

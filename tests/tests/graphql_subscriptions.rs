@@ -7,7 +7,8 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, role};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::role;
 use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, exec, repo_root};
 use futures_util::{SinkExt as _, StreamExt as _};
 use reqwest::Method;
@@ -118,7 +119,7 @@ fn id_of(v: &Value) -> Value {
 #[tokio::test]
 async fn subscriptions_receive_creates_updates_and_deletes_as_directus_sends_them() {
     let app = env();
-    let name = admin(app, Method::GET, "/items/authors/1?fields=name", json!(null)).await.body["data"]["name"].clone();
+    let name = app.admin(Method::GET, "/items/authors/1?fields=name", json!(null)).await.body["data"]["name"].clone();
     // Subscribed through the second edge-rest; the writes go through the first (and either core).
     let mut ws = acked_at(&app.rest_urls[1], ADMIN_TOKEN).await;
     let query = "subscription { articles_mutated { key event data { title author { name } } } }";
@@ -126,7 +127,7 @@ async fn subscriptions_receive_creates_updates_and_deletes_as_directus_sends_the
     send(&mut ws, json!({"id": "upd", "type": "subscribe", "payload": {"query": "subscription($e: EventEnum) { articles_mutated(event: $e) { key event } }", "variables": {"e": "update"}}})).await;
     // No `init` over GraphQL (as Directus): the first message is the first write's.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let created = admin(app, Method::POST, "/items/articles", json!({"title": "Gql live", "author": 1, "status": "draft"})).await;
+    let created = app.admin(Method::POST, "/items/articles", json!({"title": "Gql live", "author": 1, "status": "draft"})).await;
     let key = id_of(&created.body);
     let e = event_of(&mut ws, "all", "articles_mutated", &key).await;
     assert_eq!(e, json!({"key": key.to_string(), "event": "create", "data": {"title": "Gql live", "author": {"name": name}}}));
@@ -151,7 +152,7 @@ async fn subscriptions_receive_creates_updates_and_deletes_as_directus_sends_the
     assert_eq!(upd, Some(json!({"key": key.to_string(), "event": "update"})), "the event argument keeps updates only");
     // The client stops one subscription: it ends, the other goes on.
     send(&mut ws, json!({"id": "upd", "type": "complete"})).await;
-    assert_eq!(admin(app, Method::DELETE, &format!("/items/articles/{key}"), json!(null)).await.status, 204);
+    assert_eq!(app.admin(Method::DELETE, &format!("/items/articles/{key}"), json!(null)).await.status, 204);
     let e = event_of(&mut ws, "all", "articles_mutated", &key).await;
     assert_eq!(e, json!({"key": key.to_string(), "event": "delete", "data": null}));
     nothing_about(&mut ws, "upd", "articles_mutated", &key.to_string(), 500).await;
@@ -189,9 +190,9 @@ async fn a_restricted_role_receives_only_what_it_may_read() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     // A draft is outside its view: nothing; a published one arrives with its granted fields.
     let draft =
-        id_of(&admin(app, Method::POST, "/items/articles", json!({"title": "Gql secret draft", "author": 1, "status": "draft", "body": "secret"})).await.body);
+        id_of(&app.admin(Method::POST, "/items/articles", json!({"title": "Gql secret draft", "author": 1, "status": "draft", "body": "secret"})).await.body);
     let public =
-        id_of(&admin(app, Method::POST, "/items/articles", json!({"title": "Gql public", "author": 1, "status": "published", "body": "secret"})).await.body);
+        id_of(&app.admin(Method::POST, "/items/articles", json!({"title": "Gql public", "author": 1, "status": "published", "body": "secret"})).await.body);
     let e = event_of(&mut ws, "s", "articles_mutated", &public).await;
     assert_eq!(e, json!({"key": public.to_string(), "event": "create", "data": {"id": public.to_string(), "title": "Gql public"}}));
     // Taken out of its view: the update sends nothing.

@@ -7,7 +7,8 @@ use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
 use cdapi_proto::v1::{FieldCondition, Filter, GetSchemaRequest, MetaCount, Operator, Query, ReadRequest, Value, filter, value};
 use cdapi_proto::{ApiError, ErrorCode};
-use e2e_tests::{ADMIN_TOKEN, Dataset, app, get};
+use e2e_tests::api::Api;
+use e2e_tests::{ADMIN_TOKEN, Dataset, app};
 
 fn authed<T>(msg: T) -> tonic::Request<T> {
     let mut req = tonic::Request::new(msg);
@@ -47,9 +48,9 @@ async fn grpc_and_rest_return_the_same_items() {
         .into_inner();
     let grpc_data: serde_json::Value = serde_json::from_slice(&res.data).unwrap_or_default();
     let grpc_meta: serde_json::Value = serde_json::from_slice(&res.meta).unwrap_or_default();
-    let rest =
-        get(app, "/items/film?fields=film_id,title,language_id.name,actors.actor_id.last_name&filter[rating][_eq]=PG-13&sort=-title&limit=4&meta=filter_count")
-            .await;
+    let rest = app
+        .get("/items/film?fields=film_id,title,language_id.name,actors.actor_id.last_name&filter[rating][_eq]=PG-13&sort=-title&limit=4&meta=filter_count")
+        .await;
     assert_eq!(rest.status, 200, "{}", rest.body);
     assert_eq!(grpc_data, rest.body["data"]);
     assert_eq!(grpc_meta, rest.body["meta"]);
@@ -74,7 +75,7 @@ async fn grpc_errors_carry_the_spec_code() {
         .await
         .unwrap_or_else(|s| panic!("Read: {s:?}"))
         .into_inner();
-    assert_eq!(serde_json::from_slice::<serde_json::Value>(&one.data).unwrap_or_default(), get(app, "/items/film/7?fields=title").await.body["data"]);
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&one.data).unwrap_or_default(), app.get("/items/film/7?fields=title").await.body["data"]);
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
+use e2e_tests::api::Api;
 use e2e_tests::fixture::role;
 use e2e_tests::*;
 use serde_json::{Value, json};
@@ -99,7 +100,7 @@ async fn schemathesis(app: &TestApp, token: &str, label: &str) -> (u64, String) 
 #[tokio::test]
 async fn the_document_describes_what_the_role_may_read() {
     let app = env(Dataset::Demo);
-    let doc = get(app, "/server/specs/oas").await;
+    let doc = app.get("/server/specs/oas").await;
     assert_eq!(doc.status, 200, "{}", doc.body);
     assert_eq!(doc.body["openapi"], "3.0.1");
     let paths = doc.body["paths"].as_object().expect("paths");
@@ -119,7 +120,7 @@ async fn the_document_describes_what_the_role_may_read() {
     assert_eq!(article["published_at"]["type"], "string");
     // A new table shows at once; the public role sees nothing of it.
     exec(app, "CREATE TABLE gadgets (id serial PRIMARY KEY, name text, weight numeric)").await;
-    fixture::eventually("gadgets in the document", || async { get(app, "/server/specs/oas").await.body["paths"].get("/items/gadgets").is_some() }).await;
+    fixture::eventually("gadgets in the document", || async { app.get("/server/specs/oas").await.body["paths"].get("/items/gadgets").is_some() }).await;
     let public = send(app, reqwest::Method::GET, "/server/specs/oas", None, &[], None).await;
     assert_eq!(public.status, 200, "{}", public.body);
     let public_paths: Vec<&String> = public.body["paths"].as_object().map(|p| p.keys().collect()).unwrap_or_default();
@@ -140,7 +141,7 @@ async fn server_info_has_directus_shape() {
     assert_eq!(public.status, 200, "{}", public.body);
     assert_eq!(public.body["data"]["project"]["default_language"], "en-US");
     assert!(public.body["data"].get("version").is_none() && public.body["data"].get("queryLimit").is_none(), "{}", public.body);
-    let admin = get(app, "/server/info").await;
+    let admin = app.get("/server/info").await;
     assert_eq!(admin.body["data"]["queryLimit"], json!({"default": 100, "max": 10000}), "{}", admin.body);
     assert!(admin.body["data"]["version"].is_string(), "{}", admin.body);
     let r = send(app, reqwest::Method::GET, "/server/info", Some("not-a-token"), &[], None).await;

@@ -6,7 +6,8 @@
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::versions_service_client::VersionsServiceClient;
 use cdapi_proto::v1::{CreateVersionRequest, KeyList, Query, SaveToVersionRequest, UpdateItemsRequest, VersionRef, update_items_request};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, TestApp, app, assert_error, send, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, TestApp, app, assert_error, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -33,10 +34,7 @@ async fn enums_domains_arrays_and_composite_keys() {
     assert_eq!(r.status, 200, "{}", r.body);
     let film = r.body["data"]["film_id"].as_i64().expect("id");
     assert_eq!(r.body["data"]["rating"], "PG-13");
-    assert_eq!(
-        sql_json(app, &format!("SELECT to_json(special_features)::text FROM film WHERE film_id = {film}")).await,
-        json!(["Trailers", "Deleted \"Scenes\""])
-    );
+    assert_eq!(app.sql(&format!("SELECT to_json(special_features)::text FROM film WHERE film_id = {film}")).await, json!(["Trailers", "Deleted \"Scenes\""]));
     let r = write(app, Method::PATCH, &format!("/items/film/{film}"), json!({"rating": "XX"})).await;
     assert_error(&r, 400, "FAILED_VALIDATION", "enum label");
     assert_eq!(r.body["errors"][0]["extensions"]["type"], "in");
@@ -48,7 +46,7 @@ async fn enums_domains_arrays_and_composite_keys() {
     let key = format!("1,{film}");
     assert_eq!(send(app, Method::GET, &format!("/items/film_actor/{key}"), Some(ADMIN_TOKEN), &[], None).await.status, 200);
     assert_eq!(send(app, Method::DELETE, &format!("/items/film_actor/{key}"), Some(ADMIN_TOKEN), &[], None).await.status, 204);
-    assert_eq!(sql_json(app, &format!("SELECT count(*)::text FROM film_actor WHERE film_id = {film}")).await, json!(0));
+    assert_eq!(app.sql(&format!("SELECT count(*)::text FROM film_actor WHERE film_id = {film}")).await, json!(0));
     // a partitioned table routes the row to its partition
     let r = write(
         app,
@@ -58,7 +56,7 @@ async fn enums_domains_arrays_and_composite_keys() {
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM payment_p2022_03 WHERE amount = 9.99 AND payment_date = '2022-03-05T10:00:00Z'").await, json!(1));
+    assert_eq!(app.sql("SELECT count(*)::text FROM payment_p2022_03 WHERE amount = 9.99 AND payment_date = '2022-03-05T10:00:00Z'").await, json!(1));
     // a view is read-only
     let r = write(app, Method::POST, "/items/film_list", json!({"title": "x"})).await;
     assert_error(&r, 403, "FORBIDDEN", "write to a view");
@@ -99,5 +97,5 @@ async fn grpc_batch_update_and_versions() {
     let cmp: Value = serde_json::from_slice(&versions.compare_version(authed(VersionRef { id })).await.expect("Compare").into_inner().data).expect("json");
     assert_eq!(cmp["current"]["first_name"], "VERSIONED");
     assert_eq!(cmp["outdated"], false);
-    assert_ne!(sql_json(app, "SELECT to_json(first_name)::text FROM actor WHERE actor_id = 192").await, json!("VERSIONED"));
+    assert_ne!(app.sql("SELECT to_json(first_name)::text FROM actor WHERE actor_id = 192").await, json!("VERSIONED"));
 }

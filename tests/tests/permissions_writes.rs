@@ -6,17 +6,18 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{self, call, eventually};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, TestApp, app, assert_error, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{self, eventually};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, TestApp, app, assert_error};
 use reqwest::Method;
 use serde_json::{Value, json};
 
 async fn write(app: &TestApp, token: &str, method: Method, path: &str, body: Value) -> Reply {
-    call(app, Some(token), method, path, Some(body)).await
+    app.as_token(Some(token), method, path, Some(body)).await
 }
 
 async fn count(app: &TestApp, sql: &str) -> i64 {
-    sql_json(app, &format!("SELECT count(*)::text FROM ({sql}) x")).await.as_i64().expect("count")
+    app.sql(&format!("SELECT count(*)::text FROM ({sql}) x")).await.as_i64().expect("count")
 }
 
 #[tokio::test]
@@ -24,7 +25,7 @@ async fn create_checks_fields_validation_and_presets() {
     let app = app(Dataset::DemoWrites);
     let f = fixture::demo(app).await;
     let t = f.reviewer.as_str();
-    let article = sql_json(app, "SELECT to_json(min(id))::text FROM articles WHERE status = 'published'").await;
+    let article = app.sql("SELECT to_json(min(id))::text FROM articles WHERE status = 'published'").await;
     let mine = "SELECT 1 FROM comments WHERE body IN ('x', 'ok') OR (body IS NULL AND author_name = 'reviewer')";
     let before = count(app, mine).await;
     let r = write(app, t, Method::POST, "/items/comments", json!({"article": article, "body": "x", "author_name": "someone"})).await;
@@ -40,11 +41,11 @@ async fn create_checks_fields_validation_and_presets() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"]["author_name"], "reviewer", "preset applied");
     let id = r.body["data"]["id"].clone();
-    assert_eq!(sql_json(app, &format!("SELECT to_json(author_name)::text FROM comments WHERE id = {id}")).await, "reviewer");
+    assert_eq!(app.sql(&format!("SELECT to_json(author_name)::text FROM comments WHERE id = {id}")).await, "reviewer");
     // No create grant at all.
     let r = write(app, t, Method::POST, "/items/tags", json!({"name": "reviewer-tag"})).await;
     assert_error(&r, 403, "FORBIDDEN", "no create permission");
-    let r = call(app, None, Method::POST, "/items/articles", Some(json!({"title": "anonymous"}))).await;
+    let r = app.as_token(None, Method::POST, "/items/articles", Some(json!({"title": "anonymous"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "public cannot create");
 }
 
@@ -53,15 +54,15 @@ async fn update_and_delete_only_inside_the_item_filter() {
     let app = app(Dataset::DemoWrites);
     let f = fixture::demo(app).await;
     let t = f.reviewer.as_str();
-    let published = sql_json(app, "SELECT to_json(min(id) + 0)::text FROM articles WHERE status = 'published'").await;
-    let draft = sql_json(app, "SELECT to_json(min(id))::text FROM articles WHERE status = 'draft'").await;
+    let published = app.sql("SELECT to_json(min(id) + 0)::text FROM articles WHERE status = 'published'").await;
+    let draft = app.sql("SELECT to_json(min(id))::text FROM articles WHERE status = 'draft'").await;
     let r = write(app, t, Method::PATCH, &format!("/items/articles/{published}?fields=id,title"), json!({"title": "Retitled"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"], json!({"id": published, "title": "Retitled"}));
-    let draft_title = sql_json(app, &format!("SELECT to_json(title)::text FROM articles WHERE id = {draft}")).await;
+    let draft_title = app.sql(&format!("SELECT to_json(title)::text FROM articles WHERE id = {draft}")).await;
     let r = write(app, t, Method::PATCH, &format!("/items/articles/{draft}"), json!({"title": "Nope"})).await;
     assert_error(&r, 403, "FORBIDDEN", "update outside the item filter");
-    assert_eq!(sql_json(app, &format!("SELECT to_json(title)::text FROM articles WHERE id = {draft}")).await, draft_title);
+    assert_eq!(app.sql(&format!("SELECT to_json(title)::text FROM articles WHERE id = {draft}")).await, draft_title);
     let r = write(app, t, Method::PATCH, &format!("/items/articles/{published}"), json!({"body": "Nope"})).await;
     assert_error(&r, 403, "FORBIDDEN", "a field outside the update list");
     // Many by keys: all or nothing.
@@ -72,22 +73,22 @@ async fn update_and_delete_only_inside_the_item_filter() {
     let r =
         write(app, t, Method::PATCH, "/items/articles", json!({"query": {"filter": {"id": {"_in": [published, draft]}}}, "data": {"title": "Queried"}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(sql_json(app, "SELECT json_agg(id)::text FROM articles WHERE title = 'Queried'").await, json!([published]));
+    assert_eq!(app.sql("SELECT json_agg(id)::text FROM articles WHERE title = 'Queried'").await, json!([published]));
     let r = write(app, t, Method::PATCH, "/items/articles", json!({"query": {"filter": {"tags": {"tags_id": {"_eq": 1}}}}, "data": {"title": "x"}})).await;
     assert_error(&r, 403, "FORBIDDEN", "query selector through an unreadable relation");
     // Delete: own comments only.
-    let theirs = sql_json(app, "SELECT to_json(min(id))::text FROM comments WHERE author_name IS DISTINCT FROM 'reviewer'").await;
-    let r = call(app, Some(t), Method::DELETE, &format!("/items/comments/{theirs}"), None).await;
+    let theirs = app.sql("SELECT to_json(min(id))::text FROM comments WHERE author_name IS DISTINCT FROM 'reviewer'").await;
+    let r = app.as_token(Some(t), Method::DELETE, &format!("/items/comments/{theirs}"), None).await;
     assert_error(&r, 403, "FORBIDDEN", "delete outside the item filter");
     assert_eq!(count(app, &format!("SELECT 1 FROM comments WHERE id = {theirs}")).await, 1);
     let r = write(app, t, Method::POST, "/items/comments", json!({"article": published, "body": "to delete"})).await;
     let mine = r.body["data"]["id"].clone();
-    let r = call(app, Some(t), Method::DELETE, &format!("/items/comments/{mine}"), None).await;
+    let r = app.as_token(Some(t), Method::DELETE, &format!("/items/comments/{mine}"), None).await;
     assert_eq!(r.status, 204, "{}", r.body);
     assert_eq!(count(app, &format!("SELECT 1 FROM comments WHERE id = {mine}")).await, 0);
     // No delete grant: FORBIDDEN for existing and missing items alike.
     for key in [published.to_string(), "999999".into()] {
-        let r = call(app, Some(t), Method::DELETE, &format!("/items/articles/{key}"), None).await;
+        let r = app.as_token(Some(t), Method::DELETE, &format!("/items/articles/{key}"), None).await;
         assert_error(&r, 403, "FORBIDDEN", "no delete permission");
     }
 }
@@ -97,12 +98,12 @@ async fn nested_writes_use_the_related_collections_permissions() {
     let app = app(Dataset::DemoWrites);
     let f = fixture::demo(app).await;
     let t = f.reviewer.as_str();
-    let published = sql_json(app, "SELECT to_json(max(id))::text FROM articles WHERE status = 'published'").await;
+    let published = app.sql("SELECT to_json(max(id))::text FROM articles WHERE status = 'published'").await;
     // comments.create applies inside an article update: its preset and validation too.
     let r = write(app, t, Method::PATCH, &format!("/items/articles/{published}"), json!({"comments": {"create": [{"body": "nested"}]}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(
-        sql_json(app, &format!("SELECT json_agg(author_name)::text FROM comments WHERE article = {published} AND body = 'nested'")).await,
+        app.sql(&format!("SELECT json_agg(author_name)::text FROM comments WHERE article = {published} AND body = 'nested'")).await,
         json!(["reviewer"])
     );
     let r = write(app, t, Method::PATCH, &format!("/items/articles/{published}"), json!({"comments": {"create": [{"body": null}]}})).await;
@@ -121,7 +122,7 @@ async fn nested_writes_use_the_related_collections_permissions() {
     assert_error(&r, 403, "FORBIDDEN", "no update grant on comments");
     // Failed writes changed nothing (other tests write comments too: count only these).
     assert_eq!(count(app, &format!("SELECT 1 FROM comments WHERE article = {published} AND body IN ('a', 'nested')")).await, 1);
-    assert_ne!(sql_json(app, &format!("SELECT to_json(title)::text FROM articles WHERE id = {published}")).await, "t");
+    assert_ne!(app.sql(&format!("SELECT to_json(title)::text FROM articles WHERE id = {published}")).await, "t");
     assert_eq!(count(app, "SELECT 1 FROM tags WHERE name = 'nested-tag'").await, 0);
 }
 
@@ -139,13 +140,13 @@ async fn ownership_on_writes() {
     assert_eq!(count(app, "SELECT 1 FROM notes WHERE title = 'planted'").await, 0);
     let r = write(app, owner, Method::PATCH, &format!("/items/notes/{theirs}"), json!({"title": "stolen"})).await;
     assert_error(&r, 403, "FORBIDDEN", "update of another owner's note");
-    let r = call(app, Some(owner), Method::DELETE, "/items/notes", Some(json!({"query": {"filter": {"title": {"_eq": "other-w"}}}}))).await;
+    let r = app.as_token(Some(owner), Method::DELETE, "/items/notes", Some(json!({"query": {"filter": {"title": {"_eq": "other-w"}}}}))).await;
     assert_eq!(r.status, 204, "a query delete removes only what is permitted");
     assert_eq!(count(app, "SELECT 1 FROM notes WHERE title = 'other-w'").await, 1);
     // Users: their own name and password, nothing else.
     let r = write(app, owner, Method::PATCH, "/users/me?fields=first_name", json!({"first_name": "Ada"})).await;
     assert_eq!(r.body["data"], json!({"first_name": "Ada"}), "{}", r.body);
-    let role = sql_json(app, "SELECT to_json(id)::text FROM cdapi.roles WHERE name = 'Administrator'").await;
+    let role = app.sql("SELECT to_json(id)::text FROM cdapi.roles WHERE name = 'Administrator'").await;
     let r = write(app, owner, Method::PATCH, "/users/me", json!({"role": role})).await;
     assert_error(&r, 403, "FORBIDDEN", "own role is not writable");
     let r = write(app, owner, Method::PATCH, &format!("/users/{other_id}"), json!({"first_name": "Eve"})).await;
@@ -161,32 +162,32 @@ async fn ownership_on_writes() {
 async fn permission_changes_take_effect_without_restart() {
     let app = app(Dataset::DemoWrites);
     let f = fixture::demo(app).await;
-    let r = call(app, None, Method::GET, "/items/tags", None).await;
+    let r = app.as_token(None, Method::GET, "/items/tags", None).await;
     assert_error(&r, 403, "FORBIDDEN", "before the grant");
-    let r = fixture::admin(
-        app,
-        Method::POST,
-        "/permissions",
-        json!({"policy": fixture::PUBLIC_POLICY, "collection": "tags", "action": "read", "fields": ["id", "name"], "permissions": {"id": {"_lte": 3}}}),
-    )
-    .await;
+    let r = app
+        .admin(
+            Method::POST,
+            "/permissions",
+            json!({"policy": fixture::PUBLIC_POLICY, "collection": "tags", "action": "read", "fields": ["id", "name"], "permissions": {"id": {"_lte": 3}}}),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let pid = r.body["data"]["id"].clone();
-    eventually("the public reads tags", || async { call(app, None, Method::GET, "/items/tags", None).await.status == 200 }).await;
-    let r = call(app, None, Method::GET, "/items/tags?fields=id&sort=id&limit=-1", None).await;
-    assert_eq!(r.body["data"], sql_json(app, "SELECT json_agg(json_build_object('id', id) ORDER BY id)::text FROM tags WHERE id <= 3").await);
-    let r = call(app, Some(ADMIN_TOKEN), Method::DELETE, &format!("/permissions/{pid}"), None).await;
+    eventually("the public reads tags", || async { app.as_token(None, Method::GET, "/items/tags", None).await.status == 200 }).await;
+    let r = app.as_token(None, Method::GET, "/items/tags?fields=id&sort=id&limit=-1", None).await;
+    assert_eq!(r.body["data"], app.sql("SELECT json_agg(json_build_object('id', id) ORDER BY id)::text FROM tags WHERE id <= 3").await);
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::DELETE, &format!("/permissions/{pid}"), None).await;
     assert_eq!(r.status, 204);
-    eventually("the grant is gone", || async { call(app, None, Method::GET, "/items/tags", None).await.status == 403 }).await;
+    eventually("the grant is gone", || async { app.as_token(None, Method::GET, "/items/tags", None).await.status == 403 }).await;
     // Roles are managed the same way; a role-less user reads nothing but themselves.
-    let r = call(app, Some(&f.reviewer), Method::GET, "/permissions", None).await;
+    let r = app.as_token(Some(&f.reviewer), Method::GET, "/permissions", None).await;
     assert_error(&r, 403, "FORBIDDEN", "permissions are the admin's");
     let reviewers = get_role_users(app, &f.reviewers_role).await;
     assert_eq!(reviewers, json!([{"email": "reviewer@example.com"}]));
 }
 
 async fn get_role_users(app: &TestApp, role: &str) -> Value {
-    let r = call(app, Some(ADMIN_TOKEN), Method::GET, &format!("/roles/{role}?fields=users.email"), None).await;
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::GET, &format!("/roles/{role}?fields=users.email"), None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     r.body["data"]["users"].clone()
 }
@@ -211,7 +212,7 @@ async fn property_no_read_by_a_restricted_role_leaves_its_filter() {
     let f = fixture::demo(app).await;
     let t = Some(f.reviewer.as_str());
     let outside: Vec<Value> =
-        sql_json(app, "SELECT coalesce(json_agg(id), '[]')::text FROM articles WHERE status <> 'published'").await.as_array().cloned().expect("ids");
+        app.sql("SELECT coalesce(json_agg(id), '[]')::text FROM articles WHERE status <> 'published'").await.as_array().cloned().expect("ids");
     let mut rng = Rng(0x5eed_cafe);
     for i in 0..120 {
         let filter = match rng.next() % 6 {
@@ -225,7 +226,7 @@ async fn property_no_read_by_a_restricted_role_leaves_its_filter() {
         let sort = rng.pick(&["id", "-rating", "title", "-published_at", "author.name", "-count(comments)"]);
         let limit = [1, 5, 50, -1][(rng.next() % 4) as usize];
         let path = format!("/items/articles?{filter}&sort={sort}&limit={limit}&offset={}&fields=id,status,comments.article.status&meta=*", rng.next() % 20);
-        let r = call(app, t, Method::GET, &path, None).await;
+        let r = app.as_token(t, Method::GET, &path, None).await;
         assert_eq!(r.status, 200, "query {i}: {path}: {}", r.body);
         for item in r.body["data"].as_array().expect("data") {
             assert_eq!(item["status"], "published", "query {i}: {path}: {item}");
@@ -237,7 +238,7 @@ async fn property_no_read_by_a_restricted_role_leaves_its_filter() {
         let published = count(app, "SELECT 1 FROM articles WHERE status = 'published'").await;
         assert_eq!(r.body["meta"]["total_count"].as_i64(), Some(published), "query {i}: {path}");
         assert!(r.body["meta"]["filter_count"].as_i64().expect("filter_count") <= published, "query {i}: {path}");
-        let agg = call(app, t, Method::GET, &format!("/items/articles?{filter}&aggregate[count]=*&groupBy[]=status"), None).await;
+        let agg = app.as_token(t, Method::GET, &format!("/items/articles?{filter}&aggregate[count]=*&groupBy[]=status"), None).await;
         assert_eq!(agg.status, 200, "{}", agg.body);
         for row in agg.body["data"].as_array().expect("groups") {
             assert_eq!(row["status"], "published", "aggregate, query {i}: {filter}");

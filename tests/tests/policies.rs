@@ -9,8 +9,9 @@
 
 use cdapi_proto::v1::CreateItemRequest;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
-use e2e_tests::fixture::{PUBLIC_POLICY, admin, call, eventually, role, role_with_policy};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, repo_root, send, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{PUBLIC_POLICY, eventually, role, role_with_policy};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, repo_root, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
@@ -31,7 +32,7 @@ fn env() -> &'static TestApp {
 }
 
 async fn ok(app: &TestApp, method: Method, path: &str, body: Value) -> Value {
-    let r = admin(app, method.clone(), path, body.clone()).await;
+    let r = app.admin(method.clone(), path, body.clone()).await;
     assert_eq!(r.status, 200, "{method} {path} {body}: {}", r.body);
     r.body["data"].clone()
 }
@@ -42,22 +43,22 @@ fn id(v: &Value) -> String {
 
 /// The policy of the fixture role `role_id` (one per role).
 async fn policy_of(app: &TestApp, role_id: &str) -> String {
-    let v = sql_json(app, &format!("SELECT to_json(policy::text)::text FROM cdapi.access WHERE role = '{role_id}'")).await;
+    let v = app.sql(&format!("SELECT to_json(policy::text)::text FROM cdapi.access WHERE role = '{role_id}'")).await;
     v.as_str().map(str::to_owned).unwrap_or_else(|| panic!("no policy for role {role_id}"))
 }
 
 async fn admin_policy(app: &TestApp) -> String {
-    let v = sql_json(
-        app,
-        "SELECT to_json(p.id::text)::text FROM cdapi.policies p JOIN cdapi.access a ON a.policy = p.id \
+    let v = app
+        .sql(
+            "SELECT to_json(p.id::text)::text FROM cdapi.policies p JOIN cdapi.access a ON a.policy = p.id \
          JOIN cdapi.roles r ON r.id = a.role WHERE r.name = 'Administrator' AND p.admin_access",
-    )
-    .await;
+        )
+        .await;
     v.as_str().map(str::to_owned).expect("the Administrator role's policy")
 }
 
 async fn status(app: &TestApp, token: &str, path: &str) -> u16 {
-    call(app, Some(token), Method::GET, path, None).await.status
+    app.as_token(Some(token), Method::GET, path, None).await.status
 }
 
 /// The SDK's flow (createPolicy, a role holding it, a user in the role): the user reads exactly
@@ -83,37 +84,37 @@ async fn a_policy_governs_the_users_of_its_role() {
     let token = "policy-reader-token";
     eventually("the policy reaches the core", || async { status(app, token, "/items/articles?limit=1").await == 200 }).await;
 
-    let r = call(app, Some(token), Method::GET, "/items/articles?fields=status&limit=-1", None).await;
-    let published = sql_json(app, "SELECT count(*)::text FROM articles WHERE status = 'published'").await;
+    let r = app.as_token(Some(token), Method::GET, "/items/articles?fields=status&limit=-1", None).await;
+    let published = app.sql("SELECT count(*)::text FROM articles WHERE status = 'published'").await;
     assert_eq!(json!(r.body["data"].as_array().map(Vec::len).unwrap_or(0)), published);
     assert!(r.body["data"].as_array().is_some_and(|a| a.iter().all(|i| i["status"] == "published")), "{}", r.body);
-    assert_error(&call(app, Some(token), Method::GET, "/items/articles?fields=body", None).await, 403, "FORBIDDEN", "a field outside the policy");
-    assert_error(&call(app, Some(token), Method::GET, "/items/authors", None).await, 403, "FORBIDDEN", "a collection outside the policy");
+    assert_error(&app.as_token(Some(token), Method::GET, "/items/articles?fields=body", None).await, 403, "FORBIDDEN", "a field outside the policy");
+    assert_error(&app.as_token(Some(token), Method::GET, "/items/authors", None).await, 403, "FORBIDDEN", "a collection outside the policy");
     let role = ok(app, Method::GET, &format!("/roles/{role_id}?fields=name,policies.policy.name"), json!(null)).await;
     assert_eq!(role, json!({"name": "Readers", "policies": [{"policy": {"name": "Readers"}}]}));
 
     // What the caller has, as the Directus app asks it.
-    let me = call(app, Some(token), Method::GET, "/permissions/me", None).await;
+    let me = app.as_token(Some(token), Method::GET, "/permissions/me", None).await;
     assert_eq!(me.status, 200, "{}", me.body);
     assert_eq!(me.body["data"]["articles"]["read"], json!({"access": "partial", "fields": ["id", "status", "title"]}));
     assert_eq!(me.body["data"]["articles"]["create"], json!({"access": "none"}));
     assert_eq!(me.body["data"]["articles"]["share"], json!({"access": "none"}));
     assert!(me.body["data"].get("authors").is_none(), "{}", me.body);
-    let g = call(app, Some(token), Method::GET, "/policies/me/globals", None).await;
+    let g = app.as_token(Some(token), Method::GET, "/policies/me/globals", None).await;
     assert_eq!(g.body, json!({"data": {"app_access": true, "admin_access": false, "enforce_tfa": false}}));
     // The user reads their own policies and no other.
-    let mine = call(app, Some(token), Method::GET, "/policies?fields=name", None).await;
+    let mine = app.as_token(Some(token), Method::GET, "/policies?fields=name", None).await;
     assert_eq!(mine.body["data"], json!([{"name": "Readers"}]), "{}", mine.body);
     let admin_me = ok(app, Method::GET, "/permissions/me", json!(null)).await;
     assert_eq!(admin_me["articles"]["delete"], json!({"access": "full", "fields": ["*"]}));
     assert_eq!(ok(app, Method::GET, "/policies/me/globals", json!(null)).await["admin_access"], json!(true));
-    let public = call(app, None, Method::GET, "/policies/me/globals", None).await;
+    let public = app.as_token(None, Method::GET, "/policies/me/globals", None).await;
     assert_eq!(public.body, json!({"data": {"app_access": false}}), "as Directus answers the public");
 
     // Deleting the policy deletes its rows and its place in the role: the access is gone.
-    let r = admin(app, Method::DELETE, &format!("/policies/{policy_id}"), json!(null)).await;
+    let r = app.admin(Method::DELETE, &format!("/policies/{policy_id}"), json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
-    assert_eq!(sql_json(app, &format!("SELECT count(*)::text FROM cdapi.access WHERE policy = '{policy_id}'")).await, json!(0));
+    assert_eq!(app.sql(&format!("SELECT count(*)::text FROM cdapi.access WHERE policy = '{policy_id}'")).await, json!(0));
     eventually("the deleted policy stops applying", || async { status(app, token, "/items/articles?limit=1").await == 403 }).await;
 }
 
@@ -150,17 +151,17 @@ async fn nested_roles_and_user_policies_add_up() {
     )
     .await;
     let emails = || async {
-        let r = call(app, Some("child-token"), Method::GET, "/users?fields=email&sort=email", None).await;
+        let r = app.as_token(Some("child-token"), Method::GET, "/users?fields=email&sort=email", None).await;
         r.body["data"].clone()
     };
     let expected = json!([{"email": "child@example.com"}, {"email": "parent@example.com"}, {"email": "sibling@example.com"}]);
     eventually("the rule on $CURRENT_ROLES applies", || async { emails().await == expected }).await;
 
     // A cycle is refused and changes nothing.
-    let r = admin(app, Method::PATCH, &format!("/roles/{parent}"), json!({"parent": child})).await;
+    let r = app.admin(Method::PATCH, &format!("/roles/{parent}"), json!({"parent": child})).await;
     assert_error(&r, 400, "FAILED_VALIDATION", "a role below its own child");
-    assert_eq!(sql_json(app, &format!("SELECT to_json(parent IS NULL)::text FROM cdapi.roles WHERE id = '{parent}'")).await, json!(true));
-    let r = admin(app, Method::PATCH, &format!("/roles/{child}"), json!({"parent": child})).await;
+    assert_eq!(app.sql(&format!("SELECT to_json(parent IS NULL)::text FROM cdapi.roles WHERE id = '{parent}'")).await, json!(true));
+    let r = app.admin(Method::PATCH, &format!("/roles/{child}"), json!({"parent": child})).await;
     assert_error(&r, 400, "FAILED_VALIDATION", "a role its own parent");
 }
 
@@ -171,10 +172,10 @@ async fn admin_access_comes_and_goes_with_a_policy() {
     let app = env();
     let (token, _, role_id) = role(app, "Operators", json!([{"collection": "articles", "action": "read", "fields": ["id"]}])).await;
     let policy = policy_of(app, &role_id).await;
-    assert_error(&call(app, Some(&token), Method::GET, "/permissions", None).await, 403, "FORBIDDEN", "not admin yet");
+    assert_error(&app.as_token(Some(&token), Method::GET, "/permissions", None).await, 403, "FORBIDDEN", "not admin yet");
     ok(app, Method::PATCH, &format!("/policies/{policy}"), json!({"admin_access": true})).await;
     eventually("admin access applies", || async { status(app, &token, "/permissions?limit=1").await == 200 }).await;
-    let g = call(app, Some(&token), Method::GET, "/policies/me/globals", None).await;
+    let g = app.as_token(Some(&token), Method::GET, "/policies/me/globals", None).await;
     assert_eq!(g.body["data"]["admin_access"], json!(true));
     ok(app, Method::PATCH, &format!("/policies/{policy}"), json!({"admin_access": false})).await;
     eventually("admin access is revoked", || async { status(app, &token, "/permissions?limit=1").await == 403 }).await;
@@ -235,19 +236,19 @@ async fn a_role_cannot_grant_itself_more() {
     .await;
     let own = policy_of(app, &role_id).await;
     let root = admin_policy(app).await;
-    let admin_role = sql_json(app, "SELECT to_json(id::text)::text FROM cdapi.roles WHERE name = 'Administrator'").await;
+    let admin_role = app.sql("SELECT to_json(id::text)::text FROM cdapi.roles WHERE name = 'Administrator'").await;
     let count_sql = format!("SELECT count(*)::text FROM cdapi.access WHERE \"user\" = '{user}' OR role = '{role_id}'");
-    let before = sql_json(app, &count_sql).await;
+    let before = app.sql(&count_sql).await;
 
-    let r = call(app, Some(&token), Method::PATCH, "/users/me", Some(json!({"policies": [{"policy": root}]}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, "/users/me", Some(json!({"policies": [{"policy": root}]}))).await;
     assert_error(&r, 403, "FORBIDDEN", "attaching the admin policy to oneself");
-    let r = call(app, Some(&token), Method::PATCH, &format!("/roles/{role_id}"), Some(json!({"policies": {"create": [{"policy": root}]}}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/roles/{role_id}"), Some(json!({"policies": {"create": [{"policy": root}]}}))).await;
     assert_error(&r, 403, "FORBIDDEN", "attaching the admin policy to one's role");
-    let r = call(app, Some(&token), Method::PATCH, &format!("/roles/{role_id}"), Some(json!({"parent": admin_role}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/roles/{role_id}"), Some(json!({"parent": admin_role}))).await;
     assert_error(&r, 403, "FORBIDDEN", "moving one's role under the Administrator role");
-    let r = call(app, Some(&token), Method::PATCH, &format!("/policies/{own}"), Some(json!({"admin_access": true}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/policies/{own}"), Some(json!({"admin_access": true}))).await;
     assert_error(&r, 403, "FORBIDDEN", "giving one's policy admin access");
-    let r = call(app, Some(&token), Method::PATCH, &format!("/policies/{own}"), Some(json!({"ip_access": null}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/policies/{own}"), Some(json!({"ip_access": null}))).await;
     assert_error(&r, 403, "FORBIDDEN", "lifting one's IP list");
     // Access rows have no REST path (as in Directus); internal callers reach them over gRPC.
     let mut items = ItemsServiceClient::connect(app.grpc_url.clone()).await.expect("connect");
@@ -259,20 +260,20 @@ async fn a_role_cannot_grant_itself_more() {
     req.metadata_mut().insert("authorization", format!("Bearer {token}").parse().expect("header"));
     let status = items.create_item(req).await.expect_err("creating an access row to the admin policy");
     assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
-    assert_eq!(sql_json(app, &count_sql).await, before, "no access row was added");
-    assert_eq!(sql_json(app, &format!("SELECT to_json(admin_access)::text FROM cdapi.policies WHERE id = '{own}'")).await, json!(false));
-    assert_eq!(sql_json(app, &format!("SELECT to_json(parent IS NULL)::text FROM cdapi.roles WHERE id = '{role_id}'")).await, json!(true));
+    assert_eq!(app.sql(&count_sql).await, before, "no access row was added");
+    assert_eq!(app.sql(&format!("SELECT to_json(admin_access)::text FROM cdapi.policies WHERE id = '{own}'")).await, json!(false));
+    assert_eq!(app.sql(&format!("SELECT to_json(parent IS NULL)::text FROM cdapi.roles WHERE id = '{role_id}'")).await, json!(true));
     // What it may do stays what it may: its own fields, not the policies of others.
-    let r = call(app, Some(&token), Method::PATCH, &format!("/policies/{own}"), Some(json!({"description": "mine"}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/policies/{own}"), Some(json!({"description": "mine"}))).await;
     assert_eq!(r.status, 200, "an allowed field of its own policy: {}", r.body);
-    let r = call(app, Some(&token), Method::PATCH, &format!("/policies/{root}"), Some(json!({"description": "pwned"}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/policies/{root}"), Some(json!({"description": "pwned"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "another policy");
-    let r = call(app, Some(&token), Method::GET, "/policies?fields=id", None).await;
+    let r = app.as_token(Some(&token), Method::GET, "/policies?fields=id", None).await;
     assert_eq!(r.body["data"], json!([{"id": own}]), "{}", r.body);
-    assert_error(&call(app, Some(&token), Method::GET, "/permissions", None).await, 403, "FORBIDDEN", "permission rows");
-    assert_error(&call(app, Some(&token), Method::GET, &format!("/policies/{PUBLIC_POLICY}"), None).await, 403, "FORBIDDEN", "the public policy");
-    assert_error(&call(app, None, Method::GET, "/policies", None).await, 403, "FORBIDDEN", "the public");
-    let g = call(app, Some(ADMIN_TOKEN), Method::GET, "/policies?filter[name][_eq]=$t:public_label&fields=id", None).await;
+    assert_error(&app.as_token(Some(&token), Method::GET, "/permissions", None).await, 403, "FORBIDDEN", "permission rows");
+    assert_error(&app.as_token(Some(&token), Method::GET, &format!("/policies/{PUBLIC_POLICY}"), None).await, 403, "FORBIDDEN", "the public policy");
+    assert_error(&app.as_token(None, Method::GET, "/policies", None).await, 403, "FORBIDDEN", "the public");
+    let g = app.as_token(Some(ADMIN_TOKEN), Method::GET, "/policies?filter[name][_eq]=$t:public_label&fields=id", None).await;
     assert_eq!(g.body["data"], json!([{"id": PUBLIC_POLICY}]), "{}", g.body);
 }
 
@@ -290,7 +291,7 @@ async fn the_directus_sdk_sets_up_access_with_policies() {
     assert!(report.get("error").is_none(), "{report}");
     assert_eq!(report["policy"], json!({"name": "SDK readers", "app_access": true, "admin_access": false}));
     assert_eq!(report["statuses"], json!(["published"]));
-    assert_eq!(report["count"], sql_json(app, "SELECT count(*)::text FROM articles WHERE status = 'published'").await);
+    assert_eq!(report["count"], app.sql("SELECT count(*)::text FROM articles WHERE status = 'published'").await);
     assert_eq!(report["authors"], json!("FORBIDDEN"));
     assert_eq!(report["me"], json!({"access": "partial", "fields": ["id", "status", "title"]}));
     assert_eq!(report["globals"], json!({"app_access": true, "admin_access": false, "enforce_tfa": false}));

@@ -23,8 +23,9 @@
 
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::{CreateItemRequest, Query, ReadRequest};
+use e2e_tests::api::Api;
 use e2e_tests::fixture::eventually;
-use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, Spec, TestApp, assert_error, graphql, send, start};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, Spec, TestApp, assert_error, send, start};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -164,7 +165,7 @@ async fn graphql_and_grpc_carry_the_token_and_a_stopped_replica_is_skipped() {
     .await;
 
     // GraphQL: the mutation's answer carries the token; a query sending it sees the write.
-    let m = graphql(&app, "/graphql", r#"mutation { create_tags_item(data: {name: "replica-gql"}) { name } }"#, json!({})).await;
+    let m = app.graphql("/graphql", Some(ADMIN_TOKEN), r#"mutation { create_tags_item(data: {name: "replica-gql"}) { name } }"#, json!({})).await;
     assert_eq!(m.status, 200, "{}", m.body);
     let token = token_of(&m);
     let query = json!({"query": r#"{ tags(filter: {name: {_eq: "replica-gql"}}) { name } }"#}).to_string();

@@ -8,7 +8,8 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, role};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::role;
 use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, exec, repo_root};
 use futures_util::{SinkExt as _, StreamExt as _};
 use reqwest::Method;
@@ -136,10 +137,10 @@ async fn subscribers_receive_every_write_as_directus_sends_it() {
     assert_eq!(init, json!({"type": "subscription", "event": "init", "data": [], "uid": "a"}));
 
     // Through REST (either core replica), then by plain SQL: every committed write is an event.
-    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Live", "author": 1})).await;
+    let r = app.admin(Method::POST, "/items/articles", json!({"title": "Live", "author": 1})).await;
     let id = r.body["data"]["id"].clone();
     assert_eq!(event(&mut ws, "a").await, json!({"type": "subscription", "event": "create", "data": [{"id": id, "title": "Live"}], "uid": "a"}));
-    admin(app, Method::PATCH, &format!("/items/articles/{id}"), json!({"title": "Livelier"})).await;
+    app.admin(Method::PATCH, &format!("/items/articles/{id}"), json!({"title": "Livelier"})).await;
     assert_eq!(event(&mut ws, "a").await, json!({"type": "subscription", "event": "update", "data": [{"id": id, "title": "Livelier"}], "uid": "a"}));
     exec(app, &format!("UPDATE articles SET title = 'Live by SQL' WHERE id = {id}")).await;
     assert_eq!(event(&mut ws, "a").await, json!({"type": "subscription", "event": "update", "data": [{"id": id, "title": "Live by SQL"}], "uid": "a"}));
@@ -147,22 +148,22 @@ async fn subscribers_receive_every_write_as_directus_sends_it() {
     exec(app, &format!("UPDATE articles SET status = 'archived' WHERE id = {id}")).await;
     exec(app, &format!("BEGIN; UPDATE articles SET status = 'draft' WHERE id = {id}; ROLLBACK")).await;
     silent(&mut ws, "a", 600).await;
-    admin(app, Method::DELETE, &format!("/items/articles/{id}"), json!(null)).await;
+    app.admin(Method::DELETE, &format!("/items/articles/{id}"), json!(null)).await;
     assert_eq!(deleted(&mut ws, "a", &id.to_string()).await, json!({"type": "subscription", "event": "delete", "data": [id.to_string()], "uid": "a"}));
 
     // Only the events asked for; ping/pong; unsubscribe.
     send(&mut ws, json!({"type": "subscribe", "collection": "tags", "event": "delete", "uid": "t"})).await;
     assert_eq!(event(&mut ws, "t").await["event"], "init");
-    let r = admin(app, Method::POST, "/items/tags", json!({"name": "realtime-tag"})).await;
+    let r = app.admin(Method::POST, "/items/tags", json!({"name": "realtime-tag"})).await;
     silent(&mut ws, "t", 600).await;
     let tag = r.body["data"]["id"].to_string();
-    admin(app, Method::DELETE, &format!("/items/tags/{tag}"), json!(null)).await;
+    app.admin(Method::DELETE, &format!("/items/tags/{tag}"), json!(null)).await;
     deleted(&mut ws, "t", &tag).await;
     send(&mut ws, json!({"type": "ping", "uid": "p"})).await;
     assert_eq!(event(&mut ws, "p").await, json!({"type": "pong", "uid": "p"}));
     send(&mut ws, json!({"type": "unsubscribe", "uid": "a"})).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    admin(app, Method::POST, "/items/articles", json!({"title": "Live but unheard", "author": 1})).await;
+    app.admin(Method::POST, "/items/articles", json!({"title": "Live but unheard", "author": 1})).await;
     silent(&mut ws, "a", 600).await;
 
     // CRUD over the socket.
@@ -213,30 +214,30 @@ async fn a_restricted_role_receives_only_what_it_may_read() {
     assert_eq!(event(&mut ws, "f").await["error"]["code"], "FORBIDDEN", "a field it may not read");
 
     // A draft is never announced to it; a published item is, without the fields it may not read.
-    admin(app, Method::POST, "/items/articles", json!({"title": "Role hidden draft", "body": "secret", "author": 1, "status": "draft"})).await;
-    admin(app, Method::POST, "/items/authors", json!({"name": "Hidden author"})).await;
+    app.admin(Method::POST, "/items/articles", json!({"title": "Role hidden draft", "body": "secret", "author": 1, "status": "draft"})).await;
+    app.admin(Method::POST, "/items/authors", json!({"name": "Hidden author"})).await;
     silent(&mut ws, "r", 700).await;
-    let r = admin(app, Method::POST, "/items/articles", json!({"title": "Role news", "body": "secret", "author": 1, "status": "published"})).await;
+    let r = app.admin(Method::POST, "/items/articles", json!({"title": "Role news", "body": "secret", "author": 1, "status": "published"})).await;
     let id = r.body["data"]["id"].clone();
     assert_eq!(
         event(&mut ws, "r").await,
         json!({"type": "subscription", "event": "create", "data": [{"id": id, "title": "Role news", "status": "published"}], "uid": "r"})
     );
     // Unpublished: the update leaves its view, so there is nothing to send of it.
-    admin(app, Method::PATCH, &format!("/items/articles/{id}"), json!({"status": "draft", "title": "Role secret title"})).await;
+    app.admin(Method::PATCH, &format!("/items/articles/{id}"), json!({"status": "draft", "title": "Role secret title"})).await;
     silent(&mut ws, "r", 700).await;
 
     // Its grant taken away: the next event ends the subscription with FORBIDDEN, no item sent.
     exec(app, "DELETE FROM cdapi.permissions WHERE policy IN (SELECT id FROM cdapi.policies WHERE name = 'LiveReaders')").await;
     tokio::time::sleep(Duration::from_millis(800)).await;
-    admin(app, Method::POST, "/items/articles", json!({"title": "Role after revocation", "author": 1, "status": "published"})).await;
+    app.admin(Method::POST, "/items/articles", json!({"title": "Role after revocation", "author": 1, "status": "published"})).await;
     let ended = event(&mut ws, "r").await;
     assert_eq!(
         (ended["type"].clone(), ended["status"].clone(), ended["error"]["code"].clone()),
         (json!("subscribe"), json!("error"), json!("FORBIDDEN")),
         "{ended}"
     );
-    admin(app, Method::POST, "/items/articles", json!({"title": "Role after the end", "author": 1, "status": "published"})).await;
+    app.admin(Method::POST, "/items/articles", json!({"title": "Role after the end", "author": 1, "status": "published"})).await;
     silent(&mut ws, "r", 800).await;
 }
 
@@ -272,7 +273,7 @@ async fn connections_must_authenticate_as_configured() {
     let m = next(&mut ws, 10).await.expect("auth answer");
     assert!(m["status"] == "ok" && m["refresh_token"].is_string(), "{m}");
     // /server/info tells apps where and how (Directus's shape).
-    let info = e2e_tests::get(app, "/server/info").await;
+    let info = app.get("/server/info").await;
     assert_eq!(
         info.body["data"]["websocket"],
         json!({"rest": {"authentication": "handshake", "path": "/websocket"}, "graphql": {"authentication": "handshake", "path": "/graphql"}, "heartbeat": 2})
@@ -327,7 +328,7 @@ async fn an_expired_token_pauses_its_subscriptions_until_it_authenticates_again(
     assert_eq!(expired, json!({"type": "auth", "status": "error", "error": {"code": "TOKEN_EXPIRED", "message": "Token expired."}}));
     // Paused: nothing reaches the expired token (it has WEBSOCKETS_REST_AUTH_TIMEOUT, 1 s here,
     // to authenticate again).
-    let r = admin(app, Method::POST, "/items/tags", json!({"name": "after-expiry"})).await;
+    let r = app.admin(Method::POST, "/items/tags", json!({"name": "after-expiry"})).await;
     assert_eq!(r.status, 200);
     let mut seen = Vec::new();
     while let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(400), next(&mut ws, 1)).await {
@@ -338,7 +339,7 @@ async fn an_expired_token_pauses_its_subscriptions_until_it_authenticates_again(
     // `init`), as the Directus SDK expects after it re-authenticates.
     send(&mut ws, json!({"type": "auth", "access_token": ADMIN_TOKEN})).await;
     assert_eq!(next(&mut ws, 5).await, Some(json!({"type": "auth", "status": "ok"})));
-    let r = admin(app, Method::POST, "/items/tags", json!({"name": "after-reauth"})).await;
+    let r = app.admin(Method::POST, "/items/tags", json!({"name": "after-reauth"})).await;
     assert_eq!(r.status, 200);
     // Within 10 s overall (the server's pings would keep `next` waiting forever).
     tokio::time::timeout(Duration::from_secs(10), async {
@@ -372,10 +373,10 @@ async fn delivers_only_what_the_new_user_may_read(app: &TestApp, ws: &mut Socket
             None => event(ws, "w").await,
         };
         assert_eq!((refused["type"].clone(), refused["error"]["code"].clone()), (json!("subscribe"), json!("FORBIDDEN")), "{refused}");
-        admin(app, Method::POST, "/items/authors", json!({"name": format!("{prefix} author")})).await;
-        admin(app, Method::POST, "/items/articles", json!({"title": format!("{prefix} draft"), "body": "secret", "author": 1, "status": "draft"})).await;
+        app.admin(Method::POST, "/items/authors", json!({"name": format!("{prefix} author")})).await;
+        app.admin(Method::POST, "/items/articles", json!({"title": format!("{prefix} draft"), "body": "secret", "author": 1, "status": "draft"})).await;
         let r =
-            admin(app, Method::POST, "/items/articles", json!({"title": format!("{prefix} news"), "body": "secret", "author": 1, "status": "published"})).await;
+            app.admin(Method::POST, "/items/articles", json!({"title": format!("{prefix} news"), "body": "secret", "author": 1, "status": "published"})).await;
         let id = r.body["data"]["id"].clone();
         loop {
             let m = next(ws, 5).await.expect("the published article's create");
@@ -493,7 +494,7 @@ async fn a_client_too_slow_to_read_is_closed_without_holding_others_back() {
         exec(app, &format!("UPDATE articles SET body = repeat('{}', 20000) WHERE title LIKE 'Slow %'", i % 10)).await;
     }
     // The other client is served meanwhile.
-    admin(app, Method::POST, "/items/tags", json!({"name": "slow-test-tag"})).await;
+    app.admin(Method::POST, "/items/tags", json!({"name": "slow-test-tag"})).await;
     assert_eq!(event(&mut other, "o").await["data"], json!([{"name": "slow-test-tag"}]));
     // `slow` finds, after what was already on its way, the close for being too slow (4008).
     let closed = tokio::time::timeout(Duration::from_secs(30), async {
@@ -522,7 +523,7 @@ async fn a_subscriber_on_one_edge_receives_writes_made_through_another() {
     )
     .await;
     assert_eq!(event(&mut ws, "e").await["event"], "init");
-    let r = admin(app, Method::POST, "/items/tags", json!({"name": "edge2-tag"})).await;
+    let r = app.admin(Method::POST, "/items/tags", json!({"name": "edge2-tag"})).await;
     assert_eq!(r.status, 200);
     assert_eq!(event(&mut ws, "e").await, json!({"type": "subscription", "event": "create", "data": [{"name": "edge2-tag"}], "uid": "e"}));
 }

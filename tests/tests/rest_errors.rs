@@ -2,7 +2,8 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error, get, send};
+use e2e_tests::api::Api;
+use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error, send};
 use reqwest::Method;
 
 #[tokio::test]
@@ -52,7 +53,7 @@ async fn bad_queries_get_their_codes() {
         ("/nothing/here", 404, "ROUTE_NOT_FOUND"),
     ];
     for (path, status, code) in cases {
-        let r = get(app, path).await;
+        let r = app.get(path).await;
         assert_error(&r, status, code, path);
     }
 }

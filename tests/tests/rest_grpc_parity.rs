@@ -6,7 +6,8 @@
 
 use cdapi_proto::v1::ReadRequest;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
-use e2e_tests::{ADMIN_TOKEN, Dataset, app, get};
+use e2e_tests::api::Api;
+use e2e_tests::{ADMIN_TOKEN, Dataset, app};
 use query_language::query_json::query_from_json;
 use serde_json::Value;
 
@@ -26,7 +27,7 @@ async fn rest_and_grpc_agree() {
     let app = app(Dataset::Pagila);
     let mut items = ItemsServiceClient::connect(app.grpc_url.clone()).await.expect("connect");
     for (collection, qs) in QUERIES {
-        let rest = get(app, &format!("/items/{collection}?{qs}")).await;
+        let rest = app.get(&format!("/items/{collection}?{qs}")).await;
         assert_eq!(rest.status, 200, "{qs}: {}", rest.body);
         let parsed = edge_rest::query_string::parse(qs).expect("parse");
         let query = query_from_json(&parsed.query).expect("query");

@@ -20,8 +20,9 @@
 
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::{Query, ReadRequest, UpdateItemRequest};
-use e2e_tests::fixture::{self, call, eventually};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, Spec, TestApp, exec, send, sql_json, start};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{self, eventually};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, Spec, TestApp, exec, send, start};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -191,7 +192,7 @@ fn test_harness_url(db: &str) -> String {
 }
 
 async fn title_of(app: &TestApp, token: Option<&str>, id: i64) -> Reply {
-    call(app, token, Method::GET, &format!("/items/articles/{id}?fields=title"), None).await
+    app.as_token(token, Method::GET, &format!("/items/articles/{id}?fields=title"), None).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -202,12 +203,10 @@ async fn permission_changes_and_a_stopped_feed_never_serve_stale_answers() {
     for _ in 0..2 {
         assert_eq!(title_of(app, Some(&token), 7).await.status, 200);
     }
-    let id = sql_json(
-        app,
-        "SELECT to_json(p.id)::text FROM cdapi.permissions p JOIN cdapi.policies y ON y.id = p.policy WHERE y.name = 'Readers' AND p.collection = 'articles'",
+    let id = app.sql("SELECT to_json(p.id)::text FROM cdapi.permissions p JOIN cdapi.policies y ON y.id = p.policy WHERE y.name = 'Readers' AND p.collection = 'articles'",
     )
     .await;
-    let r = call(app, Some(ADMIN_TOKEN), Method::PATCH, &format!("/permissions/{id}"), Some(json!({"permissions": {"id": {"_gt": 7}}}))).await;
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::PATCH, &format!("/permissions/{id}"), Some(json!({"permissions": {"id": {"_gt": 7}}}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     e2e_tests::assert_error(&title_of(app, Some(&token), 7).await, 403, "FORBIDDEN", "a row the role may no longer read");
 
@@ -215,7 +214,7 @@ async fn permission_changes_and_a_stopped_feed_never_serve_stale_answers() {
     for _ in 0..2 {
         assert_eq!(title_of(app, Some(ADMIN_TOKEN), 8).await.status, 200);
     }
-    let db = sql_json(app, "SELECT to_json(current_database())::text").await;
+    let db = app.sql("SELECT to_json(current_database())::text").await;
     let db = db.as_str().expect("name").to_owned();
     use sqlx::Connection;
     let mut held = sqlx::PgConnection::connect(&app.database_url).await.expect("connect");
@@ -287,11 +286,11 @@ async fn big_answers_are_not_stored_and_no_store_needs_the_setting() {
     assert_eq!(lookups(app, "hit").await - hits, 3.0, "no-store reads answered from the cache");
 
     let big = "/items/articles?fields=id,title,body&limit=100&sort=id";
-    let r = call(app, Some(ADMIN_TOKEN), Method::GET, big, None).await;
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::GET, big, None).await;
     assert!(r.body.to_string().len() > 4096, "the answer must be over the entry size: {} bytes", r.body.to_string().len());
     let (hits, misses) = (lookups(app, "hit").await, lookups(app, "miss").await);
     for _ in 0..10 {
-        assert_eq!(call(app, Some(ADMIN_TOKEN), Method::GET, big, None).await.status, 200);
+        assert_eq!(app.as_token(Some(ADMIN_TOKEN), Method::GET, big, None).await.status, 200);
         tokio::time::sleep(std::time::Duration::from_millis(30)).await;
     }
     assert_eq!(lookups(app, "hit").await, hits, "an answer over CACHE_MAX_ENTRY_BYTES was stored");

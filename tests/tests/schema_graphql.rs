@@ -5,8 +5,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, eventually, role};
-use e2e_tests::{Dataset, Spec, TestApp, get, gql_data, graphql, graphql_as, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{eventually, role};
+use e2e_tests::{Dataset, Spec, TestApp, gql_data};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
@@ -22,11 +23,11 @@ fn env() -> &'static TestApp {
 
 /// A `/graphql/system` operation as the admin: its data.
 async fn system(app: &TestApp, query: &str) -> Value {
-    gql_data(&graphql(app, "/graphql/system", query, json!({})).await).clone()
+    gql_data(&app.graphql("/graphql/system", Some(e2e_tests::ADMIN_TOKEN), query, json!({})).await).clone()
 }
 
 async fn table_exists(app: &TestApp, name: &str) -> bool {
-    sql_json(app, &format!("SELECT to_json(to_regclass('public.{name}') IS NOT NULL)::text")).await == json!(true)
+    app.sql(&format!("SELECT to_json(to_regclass('public.{name}') IS NOT NULL)::text")).await == json!(true)
 }
 
 /// Waits until four REST reads in a row (both replicas, round robin) answer `path` with `want`.
@@ -36,7 +37,7 @@ async fn everywhere(app: &TestApp, path: &str, want: Value) {
         async move {
             let mut ok = true;
             for _ in 0..4 {
-                ok &= get(app, path).await.body["data"] == want;
+                ok &= app.get(path).await.body["data"] == want;
             }
             ok
         }
@@ -104,7 +105,7 @@ async fn collections_fields_and_relations_are_managed_through_graphql() {
 
     // The new collection serves items, nesting through the new relation, on every replica.
     everywhere(app, "/items/gql_notes?fields=id", json!([])).await;
-    let r = admin(app, Method::POST, "/items/gql_notes?fields=rating,author.name", json!({"body": "hi", "author": 1})).await;
+    let r = app.admin(Method::POST, "/items/gql_notes?fields=rating,author.name", json!({"body": "hi", "author": 1})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"]["rating"], 3, "the default: {}", r.body);
     assert!(r.body["data"]["author"]["name"].is_string(), "{}", r.body);
@@ -136,14 +137,14 @@ async fn collections_fields_and_relations_are_managed_through_graphql() {
     ];
     for who in [Some(token.as_str()), None] {
         for query in attempts {
-            let r = graphql_as(app, "/graphql/system", who, query, json!({})).await;
+            let r = app.graphql("/graphql/system", who, query, json!({})).await;
             assert_eq!(r.body["errors"][0]["extensions"]["code"], "FORBIDDEN", "{query} as {who:?}: {}", r.body);
         }
     }
     assert!(!table_exists(app, "mine").await);
     let columns = "SELECT to_json(string_agg(column_name || ':' || data_type, ',' ORDER BY column_name))::text FROM information_schema.columns WHERE table_name = 'gql_notes'";
-    assert_eq!(sql_json(app, columns).await, json!("author:integer,body:text,id:integer,rating:integer"));
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM cdapi.relations WHERE many_collection = 'gql_notes'").await, json!(1));
+    assert_eq!(app.sql(columns).await, json!("author:integer,body:text,id:integer,rating:integer"));
+    assert_eq!(app.sql("SELECT count(*)::text FROM cdapi.relations WHERE many_collection = 'gql_notes'").await, json!(1));
 
     // Deletions answer the names deleted.
     let gone = system(app, r#"mutation { delete_relations_item(collection: "gql_notes", field: "author") { collection field } }"#).await;
@@ -157,7 +158,8 @@ async fn collections_fields_and_relations_are_managed_through_graphql() {
     eventually("gql_notes gone from every replica", || async {
         let mut gone = 0;
         for _ in 0..4 {
-            let r = graphql(app, "/graphql/system", r#"{ collections_by_name(name: "gql_notes") { collection } }"#, json!({})).await;
+            let r =
+                app.graphql("/graphql/system", Some(e2e_tests::ADMIN_TOKEN), r#"{ collections_by_name(name: "gql_notes") { collection } }"#, json!({})).await;
             gone += usize::from(r.body["errors"][0]["extensions"]["code"] == "FORBIDDEN");
         }
         gone == 4
@@ -169,7 +171,7 @@ async fn collections_fields_and_relations_are_managed_through_graphql() {
 async fn translations_are_made_through_relations_as_directus_makes_them() {
     let app = env();
     let ok = |method: Method, path: &'static str, body: Value| async move {
-        let r = admin(app, method.clone(), path, body.clone()).await;
+        let r = app.admin(method.clone(), path, body.clone()).await;
         assert_eq!(r.status, 200, "{method} {path} {body}: {}", r.body);
         r.body["data"].clone()
     };
@@ -227,13 +229,15 @@ async fn translations_are_made_through_relations_as_directus_makes_them() {
         .collect();
     got.sort();
     assert_eq!(got, [("de".to_owned(), "Hallo".to_owned()), ("en".to_owned(), "Hello".to_owned())], "{written}");
-    let field = get(app, "/fields/articles/translations").await;
+    let field = app.get("/fields/articles/translations").await;
     assert_eq!(field.body["data"]["meta"]["special"], json!(["translations"]), "{}", field.body);
-    let relations = get(app, "/relations/articles_translations").await;
+    let relations = app.get("/relations/articles_translations").await;
     let junctions: Vec<Value> = relations.body["data"].as_array().expect("relations").iter().map(|r| r["meta"]["junction_field"].clone()).collect();
     assert_eq!(junctions.len(), 2, "{}", relations.body);
     eventually("GraphQL serves the translations alias", || async {
-        let r = graphql(app, "/graphql", r#"{ articles_by_id(id: 3) { translations { headline languages_code { name } } } }"#, json!({})).await;
+        let r = app
+            .graphql("/graphql", Some(e2e_tests::ADMIN_TOKEN), r#"{ articles_by_id(id: 3) { translations { headline languages_code { name } } } }"#, json!({}))
+            .await;
         let mut got: Vec<String> = r.body["data"]["articles_by_id"]["translations"]
             .as_array()
             .map(|list| list.iter().map(|t| format!("{}/{}", t["headline"], t["languages_code"]["name"])).collect())
@@ -247,16 +251,16 @@ async fn translations_are_made_through_relations_as_directus_makes_them() {
 #[tokio::test]
 async fn hash_fields_store_argon2_hashes_of_what_is_written() {
     let app = env();
-    let r = admin(app, Method::POST, "/fields/authors", json!({"field": "pin", "type": "hash", "meta": {"interface": "input-hash"}})).await;
+    let r = app.admin(Method::POST, "/fields/authors", json!({"field": "pin", "type": "hash", "meta": {"interface": "input-hash"}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!((r.body["data"]["type"].clone(), r.body["data"]["meta"]["special"].clone()), (json!("hash"), json!(["hash"])), "{}", r.body);
     // The column and its `hash` mark arrive in one rebuild: once a replica serves the field, it
     // hashes it.
     everywhere(app, "/items/authors/2?fields=pin", json!({"pin": null})).await;
     let hasher = access_token::passwords::Hasher::new(1, std::time::Duration::from_secs(30));
-    let stored = || async { sql_json(app, "SELECT to_json(pin)::text FROM authors WHERE id = 2").await.as_str().unwrap_or_default().to_owned() };
+    let stored = || async { app.sql("SELECT to_json(pin)::text FROM authors WHERE id = 2").await.as_str().unwrap_or_default().to_owned() };
 
-    let r = admin(app, Method::PATCH, "/items/authors/2?fields=pin", json!({"pin": "4711"})).await;
+    let r = app.admin(Method::PATCH, "/items/authors/2?fields=pin", json!({"pin": "4711"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let first = stored().await;
     assert!(first.starts_with("$argon2id$"), "stored as an argon2id hash: {first}");
@@ -264,20 +268,20 @@ async fn hash_fields_store_argon2_hashes_of_what_is_written() {
     assert!(hasher.verify("4711".into(), first.clone()).await.expect("verify"), "the hash is of what was written");
     assert!(!hasher.verify("4712".into(), first.clone()).await.expect("verify"));
     // Every write hashes anew (salted), through GraphQL too.
-    let r = graphql(app, "/graphql", r#"mutation { update_authors_item(id: 2, data: {pin: "4711"}) { id } }"#, json!({})).await;
+    let r = app.graphql("/graphql", Some(e2e_tests::ADMIN_TOKEN), r#"mutation { update_authors_item(id: 2, data: {pin: "4711"}) { id } }"#, json!({})).await;
     gql_data(&r);
     let second = stored().await;
     assert!(second.starts_with("$argon2id$") && second != first, "{second}");
     assert!(hasher.verify("4711".into(), second).await.expect("verify"));
-    let r = admin(app, Method::PATCH, "/items/authors/2", json!({"pin": null})).await;
+    let r = app.admin(Method::PATCH, "/items/authors/2", json!({"pin": null})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(sql_json(app, "SELECT to_json(pin IS NULL)::text FROM authors WHERE id = 2").await, json!(true), "null stays null");
+    assert_eq!(app.sql("SELECT to_json(pin IS NULL)::text FROM authors WHERE id = 2").await, json!(true), "null stays null");
 
     // The type is fixed: existing values are not hashes (or would become plain text).
     for (field, to) in [("pin", "string"), ("name", "hash")] {
-        let r = admin(app, Method::PATCH, &format!("/fields/authors/{field}"), json!({"type": to})).await;
+        let r = app.admin(Method::PATCH, &format!("/fields/authors/{field}"), json!({"type": to})).await;
         assert_eq!((r.status, r.body["errors"][0]["extensions"]["code"].clone()), (400, json!("INVALID_PAYLOAD")), "{field} → {to}: {}", r.body);
     }
-    let r = admin(app, Method::DELETE, "/fields/authors/pin", json!(null)).await;
+    let r = app.admin(Method::DELETE, "/fields/authors/pin", json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
 }

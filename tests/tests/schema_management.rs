@@ -7,8 +7,9 @@
 
 use cdapi_proto::v1::GetSchemaRequest;
 use cdapi_proto::v1::schema_service_client::SchemaServiceClient;
-use e2e_tests::fixture::{admin, call, eventually, role};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, get, gql_data, graphql, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{eventually, role};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, gql_data};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
@@ -24,19 +25,19 @@ fn env() -> &'static TestApp {
 }
 
 async fn ok(app: &TestApp, method: Method, path: &str, body: Value) -> Value {
-    let r = admin(app, method.clone(), path, body.clone()).await;
+    let r = app.admin(method.clone(), path, body.clone()).await;
     assert_eq!(r.status, 200, "{method} {path} {body}: {}", r.body);
     r.body["data"].clone()
 }
 
 async fn read(app: &TestApp, path: &str) -> Value {
-    let r = get(app, path).await;
+    let r = app.get(path).await;
     assert_eq!(r.status, 200, "GET {path}: {}", r.body);
     r.body["data"].clone()
 }
 
 async fn table_exists(app: &TestApp, name: &str) -> bool {
-    sql_json(app, &format!("SELECT to_json(to_regclass('public.{name}') IS NOT NULL)::text")).await == json!(true)
+    app.sql(&format!("SELECT to_json(to_regclass('public.{name}') IS NOT NULL)::text")).await == json!(true)
 }
 
 /// Waits until every core replica serves `collection`.
@@ -142,15 +143,15 @@ async fn a_collection_is_made_related_changed_and_deleted_through_the_api() {
     eventually("the reviews alias on every replica", || async {
         let mut ok = true;
         for _ in 0..4 {
-            ok &= get(app, "/items/articles/1?fields=reviews").await.status == 200;
+            ok &= app.get("/items/articles/1?fields=reviews").await.status == 200;
         }
         ok
     })
     .await;
     ok(app, Method::PATCH, "/items/reviews/1", json!({"article": 1})).await;
-    let r = get(app, "/items/reviews/1?fields=title,article.id").await;
+    let r = app.get("/items/reviews/1?fields=title,article.id").await;
     assert_eq!(r.body["data"], json!({"title": "Great", "article": {"id": 1}}), "{}", r.body);
-    let r = get(app, "/items/articles/1?fields=reviews.title").await;
+    let r = app.get("/items/articles/1?fields=reviews.title").await;
     assert_eq!(r.body["data"]["reviews"], json!([{"title": "Great"}]), "{}", r.body);
     let alias = read(app, "/fields/articles/reviews").await;
     assert_eq!(alias["type"], "alias");
@@ -158,7 +159,7 @@ async fn a_collection_is_made_related_changed_and_deleted_through_the_api() {
 
     // GraphQL rebuilt its schema from the new snapshot.
     eventually("reviews in GraphQL", || async {
-        let r = graphql(app, "/graphql", "{ reviews { title article { id } } }", json!({})).await;
+        let r = app.graphql("/graphql", Some(ADMIN_TOKEN), "{ reviews { title article { id } } }", json!({})).await;
         r.status == 200 && gql_data(&r)["reviews"] == json!([{"title": "Great", "article": {"id": "1"}}])
     })
     .await;
@@ -170,7 +171,7 @@ async fn a_collection_is_made_related_changed_and_deleted_through_the_api() {
     assert_eq!(patched["schema"]["data_type"], "bigint");
     assert_eq!(patched["schema"]["default_value"], 5);
     assert_eq!(patched["meta"]["note"], "1 to 5");
-    assert_eq!(sql_json(app, "SELECT to_json(score)::text FROM reviews WHERE id = 1").await, json!(3), "values kept");
+    assert_eq!(app.sql("SELECT to_json(score)::text FROM reviews WHERE id = 1").await, json!(3), "values kept");
     let patched = ok(app, Method::PATCH, "/fields/reviews/score", json!({"schema": {"is_indexed": false, "is_unique": true}})).await;
     assert_eq!((patched["schema"]["is_indexed"].clone(), patched["schema"]["is_unique"].clone()), (json!(false), json!(true)));
     let patched = ok(app, Method::PATCH, "/collections/reviews", json!({"meta": {"singleton": false, "note": "Renamed note"}})).await;
@@ -181,29 +182,29 @@ async fn a_collection_is_made_related_changed_and_deleted_through_the_api() {
     let relation = ok(app, Method::PATCH, "/relations/reviews/article", json!({"schema": {"on_delete": "CASCADE"}})).await;
     assert_eq!(relation["schema"]["on_delete"], "CASCADE");
     assert_eq!(relation["meta"]["one_field"], "reviews", "meta kept");
-    let r = admin(app, Method::DELETE, "/relations/reviews/article", json!(null)).await;
+    let r = app.admin(Method::DELETE, "/relations/reviews/article", json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
     // The replica that answered has rebuilt; the others rebuild on the NOTIFY, a moment later.
     eventually("the alias gone on every replica", || async {
         let mut gone = true;
         for _ in 0..4 {
-            gone &= get(app, "/items/articles/1?fields=reviews").await.status != 200;
+            gone &= app.get("/items/articles/1?fields=reviews").await.status != 200;
         }
         gone
     })
     .await;
-    let r = admin(app, Method::DELETE, "/fields/reviews/article", json!(null)).await;
+    let r = app.admin(Method::DELETE, "/fields/reviews/article", json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM information_schema.columns WHERE table_name = 'reviews' AND column_name = 'article'").await, json!(0));
+    assert_eq!(app.sql("SELECT count(*)::text FROM information_schema.columns WHERE table_name = 'reviews' AND column_name = 'article'").await, json!(0));
 
     // Deleting the collection drops the table and every metadata row about it.
-    let r = admin(app, Method::DELETE, "/collections/reviews", json!(null)).await;
+    let r = app.admin(Method::DELETE, "/collections/reviews", json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
     assert!(!table_exists(app, "reviews").await);
     on_every_replica(app, "reviews", false).await;
-    assert_eq!(get(app, "/items/reviews").await.status, 403);
+    assert_eq!(app.get("/items/reviews").await.status, 403);
     for t in ["collections WHERE collection", "fields WHERE collection", "relations WHERE many_collection"] {
-        assert_eq!(sql_json(app, &format!("SELECT count(*)::text FROM cdapi.{t} = 'reviews'")).await, json!(0), "{t}");
+        assert_eq!(app.sql(&format!("SELECT count(*)::text FROM cdapi.{t} = 'reviews'")).await, json!(0), "{t}");
     }
 }
 
@@ -231,7 +232,7 @@ async fn many_to_many_and_many_to_any_are_made_as_directus_makes_them() {
     eventually("the labels alias on every replica", || async {
         let mut ok = true;
         for _ in 0..4 {
-            ok &= get(app, "/items/articles/2?fields=labels").await.status == 200;
+            ok &= app.get("/items/articles/2?fields=labels").await.status == 200;
         }
         ok
     })
@@ -264,7 +265,7 @@ async fn many_to_many_and_many_to_any_are_made_as_directus_makes_them() {
     eventually("the pins M2A relation on every replica", || async {
         let mut ok = true;
         for _ in 0..4 {
-            let r = get(app, "/items/pins?fields=item:labels.name").await;
+            let r = app.get("/items/pins?fields=item:labels.name").await;
             ok &= r.body["data"] == json!([{"item": {"name": "hot"}}]);
         }
         ok
@@ -272,21 +273,21 @@ async fn many_to_many_and_many_to_any_are_made_as_directus_makes_them() {
     .await;
 
     // Deleting a collection others relate to is refused and changes nothing.
-    let r = admin(app, Method::DELETE, "/collections/labels", json!(null)).await;
+    let r = app.admin(Method::DELETE, "/collections/labels", json!(null)).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "labels is related to by articles_labels");
     assert!(table_exists(app, "labels").await);
     // A field another relation uses (the junction field of the other half) stays.
-    let r = admin(app, Method::DELETE, "/fields/articles_labels/labels_id", json!(null)).await;
+    let r = app.admin(Method::DELETE, "/fields/articles_labels/labels_id", json!(null)).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "labels_id is the junction field of articles_id's relation");
-    assert_eq!(get(app, "/items/articles/2?fields=labels.labels_id.name").await.status, 200);
+    assert_eq!(app.get("/items/articles/2?fields=labels.labels_id.name").await.status, 200);
     // Pins names labels only in an allowed list: deleting labels later takes it off that list.
     for path in ["/collections/articles_labels", "/fields/articles/labels", "/collections/labels"] {
-        let r = admin(app, Method::DELETE, path, json!(null)).await;
+        let r = app.admin(Method::DELETE, path, json!(null)).await;
         assert!(r.status == 204 || r.status == 403, "DELETE {path}: {} {}", r.status, r.body);
     }
     assert!(!table_exists(app, "labels").await);
-    assert_eq!(sql_json(app, "SELECT to_json(one_allowed_collections)::text FROM cdapi.relations WHERE many_collection = 'pins'").await, json!(["tags"]));
-    assert_eq!(get(app, "/items/articles/2?fields=title").await.status, 200);
+    assert_eq!(app.sql("SELECT to_json(one_allowed_collections)::text FROM cdapi.relations WHERE many_collection = 'pins'").await, json!(["tags"]));
+    assert_eq!(app.get("/items/articles/2?fields=title").await.status, 200);
 }
 
 #[tokio::test]
@@ -307,46 +308,46 @@ async fn a_failed_change_leaves_nothing_behind() {
         (json!({"collection": "broken", "schema": {}, "fields": [pk, pk]}), "a field twice"),
     ];
     for (body, why) in cases {
-        let r = admin(app, Method::POST, "/collections", body).await;
+        let r = app.admin(Method::POST, "/collections", body).await;
         assert_error(&r, 400, "INVALID_PAYLOAD", why);
     }
     assert!(!table_exists(app, "broken").await);
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM cdapi.collections WHERE collection = 'broken'").await, json!(0));
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM cdapi.fields WHERE collection = 'broken'").await, json!(0));
+    assert_eq!(app.sql("SELECT count(*)::text FROM cdapi.collections WHERE collection = 'broken'").await, json!(0));
+    assert_eq!(app.sql("SELECT count(*)::text FROM cdapi.fields WHERE collection = 'broken'").await, json!(0));
     assert!(table_exists(app, "articles").await);
 
     // A type change the values do not fit: refused, the column and its data unchanged.
-    let r = admin(app, Method::PATCH, "/fields/articles/title", json!({"type": "integer"})).await;
+    let r = app.admin(Method::PATCH, "/fields/articles/title", json!({"type": "integer"})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "titles are no integers");
     assert_eq!(
-        sql_json(app, "SELECT to_json(data_type)::text FROM information_schema.columns WHERE table_name = 'articles' AND column_name = 'title'").await,
+        app.sql("SELECT to_json(data_type)::text FROM information_schema.columns WHERE table_name = 'articles' AND column_name = 'title'").await,
         json!("text")
     );
     // A NOT NULL column without a default on a table with rows; a duplicate field.
     let r =
-        admin(app, Method::POST, "/fields/articles", json!({"field": "must", "type": "string", "schema": {"is_nullable": false}, "meta": {"note": "x"}})).await;
+        app.admin(Method::POST, "/fields/articles", json!({"field": "must", "type": "string", "schema": {"is_nullable": false}, "meta": {"note": "x"}})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "NOT NULL without default on rows");
     assert_eq!(
-        sql_json(app, "SELECT count(*)::text FROM cdapi.fields WHERE collection = 'articles' AND field = 'must'").await,
+        app.sql("SELECT count(*)::text FROM cdapi.fields WHERE collection = 'articles' AND field = 'must'").await,
         json!(0),
         "its meta row rolled back too"
     );
-    let r = admin(app, Method::POST, "/fields/articles", json!({"field": "title", "type": "string"})).await;
+    let r = app.admin(Method::POST, "/fields/articles", json!({"field": "title", "type": "string"})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "an existing field");
     // The primary key, a field others' foreign keys reference, a relation to nowhere.
-    assert_error(&admin(app, Method::DELETE, "/fields/articles/id", json!(null)).await, 400, "INVALID_PAYLOAD", "the primary key");
-    let r = admin(app, Method::POST, "/relations", json!({"collection": "comments", "field": "author_name", "related_collection": "nowhere"})).await;
+    assert_error(&app.admin(Method::DELETE, "/fields/articles/id", json!(null)).await, 400, "INVALID_PAYLOAD", "the primary key");
+    let r = app.admin(Method::POST, "/relations", json!({"collection": "comments", "field": "author_name", "related_collection": "nowhere"})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "an unknown related collection");
-    let r = admin(app, Method::POST, "/relations", json!({"collection": "comments", "field": "article", "related_collection": "articles"})).await;
+    let r = app.admin(Method::POST, "/relations", json!({"collection": "comments", "field": "article", "related_collection": "articles"})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "a field that already has a relation");
-    let r = admin(app, Method::POST, "/relations", json!({"collection": "comments", "field": "author_name", "related_collection": "authors"})).await;
+    let r = app.admin(Method::POST, "/relations", json!({"collection": "comments", "field": "author_name", "related_collection": "authors"})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "text values cannot reference an integer key");
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM cdapi.relations WHERE many_field = 'author_name'").await, json!(0));
+    assert_eq!(app.sql("SELECT count(*)::text FROM cdapi.relations WHERE many_field = 'author_name'").await, json!(0));
     // Unknown things are FORBIDDEN, as items are.
-    assert_error(&get(app, "/collections/nothing_here").await, 403, "FORBIDDEN", "unknown collection");
-    assert_error(&admin(app, Method::PATCH, "/fields/articles/nothing_here", json!({"meta": {}})).await, 403, "FORBIDDEN", "unknown field");
-    assert_error(&admin(app, Method::DELETE, "/collections/nothing_here", json!(null)).await, 403, "FORBIDDEN", "unknown collection");
-    assert_error(&admin(app, Method::PUT, "/collections", json!({})).await, 405, "METHOD_NOT_ALLOWED", "PUT");
+    assert_error(&app.get("/collections/nothing_here").await, 403, "FORBIDDEN", "unknown collection");
+    assert_error(&app.admin(Method::PATCH, "/fields/articles/nothing_here", json!({"meta": {}})).await, 403, "FORBIDDEN", "unknown field");
+    assert_error(&app.admin(Method::DELETE, "/collections/nothing_here", json!(null)).await, 403, "FORBIDDEN", "unknown collection");
+    assert_error(&app.admin(Method::PUT, "/collections", json!({})).await, 405, "METHOD_NOT_ALLOWED", "PUT");
 }
 
 #[tokio::test]
@@ -366,49 +367,49 @@ async fn only_admins_change_the_schema_and_roles_read_only_what_they_may() {
     ];
     for who in [Some(token.as_str()), None] {
         for (method, path, body) in &attempts {
-            let r = call(app, who, method.clone(), path, Some(body.clone())).await;
+            let r = app.as_token(who, method.clone(), path, Some(body.clone())).await;
             assert_error(&r, 403, "FORBIDDEN", &format!("{method} {path} as {who:?}"));
         }
     }
     assert!(table_exists(app, "articles").await);
     assert!(!table_exists(app, "mine").await);
     assert_eq!(
-        sql_json(app, "SELECT count(*)::text FROM information_schema.columns WHERE table_name = 'articles' AND column_name IN ('body', 'owned')").await,
+        app.sql("SELECT count(*)::text FROM information_schema.columns WHERE table_name = 'articles' AND column_name IN ('body', 'owned')").await,
         json!(1)
     );
     assert_eq!(
-        sql_json(app, "SELECT to_json(data_type)::text FROM information_schema.columns WHERE table_name = 'articles' AND column_name = 'title'").await,
+        app.sql("SELECT to_json(data_type)::text FROM information_schema.columns WHERE table_name = 'articles' AND column_name = 'title'").await,
         json!("text")
     );
 
     // Reads: only the collections, fields and relations the role may read.
-    let r = call(app, Some(&token), Method::GET, "/collections", None).await;
+    let r = app.as_token(Some(&token), Method::GET, "/collections", None).await;
     let names: Vec<&str> =
         r.body["data"].as_array().expect("collections").iter().filter_map(|c| c["collection"].as_str()).filter(|c| !c.starts_with("directus_")).collect();
     assert_eq!(names, ["articles"], "{}", r.body);
-    let r = call(app, Some(&token), Method::GET, "/fields/articles", None).await;
+    let r = app.as_token(Some(&token), Method::GET, "/fields/articles", None).await;
     let names: Vec<&str> = r.body["data"].as_array().expect("fields").iter().filter_map(|f| f["field"].as_str()).collect();
     assert_eq!(names, ["id", "title"], "{}", r.body);
     for path in ["/fields/authors", "/fields/articles/body", "/collections/authors", "/relations/comments/article"] {
-        assert_error(&call(app, Some(&token), Method::GET, path, None).await, 403, "FORBIDDEN", path);
+        assert_error(&app.as_token(Some(&token), Method::GET, path, None).await, 403, "FORBIDDEN", path);
     }
-    let r = call(app, Some(&token), Method::GET, "/relations", None).await;
+    let r = app.as_token(Some(&token), Method::GET, "/relations", None).await;
     let user_relations: Vec<&Value> =
         r.body["data"].as_array().expect("relations").iter().filter(|f| !f["collection"].as_str().unwrap_or_default().starts_with("directus_")).collect();
     assert!(user_relations.is_empty(), "articles' readable fields take part in no relation: {}", r.body);
     // A relation into a collection the role may not read stays hidden, and so do alias fields
     // known only by their metadata (no grant names them).
     let (comment_reader, _, _) = role(app, "CommentReaders", json!([{"collection": "comments", "action": "read", "fields": ["id", "article"]}])).await;
-    assert_eq!(call(app, Some(&comment_reader), Method::GET, "/fields/comments/article", None).await.status, 200);
-    let r = call(app, Some(&comment_reader), Method::GET, "/relations/comments/article", None).await;
+    assert_eq!(app.as_token(Some(&comment_reader), Method::GET, "/fields/comments/article", None).await.status, 200);
+    let r = app.as_token(Some(&comment_reader), Method::GET, "/relations/comments/article", None).await;
     assert_error(&r, 403, "FORBIDDEN", "a relation into articles, which the role may not read");
     ok(app, Method::POST, "/fields/articles", json!({"field": "peek_alias", "type": "alias", "meta": {"special": ["o2m"]}})).await;
     assert_eq!(read(app, "/fields/articles/peek_alias").await["type"], "alias");
-    assert_error(&call(app, Some(&token), Method::GET, "/fields/articles/peek_alias", None).await, 403, "FORBIDDEN", "a metadata-only alias");
-    let r = admin(app, Method::DELETE, "/fields/articles/peek_alias", json!(null)).await;
+    assert_error(&app.as_token(Some(&token), Method::GET, "/fields/articles/peek_alias", None).await, 403, "FORBIDDEN", "a metadata-only alias");
+    let r = app.admin(Method::DELETE, "/fields/articles/peek_alias", json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
 
-    let r = call(app, Some(&token), Method::GET, "/fields", None).await;
+    let r = app.as_token(Some(&token), Method::GET, "/fields", None).await;
     let user_fields: Vec<&Value> =
         r.body["data"].as_array().expect("fields").iter().filter(|f| !f["collection"].as_str().unwrap_or_default().starts_with("directus_")).collect();
     assert_eq!(user_fields.len(), 2, "{}", r.body);

@@ -5,7 +5,8 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, repo_root, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, repo_root};
 use serde_json::json;
 
 #[tokio::test]
@@ -27,5 +28,5 @@ async fn the_directus_sdk_models_content_unchanged() {
     assert_eq!(report["relations"], json!(["author->authors"]));
     assert_eq!(report["items"], json!([{"title": "First", "author": {"id": 1}}]));
     assert_eq!(report["after_delete"], "FORBIDDEN");
-    assert_eq!(sql_json(&app, "SELECT to_json(to_regclass('public.sdk_notes') IS NULL)::text").await, json!(true));
+    assert_eq!(app.sql("SELECT to_json(to_regclass('public.sdk_notes') IS NULL)::text").await, json!(true));
 }

@@ -6,8 +6,8 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call};
-use e2e_tests::{Dataset, Spec, TestApp, assert_error, send, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::{Dataset, Spec, TestApp, assert_error, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -16,7 +16,7 @@ fn start(name: &str) -> TestApp {
 }
 
 async fn ok(app: &TestApp, method: Method, path: &str, body: Value) -> Value {
-    let r = admin(app, method.clone(), path, body.clone()).await;
+    let r = app.admin(method.clone(), path, body.clone()).await;
     assert!(r.status == 200 || r.status == 204, "{method} {path} {body}: {} {}", r.status, r.body);
     r.body["data"].clone()
 }
@@ -114,14 +114,14 @@ async fn a_schema_moves_from_one_environment_to_another() {
     assert_error(&upload(&b, "/schema/diff", b"collections: [unclosed".to_vec(), "text/yaml").await, 400, "INVALID_PAYLOAD", "broken YAML");
     assert_error(&upload(&b, "/schema/diff", b"{".to_vec(), "application/json").await, 400, "INVALID_PAYLOAD", "broken JSON");
     // A diff made against another state of the schema is refused and changes nothing.
-    let r = admin(&b, Method::POST, "/schema/apply", json!({"hash": "0".repeat(64), "diff": d["diff"]})).await;
+    let r = b.admin(Method::POST, "/schema/apply", json!({"hash": "0".repeat(64), "diff": d["diff"]})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "a stale hash");
-    assert_eq!(sql_json(&b, "SELECT to_json(to_regclass('public.projects') IS NULL)::text").await, json!(true));
+    assert_eq!(b.sql("SELECT to_json(to_regclass('public.projects') IS NULL)::text").await, json!(true));
 
-    let r = admin(&b, Method::POST, "/schema/apply", json!({"hash": hash, "diff": d["diff"]})).await;
+    let r = b.admin(Method::POST, "/schema/apply", json!({"hash": hash, "diff": d["diff"]})).await;
     assert_eq!(r.status, 204, "{}", r.body);
     // The target now has the source's schema: nothing left to change, the same hash.
-    let r = admin(&b, Method::POST, "/schema/diff", snapshot.clone()).await;
+    let r = b.admin(Method::POST, "/schema/diff", snapshot.clone()).await;
     assert_eq!(r.status, 204, "no diff left: {}", r.body);
     let ours = ok(&b, Method::GET, "/schema/snapshot", json!(null)).await;
     let again = ok(&a, Method::POST, "/schema/diff", ours).await;
@@ -132,8 +132,8 @@ async fn a_schema_moves_from_one_environment_to_another() {
     assert_eq!(p, json!([{"name": "Atlas", "budget": "0.00", "labels": ["a", "b"], "lead": {"id": 1}}]));
     let back = ok(&b, Method::GET, "/items/authors/1?fields=projects.name", json!(null)).await;
     assert_eq!(back, json!({"projects": [{"name": "Atlas"}]}));
-    assert_eq!(sql_json(&b, "SELECT to_json(to_regclass('public.scratch') IS NULL)::text").await, json!(true));
-    let r = admin(&b, Method::POST, "/items/projects", json!({"budget": 1})).await;
+    assert_eq!(b.sql("SELECT to_json(to_regclass('public.scratch') IS NULL)::text").await, json!(true));
+    let r = b.admin(Method::POST, "/items/projects", json!({"budget": 1})).await;
     assert_error(&r, 400, "FAILED_VALIDATION", "name is NOT NULL on the target too");
 }
 
@@ -141,29 +141,29 @@ async fn a_schema_moves_from_one_environment_to_another() {
 async fn bad_snapshots_and_diffs_are_refused() {
     let app = tokio::task::spawn_blocking(|| start("transfer_errors")).await.expect("join");
     let snapshot = ok(&app, Method::GET, "/schema/snapshot", json!(null)).await;
-    assert!(admin(&app, Method::POST, "/schema/diff", snapshot.clone()).await.status == 204, "an instance has no diff to itself");
+    assert!(app.admin(Method::POST, "/schema/diff", snapshot.clone()).await.status == 204, "an instance has no diff to itself");
     let mut other = snapshot.clone();
     other["vendor"] = json!("mysql");
-    assert_error(&admin(&app, Method::POST, "/schema/diff", other.clone()).await, 400, "INVALID_PAYLOAD", "another vendor");
-    assert_eq!(admin(&app, Method::POST, "/schema/diff?force=true", other).await.status, 204, "forced: same collections");
-    assert_error(&admin(&app, Method::POST, "/schema/diff", json!([1])).await, 400, "INVALID_PAYLOAD", "not an object");
-    assert_error(&admin(&app, Method::POST, "/schema/diff", json!({"collections": 3})).await, 400, "INVALID_PAYLOAD", "not a list");
+    assert_error(&app.admin(Method::POST, "/schema/diff", other.clone()).await, 400, "INVALID_PAYLOAD", "another vendor");
+    assert_eq!(app.admin(Method::POST, "/schema/diff?force=true", other).await.status, 204, "forced: same collections");
+    assert_error(&app.admin(Method::POST, "/schema/diff", json!([1])).await, 400, "INVALID_PAYLOAD", "not an object");
+    assert_error(&app.admin(Method::POST, "/schema/diff", json!({"collections": 3})).await, 400, "INVALID_PAYLOAD", "not a list");
     // A diff against the current hash whose change cannot be applied.
     let mut target = snapshot.clone();
     target["collections"].as_array_mut().expect("collections").push(json!({"collection": "bad name!", "meta": null, "schema": {"name": "bad name!"}}));
     let d = ok(&app, Method::POST, "/schema/diff", target).await;
-    let r = admin(&app, Method::POST, "/schema/apply", d).await;
+    let r = app.admin(Method::POST, "/schema/apply", d).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "an invalid collection name");
-    let r = admin(&app, Method::POST, "/schema/apply", json!({"hash": "x"})).await;
+    let r = app.admin(Method::POST, "/schema/apply", json!({"hash": "x"})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "no diff");
-    assert_eq!(admin(&app, Method::GET, "/schema/apply", json!(null)).await.status, 405);
-    assert_eq!(admin(&app, Method::GET, "/schema/nope", json!(null)).await.status, 404);
+    assert_eq!(app.admin(Method::GET, "/schema/apply", json!(null)).await.status, 405);
+    assert_eq!(app.admin(Method::GET, "/schema/nope", json!(null)).await.status, 404);
     // Admins only: the public and a role get 403 and learn nothing.
     let (token, _, _) = e2e_tests::fixture::role(&app, "SchemaReaders", json!([{"collection": "articles", "action": "read", "fields": ["*"]}])).await;
     for who in [None, Some(token.as_str())] {
-        assert_error(&call(&app, who, Method::GET, "/schema/snapshot", None).await, 403, "FORBIDDEN", "snapshot");
-        assert_error(&call(&app, who, Method::POST, "/schema/diff", Some(snapshot.clone())).await, 403, "FORBIDDEN", "diff");
-        assert_error(&call(&app, who, Method::POST, "/schema/apply", Some(json!({"hash": "x", "diff": {}}))).await, 403, "FORBIDDEN", "apply");
+        assert_error(&app.as_token(who, Method::GET, "/schema/snapshot", None).await, 403, "FORBIDDEN", "snapshot");
+        assert_error(&app.as_token(who, Method::POST, "/schema/diff", Some(snapshot.clone())).await, 403, "FORBIDDEN", "diff");
+        assert_error(&app.as_token(who, Method::POST, "/schema/apply", Some(json!({"hash": "x", "diff": {}}))).await, 403, "FORBIDDEN", "apply");
     }
 }
 
@@ -181,11 +181,11 @@ async fn an_apply_whose_later_step_fails_changes_nothing() {
     title["type"] = json!("integer");
     let d = ok(&app, Method::POST, "/schema/diff", target).await;
     assert!(d["diff"]["collections"].as_array().is_some_and(|c| c.iter().any(|e| e["collection"] == "staged")), "{d}");
-    let r = admin(&app, Method::POST, "/schema/apply", d).await;
+    let r = app.admin(Method::POST, "/schema/apply", d).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "titles are not integers");
     // Nothing of the apply stays: no table, no metadata, the same snapshot.
-    assert_eq!(sql_json(&app, "SELECT to_json(to_regclass('public.staged') IS NULL)::text").await, json!(true));
-    assert_eq!(sql_json(&app, "SELECT to_json((SELECT count(*) FROM cdapi.collections WHERE collection = 'staged') + (SELECT count(*) FROM cdapi.fields WHERE collection = 'staged'))::text").await, json!(0));
+    assert_eq!(app.sql("SELECT to_json(to_regclass('public.staged') IS NULL)::text").await, json!(true));
+    assert_eq!(app.sql("SELECT to_json((SELECT count(*) FROM cdapi.collections WHERE collection = 'staged') + (SELECT count(*) FROM cdapi.fields WHERE collection = 'staged'))::text").await, json!(0));
     assert_eq!(ok(&app, Method::GET, "/schema/snapshot", json!(null)).await, snapshot);
-    assert_error(&admin(&app, Method::GET, "/items/staged", json!(null)).await, 403, "FORBIDDEN", "no such collection");
+    assert_error(&app.admin(Method::GET, "/items/staged", json!(null)).await, 403, "FORBIDDEN", "no such collection");
 }

@@ -7,8 +7,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call, eventually, id_of, role};
-use e2e_tests::{Dataset, Spec, TestApp, assert_error, exec, graphql_as, sql_json, start, wait_mail};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{eventually, id_of, role};
+use e2e_tests::{Dataset, Spec, TestApp, assert_error, exec, start, wait_mail};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
@@ -25,7 +26,7 @@ fn env() -> &'static TestApp {
 
 /// Creates an item as the admin; returns its id.
 async fn created(app: &TestApp, path: &str, body: Value) -> String {
-    let r = admin(app, Method::POST, path, body.clone()).await;
+    let r = app.admin(Method::POST, path, body.clone()).await;
     assert_eq!(r.status, 200, "POST {path} {body}: {}", r.body);
     id_of(&r.body["data"])
 }
@@ -50,7 +51,7 @@ async fn sign_in(app: &TestApp, share: &str, password: Option<&str>) -> e2e_test
     if let Some(p) = password {
         body["password"] = json!(p);
     }
-    call(app, None, Method::POST, "/shares/auth", Some(body)).await
+    app.as_token(None, Method::POST, "/shares/auth", Some(body)).await
 }
 
 /// A share session's access token.
@@ -77,7 +78,7 @@ async fn a_share_reads_its_item_and_what_relates_to_it_and_nothing_else() {
     let share = created(app, "/shares", json!({"name": "Look", "collection": "articles", "item": published, "role": viewers})).await;
 
     // The public facts, for anyone; no password.
-    let r = call(app, None, Method::GET, &format!("/shares/info/{share}"), None).await;
+    let r = app.as_token(None, Method::GET, &format!("/shares/info/{share}"), None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let info = &r.body["data"];
     assert_eq!((info["id"].clone(), info["collection"].clone(), info["item"].clone()), (json!(share), json!("articles"), json!(published)));
@@ -86,7 +87,7 @@ async fn a_share_reads_its_item_and_what_relates_to_it_and_nothing_else() {
     let (token, refresh) = session(app, &share, None).await;
     let get = |path: String| {
         let token = token.clone();
-        async move { call(app, Some(&token), Method::GET, &path, None).await }
+        async move { app.as_token(Some(&token), Method::GET, &path, None).await }
     };
     // The item, its author and its comments.
     let r = get(format!("/items/articles/{published}?fields=id,title,author.name,comments.body")).await;
@@ -106,48 +107,48 @@ async fn a_share_reads_its_item_and_what_relates_to_it_and_nothing_else() {
     let r = get(format!("/items/authors/{author}?fields=articles.id")).await;
     assert_eq!(r.body["data"]["articles"], json!([{"id": published.parse::<i64>().expect("a serial id")}]), "the draft through the author: {}", r.body);
     assert_error(&get("/items/tags".into()).await, 403, "FORBIDDEN", "a collection the share's role cannot read");
-    let g = graphql_as(app, "/graphql", Some(&token), "{ articles { id } comments { body } }", json!({})).await;
+    let g = app.graphql("/graphql", Some(&token), "{ articles { id } comments { body } }", json!({})).await;
     assert_eq!(g.body["data"]["articles"], json!([{"id": published}]), "{}", g.body);
     assert_eq!(g.body["data"]["comments"], json!([{"body": format!("On {published}")}]), "{}", g.body);
 
     // It writes nothing (the public may not), and it is no user.
-    let r = call(app, Some(&token), Method::PATCH, &format!("/items/articles/{published}"), Some(json!({"title": "Defaced"}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/items/articles/{published}"), Some(json!({"title": "Defaced"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "a share session writing its item");
     assert_eq!(get("/users/me".into()).await.body, json!({"data": {"share": share}}));
 
     // A refresh keeps it going; the use was counted once.
-    let r = call(app, None, Method::POST, "/auth/refresh", Some(json!({"refresh_token": refresh}))).await;
+    let r = app.as_token(None, Method::POST, "/auth/refresh", Some(json!({"refresh_token": refresh}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let refreshed = r.body["data"]["access_token"].as_str().expect("access_token").to_owned();
     let refresh = r.body["data"]["refresh_token"].as_str().expect("refresh_token").to_owned();
-    assert_eq!(ids(&call(app, Some(&refreshed), Method::GET, "/items/articles", None).await), vec![published.clone()]);
-    assert_eq!(sql_json(app, &format!("SELECT times_used::text FROM cdapi.shares WHERE id = '{share}'")).await, json!(1));
+    assert_eq!(ids(&app.as_token(Some(&refreshed), Method::GET, "/items/articles", None).await), vec![published.clone()]);
+    assert_eq!(app.sql(&format!("SELECT times_used::text FROM cdapi.shares WHERE id = '{share}'")).await, json!(1));
 
     // An invitation mails the link; only a user who may read the share sends one.
     let invite = |to: &str| json!({"share": share, "emails": [to]});
-    let r = admin(app, Method::POST, "/shares/invite", invite("friend@example.com")).await;
+    let r = app.admin(Method::POST, "/shares/invite", invite("friend@example.com")).await;
     assert_eq!(r.status, 204, "{}", r.body);
     let mail = wait_mail(app, "friend@example.com", 15).await.expect("the invitation");
     assert_eq!(mail["subject"], "Admin User has shared an item with you", "{mail}");
     assert!(mail["body"].as_str().is_some_and(|b| b.contains(&format!("/admin/shared/{share}")) && b.contains("an item in articles")), "{mail}");
     let (stranger, _, _) = role(app, "ShareStrangers", json!([everything("articles")])).await;
     for (who, token) in [("the share session", Some(refreshed.as_str())), ("the public", None), ("a user who cannot read the share", Some(stranger.as_str()))] {
-        let r = call(app, token, Method::POST, "/shares/invite", Some(invite("victim@example.com"))).await;
+        let r = app.as_token(token, Method::POST, "/shares/invite", Some(invite("victim@example.com"))).await;
         assert_eq!(r.status, 403, "{who} invited: {}", r.body);
     }
-    let r = admin(app, Method::POST, "/shares/invite", json!({"share": share, "emails": ["not an address"]})).await;
+    let r = app.admin(Method::POST, "/shares/invite", json!({"share": share, "emails": ["not an address"]})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "an invitation to a non-address");
     assert!(wait_mail(app, "victim@example.com", 2).await.is_none(), "a refused invitation was mailed");
 
     // Deleting the share ends its sessions: its tokens are refused, its refresh token too.
-    let r = admin(app, Method::DELETE, &format!("/shares/{share}"), Value::Null).await;
+    let r = app.admin(Method::DELETE, &format!("/shares/{share}"), Value::Null).await;
     assert_eq!(r.status, 204, "{}", r.body);
     eventually("the deleted share's token is refused", || {
         let refreshed = refreshed.clone();
-        async move { call(app, Some(&refreshed), Method::GET, "/items/articles", None).await.status == 401 }
+        async move { app.as_token(Some(&refreshed), Method::GET, "/items/articles", None).await.status == 401 }
     })
     .await;
-    let r = call(app, None, Method::POST, "/auth/refresh", Some(json!({"refresh_token": refresh}))).await;
+    let r = app.as_token(None, Method::POST, "/auth/refresh", Some(json!({"refresh_token": refresh}))).await;
     assert_error(&r, 401, "INVALID_CREDENTIALS", "refreshing a deleted share's session");
 }
 
@@ -156,9 +157,9 @@ async fn signing_in_needs_the_password_an_open_share_and_uses_left() {
     let app = env();
     let (_, published, _, _) = authors_and_articles(app, "two").await;
     let share = created(app, "/shares", json!({"collection": "articles", "item": published, "password": "open sesame", "max_uses": 1})).await;
-    let r = call(app, None, Method::GET, &format!("/shares/info/{share}"), None).await;
+    let r = app.as_token(None, Method::GET, &format!("/shares/info/{share}"), None).await;
     assert_eq!(r.body["data"]["password"], "**********", "{}", r.body);
-    let r = admin(app, Method::GET, &format!("/shares/{share}?fields=password"), Value::Null).await;
+    let r = app.admin(Method::GET, &format!("/shares/{share}?fields=password"), Value::Null).await;
     assert_eq!(r.body["data"]["password"], "**********", "the hash is never read: {}", r.body);
 
     for (password, what) in [(None, "no password"), (Some("open sesame!"), "a wrong password"), (Some(""), "an empty password")] {
@@ -166,14 +167,14 @@ async fn signing_in_needs_the_password_an_open_share_and_uses_left() {
     }
     session(app, &share, Some("open sesame")).await;
     assert_error(&sign_in(app, &share, Some("open sesame")).await, 401, "INVALID_CREDENTIALS", "a share used up");
-    assert_eq!(sql_json(app, &format!("SELECT times_used::text FROM cdapi.shares WHERE id = '{share}'")).await, json!(1));
+    assert_eq!(app.sql(&format!("SELECT times_used::text FROM cdapi.shares WHERE id = '{share}'")).await, json!(1));
 
     // Closed: ended or not started yet; unknown or malformed ids.
     let ended = created(app, "/shares", json!({"collection": "articles", "item": published, "date_end": "2020-01-01T00:00:00Z"})).await;
     let later = created(app, "/shares", json!({"collection": "articles", "item": published, "date_start": "2999-01-01T00:00:00Z"})).await;
     for closed in [&ended, &later] {
         assert_error(&sign_in(app, closed, None).await, 401, "INVALID_CREDENTIALS", "a closed share");
-        assert_error(&call(app, None, Method::GET, &format!("/shares/info/{closed}"), None).await, 403, "FORBIDDEN", "a closed share's facts");
+        assert_error(&app.as_token(None, Method::GET, &format!("/shares/info/{closed}"), None).await, 403, "FORBIDDEN", "a closed share's facts");
     }
     for unknown in ["0b8a7c1e-1d2f-4e3a-9b8c-7d6e5f4a3b2c", "not-a-share", "' OR 1=1 --"] {
         assert_error(&sign_in(app, unknown, None).await, 401, "INVALID_CREDENTIALS", "an unknown share");
@@ -210,44 +211,44 @@ async fn a_share_never_reads_more_than_its_creator_and_only_shareable_items_are_
 
     // Only an item the caller may share, and the creator cannot be forged.
     let share = |item: &str| json!({"collection": "articles", "item": item, "role": broad, "user_created": author_forgery()});
-    let r = call(app, Some(&not_sharer), Method::POST, "/shares", Some(share(&published))).await;
+    let r = app.as_token(Some(&not_sharer), Method::POST, "/shares", Some(share(&published))).await;
     assert_error(&r, 403, "FORBIDDEN", "sharing without a share permission");
-    let r = call(app, Some(&sharer), Method::POST, "/shares", Some(share(&draft))).await;
+    let r = app.as_token(Some(&sharer), Method::POST, "/shares", Some(share(&draft))).await;
     assert_error(&r, 403, "FORBIDDEN", "sharing an item outside the share permission's filter");
-    let r = call(app, Some(&sharer), Method::POST, "/shares", Some(json!({"collection": "articles", "item": "999999"}))).await;
+    let r = app.as_token(Some(&sharer), Method::POST, "/shares", Some(json!({"collection": "articles", "item": "999999"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "sharing an item that does not exist");
-    let r = call(app, Some(&sharer), Method::POST, "/shares", Some(share(&published))).await;
+    let r = app.as_token(Some(&sharer), Method::POST, "/shares", Some(share(&published))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"]["user_created"], json!(sharer_id), "the creator is the caller: {}", r.body);
     let id = id_of(&r.body["data"]);
-    let r = call(app, Some(&sharer), Method::GET, &format!("/permissions/me/articles/{published}"), None).await;
+    let r = app.as_token(Some(&sharer), Method::GET, &format!("/permissions/me/articles/{published}"), None).await;
     assert_eq!(r.body["data"]["share"]["access"], json!(true), "{}", r.body);
-    let r = call(app, Some(&sharer), Method::GET, &format!("/permissions/me/articles/{draft}"), None).await;
+    let r = app.as_token(Some(&sharer), Method::GET, &format!("/permissions/me/articles/{draft}"), None).await;
     assert_eq!(r.body["data"]["share"]["access"], json!(false), "{}", r.body);
 
     // Moving the share to an item the creator may not share is refused.
-    let r = call(app, Some(&sharer), Method::PATCH, &format!("/shares/{id}"), Some(json!({"collection": "articles", "item": draft}))).await;
+    let r = app.as_token(Some(&sharer), Method::PATCH, &format!("/shares/{id}"), Some(json!({"collection": "articles", "item": draft}))).await;
     assert_error(&r, 403, "FORBIDDEN", "moving a share to an unshareable item");
-    let r = call(app, Some(&sharer), Method::PATCH, &format!("/shares/{id}"), Some(json!({"item": draft}))).await;
+    let r = app.as_token(Some(&sharer), Method::PATCH, &format!("/shares/{id}"), Some(json!({"item": draft}))).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "moving a share by its item alone");
     // Nor through a content version of the share (its delta is checked as the write it would be).
-    let r = call(app, Some(&sharer), Method::POST, "/versions", Some(json!({"key": "move", "collection": "directus_shares", "item": id}))).await;
+    let r = app.as_token(Some(&sharer), Method::POST, "/versions", Some(json!({"key": "move", "collection": "directus_shares", "item": id}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let version = id_of(&r.body["data"]);
-    let r = call(app, Some(&sharer), Method::POST, &format!("/versions/{version}/save"), Some(json!({"collection": "articles", "item": draft}))).await;
+    let r = app.as_token(Some(&sharer), Method::POST, &format!("/versions/{version}/save"), Some(json!({"collection": "articles", "item": draft}))).await;
     assert_error(&r, 403, "FORBIDDEN", "a version that moves a share to an unshareable item");
-    let item = sql_json(app, &format!("SELECT to_json(item)::text FROM cdapi.shares WHERE id = '{id}'")).await;
+    let item = app.sql(&format!("SELECT to_json(item)::text FROM cdapi.shares WHERE id = '{id}'")).await;
     assert_eq!(item, json!(published), "the share still points at the published article");
 
     // The session reads the item's fields the creator may read, and not its author, whatever
     // the share's role allows.
     let (token, _) = session(app, &id, None).await;
-    let r = call(app, Some(&token), Method::GET, &format!("/items/articles/{published}"), None).await;
+    let r = app.as_token(Some(&token), Method::GET, &format!("/items/articles/{published}"), None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let mut keys: Vec<&String> = r.body["data"].as_object().map(|o| o.keys().collect()).unwrap_or_default();
     keys.sort();
     assert_eq!(keys, ["author", "id", "status", "title"], "{}", r.body);
-    assert_error(&call(app, Some(&token), Method::GET, "/items/authors", None).await, 403, "FORBIDDEN", "authors the creator cannot read");
+    assert_error(&app.as_token(Some(&token), Method::GET, "/items/authors", None).await, 403, "FORBIDDEN", "authors the creator cannot read");
     // The creator loses the right to read published articles: the share reads nothing more.
     exec(
         app,
@@ -258,7 +259,7 @@ async fn a_share_never_reads_more_than_its_creator_and_only_shareable_items_are_
     let path = format!("/items/articles/{published}");
     eventually("the creator's narrower rule reaches the share", || {
         let (token, path) = (token.clone(), path.clone());
-        async move { call(app, Some(&token), Method::GET, &path, None).await.status == 403 }
+        async move { app.as_token(Some(&token), Method::GET, &path, None).await.status == 403 }
     })
     .await;
 }

@@ -9,8 +9,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
+use e2e_tests::api::Api;
 use e2e_tests::fixture::eventually;
-use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, exec, get};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, exec};
 use serde_json::{Value, json};
 use std::sync::OnceLock;
 
@@ -49,7 +50,7 @@ async fn serial() -> (&'static TestApp, tokio::sync::MutexGuard<'static, ()>) {
                 ),
             )
             .await;
-            eventually("long_list is served", || async { get(app, "/items/long_list?limit=1").await.status == 200 }).await;
+            eventually("long_list is served", || async { app.get("/items/long_list?limit=1").await.status == 200 }).await;
         })
         .await;
     (app, turn)
@@ -81,7 +82,7 @@ async fn a_long_list_streams_the_same_items_and_counts_as_its_pages() {
     // The same items, in the same order, as the buffered pages of 1,000.
     let mut paged = Vec::new();
     for page in 1..=ROWS / 1000 {
-        let r = get(app, &format!("/items/long_list?limit=1000&page={page}&fields=id,label&sort=-id")).await;
+        let r = app.get(&format!("/items/long_list?limit=1000&page={page}&fields=id,label&sort=-id")).await;
         assert_eq!(r.status, 200);
         assert!(r.headers.get("content-length").is_some(), "a short list is answered whole");
         paged.extend(r.body["data"].as_array().expect("items").iter().cloned());
@@ -89,7 +90,7 @@ async fn a_long_list_streams_the_same_items_and_counts_as_its_pages() {
     assert_eq!(streamed["data"].as_array().map(Vec::len), Some(ROWS));
     assert_eq!(streamed["data"], Value::Array(paged));
     // A filtered long list counts what the filter lets through.
-    let r = get(app, "/items/long_list?limit=5000&filter[id][_lte]=3000&fields=id&meta=filter_count").await;
+    let r = app.get("/items/long_list?limit=5000&filter[id][_lte]=3000&fields=id&meta=filter_count").await;
     assert_eq!(r.body["meta"], json!({"filter_count": 3000}));
     assert_eq!(r.body["data"].as_array().map(Vec::len), Some(3000));
 }
@@ -97,23 +98,23 @@ async fn a_long_list_streams_the_same_items_and_counts_as_its_pages() {
 #[tokio::test]
 async fn an_empty_long_list_is_an_empty_array_with_its_counts() {
     let (app, _turn) = serial().await;
-    let r = get(app, "/items/long_list?limit=-1&filter[id][_lt]=0&meta=filter_count").await;
+    let r = app.get("/items/long_list?limit=-1&filter[id][_lt]=0&meta=filter_count").await;
     assert_eq!(r.status, 200);
     assert_eq!(r.body, json!({"meta": {"filter_count": 0}, "data": []}));
-    let r = get(app, "/items/long_list?limit=-1&filter[id][_lt]=0").await;
+    let r = app.get("/items/long_list?limit=-1&filter[id][_lt]=0").await;
     assert_eq!(r.body, json!({"data": []}));
 }
 
 #[tokio::test]
 async fn errors_before_the_first_byte_are_ordinary_error_replies() {
     let (app, _turn) = serial().await;
-    e2e_tests::assert_error(&get(app, "/items/long_list?limit=-1&fields=no_such_field").await, 403, "FORBIDDEN", "an unknown field");
-    e2e_tests::assert_error(&get(app, "/items/long_list?limit=-1&filter[label][_nope]=1").await, 400, "INVALID_QUERY", "an unknown operator");
+    e2e_tests::assert_error(&app.get("/items/long_list?limit=-1&fields=no_such_field").await, 403, "FORBIDDEN", "an unknown field");
+    e2e_tests::assert_error(&app.get("/items/long_list?limit=-1&filter[label][_nope]=1").await, 400, "INVALID_QUERY", "an unknown operator");
     // The public role may not read the table: no item leaks through the streamed path.
     let r = e2e_tests::send(app, reqwest::Method::GET, "/items/long_list?limit=-1", None, &[], None).await;
     e2e_tests::assert_error(&r, 403, "FORBIDDEN", "the public role");
     // A long request for one item, a singleton or an aggregate is answered whole, as always.
-    let r = get(app, "/items/long_list?limit=-1&aggregate[count]=*").await;
+    let r = app.get("/items/long_list?limit=-1&aggregate[count]=*").await;
     assert_eq!(r.body["data"], json!([{"count": ROWS.to_string()}]));
 }
 
@@ -161,7 +162,7 @@ async fn a_list_passing_the_byte_budget_after_its_first_byte_is_cut_off() {
     assert_eq!(status, 200, "the status was sent with the first byte");
     assert!(body.is_err(), "the body must end in a broken transfer, not parse: {:?}", body.map(|b| b.len()));
     // The edge and the core are fine afterwards.
-    assert_eq!(get(app, "/items/long_list?limit=2&fields=id&sort=id").await.body, json!({"data": [{"id": 1}, {"id": 2}]}));
+    assert_eq!(app.get("/items/long_list?limit=2&fields=id&sort=id").await.body, json!({"data": [{"id": 1}, {"id": 2}]}));
 }
 
 /// A GraphQL query through edge-rest's `/graphql` as `token`: (status, headers, body text).
@@ -218,11 +219,11 @@ async fn a_restricted_role_streams_only_its_rows_and_fields_over_graphql() {
     // (GraphQL's `ID` is a string.)
     assert!(items.iter().all(|i| i["id"].as_str().and_then(|id| id.parse::<u64>().ok()).is_some_and(|id| id <= 15000)), "a row outside its rule");
     // A field outside its grant is not in its schema: the document does not validate.
-    let r = e2e_tests::graphql_as(app, "/graphql", Some(&token), r#"{ long_list(limit: -1) { id body } }"#, json!({})).await;
+    let r = app.graphql("/graphql", Some(&token), r#"{ long_list(limit: -1) { id body } }"#, json!({})).await;
     assert_eq!(r.status, 400, "{}", r.body);
     assert_eq!(r.body["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION", "{}", r.body);
     // The public: no list at all.
-    let r = e2e_tests::graphql_as(app, "/graphql", None, r#"{ long_list(limit: -1) { id } }"#, json!({})).await;
+    let r = app.graphql("/graphql", None, r#"{ long_list(limit: -1) { id } }"#, json!({})).await;
     assert!(r.body["data"]["long_list"].is_null() || r.status == 400, "{}", r.body);
 }
 

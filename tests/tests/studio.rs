@@ -11,8 +11,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call, id_of, role};
-use e2e_tests::{Dataset, Spec, TestApp, sql_json, start};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{id_of, role};
+use e2e_tests::{Dataset, Spec, TestApp, start};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -75,10 +76,10 @@ fn ready(test: &str) -> Option<&'static TestApp> {
 
 /// A user in the Administrator role (a fresh one per journey); returns (email, password, id).
 async fn administrator(app: &TestApp, name: &str) -> (String, String, String) {
-    let roles = admin(app, Method::GET, "/roles?filter[name][_eq]=Administrator&fields=id", Value::Null).await;
+    let roles = app.admin(Method::GET, "/roles?filter[name][_eq]=Administrator&fields=id", Value::Null).await;
     let role = id_of(&roles.body["data"][0]);
     let (email, password) = (format!("{name}@example.com"), format!("{name}-password-1"));
-    let r = admin(app, Method::POST, "/users", json!({"email": email, "password": password, "role": role})).await;
+    let r = app.admin(Method::POST, "/users", json!({"email": email, "password": password, "role": role})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     (email, password, id_of(&r.body["data"]))
 }
@@ -109,7 +110,7 @@ fn journey(app: &TestApp, name: &str, args: &[(&str, &str)]) -> Value {
 
 /// One value of a ground-truth query.
 async fn one(app: &TestApp, sql: &str) -> Value {
-    sql_json(app, sql).await
+    app.sql(sql).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -220,7 +221,7 @@ async fn an_item_is_created_from_the_form_and_another_deleted_from_its_page() {
     let Some(app) = ready("create_delete") else { return };
     let _turn = ONE_AT_A_TIME.lock().await;
     let (email, password, _) = administrator(app, "studio-create").await;
-    let doomed = admin(app, Method::POST, "/items/articles", json!({"title": "Doomed in the Studio", "status": "draft"})).await;
+    let doomed = app.admin(Method::POST, "/items/articles", json!({"title": "Doomed in the Studio", "status": "draft"})).await;
     let doomed = id_of(&doomed.body["data"]);
     let args = [
         ("email", email.as_str()),
@@ -318,7 +319,7 @@ async fn a_limited_role_sees_only_its_collection_and_fields_and_cannot_write_pas
     ]);
     let (token, _, role_id) = role(app, "StudioLimited", rows).await;
     let policy = one(app, &format!("SELECT to_json(policy)::text FROM cdapi.access WHERE role = '{role_id}'")).await;
-    let r = admin(app, Method::PATCH, &format!("/policies/{}", policy.as_str().unwrap_or_default()), json!({"app_access": true})).await;
+    let r = app.admin(Method::PATCH, &format!("/policies/{}", policy.as_str().unwrap_or_default()), json!({"app_access": true})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let before = one(app, "SELECT json_build_object('status', status, 'body', body)::text FROM articles WHERE id = 7").await;
     let args = [("email", "studiolimited@example.com"), ("password", "a-password-1"), ("id", "7"), ("title", "Limited edit")];
@@ -337,13 +338,13 @@ async fn a_limited_role_sees_only_its_collection_and_fields_and_cannot_write_pas
         (Method::DELETE, "/items/articles/7", Value::Null),
         (Method::GET, "/items/authors", Value::Null),
     ] {
-        let r = call(app, Some(&token), method.clone(), path, (!body.is_null()).then_some(body)).await;
+        let r = app.as_token(Some(&token), method.clone(), path, (!body.is_null()).then_some(body)).await;
         assert_eq!(r.status, 403, "{method} {path}: {}", r.body);
     }
     let again = one(app, "SELECT json_build_object('title', title, 'status', status, 'body', body)::text FROM articles WHERE id = 7").await;
     assert_eq!(again, after);
     // The Studio asks whether it may change the item: update yes, delete and share no.
-    let r = call(app, Some(&token), Method::GET, "/permissions/me/articles/7", None).await;
+    let r = app.as_token(Some(&token), Method::GET, "/permissions/me/articles/7", None).await;
     assert_eq!(r.body["data"], json!({"update": {"access": true}, "delete": {"access": false}, "share": {"access": false}}), "{}", r.body);
 }
 
@@ -357,7 +358,7 @@ async fn a_share_link_opens_its_item_read_only_without_an_account() {
     // public may: nothing here).
     let (_, _, viewers) = role(app, "StudioShareViewers", json!([{"collection": "articles", "action": "read", "fields": ["*"]}])).await;
     let body = json!({"collection": "articles", "item": "8", "password": "studio-share-1", "role": viewers});
-    let r = admin(app, Method::POST, "/shares", body).await;
+    let r = app.admin(Method::POST, "/shares", body).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let share = id_of(&r.body["data"]);
     let args = [("share", share.as_str()), ("password", "studio-share-1"), ("title", title.as_str())];

@@ -6,6 +6,7 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
+use e2e_tests::api::Api;
 use e2e_tests::*;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -274,7 +275,7 @@ async fn sso_links_an_existing_user_only_with_a_verified_email() {
         }
         panic!("too many redirects");
     };
-    let linked = || sql_json(&app, "SELECT to_json(external_identifier)::text FROM cdapi.users WHERE email = 'carol@example.com'");
+    let linked = || app.sql("SELECT to_json(external_identifier)::text FROM cdapi.users WHERE email = 'carol@example.com'");
     assert_eq!(sign_in().await, "http://app.example.com/done?reason=INVALID_CREDENTIALS", "an unverified email links nobody");
     assert_eq!(linked().await, Value::Null);
     verified.store(true, std::sync::atomic::Ordering::SeqCst);

@@ -6,14 +6,14 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, TestApp, app, assert_error, graphql_as, noise, post_json, totp_code, upload_file};
+use e2e_tests::api::Api;
+use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, TestApp, app, assert_error, noise, post_json, totp_code, upload_file};
 use reqwest::Method;
 use serde_json::{Value, json};
 
 /// A new active user with a password; returns its id.
 async fn user(app: &TestApp, email: &str, password: &str) -> String {
-    let r = admin(app, Method::POST, "/users", json!({"email": email, "password": password})).await;
+    let r = app.admin(Method::POST, "/users", json!({"email": email, "password": password})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     r.body["data"]["id"].as_str().expect("user id").to_owned()
 }
@@ -52,7 +52,7 @@ async fn a_nul_character_is_a_bad_request_never_a_server_error() {
         assert_error(&r, 400, "INVALID_PAYLOAD", &format!("a NUL in the sign-in's {what}"));
     }
     let q = "mutation($e: String!, $p: String!) { auth_login(email: $e, password: $p) { access_token } }";
-    let r = graphql_as(app, "/graphql/system", None, q, json!({"e": "nul-victim\u{0}@example.com", "p": "x-password-1"})).await;
+    let r = app.graphql("/graphql/system", None, q, json!({"e": "nul-victim\u{0}@example.com", "p": "x-password-1"})).await;
     assert_eq!(gql_code(&r), json!("INVALID_PAYLOAD"), "GraphQL auth_login: {}", r.body);
     let r = post_json(app, "/auth/password/request", json!({"email": "nul-victim\u{0}@example.com"}), &[]).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "a NUL in a reset request's email");
@@ -60,9 +60,9 @@ async fn a_nul_character_is_a_bad_request_never_a_server_error() {
     assert_error(&r, 400, "INVALID_PAYLOAD", "a NUL in a refresh token");
 
     // Payloads: text, JSON and CSV values of items and system items.
-    let r = admin(app, Method::POST, "/items/articles", json!({"title": "a\u{0}b"})).await;
+    let r = app.admin(Method::POST, "/items/articles", json!({"title": "a\u{0}b"})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "a NUL in an item's text");
-    let r = admin(app, Method::PATCH, &format!("/users/{id}"), json!({"first_name": "\u{0}"})).await;
+    let r = app.admin(Method::PATCH, &format!("/users/{id}"), json!({"first_name": "\u{0}"})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "a NUL in a user's name");
     let (status, body) = upload_file(app, Some(ADMIN_TOKEN), &[], "nul.bin", "application/octet-stream", noise(100, 1201)).await;
     assert_eq!(status, 200, "{body}");
@@ -70,18 +70,18 @@ async fn a_nul_character_is_a_bad_request_never_a_server_error() {
     for (what, patch) in
         [("JSON", json!({"metadata": {"k": "v\u{0}"}})), ("JSON key", json!({"metadata": {"k\u{0}": 1}})), ("CSV", json!({"tags": ["a\u{0}"]}))]
     {
-        let r = admin(app, Method::PATCH, &format!("/files/{file}"), patch).await;
+        let r = app.admin(Method::PATCH, &format!("/files/{file}"), patch).await;
         assert_error(&r, 400, "INVALID_PAYLOAD", &format!("a NUL in a {what} value"));
     }
     let q = "mutation($d: create_articles_input!) { create_articles_item(data: $d) { id } }";
-    let r = graphql_as(app, "/graphql", Some(ADMIN_TOKEN), q, json!({"d": {"title": "x\u{0}"}})).await;
+    let r = app.graphql("/graphql", Some(ADMIN_TOKEN), q, json!({"d": {"title": "x\u{0}"}})).await;
     assert_eq!(gql_code(&r), json!("INVALID_PAYLOAD"), "GraphQL create: {}", r.body);
 
     // The password policy: eight NUL characters are not a password.
     let token = access_token(app, email, "nul-password-1").await;
-    let r = call(app, Some(&token), Method::PATCH, "/users/me", Some(json!({"password": "\u{0}".repeat(8)}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, "/users/me", Some(json!({"password": "\u{0}".repeat(8)}))).await;
     assert_error(&r, 400, "FAILED_VALIDATION", "a password of NUL characters");
-    let r = admin(app, Method::POST, "/users", json!({"email": "nul-new@example.com", "password": "abc\u{0}defgh"})).await;
+    let r = app.admin(Method::POST, "/users", json!({"email": "nul-new@example.com", "password": "abc\u{0}defgh"})).await;
     assert_error(&r, 400, "FAILED_VALIDATION", "a password holding a NUL");
     assert_eq!(login(app, email, "nul-password-1").await.status, 200, "the password is unchanged");
 }

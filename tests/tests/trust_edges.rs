@@ -8,6 +8,7 @@
 use cdapi_proto::v1::ReadRequest;
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::{ApiError, ErrorCode};
+use e2e_tests::api::Api;
 use e2e_tests::*;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -119,7 +120,7 @@ async fn a_statement_timeout_is_answered_once_and_never_retried() {
     exec(app, "CREATE VIEW slow_view AS SELECT 1 AS id, pg_sleep(3)::text AS nap").await;
     let mut visible = false;
     for _ in 0..100 {
-        if get(app, "/items/slow_view?fields=id&limit=0").await.status == 200 {
+        if app.get("/items/slow_view?fields=id&limit=0").await.status == 200 {
             visible = true;
             break;
         }
@@ -129,7 +130,7 @@ async fn a_statement_timeout_is_answered_once_and_never_retried() {
     let before = scrape(app, "core").await;
     let calls = |m: &str| sample(m, "cdapi_grpc_requests_total", &[("rpc", "/cdapi.v1.ItemsService/Read"), ("code", "14")]);
     let started = std::time::Instant::now();
-    let r = get(app, "/items/slow_view").await;
+    let r = app.get("/items/slow_view").await;
     assert_error(&r, 503, "SERVICE_UNAVAILABLE", "a cancelled statement");
     assert!(started.elapsed() < std::time::Duration::from_millis(1900), "answered after one timeout, not two: {:?}", started.elapsed());
     let after = scrape(app, "core").await;
@@ -209,13 +210,13 @@ async fn long_query_strings_and_identifiers_are_refused_early() {
     let app = env();
     // MAX_QUERY_STRING_SIZE is 16 KiB by default (hyper itself stops at 64 KiB).
     let long = "x".repeat(20 * 1024);
-    let r = get(app, &format!("/items/articles?filter[title][_eq]={long}")).await;
+    let r = app.get(&format!("/items/articles?filter[title][_eq]={long}")).await;
     assert_error(&r, 400, "INVALID_QUERY", "a 20 KiB query string");
     let r = send(app, Method::GET, &format!("/graphql?query={{articles{{id}}}}&x={long}"), Some(ADMIN_TOKEN), &[], None).await;
     assert_eq!(r.status, 400, "GraphQL over GET too: {}", r.body);
     let name = "f".repeat(65);
     for q in [format!("fields={name}"), format!("sort=-{name}"), format!("filter[{name}][_eq]=1"), format!("fields=author.{name}")] {
-        let r = get(app, &format!("/items/articles?{q}")).await;
+        let r = app.get(&format!("/items/articles?{q}")).await;
         assert_error(&r, 400, "INVALID_QUERY", &q);
         assert!(!r.body.to_string().contains(&name), "the identifier is not echoed: {}", r.body);
     }
@@ -223,7 +224,7 @@ async fn long_query_strings_and_identifiers_are_refused_early() {
     let r = send(app, Method::from_bytes(b"SEARCH").expect("method"), "/items/articles", Some(ADMIN_TOKEN), &[], Some(("application/json", body))).await;
     assert_error(&r, 400, "INVALID_QUERY", "SEARCH body");
     // 64 characters is still a name (unknown here: FORBIDDEN).
-    assert_error(&get(app, &format!("/items/articles?fields={}", "f".repeat(64))).await, 403, "FORBIDDEN", "64 characters");
+    assert_error(&app.get(&format!("/items/articles?fields={}", "f".repeat(64))).await, 403, "FORBIDDEN", "64 characters");
 }
 
 #[tokio::test]

@@ -7,18 +7,19 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call, eventually, id_of, role};
-use e2e_tests::{ADMIN_TOKEN, Dataset, TestApp, app, assert_error, exec, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{eventually, id_of, role};
+use e2e_tests::{ADMIN_TOKEN, Dataset, TestApp, app, assert_error, exec};
 use reqwest::Method;
 use serde_json::{Value, json};
 
 async fn admin_id(app: &TestApp) -> String {
-    let r = call(app, Some(ADMIN_TOKEN), Method::GET, "/users/me?fields=id", None).await;
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::GET, "/users/me?fields=id", None).await;
     r.body["data"]["id"].as_str().expect("admin id").to_owned()
 }
 
 async fn password_hash(app: &TestApp, id: &str) -> Value {
-    sql_json(app, &format!("SELECT to_json(password_hash)::text FROM cdapi.users WHERE id = '{id}'")).await
+    app.sql(&format!("SELECT to_json(password_hash)::text FROM cdapi.users WHERE id = '{id}'")).await
 }
 
 /// Finding 1: a grant of `first_name` on users must not combine with the built-in "own user"
@@ -29,26 +30,25 @@ async fn a_grant_to_edit_names_never_takes_over_another_user() {
     let (token, me, _) = role(app, "NameEditors", json!([{"collection": "directus_users", "action": "update", "fields": ["first_name"]}])).await;
     let admin = admin_id(app).await;
     let before = password_hash(app, &admin).await;
-    let r = call(app, Some(&token), Method::PATCH, &format!("/users/{admin}"), Some(json!({"password": "taken-over-123"}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/users/{admin}"), Some(json!({"password": "taken-over-123"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "another user's password through a first_name grant");
     assert_eq!(password_hash(app, &admin).await, before, "the admin's password is unchanged");
-    let r = call(app, Some(&token), Method::PATCH, &format!("/users/{admin}"), Some(json!({"first_name": "Mallory", "password": "taken-over-123"}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/users/{admin}"), Some(json!({"first_name": "Mallory", "password": "taken-over-123"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "a granted field does not carry an ungranted one");
-    let r = call(app, Some(&token), Method::PATCH, &format!("/users/{admin}"), Some(json!({"first_name": "Renamed"}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/users/{admin}"), Some(json!({"first_name": "Renamed"}))).await;
     // Written; the role may not read that user, so the answer has no body (Directus: 204).
     assert_eq!(r.status, 204, "the granted field on another user: {}", r.body);
-    assert_eq!(sql_json(app, &format!("SELECT to_json(first_name)::text FROM cdapi.users WHERE id = '{admin}'")).await, json!("Renamed"));
+    assert_eq!(app.sql(&format!("SELECT to_json(first_name)::text FROM cdapi.users WHERE id = '{admin}'")).await, json!("Renamed"));
     // Their own password: the built-in own-user row.
     let mine = password_hash(app, &me).await;
-    let r = call(app, Some(&token), Method::PATCH, "/users/me", Some(json!({"password": "my-new-password-1"}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, "/users/me", Some(json!({"password": "my-new-password-1"}))).await;
     assert_eq!(r.status, 200, "own password: {}", r.body);
     assert_ne!(password_hash(app, &me).await, mine);
 
     // `*` on users: names yes, role/email/status/token/policies no.
     let (star, _, _) = role(app, "StarUserEditors", json!([{"collection": "directus_users", "action": "update", "fields": ["*"]}])).await;
-    let admin_role = sql_json(app, "SELECT to_json(id)::text FROM cdapi.roles WHERE name = 'Administrator'").await;
-    let admin_policy =
-        sql_json(app, "SELECT to_json(policy)::text FROM cdapi.access WHERE role = (SELECT id FROM cdapi.roles WHERE name = 'Administrator')").await;
+    let admin_role = app.sql("SELECT to_json(id)::text FROM cdapi.roles WHERE name = 'Administrator'").await;
+    let admin_policy = app.sql("SELECT to_json(policy)::text FROM cdapi.access WHERE role = (SELECT id FROM cdapi.roles WHERE name = 'Administrator')").await;
     let policies = json!([{"policy": admin_policy}]);
     for (field, value) in [
         ("role", admin_role.clone()),
@@ -57,16 +57,16 @@ async fn a_grant_to_edit_names_never_takes_over_another_user() {
         ("token", json!("stolen")),
         ("policies", policies),
     ] {
-        let r = call(app, Some(&star), Method::PATCH, "/users/me", Some(json!({ field: value }))).await;
+        let r = app.as_token(Some(&star), Method::PATCH, "/users/me", Some(json!({ field: value }))).await;
         assert_error(&r, 403, "FORBIDDEN", &format!("`*` covering the sensitive field {field}"));
     }
-    let r = call(app, Some(&star), Method::PATCH, &format!("/users/{admin}"), Some(json!({"last_name": "Changed"}))).await;
+    let r = app.as_token(Some(&star), Method::PATCH, &format!("/users/{admin}"), Some(json!({"last_name": "Changed"}))).await;
     // Written; that user is not readable to the role: no body (Directus: 204).
     assert_eq!(r.status, 204, "a plain field through `*`: {}", r.body);
-    assert_eq!(sql_json(app, &format!("SELECT to_json(last_name)::text FROM cdapi.users WHERE id = '{admin}'")).await, json!("Changed"));
+    assert_eq!(app.sql(&format!("SELECT to_json(last_name)::text FROM cdapi.users WHERE id = '{admin}'")).await, json!("Changed"));
     // Creating an administrator through a create grant of `*`.
     let (creator, _, _) = role(app, "UserCreators", json!([{"collection": "directus_users", "action": "create", "fields": ["*"]}])).await;
-    let r = call(app, Some(&creator), Method::POST, "/users", Some(json!({"email": "evil@example.com", "role": admin_role}))).await;
+    let r = app.as_token(Some(&creator), Method::POST, "/users", Some(json!({"email": "evil@example.com", "role": admin_role}))).await;
     assert_error(&r, 403, "FORBIDDEN", "creating a user in the Administrator role");
 }
 
@@ -84,20 +84,18 @@ async fn a_field_is_read_only_where_a_row_granting_it_matches() {
         ]),
     )
     .await;
-    let r = call(app, Some(&token), Method::GET, "/items/articles?fields=id,status,title&limit=-1&sort=id", None).await;
+    let r = app.as_token(Some(&token), Method::GET, "/items/articles?fields=id,status,title&limit=-1&sort=id", None).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let truth = sql_json(
-        app,
-        "SELECT coalesce(json_agg(json_build_object('id', id, 'status', status, 'title', CASE WHEN status = 'published' THEN title END) ORDER BY id), '[]')::text \
+    let truth = app.sql("SELECT coalesce(json_agg(json_build_object('id', id, 'status', status, 'title', CASE WHEN status = 'published' THEN title END) ORDER BY id), '[]')::text \
          FROM articles WHERE status IN ('published', 'draft')",
     )
     .await;
     assert_eq!(r.body["data"], truth, "titles of drafts are hidden, archived articles absent");
-    let draft_title = sql_json(app, "SELECT to_json(title)::text FROM articles WHERE status = 'draft' ORDER BY id LIMIT 1").await;
+    let draft_title = app.sql("SELECT to_json(title)::text FROM articles WHERE status = 'draft' ORDER BY id LIMIT 1").await;
     let q = format!("/items/articles?fields=id&filter={}", json!({"title": {"_eq": draft_title}}));
-    let r = call(app, Some(&token), Method::GET, &q, None).await;
+    let r = app.as_token(Some(&token), Method::GET, &q, None).await;
     assert_eq!(r.body["data"], json!([]), "no filtering on a value the role cannot read: {}", r.body);
-    let r = call(app, Some(&token), Method::GET, "/items/articles?aggregate[countDistinct]=body&filter[status][_eq]=draft", None).await;
+    let r = app.as_token(Some(&token), Method::GET, "/items/articles?aggregate[countDistinct]=body&filter[status][_eq]=draft", None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"][0]["countDistinct"]["body"], "0", "no counting of hidden values: {}", r.body);
 }
@@ -118,25 +116,25 @@ async fn versions_never_read_around_row_permissions() {
         ]),
     )
     .await;
-    let draft = sql_json(app, "SELECT to_json(min(id))::text FROM articles WHERE status = 'draft'").await;
-    let r = admin(app, Method::POST, "/versions", json!({"key": "preview", "name": "Preview", "collection": "articles", "item": draft.to_string()})).await;
+    let draft = app.sql("SELECT to_json(min(id))::text FROM articles WHERE status = 'draft'").await;
+    let r = app.admin(Method::POST, "/versions", json!({"key": "preview", "name": "Preview", "collection": "articles", "item": draft.to_string()})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let version = id_of(&r.body["data"]);
-    let r = admin(app, Method::POST, &format!("/versions/{version}/save"), json!({"status": "published"})).await;
+    let r = app.admin(Method::POST, &format!("/versions/{version}/save"), json!({"status": "published"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     for token in [None, Some(token.as_str())] {
-        let r = call(app, token, Method::GET, &format!("/items/articles/{draft}"), None).await;
+        let r = app.as_token(token, Method::GET, &format!("/items/articles/{draft}"), None).await;
         assert_error(&r, 403, "FORBIDDEN", "the draft itself");
-        let r = call(app, token, Method::GET, &format!("/items/articles/{draft}?version=preview"), None).await;
+        let r = app.as_token(token, Method::GET, &format!("/items/articles/{draft}?version=preview"), None).await;
         assert_error(&r, 403, "FORBIDDEN", "the draft through a version that publishes it");
     }
     // Creating a version of an item the role cannot read (its hash would leak) or update.
-    let r = call(app, Some(&token), Method::POST, "/versions", Some(json!({"key": "mine", "collection": "articles", "item": draft.to_string()}))).await;
+    let r = app.as_token(Some(&token), Method::POST, "/versions", Some(json!({"key": "mine", "collection": "articles", "item": draft.to_string()}))).await;
     assert_error(&r, 403, "FORBIDDEN", "a version of an unreadable item");
-    let pub_id = sql_json(app, "SELECT to_json(min(id))::text FROM articles WHERE status = 'published'").await;
-    let r = call(app, Some(&token), Method::POST, "/versions", Some(json!({"key": "mine", "collection": "articles", "item": pub_id.to_string()}))).await;
+    let pub_id = app.sql("SELECT to_json(min(id))::text FROM articles WHERE status = 'published'").await;
+    let r = app.as_token(Some(&token), Method::POST, "/versions", Some(json!({"key": "mine", "collection": "articles", "item": pub_id.to_string()}))).await;
     assert_error(&r, 403, "FORBIDDEN", "a version of an item the role cannot update");
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM cdapi.versions WHERE key = 'mine'").await, json!(0));
+    assert_eq!(app.sql("SELECT count(*)::text FROM cdapi.versions WHERE key = 'mine'").await, json!(0));
 }
 
 /// Finding 3: update and delete by query write exactly the items the whole query selects.
@@ -145,30 +143,29 @@ async fn writes_by_query_honour_limit_sort_offset_and_page() {
     let app = app(Dataset::DemoWrites);
     exec(app, "CREATE TABLE ledger (id serial PRIMARY KEY, kind text NOT NULL, note text)").await;
     exec(app, "INSERT INTO ledger (kind) SELECT 'a' FROM generate_series(1, 50)").await;
-    eventually("ledger is served", || async { call(app, Some(ADMIN_TOKEN), Method::GET, "/items/ledger?limit=1", None).await.status == 200 }).await;
-    let changed = |note: &'static str| async move {
-        sql_json(app, &format!("SELECT coalesce(json_agg(id ORDER BY id), '[]')::text FROM ledger WHERE note = '{note}'")).await
-    };
-    let r = admin(app, Method::PATCH, "/items/ledger", json!({"query": {"filter": {"kind": {"_eq": "a"}}, "limit": 1}, "data": {"note": "one"}})).await;
+    eventually("ledger is served", || async { app.as_token(Some(ADMIN_TOKEN), Method::GET, "/items/ledger?limit=1", None).await.status == 200 }).await;
+    let changed =
+        |note: &'static str| async move { app.sql(&format!("SELECT coalesce(json_agg(id ORDER BY id), '[]')::text FROM ledger WHERE note = '{note}'")).await };
+    let r = app.admin(Method::PATCH, "/items/ledger", json!({"query": {"filter": {"kind": {"_eq": "a"}}, "limit": 1}, "data": {"note": "one"}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(changed("one").await, json!([1]), "limit 1 changes one item");
-    let r =
-        admin(app, Method::PATCH, "/items/ledger", json!({"query": {"filter": {"kind": {"_eq": "a"}}, "sort": ["-id"], "limit": 2}, "data": {"note": "last"}}))
-            .await;
+    let r = app
+        .admin(Method::PATCH, "/items/ledger", json!({"query": {"filter": {"kind": {"_eq": "a"}}, "sort": ["-id"], "limit": 2}, "data": {"note": "last"}}))
+        .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(changed("last").await, json!([49, 50]));
-    let r = admin(app, Method::PATCH, "/items/ledger", json!({"query": {"limit": 3, "page": 2}, "data": {"note": "page"}})).await;
+    let r = app.admin(Method::PATCH, "/items/ledger", json!({"query": {"limit": 3, "page": 2}, "data": {"note": "page"}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(changed("page").await, json!([4, 5, 6]));
-    let r = admin(app, Method::PATCH, "/items/ledger", json!({"query": {"limit": 2, "offset": 10}, "data": {"note": "offset"}})).await;
+    let r = app.admin(Method::PATCH, "/items/ledger", json!({"query": {"limit": 2, "offset": 10}, "data": {"note": "offset"}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(changed("offset").await, json!([11, 12]));
-    let r = admin(app, Method::DELETE, "/items/ledger", json!({"query": {"filter": {"kind": {"_eq": "a"}}, "sort": ["-id"], "limit": 3}})).await;
+    let r = app.admin(Method::DELETE, "/items/ledger", json!({"query": {"filter": {"kind": {"_eq": "a"}}, "sort": ["-id"], "limit": 3}})).await;
     assert_eq!(r.status, 204, "{}", r.body);
-    assert_eq!(sql_json(app, "SELECT json_agg(id ORDER BY id DESC)::text FROM (SELECT id FROM ledger ORDER BY id DESC LIMIT 2) x").await, json!([47, 46]));
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM ledger").await, json!(47), "exactly three deleted");
+    assert_eq!(app.sql("SELECT json_agg(id ORDER BY id DESC)::text FROM (SELECT id FROM ledger ORDER BY id DESC LIMIT 2) x").await, json!([47, 46]));
+    assert_eq!(app.sql("SELECT count(*)::text FROM ledger").await, json!(47), "exactly three deleted");
     // Without a limit: every matching item, as before.
-    let r = admin(app, Method::PATCH, "/items/ledger", json!({"query": {"filter": {"id": {"_lte": 5}}}, "data": {"note": "all"}})).await;
+    let r = app.admin(Method::PATCH, "/items/ledger", json!({"query": {"filter": {"id": {"_lte": 5}}}, "data": {"note": "all"}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(changed("all").await, json!([1, 2, 3, 4, 5]));
 }
@@ -178,7 +175,7 @@ async fn writes_by_query_honour_limit_sort_offset_and_page() {
 async fn validation_cannot_be_bypassed_by_how_a_value_is_spelled() {
     let app = app(Dataset::DemoWrites);
     exec(app, "CREATE TABLE tickets (id serial PRIMARY KEY, title text, rating int, assignee uuid, due date)").await;
-    eventually("tickets is served", || async { call(app, Some(ADMIN_TOKEN), Method::GET, "/items/tickets?limit=1", None).await.status == 200 }).await;
+    eventually("tickets is served", || async { app.as_token(Some(ADMIN_TOKEN), Method::GET, "/items/tickets?limit=1", None).await.status == 200 }).await;
     let (token, me, _) = role(
         app,
         "TicketWriters",
@@ -189,7 +186,7 @@ async fn validation_cannot_be_bypassed_by_how_a_value_is_spelled() {
     let ok = json!({"title": "ok", "rating": 3, "due": "2024-03-01"});
     let post = |body: Value| {
         let token = token.clone();
-        async move { call(app, Some(&token), Method::POST, "/items/tickets", Some(body)).await }
+        async move { app.as_token(Some(&token), Method::POST, "/items/tickets", Some(body)).await }
     };
     let cases = [
         (json!({"rating": 900}), "rating", "lte"),
@@ -209,11 +206,11 @@ async fn validation_cannot_be_bypassed_by_how_a_value_is_spelled() {
         assert_eq!(r.body["errors"][0]["extensions"]["field"], field, "{}", r.body);
         assert_eq!(r.body["errors"][0]["extensions"]["type"], kind, "{}", r.body);
     }
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM tickets").await, json!(0), "nothing stored");
+    assert_eq!(app.sql("SELECT count(*)::text FROM tickets").await, json!(0), "nothing stored");
     let r = post(ok).await;
     // Stored; the role may not read tickets, so no body (Directus: 204).
     assert_eq!(r.status, 204, "{}", r.body);
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM tickets").await, json!(1));
+    assert_eq!(app.sql("SELECT count(*)::text FROM tickets").await, json!(1));
 }
 
 /// Finding 8: removing items from an O2M changes the related items only under the related
@@ -232,14 +229,14 @@ async fn o2m_removal_needs_the_related_grants() {
         ]),
     )
     .await;
-    let article = sql_json(app, "SELECT to_json(article)::text FROM comments GROUP BY article HAVING count(*) >= 2 ORDER BY article LIMIT 1").await;
-    let before = sql_json(app, &format!("SELECT json_agg(id ORDER BY id)::text FROM comments WHERE article = {article}")).await;
-    let r = call(app, Some(&token), Method::PATCH, &format!("/items/articles/{article}"), Some(json!({"comments": []}))).await;
+    let article = app.sql("SELECT to_json(article)::text FROM comments GROUP BY article HAVING count(*) >= 2 ORDER BY article LIMIT 1").await;
+    let before = app.sql(&format!("SELECT json_agg(id ORDER BY id)::text FROM comments WHERE article = {article}")).await;
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/items/articles/{article}"), Some(json!({"comments": []}))).await;
     assert_error(&r, 403, "FORBIDDEN", "unlinking comments without update on comments.article");
-    assert_eq!(sql_json(app, &format!("SELECT json_agg(id ORDER BY id)::text FROM comments WHERE article = {article}")).await, before);
-    let r = call(app, Some(&token), Method::PATCH, &format!("/items/articles/{article}"), Some(json!({"comments": {"delete": [before[0].clone()]}}))).await;
+    assert_eq!(app.sql(&format!("SELECT json_agg(id ORDER BY id)::text FROM comments WHERE article = {article}")).await, before);
+    let r = app.as_token(Some(&token), Method::PATCH, &format!("/items/articles/{article}"), Some(json!({"comments": {"delete": [before[0].clone()]}}))).await;
     assert_error(&r, 403, "FORBIDDEN", "detailed delete without the grant");
-    assert_eq!(sql_json(app, &format!("SELECT json_agg(id ORDER BY id)::text FROM comments WHERE article = {article}")).await, before);
+    assert_eq!(app.sql(&format!("SELECT json_agg(id ORDER BY id)::text FROM comments WHERE article = {article}")).await, before);
 }
 
 /// Finding 10: an update of the singleton outside the caller's update rows is refused; it never
@@ -257,9 +254,9 @@ async fn a_singleton_outside_the_update_rows_is_never_doubled() {
         ]),
     )
     .await;
-    let r = call(app, Some(&token), Method::PATCH, "/items/settings", Some(json!({"site_name": "x", "tagline": "hijacked"}))).await;
+    let r = app.as_token(Some(&token), Method::PATCH, "/items/settings", Some(json!({"site_name": "x", "tagline": "hijacked"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "the row is outside the update filter");
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM settings").await, json!(1));
+    assert_eq!(app.sql("SELECT count(*)::text FROM settings").await, json!(1));
 }
 
 /// Finding 7 (the core's part): `limit` has a default maximum, and nested lists that multiply
@@ -267,11 +264,11 @@ async fn a_singleton_outside_the_update_rows_is_never_doubled() {
 #[tokio::test]
 async fn reads_have_row_budgets() {
     let app = app(Dataset::DemoWrites);
-    let r = call(app, Some(ADMIN_TOKEN), Method::GET, "/items/articles?limit=10001", None).await;
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::GET, "/items/articles?limit=10001", None).await;
     assert_error(&r, 400, "INVALID_QUERY", "limit over QUERY_LIMIT_MAX");
-    let r = call(app, Some(ADMIN_TOKEN), Method::GET, "/items/authors?limit=-1&fields=id,articles.id,articles.comments.id", None).await;
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::GET, "/items/authors?limit=-1&fields=id,articles.id,articles.comments.id", None).await;
     assert_error(&r, 400, "INVALID_QUERY", "nested lists multiplying past RESPONSE_MAX_ROWS");
-    let r = call(app, Some(ADMIN_TOKEN), Method::GET, "/items/authors?limit=10&fields=id,articles.id,articles.comments.id", None).await;
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::GET, "/items/authors?limit=10&fields=id,articles.id,articles.comments.id", None).await;
     assert_eq!(r.status, 200, "a bounded nested read: {}", r.body);
 }
 
@@ -333,10 +330,9 @@ async fn random_permission_rows_read_and_write_exactly_the_ground_truth() {
             cols.push(format!("'{f}', CASE WHEN {} THEN {f} END", granting.join(" OR ")));
         }
         let truth =
-            sql_json(app, &format!("SELECT coalesce(json_agg(json_build_object({}) ORDER BY id), '[]')::text FROM articles WHERE {visible}", cols.join(", ")))
-                .await;
+            app.sql(&format!("SELECT coalesce(json_agg(json_build_object({}) ORDER BY id), '[]')::text FROM articles WHERE {visible}", cols.join(", "))).await;
         let asked: Vec<&str> = ["id", "status"].into_iter().chain(fields.iter().copied().filter(|f| truth_rows.iter().any(|(_, g)| g.contains(f)))).collect();
-        let r = call(app, Some(&token), Method::GET, &format!("/items/articles?fields={}&limit=-1&sort=id", asked.join(",")), None).await;
+        let r = app.as_token(Some(&token), Method::GET, &format!("/items/articles?fields={}&limit=-1&sort=id", asked.join(",")), None).await;
         assert_eq!(r.status, 200, "round {round}: {}", r.body);
         assert_eq!(r.body["data"], truth, "round {round}: rows {truth_rows:?}");
         // Writes: one field on a few items; lands iff a row granting it matches (and the
@@ -353,12 +349,12 @@ async fn random_permission_rows_read_and_write_exactly_the_ground_truth() {
             };
             let granting: Vec<String> = truth_rows.iter().filter(|(_, g)| g.contains(&f)).map(|(s, _)| format!("({s})")).collect();
             let matches = !granting.is_empty()
-                && sql_json(app, &format!("SELECT to_json(coalesce(bool_or({}), false))::text FROM articles WHERE id = {id}", granting.join(" OR "))).await
+                && app.sql(&format!("SELECT to_json(coalesce(bool_or({}), false))::text FROM articles WHERE id = {id}", granting.join(" OR "))).await
                     == json!(true);
             let valid = f != "rating" || value.as_u64().is_some_and(|v| v <= 4);
-            let before = sql_json(app, &format!("SELECT to_json({f})::text FROM articles WHERE id = {id}")).await;
-            let r = call(app, Some(&token), Method::PATCH, &format!("/items/articles/{id}?fields=id"), Some(json!({ f: value }))).await;
-            let after = sql_json(app, &format!("SELECT to_json({f})::text FROM articles WHERE id = {id}")).await;
+            let before = app.sql(&format!("SELECT to_json({f})::text FROM articles WHERE id = {id}")).await;
+            let r = app.as_token(Some(&token), Method::PATCH, &format!("/items/articles/{id}?fields=id"), Some(json!({ f: value }))).await;
+            let after = app.sql(&format!("SELECT to_json({f})::text FROM articles WHERE id = {id}")).await;
             if matches && valid {
                 assert_eq!(r.status, 200, "round {round}: PATCH {id} {f}={value} should land: {}", r.body);
                 assert_eq!(after, value);
@@ -391,8 +387,8 @@ async fn forbidden_collections_do_not_reveal_whether_they_exist() {
             (Method::DELETE, "/items/{}/1", None),
         ] {
             // `settings` exists in the demo schema; neither role may touch it.
-            let existing = call(app, token, method.clone(), &path.replace("{}", "settings"), body.clone()).await;
-            let missing = call(app, token, method.clone(), &path.replace("{}", "no_such_collection"), body.clone()).await;
+            let existing = app.as_token(token, method.clone(), &path.replace("{}", "settings"), body.clone()).await;
+            let missing = app.as_token(token, method.clone(), &path.replace("{}", "no_such_collection"), body.clone()).await;
             assert_eq!(existing.status, 403, "{method} {path} as {token:?}: {}", existing.body);
             assert_eq!(shape(&existing, "settings"), shape(&missing, "no_such_collection"), "{method} {path} as {token:?}");
         }

@@ -11,8 +11,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{PUBLIC_POLICY, admin, eventually};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, exec, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{PUBLIC_POLICY, eventually};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, assert_error, exec};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::OnceLock;
@@ -66,9 +67,9 @@ async fn serial() -> (&'static TestApp, tokio::sync::MutexGuard<'static, ()>) {
                 ),
             )
             .await;
-            eventually("big_list is served", || async { e2e_tests::get(app, "/items/big_list?limit=1").await.status == 200 }).await;
+            eventually("big_list is served", || async { app.get("/items/big_list?limit=1").await.status == 200 }).await;
             let r =
-                admin(app, Method::POST, "/permissions", json!({"policy": PUBLIC_POLICY, "collection": "big_list", "action": "read", "fields": ["*"]})).await;
+                app.admin(Method::POST, "/permissions", json!({"policy": PUBLIC_POLICY, "collection": "big_list", "action": "read", "fields": ["*"]})).await;
             assert_eq!(r.status, 200, "public read of big_list: {}", r.body);
             eventually("the public reads big_list", || async { cheap_read(app).await.0 == 200 }).await;
         })
@@ -107,7 +108,7 @@ async fn graphql_anonymously(app: &TestApp, query: &str, secs: u64) -> (u16, Res
 
 /// Backends of core-service's pool sending rows to a core that does not take them.
 async fn backends_waiting_on_the_core(app: &TestApp) -> i64 {
-    let n = sql_json(app, "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = 'cdapi-core' AND wait_event = 'ClientWrite'").await;
+    let n = app.sql("SELECT count(*)::text FROM pg_stat_activity WHERE application_name = 'cdapi-core' AND wait_event = 'ClientWrite'").await;
     n.as_i64().unwrap_or(-1)
 }
 
@@ -301,8 +302,7 @@ async fn a_huge_anonymous_filter_is_refused_before_the_database() {
     assert_error(&search(1_000, Some(ADMIN_TOKEN)).await.0, 400, "INVALID_QUERY", "1,001 nodes signed in");
     // Nothing of it reached the database.
     let running =
-        sql_json(app, "SELECT count(*)::text FROM pg_stat_activity WHERE application_name = 'cdapi-core' AND state = 'active' AND query LIKE '%big_list%'")
-            .await;
+        app.sql("SELECT count(*)::text FROM pg_stat_activity WHERE application_name = 'cdapi-core' AND state = 'active' AND query LIKE '%big_list%'").await;
     assert_eq!(running, json!(0));
 }
 
@@ -318,7 +318,7 @@ async fn an_extreme_aspect_ratio_cannot_blow_up_a_transformation() {
     let (status, file) = e2e_tests::upload_file(app, Some(ADMIN_TOKEN), &[], "sliver.png", "image/png", png).await;
     assert_eq!(status, 200, "{file}");
     let id = file["data"]["id"].as_str().expect("id").to_owned();
-    let r = admin(app, Method::PATCH, &format!("/files/{id}"), json!({"title": "sliver"})).await;
+    let r = app.admin(Method::PATCH, &format!("/files/{id}"), json!({"title": "sliver"})).await;
     assert_eq!(r.status, 200);
     for asked in ["width=300", "width=2500", "width=300&height=300", "width=300&height=300&fit=outside", "width=300&height=300&fit=cover"] {
         let started = Instant::now();

@@ -6,17 +6,18 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{PUBLIC_POLICY, admin, call, eventually, id_of, role};
-use e2e_tests::{Dataset, Spec, TestApp, app, assert_error, graphql_as, sql_json, start};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{PUBLIC_POLICY, eventually, id_of, role};
+use e2e_tests::{Dataset, Spec, TestApp, app, assert_error, start};
 use reqwest::Method;
 use serde_json::{Value, json};
 
 /// A version `key` of the article `item` made by the admin, with `delta` saved into it; its id.
 async fn admin_version(app: &TestApp, key: &str, item: i64, delta: Value) -> String {
-    let r = admin(app, Method::POST, "/versions", json!({"key": key, "name": key, "collection": "articles", "item": item.to_string()})).await;
+    let r = app.admin(Method::POST, "/versions", json!({"key": key, "name": key, "collection": "articles", "item": item.to_string()})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let id = id_of(&r.body["data"]);
-    let r = admin(app, Method::POST, &format!("/versions/{id}/save"), delta).await;
+    let r = app.admin(Method::POST, &format!("/versions/{id}/save"), delta).await;
     assert_eq!(r.status, 200, "{}", r.body);
     id
 }
@@ -34,15 +35,15 @@ fn gql_code(r: &e2e_tests::Reply) -> String {
 async fn reading_the_live_item_does_not_open_its_unpublished_versions() {
     let app = app(Dataset::DemoWrites);
     let published = json!({"status": {"_eq": "published"}});
-    let r = admin(
-        app,
-        Method::POST,
-        "/permissions",
-        json!({"policy": PUBLIC_POLICY, "collection": "articles", "action": "read", "permissions": published, "fields": ["*"]}),
-    )
-    .await;
+    let r = app
+        .admin(
+            Method::POST,
+            "/permissions",
+            json!({"policy": PUBLIC_POLICY, "collection": "articles", "action": "read", "permissions": published, "fields": ["*"]}),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    eventually("the public reads articles", || async { call(app, None, Method::GET, "/items/articles/1", None).await.status == 200 }).await;
+    eventually("the public reads articles", || async { app.as_token(None, Method::GET, "/items/articles/1", None).await.status == 200 }).await;
     admin_version(app, "embargo", 1, json!({"title": "Embargoed title"})).await;
     let article_reader = json!({"collection": "articles", "action": "read", "permissions": published, "fields": ["*"]});
     let (plain, _, _) = role(app, "PlainReaders11", json!([article_reader])).await;
@@ -53,17 +54,17 @@ async fn reading_the_live_item_does_not_open_its_unpublished_versions() {
     let (all, _, _) = role(app, "VersionReaders11", json!([article_reader, {"collection": "directus_versions", "action": "read", "fields": ["*"]}])).await;
     for (who, token) in [("the public", None), ("a role without versions", Some(plain.as_str())), ("a role reading its own versions", Some(own_only.as_str()))]
     {
-        let r = call(app, token, Method::GET, "/items/articles/1", None).await;
+        let r = app.as_token(token, Method::GET, "/items/articles/1", None).await;
         assert_eq!(r.status, 200, "{who} reads the live item: {}", r.body);
-        let r = call(app, token, Method::GET, "/items/articles/1?version=embargo&fields=title", None).await;
+        let r = app.as_token(token, Method::GET, "/items/articles/1?version=embargo&fields=title", None).await;
         assert_error(&r, 403, "FORBIDDEN", &format!("{who} reading another's version through REST"));
         let q = "{ articles_by_version(id: 1, version: \"embargo\") { title } }";
-        let g = graphql_as(app, "/graphql", token, q, json!({})).await;
+        let g = app.graphql("/graphql", token, q, json!({})).await;
         assert_eq!(gql_code(&g), "FORBIDDEN", "{who} through GraphQL: {}", g.body);
         assert!(!g.body.to_string().contains("Embargoed"), "{who}: {}", g.body);
     }
     // With read on the version row, the preview works as before.
-    let r = call(app, Some(&all), Method::GET, "/items/articles/1?version=embargo&fields=title", None).await;
+    let r = app.as_token(Some(&all), Method::GET, "/items/articles/1?version=embargo&fields=title", None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"]["title"], "Embargoed title");
 }
@@ -90,47 +91,47 @@ async fn a_role_limited_to_its_own_versions_cannot_touch_another_users_version()
     )
     .await;
     let theirs = admin_version(app, "theirs7", 2, json!({"title": "The admin's draft"})).await;
-    let title = || sql_json(app, "SELECT to_json(title)::text FROM articles WHERE id = 2");
+    let title = || app.sql("SELECT to_json(title)::text FROM articles WHERE id = 2");
     let before = title().await;
     let stored_sql = format!("SELECT json_build_array(name, delta)::text FROM cdapi.versions WHERE id = '{theirs}'");
-    let stored = || sql_json(app, &stored_sql);
+    let stored = || app.sql(&stored_sql);
     let kept = stored().await;
     let t = Some(token.as_str());
-    let r = call(app, t, Method::GET, "/versions", None).await;
+    let r = app.as_token(t, Method::GET, "/versions", None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(!r.body.to_string().contains(&theirs), "the list shows another's version: {}", r.body);
-    let r = call(app, t, Method::GET, "/versions?filter[collection][_eq]=articles&filter[item][_eq]=2", None).await;
+    let r = app.as_token(t, Method::GET, "/versions?filter[collection][_eq]=articles&filter[item][_eq]=2", None).await;
     assert_eq!(r.body["data"], json!([]), "{}", r.body);
-    assert_error(&call(app, t, Method::GET, &format!("/versions/{theirs}"), None).await, 403, "FORBIDDEN", "read another's version");
-    assert_error(&call(app, t, Method::PATCH, &format!("/versions/{theirs}"), Some(json!({"name": "Mine now"}))).await, 403, "FORBIDDEN", "rename");
-    assert_error(&call(app, t, Method::POST, &format!("/versions/{theirs}/save"), Some(json!({"title": "Hijacked"}))).await, 403, "FORBIDDEN", "save into");
-    assert_error(&call(app, t, Method::GET, &format!("/versions/{theirs}/compare"), None).await, 403, "FORBIDDEN", "compare");
-    assert_error(&call(app, t, Method::POST, &format!("/versions/{theirs}/promote"), Some(json!({"force": true}))).await, 403, "FORBIDDEN", "promote");
-    assert_error(&call(app, t, Method::DELETE, &format!("/versions/{theirs}"), None).await, 403, "FORBIDDEN", "delete");
+    assert_error(&app.as_token(t, Method::GET, &format!("/versions/{theirs}"), None).await, 403, "FORBIDDEN", "read another's version");
+    assert_error(&app.as_token(t, Method::PATCH, &format!("/versions/{theirs}"), Some(json!({"name": "Mine now"}))).await, 403, "FORBIDDEN", "rename");
+    assert_error(&app.as_token(t, Method::POST, &format!("/versions/{theirs}/save"), Some(json!({"title": "Hijacked"}))).await, 403, "FORBIDDEN", "save into");
+    assert_error(&app.as_token(t, Method::GET, &format!("/versions/{theirs}/compare"), None).await, 403, "FORBIDDEN", "compare");
+    assert_error(&app.as_token(t, Method::POST, &format!("/versions/{theirs}/promote"), Some(json!({"force": true}))).await, 403, "FORBIDDEN", "promote");
+    assert_error(&app.as_token(t, Method::DELETE, &format!("/versions/{theirs}"), None).await, 403, "FORBIDDEN", "delete");
     assert_eq!(title().await, before, "the item is unchanged");
     assert_eq!(stored().await, kept, "the version is unchanged");
-    let g = graphql_as(app, "/graphql/system", t, "{ versions { id } }", json!({})).await;
+    let g = app.graphql("/graphql/system", t, "{ versions { id } }", json!({})).await;
     assert!(!g.body.to_string().contains(&theirs), "GraphQL lists another's version: {}", g.body);
 
     // Their own version: the whole flow.
-    let r = call(app, t, Method::POST, "/versions", Some(json!({"key": "mine7", "collection": "articles", "item": "2"}))).await;
+    let r = app.as_token(t, Method::POST, "/versions", Some(json!({"key": "mine7", "collection": "articles", "item": "2"}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let mine = id_of(&r.body["data"]);
-    let r = call(app, t, Method::GET, "/versions", None).await;
+    let r = app.as_token(t, Method::GET, "/versions", None).await;
     assert!(r.body.to_string().contains(&mine), "{}", r.body);
-    let r = call(app, t, Method::PATCH, &format!("/versions/{mine}"), Some(json!({"name": "Mine"}))).await;
+    let r = app.as_token(t, Method::PATCH, &format!("/versions/{mine}"), Some(json!({"name": "Mine"}))).await;
     assert_eq!(r.body["data"]["name"], "Mine", "{}", r.body);
-    let r = call(app, t, Method::POST, &format!("/versions/{mine}/save"), Some(json!({"title": "Editor's title"}))).await;
+    let r = app.as_token(t, Method::POST, &format!("/versions/{mine}/save"), Some(json!({"title": "Editor's title"}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = call(app, t, Method::GET, &format!("/versions/{mine}/compare"), None).await;
+    let r = app.as_token(t, Method::GET, &format!("/versions/{mine}/compare"), None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"]["outdated"], false, "{}", r.body);
-    let r = call(app, t, Method::POST, &format!("/versions/{mine}/promote"), Some(json!({}))).await;
+    let r = app.as_token(t, Method::POST, &format!("/versions/{mine}/promote"), Some(json!({}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(title().await, json!("Editor's title"));
-    let r = call(app, t, Method::POST, "/versions", Some(json!({"key": "mine7b", "collection": "articles", "item": "2"}))).await;
+    let r = app.as_token(t, Method::POST, "/versions", Some(json!({"key": "mine7b", "collection": "articles", "item": "2"}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = call(app, t, Method::DELETE, &format!("/versions/{}", id_of(&r.body["data"])), None).await;
+    let r = app.as_token(t, Method::DELETE, &format!("/versions/{}", id_of(&r.body["data"])), None).await;
     assert_eq!(r.status, 204, "their own version: {}", r.body);
 }
 
@@ -153,16 +154,16 @@ async fn a_version_field_outside_the_roles_field_list_stays_out_of_reach() {
     let id = admin_version(app, "fields7", 12, json!({"title": "Not for namers"})).await;
     let t = Some(token.as_str());
     for path in [format!("/versions/{id}"), "/versions?filter[item][_eq]=12".to_owned()] {
-        let r = call(app, t, Method::GET, &path, None).await;
+        let r = app.as_token(t, Method::GET, &path, None).await;
         assert_eq!(r.status, 200, "{}", r.body);
         assert!(!r.body.to_string().contains("Not for namers") && !r.body.to_string().contains("hash"), "{path}: {}", r.body);
     }
-    let r = call(app, t, Method::PATCH, &format!("/versions/{id}"), Some(json!({"key": "renamed7"}))).await;
+    let r = app.as_token(t, Method::PATCH, &format!("/versions/{id}"), Some(json!({"key": "renamed7"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "writing a field outside the update rows");
-    let r = call(app, t, Method::PATCH, &format!("/versions/{id}"), Some(json!({"name": "Named"}))).await;
+    let r = app.as_token(t, Method::PATCH, &format!("/versions/{id}"), Some(json!({"name": "Named"}))).await;
     assert_eq!(r.body["data"]["name"], "Named", "{}", r.body);
     assert_eq!(r.body["data"]["key"], "fields7", "{}", r.body);
-    let r = call(app, t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"title": "x"}))).await;
+    let r = app.as_token(t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"title": "x"}))).await;
     assert_error(&r, 403, "FORBIDDEN", "saving needs `delta` within the update rows");
 }
 
@@ -182,12 +183,12 @@ async fn graphql_shows_no_delta_field_that_rest_hides() {
     .await;
     let id = admin_version(app, "hidden9", 4, json!({"title": "Seen", "rating": 5})).await;
     let t = Some(token.as_str());
-    let rest = call(app, t, Method::GET, &format!("/versions/{id}"), None).await;
+    let rest = app.as_token(t, Method::GET, &format!("/versions/{id}"), None).await;
     assert_eq!(rest.status, 200, "{}", rest.body);
     assert_eq!(rest.body["data"]["delta"], json!({"title": "Seen"}), "{}", rest.body);
     let fields = "id key name collection item hash delta date_created date_updated";
     let q = format!("query($id: ID!) {{ versions_by_id(id: $id) {{ {fields} }} versions(filter: {{id: {{_eq: $id}}}}) {{ {fields} }} }}");
-    let g = graphql_as(app, "/graphql/system", t, &q, json!({"id": id})).await;
+    let g = app.graphql("/graphql/system", t, &q, json!({"id": id})).await;
     assert_eq!(g.status, 200, "{}", g.body);
     assert!(g.body.get("errors").is_none(), "{}", g.body);
     for (what, v) in [("versions_by_id", &g.body["data"]["versions_by_id"]), ("versions", &g.body["data"]["versions"][0])] {
@@ -218,40 +219,38 @@ async fn a_version_hash_does_not_confirm_guesses_of_a_hidden_field() {
     )
     .await;
     let t = Some(token.as_str());
-    let r = call(app, t, Method::POST, "/versions", Some(json!({"key": "guess10", "collection": "articles", "item": "5"}))).await;
+    let r = app.as_token(t, Method::POST, "/versions", Some(json!({"key": "guess10", "collection": "articles", "item": "5"}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let id = id_of(&r.body["data"]);
     let hash = r.body["data"]["hash"].as_str().expect("hash").to_owned();
-    let r = call(app, t, Method::GET, &format!("/versions/{id}/compare"), None).await;
+    let r = app.as_token(t, Method::GET, &format!("/versions/{id}/compare"), None).await;
     assert_eq!(r.body["data"]["outdated"], false, "stable for the same item state: {}", r.body);
     let main_hash = r.body["data"]["mainHash"].as_str().expect("mainHash").to_owned();
     assert_eq!(main_hash, hash);
     // The attacker's offline search, done here in SQL on the row she reads with each guess of
     // `rating` put in: no guess may reproduce either hash.
-    let guesses = sql_json(
-        app,
-        &format!(
+    let guesses = app
+        .sql(&format!(
             "SELECT coalesce(json_agg(g), '[]')::text FROM (SELECT NULL::int AS g UNION ALL SELECT generate_series(0, 6)) gs, \
              LATERAL (SELECT a.id, a.status, a.title, a.slug, a.body, a.published_at, gs.g AS rating, a.word_count, a.author, a.created_at \
                       FROM articles a WHERE a.id = 5) t \
              WHERE encode(sha256(convert_to(row_to_json(t)::text, 'UTF8')), 'hex') IN ('{hash}', '{main_hash}')"
-        ),
-    )
-    .await;
+        ))
+        .await;
     assert_eq!(guesses, json!([]), "a guess of the hidden rating matches the hash");
     // The flow still works: the item changes, compare gives the new hash, promote accepts it.
-    let r = admin(app, Method::PATCH, "/items/articles/5", json!({"rating": 2})).await;
+    let r = app.admin(Method::PATCH, "/items/articles/5", json!({"rating": 2})).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = call(app, t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"title": "Guessed"}))).await;
+    let r = app.as_token(t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"title": "Guessed"}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = call(app, t, Method::GET, &format!("/versions/{id}/compare"), None).await;
+    let r = app.as_token(t, Method::GET, &format!("/versions/{id}/compare"), None).await;
     assert_eq!(r.body["data"]["outdated"], true, "{}", r.body);
     let main_hash = r.body["data"]["mainHash"].as_str().expect("mainHash").to_owned();
-    let r = call(app, t, Method::POST, &format!("/versions/{id}/promote"), Some(json!({}))).await;
+    let r = app.as_token(t, Method::POST, &format!("/versions/{id}/promote"), Some(json!({}))).await;
     assert_error(&r, 422, "UNPROCESSABLE_CONTENT", "promote an outdated version");
-    let r = call(app, t, Method::POST, &format!("/versions/{id}/promote"), Some(json!({"mainHash": main_hash}))).await;
+    let r = app.as_token(t, Method::POST, &format!("/versions/{id}/promote"), Some(json!({"mainHash": main_hash}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(sql_json(app, "SELECT to_json(title)::text FROM articles WHERE id = 5").await, json!("Guessed"));
+    assert_eq!(app.sql("SELECT to_json(title)::text FROM articles WHERE id = 5").await, json!("Guessed"));
 }
 
 /// Saving into a version checks nested (relational) data as a write would: an editor who may
@@ -279,28 +278,28 @@ async fn a_version_save_cannot_pull_in_junction_rows_the_editor_cannot_read() {
     )
     .await;
     let t = Some(token.as_str());
-    let hidden = sql_json(app, "SELECT to_json(min(j.id))::text FROM articles_tags j JOIN articles a ON a.id = j.articles_id WHERE a.status = 'draft'").await;
-    let own = sql_json(app, "SELECT json_agg(id ORDER BY id)::text FROM articles_tags WHERE articles_id = 3").await;
+    let hidden = app.sql("SELECT to_json(min(j.id))::text FROM articles_tags j JOIN articles a ON a.id = j.articles_id WHERE a.status = 'draft'").await;
+    let own = app.sql("SELECT json_agg(id ORDER BY id)::text FROM articles_tags WHERE articles_id = 3").await;
     let mut tags = own.as_array().cloned().unwrap_or_default();
     tags.push(hidden.clone());
     // A direct write of the same payload is refused.
-    let r = call(app, t, Method::PATCH, "/items/articles/3", Some(json!({"tags": tags}))).await;
+    let r = app.as_token(t, Method::PATCH, "/items/articles/3", Some(json!({"tags": tags}))).await;
     assert_error(&r, 403, "FORBIDDEN", "a direct write pulling in a draft's junction row");
-    let r = call(app, t, Method::POST, "/versions", Some(json!({"key": "tags8", "collection": "articles", "item": "3"}))).await;
+    let r = app.as_token(t, Method::POST, "/versions", Some(json!({"key": "tags8", "collection": "articles", "item": "3"}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let id = id_of(&r.body["data"]);
-    let r = call(app, t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"tags": tags}))).await;
+    let r = app.as_token(t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"tags": tags}))).await;
     assert_error(&r, 403, "FORBIDDEN", "saving the same payload into a version");
-    let r = call(app, t, Method::GET, "/items/articles/3?version=tags8&fields=tags.id,tags.articles_id,tags.tags_id.name", None).await;
+    let r = app.as_token(t, Method::GET, "/items/articles/3?version=tags8&fields=tags.id,tags.articles_id,tags.tags_id.name", None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let seen: Vec<Value> = r.body["data"]["tags"].as_array().cloned().unwrap_or_default().iter().map(|j| j["id"].clone()).collect();
     assert!(!seen.contains(&hidden), "the preview shows a draft's junction row {hidden}: {}", r.body);
     // Her own junction rows can be written, and so saved into the version.
-    let r = call(app, t, Method::PATCH, "/items/articles/3", Some(json!({"tags": own}))).await;
+    let r = app.as_token(t, Method::PATCH, "/items/articles/3", Some(json!({"tags": own}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let r = call(app, t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"tags": own}))).await;
+    let r = app.as_token(t, Method::POST, &format!("/versions/{id}/save"), Some(json!({"tags": own}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(sql_json(app, "SELECT json_agg(id ORDER BY id)::text FROM articles_tags WHERE articles_id = 3").await, own, "nothing moved");
+    assert_eq!(app.sql("SELECT json_agg(id ORDER BY id)::text FROM articles_tags WHERE articles_id = 3").await, own, "nothing moved");
 }
 
 /// Listing versions is a read like any other, within its budgets: without `limit`, at most
@@ -316,14 +315,14 @@ async fn listing_versions_stays_within_the_read_budgets() {
     };
     let app = tokio::task::spawn_blocking(move || start(spec)).await.expect("join").expect("environment");
     for key in ["budget-a", "budget-b", "budget-c"] {
-        let r = admin(&app, Method::POST, "/versions", json!({"key": key, "collection": "articles", "item": "1"})).await;
+        let r = app.admin(Method::POST, "/versions", json!({"key": key, "collection": "articles", "item": "1"})).await;
         assert_eq!(r.status, 200, "{}", r.body);
     }
-    let r = admin(&app, Method::GET, "/versions?fields=key", Value::Null).await;
+    let r = app.admin(Method::GET, "/versions?fields=key", Value::Null).await;
     assert_eq!(r.body["data"], json!([{"key": "budget-a"}, {"key": "budget-b"}]), "QUERY_LIMIT_DEFAULT applies: {}", r.body);
-    let r = admin(&app, Method::GET, "/versions?fields=key&limit=-1", Value::Null).await;
+    let r = app.admin(Method::GET, "/versions?fields=key&limit=-1", Value::Null).await;
     assert_eq!(r.body["data"].as_array().map(Vec::len), Some(3), "{}", r.body);
-    let r = admin(&app, Method::GET, "/versions?limit=-1", Value::Null).await;
+    let r = app.admin(Method::GET, "/versions?limit=-1", Value::Null).await;
     assert_error(&r, 400, "INVALID_QUERY", "three whole versions are over RESPONSE_MAX_BYTES");
     assert!(r.body["errors"][0]["message"].as_str().is_some_and(|m| m.contains("RESPONSE_MAX_BYTES")), "{}", r.body);
 }

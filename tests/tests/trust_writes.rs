@@ -6,8 +6,9 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, call, role};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, TestApp, app, assert_error, blobs, get_raw, graphql, noise, sql_json, upload_file};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::role;
+use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, TestApp, app, assert_error, blobs, get_raw, noise, upload_file};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -20,25 +21,22 @@ async fn upload(app: &TestApp, token: &str, name: &str, data: Vec<u8>) -> String
 
 /// A file row's server-owned columns as they are stored.
 async fn file_row(app: &TestApp, id: &str) -> Value {
-    sql_json(
-        app,
-        &format!(
-            "SELECT to_json(x)::text FROM (SELECT storage, filename_disk, filesize, uploaded_by, uploaded_on, created_on, modified_by, \
+    app.sql(&format!(
+        "SELECT to_json(x)::text FROM (SELECT storage, filename_disk, filesize, uploaded_by, uploaded_on, created_on, modified_by, \
              modified_on, width, height, duration, charset FROM cdapi.files WHERE id = '{id}') x"
-        ),
-    )
+    ))
     .await
 }
 
 /// A user row's server-owned columns as they are stored.
 async fn user_row(app: &TestApp, id: &str) -> Value {
-    sql_json(app, &format!("SELECT to_json(x)::text FROM (SELECT last_access, created_at FROM cdapi.users WHERE id = '{id}') x")).await
+    app.sql(&format!("SELECT to_json(x)::text FROM (SELECT last_access, created_at FROM cdapi.users WHERE id = '{id}') x")).await
 }
 
 /// How many rows of `table` `condition` matches (other tests write meanwhile: count only this
 /// test's rows).
 async fn count(app: &TestApp, table: &str, condition: &str) -> Value {
-    sql_json(app, &format!("SELECT count(*)::text FROM cdapi.{table} WHERE {condition}")).await
+    app.sql(&format!("SELECT count(*)::text FROM cdapi.{table} WHERE {condition}")).await
 }
 
 /// The code of a GraphQL reply's first error (`Value::Null` when there is none).
@@ -113,17 +111,17 @@ async fn a_user_cannot_point_her_file_at_the_admins_blob() {
     .await;
     let secret = noise(4000, 501);
     let payroll = upload(app, ADMIN_TOKEN, "payroll.bin", secret.clone()).await;
-    let disk = sql_json(app, &format!("SELECT to_json(filename_disk)::text FROM cdapi.files WHERE id = '{payroll}'")).await;
+    let disk = app.sql(&format!("SELECT to_json(filename_disk)::text FROM cdapi.files WHERE id = '{payroll}'")).await;
     let disk = disk.as_str().expect("disk name").to_owned();
     let hers = noise(1000, 502);
     let mine = upload(app, &mallory, "mine.bin", hers.clone()).await;
 
-    let attack = call(app, Some(&mallory), Method::PATCH, &format!("/files/{mine}"), Some(json!({"filename_disk": disk, "storage": "local"}))).await;
+    let attack = app.as_token(Some(&mallory), Method::PATCH, &format!("/files/{mine}"), Some(json!({"filename_disk": disk, "storage": "local"}))).await;
     let (status, _, body) = get_raw(app, &format!("/assets/{mine}"), Some(&mallory), &[]).await;
     assert_eq!(status, 200);
     assert!(body != secret, "her file serves the admin's private bytes");
     assert_eq!(body, hers, "her file serves her own bytes");
-    let r = call(app, Some(&mallory), Method::DELETE, &format!("/files/{mine}"), None).await;
+    let r = app.as_token(Some(&mallory), Method::DELETE, &format!("/files/{mine}"), None).await;
     assert_eq!(r.status, 204, "she deletes her own file: {}", r.body);
     assert!(blobs(app).contains(&disk), "the admin's blob survives her delete");
     let (status, _, body) = get_raw(app, &format!("/assets/{payroll}"), Some(ADMIN_TOKEN), &[]).await;
@@ -157,11 +155,11 @@ fn file_values(admin: &str, disk: &str) -> Vec<(&'static str, Value)> {
 #[tokio::test]
 async fn no_write_path_sets_a_server_owned_field() {
     let app = app(Dataset::DemoWrites);
-    let me = call(app, Some(ADMIN_TOKEN), Method::GET, "/users/me?fields=id", None).await;
+    let me = app.as_token(Some(ADMIN_TOKEN), Method::GET, "/users/me?fields=id", None).await;
     let admin_id = me.body["data"]["id"].as_str().expect("admin id").to_owned();
     let target = upload(app, ADMIN_TOKEN, "target.bin", noise(500, 503)).await;
     let other = upload(app, ADMIN_TOKEN, "other.bin", noise(500, 504)).await;
-    let other_disk = sql_json(app, &format!("SELECT to_json(filename_disk)::text FROM cdapi.files WHERE id = '{other}'")).await;
+    let other_disk = app.sql(&format!("SELECT to_json(filename_disk)::text FROM cdapi.files WHERE id = '{other}'")).await;
     let other_disk = other_disk.as_str().expect("disk").to_owned();
     let before = file_row(app, &target).await;
     let by_query = json!({"filter": {"id": {"_eq": target}}});
@@ -178,7 +176,7 @@ async fn no_write_path_sets_a_server_owned_field() {
             ("POST /files (JSON)", Method::POST, "/files".to_owned(), json!({"title": "forged", field: value})),
         ];
         for (path, method, url, body) in rest {
-            let r = admin(app, method, &url, body).await;
+            let r = app.admin(method, &url, body).await;
             assert_error(&r, 400, "INVALID_PAYLOAD", &format!("{path} writing {field}"));
         }
         // GraphQL: an M2O takes the related item's input.
@@ -203,7 +201,7 @@ async fn no_write_path_sets_a_server_owned_field() {
             ("create_files_item", "mutation($d: create_directus_files_input!) { create_files_item(data: $d) { id } }", json!({"d": create})),
         ];
         for (name, query, variables) in gql {
-            let r = graphql(app, "/graphql/system", query, variables).await;
+            let r = app.graphql("/graphql/system", Some(ADMIN_TOKEN), query, variables).await;
             assert_eq!(gql_code(&r), json!("INVALID_PAYLOAD"), "GraphQL {name} writing {field}: {}", r.body);
         }
         assert_eq!(file_row(app, &target).await, before, "nothing written through {field}");
@@ -212,12 +210,12 @@ async fn no_write_path_sets_a_server_owned_field() {
 
     // Through a relation: an uploader created inline (an M2O object) is still `uploaded_by`
     // written, and the whole request rolls back.
-    let r = admin(app, Method::PATCH, &format!("/files/{target}"), json!({"uploaded_by": {"email": "inline@example.com"}})).await;
+    let r = app.admin(Method::PATCH, &format!("/files/{target}"), json!({"uploaded_by": {"email": "inline@example.com"}})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "a nested uploader");
     assert_eq!(count(app, "users", "email = 'inline@example.com'").await, json!(0));
 
     // Users: last_access (set at sign-in) and created_at.
-    let user = admin(app, Method::POST, "/users", json!({"email": "owned@example.com", "password": "a-password-1"})).await;
+    let user = app.admin(Method::POST, "/users", json!({"email": "owned@example.com", "password": "a-password-1"})).await;
     assert_eq!(user.status, 200, "{}", user.body);
     let user = user.body["data"]["id"].as_str().expect("user id").to_owned();
     let before = user_row(app, &user).await;
@@ -234,7 +232,7 @@ async fn no_write_path_sets_a_server_owned_field() {
             ("POST /users", Method::POST, "/users".to_owned(), json!({"email": "forged@example.com", field: value})),
         ];
         for (path, method, url, body) in rest {
-            let r = admin(app, method, &url, body).await;
+            let r = app.admin(method, &url, body).await;
             assert_error(&r, 400, "INVALID_PAYLOAD", &format!("{path} writing {field}"));
         }
         let d = json!({ field: value });
@@ -252,7 +250,7 @@ async fn no_write_path_sets_a_server_owned_field() {
             ("create_users_item", "mutation($d: create_directus_users_input!) { create_users_item(data: $d) { id } }", json!({"d": create})),
         ];
         for (name, query, variables) in gql {
-            let r = graphql(app, "/graphql/system", query, variables).await;
+            let r = app.graphql("/graphql/system", Some(ADMIN_TOKEN), query, variables).await;
             assert_eq!(gql_code(&r), json!("INVALID_PAYLOAD"), "GraphQL {name} writing {field}: {}", r.body);
         }
         assert_eq!(user_row(app, &user).await, before, "nothing written through {field}");
@@ -260,12 +258,12 @@ async fn no_write_path_sets_a_server_owned_field() {
     }
 
     // What clients may write still is: a file's title, download name and focal point.
-    let r = admin(app, Method::PATCH, &format!("/files/{target}"), json!({"title": "Renamed", "filename_download": "renamed.bin", "focal_point_x": 3})).await;
+    let r = app.admin(Method::PATCH, &format!("/files/{target}"), json!({"title": "Renamed", "filename_download": "renamed.bin", "focal_point_x": 3})).await;
     assert_eq!(r.status, 200, "{}", r.body);
 }
 /// `POST /auth/login` with `email` and `password` (JSON mode).
 async fn login(app: &TestApp, email: &str, password: &str) -> Reply {
-    call(app, None, Method::POST, "/auth/login", Some(json!({"email": email, "password": password}))).await
+    app.as_token(None, Method::POST, "/auth/login", Some(json!({"email": email, "password": password}))).await
 }
 
 /// The refresh token of a successful sign-in.
@@ -276,12 +274,12 @@ async fn refresh_token(app: &TestApp, email: &str, password: &str) -> String {
 }
 
 async fn refresh(app: &TestApp, token: &str) -> Reply {
-    call(app, None, Method::POST, "/auth/refresh", Some(json!({"refresh_token": token, "mode": "json"}))).await
+    app.as_token(None, Method::POST, "/auth/refresh", Some(json!({"refresh_token": token, "mode": "json"}))).await
 }
 
 /// A new user with a password and a static token nobody has used yet; returns its id.
 async fn victim(app: &TestApp, email: &str, token: &str) -> String {
-    let r = admin(app, Method::POST, "/users", json!({"email": email, "password": "first-password-1", "token": token})).await;
+    let r = app.admin(Method::POST, "/users", json!({"email": email, "password": "first-password-1", "token": token})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     r.body["data"]["id"].as_str().expect("user id").to_owned()
 }
@@ -296,28 +294,30 @@ async fn a_stolen_session_does_not_outlive_a_batch_password_or_email_change() {
     // REST batch: a new password and the static token removed.
     let id = victim(app, "batch-victim@example.com", "batch-victim-token").await;
     let stolen = refresh_token(app, "batch-victim@example.com", "first-password-1").await;
-    let r = admin(app, Method::PATCH, "/users", json!([{"id": id, "password": "second-password-2", "token": null}])).await;
+    let r = app.admin(Method::PATCH, "/users", json!([{"id": id, "password": "second-password-2", "token": null}])).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_error(&login(app, "batch-victim@example.com", "first-password-1").await, 401, "INVALID_CREDENTIALS", "the old password after a batch change");
     assert_eq!(login(app, "batch-victim@example.com", "second-password-2").await.status, 200, "the new password signs in");
     assert_error(&refresh(app, &stolen).await, 401, "INVALID_CREDENTIALS", "the thief's refresh token after a batch password change");
-    let r = call(app, Some("batch-victim-token"), Method::GET, "/users/me", None).await;
+    let r = app.as_token(Some("batch-victim-token"), Method::GET, "/users/me", None).await;
     assert_error(&r, 401, "INVALID_CREDENTIALS", "a static token nulled by a batch");
     // A token set by a batch is stored hashed and works.
-    let r = admin(app, Method::PATCH, "/users", json!([{"id": id, "token": "batch-new-token"}])).await;
+    let r = app.admin(Method::PATCH, "/users", json!([{"id": id, "token": "batch-new-token"}])).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(call(app, Some("batch-new-token"), Method::GET, "/users/me", None).await.status, 200, "the token set by a batch");
-    let stored = sql_json(app, &format!("SELECT to_json(token_hash <> 'batch-new-token')::text FROM cdapi.users WHERE id = '{id}'")).await;
+    assert_eq!(app.as_token(Some("batch-new-token"), Method::GET, "/users/me", None).await.status, 200, "the token set by a batch");
+    let stored = app.sql(&format!("SELECT to_json(token_hash <> 'batch-new-token')::text FROM cdapi.users WHERE id = '{id}'")).await;
     assert_eq!(stored, json!(true), "the token is stored hashed");
     // The password policy holds in a batch.
-    let r = admin(app, Method::PATCH, "/users", json!([{"id": id, "password": "short"}])).await;
+    let r = app.admin(Method::PATCH, "/users", json!([{"id": id, "password": "short"}])).await;
     assert_error(&r, 400, "FAILED_VALIDATION", "a too short password in a batch");
 
     // GraphQL batch: an email change ends the sessions too.
     let id = victim(app, "gql-victim@example.com", "gql-victim-token").await;
     let stolen = refresh_token(app, "gql-victim@example.com", "first-password-1").await;
     let q = "mutation($d: [update_directus_users_input!]) { update_users_batch(data: $d) { id } }";
-    let r = graphql(app, "/graphql/system", q, json!({"d": [{"id": id, "email": "gql-victim-moved@example.com", "password": "third-password-3"}]})).await;
+    let r = app
+        .graphql("/graphql/system", Some(ADMIN_TOKEN), q, json!({"d": [{"id": id, "email": "gql-victim-moved@example.com", "password": "third-password-3"}]}))
+        .await;
     assert!(r.body.get("errors").is_none(), "{}", r.body);
     assert_error(&refresh(app, &stolen).await, 401, "INVALID_CREDENTIALS", "the thief's refresh token after a GraphQL batch");
     assert_eq!(login(app, "gql-victim-moved@example.com", "third-password-3").await.status, 200, "the new email and password sign in");
@@ -325,13 +325,13 @@ async fn a_stolen_session_does_not_outlive_a_batch_password_or_email_change() {
     // By query: the same rules.
     let stolen = refresh_token(app, "gql-victim-moved@example.com", "third-password-3").await;
     let by_query = json!({"query": {"filter": {"id": {"_eq": id}}}, "data": {"password": "fourth-password-4"}});
-    assert_eq!(admin(app, Method::PATCH, "/users", by_query).await.status, 200);
+    assert_eq!(app.admin(Method::PATCH, "/users", by_query).await.status, 200);
     assert_error(&refresh(app, &stolen).await, 401, "INVALID_CREDENTIALS", "the thief's refresh token after an update by query");
     assert_eq!(login(app, "gql-victim-moved@example.com", "fourth-password-4").await.status, 200);
 
     // A role that may edit users' names only cannot set a password through a batch.
     let (editor, _, _) = role(app, "BatchNameEditors", json!([{"collection": "directus_users", "action": "update", "fields": ["first_name"]}])).await;
-    let r = call(app, Some(&editor), Method::PATCH, "/users", Some(json!([{"id": id, "first_name": "X", "password": "taken-over-5"}]))).await;
+    let r = app.as_token(Some(&editor), Method::PATCH, "/users", Some(json!([{"id": id, "first_name": "X", "password": "taken-over-5"}]))).await;
     assert_error(&r, 403, "FORBIDDEN", "a password through a name grant in a batch");
     assert_eq!(login(app, "gql-victim-moved@example.com", "fourth-password-4").await.status, 200, "the password is unchanged");
 }
@@ -342,26 +342,26 @@ async fn a_stolen_session_does_not_outlive_a_batch_password_or_email_change() {
 #[tokio::test]
 async fn a_stolen_session_does_not_outlive_a_nested_user_change() {
     let app = app(Dataset::DemoWrites);
-    let r = admin(app, Method::POST, "/roles", json!({"name": "NestedUsers"})).await;
+    let r = app.admin(Method::POST, "/roles", json!({"name": "NestedUsers"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let role_id = r.body["data"]["id"].as_str().expect("role id").to_owned();
     let id = victim(app, "nested-victim@example.com", "nested-victim-token").await;
-    let r = admin(app, Method::PATCH, &format!("/users/{id}"), json!({"role": role_id})).await;
+    let r = app.admin(Method::PATCH, &format!("/users/{id}"), json!({"role": role_id})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let stolen = refresh_token(app, "nested-victim@example.com", "first-password-1").await;
     let change = json!({"users": {"update": [{"id": id, "password": "nested-password-2", "token": null}]}});
-    let r = admin(app, Method::PATCH, &format!("/roles/{role_id}"), change).await;
+    let r = app.admin(Method::PATCH, &format!("/roles/{role_id}"), change).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_error(&login(app, "nested-victim@example.com", "first-password-1").await, 401, "INVALID_CREDENTIALS", "the old password after a nested change");
     assert_eq!(login(app, "nested-victim@example.com", "nested-password-2").await.status, 200, "the new password signs in");
     assert_error(&refresh(app, &stolen).await, 401, "INVALID_CREDENTIALS", "the thief's refresh token after a nested change");
-    let r = call(app, Some("nested-victim-token"), Method::GET, "/users/me", None).await;
+    let r = app.as_token(Some("nested-victim-token"), Method::GET, "/users/me", None).await;
     assert_error(&r, 401, "INVALID_CREDENTIALS", "a static token nulled in a nested change");
     // A user created nested in a role gets a hashed password that signs in.
     let create = json!({"users": {"create": [{"email": "nested-new@example.com", "password": "nested-password-3"}]}});
-    let r = admin(app, Method::PATCH, &format!("/roles/{role_id}"), create).await;
+    let r = app.admin(Method::PATCH, &format!("/roles/{role_id}"), create).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(login(app, "nested-new@example.com", "nested-password-3").await.status, 200, "a nested new user signs in");
     let short = json!({"users": {"create": [{"email": "nested-short@example.com", "password": "short"}]}});
-    assert_error(&admin(app, Method::PATCH, &format!("/roles/{role_id}"), short).await, 400, "FAILED_VALIDATION", "the password policy when nested");
+    assert_error(&app.admin(Method::PATCH, &format!("/roles/{role_id}"), short).await, 400, "FAILED_VALIDATION", "the password policy when nested");
 }

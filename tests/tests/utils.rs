@@ -4,41 +4,42 @@
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
-use e2e_tests::fixture::{admin, app_role, call, role};
-use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error, graphql_as};
+use e2e_tests::api::Api;
+use e2e_tests::fixture::{app_role, role};
+use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error};
 use reqwest::Method;
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn random_strings_have_the_asked_length() {
     let app = app(Dataset::DemoWrites);
-    let r = call(app, None, Method::GET, "/utils/random/string", None).await;
+    let r = app.as_token(None, Method::GET, "/utils/random/string", None).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let a = r.body["data"].as_str().expect("a string").to_owned();
     assert!(a.len() == 32 && a.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-'), "{a}");
-    let r = call(app, None, Method::GET, "/utils/random/string?length=500", None).await;
+    let r = app.as_token(None, Method::GET, "/utils/random/string?length=500", None).await;
     assert_eq!(r.body["data"].as_str().map(str::len), Some(500), "{}", r.body);
-    assert_ne!(call(app, None, Method::GET, "/utils/random/string", None).await.body["data"], json!(a));
+    assert_ne!(app.as_token(None, Method::GET, "/utils/random/string", None).await.body["data"], json!(a));
     for bad in ["0", "501", "-3", "ten", "1e9"] {
-        let r = call(app, None, Method::GET, &format!("/utils/random/string?length={bad}"), None).await;
+        let r = app.as_token(None, Method::GET, &format!("/utils/random/string?length={bad}"), None).await;
         assert_error(&r, 400, "INVALID_QUERY", bad);
     }
-    let g = graphql_as(app, "/graphql/system", None, "mutation { utils_random_string(length: 12) }", json!({})).await;
+    let g = app.graphql("/graphql/system", None, "mutation { utils_random_string(length: 12) }", json!({})).await;
     assert_eq!(g.body["data"]["utils_random_string"].as_str().map(str::len), Some(12), "{}", g.body);
 }
 
 #[tokio::test]
 async fn hashes_are_argon2_and_verify_only_their_string() {
     let app = app(Dataset::DemoWrites);
-    let r = call(app, None, Method::POST, "/utils/hash/generate", Some(json!({"string": "correct horse"}))).await;
+    let r = app.as_token(None, Method::POST, "/utils/hash/generate", Some(json!({"string": "correct horse"}))).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let hash = r.body["data"].as_str().expect("a hash").to_owned();
     assert!(hash.starts_with("$argon2id$"), "{hash}");
     for (string, expected) in [("correct horse", true), ("correct horsf", false)] {
-        let r = call(app, None, Method::POST, "/utils/hash/verify", Some(json!({"string": string, "hash": hash}))).await;
+        let r = app.as_token(None, Method::POST, "/utils/hash/verify", Some(json!({"string": string, "hash": hash}))).await;
         assert_eq!((r.status, r.body["data"].clone()), (200, json!(expected)), "{}", r.body);
     }
-    let r = call(app, None, Method::POST, "/utils/hash/verify", Some(json!({"string": "x", "hash": "not a hash"}))).await;
+    let r = app.as_token(None, Method::POST, "/utils/hash/verify", Some(json!({"string": "x", "hash": "not a hash"}))).await;
     assert_eq!(r.body["data"], false, "a malformed hash matches nothing: {}", r.body);
     for (path, body) in [
         ("/utils/hash/generate", json!({})),
@@ -48,12 +49,12 @@ async fn hashes_are_argon2_and_verify_only_their_string() {
         ("/utils/hash/verify", json!({"string": "x"})),
         ("/utils/hash/verify", json!({"string": "x", "hash": "y".repeat(5000)})),
     ] {
-        let r = call(app, None, Method::POST, path, Some(body.clone())).await;
+        let r = app.as_token(None, Method::POST, path, Some(body.clone())).await;
         assert_error(&r, 400, "INVALID_PAYLOAD", &format!("{path} {}", body.to_string().chars().take(40).collect::<String>()));
     }
-    let g = graphql_as(app, "/graphql/system", None, "mutation { h: utils_hash_generate(string: \"abc\") }", json!({})).await;
+    let g = app.graphql("/graphql/system", None, "mutation { h: utils_hash_generate(string: \"abc\") }", json!({})).await;
     let hash = g.body["data"]["h"].as_str().expect("a hash").to_owned();
-    let g = graphql_as(app, "/graphql/system", None, "mutation($h: String!) { utils_hash_verify(string: \"abc\", hash: $h) }", json!({"h": hash})).await;
+    let g = app.graphql("/graphql/system", None, "mutation($h: String!) { utils_hash_verify(string: \"abc\", hash: $h) }", json!({"h": hash})).await;
     assert_eq!(g.body["data"]["utils_hash_verify"], true, "{}", g.body);
 }
 
@@ -62,17 +63,17 @@ async fn only_the_admin_clears_the_cache() {
     let app = app(Dataset::DemoWrites);
     let (token, _, _) = role(app, "CacheClearers32", json!([{"collection": "articles", "action": "read", "fields": ["*"]}])).await;
     for t in [None, Some(token.as_str())] {
-        let r = call(app, t, Method::POST, "/utils/cache/clear", None).await;
+        let r = app.as_token(t, Method::POST, "/utils/cache/clear", None).await;
         assert_error(&r, 403, "FORBIDDEN", "a non-admin clearing the cache");
-        let g = graphql_as(app, "/graphql/system", t, "mutation { utils_cache_clear }", json!({})).await;
+        let g = app.graphql("/graphql/system", t, "mutation { utils_cache_clear }", json!({})).await;
         assert_eq!(g.body["errors"][0]["extensions"]["code"], "FORBIDDEN", "{}", g.body);
     }
-    let r = admin(app, Method::POST, "/utils/cache/clear?system", Value::Null).await;
+    let r = app.admin(Method::POST, "/utils/cache/clear?system", Value::Null).await;
     assert_eq!((r.status, r.body.clone()), (200, Value::Null), "200 with no body");
-    let g = graphql_as(app, "/graphql/system", Some(ADMIN_TOKEN), "mutation { utils_cache_clear }", json!({})).await;
+    let g = app.graphql("/graphql/system", Some(ADMIN_TOKEN), "mutation { utils_cache_clear }", json!({})).await;
     assert_eq!(g.body["data"]["utils_cache_clear"], Value::Null, "{}", g.body);
     assert!(g.body.get("errors").is_none(), "{}", g.body);
-    let r = call(app, None, Method::GET, "/utils/cache/clear", None).await;
+    let r = app.as_token(None, Method::GET, "/utils/cache/clear", None).await;
     assert_eq!(r.status, 405, "{}", r.body);
 }
 
@@ -91,14 +92,14 @@ async fn import(app: &e2e_tests::TestApp, token: Option<&str>, collection: &str,
 
 /// The tags whose name starts with `prefix`, as (name, id) sorted by name.
 async fn tags(app: &e2e_tests::TestApp, prefix: &str) -> Vec<String> {
-    let r = admin(app, Method::GET, &format!("/items/tags?filter[name][_starts_with]={prefix}&sort=name&fields=name&limit=-1"), Value::Null).await;
+    let r = app.admin(Method::GET, &format!("/items/tags?filter[name][_starts_with]={prefix}&sort=name&fields=name&limit=-1"), Value::Null).await;
     r.body["data"].as_array().map(|a| a.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()).unwrap_or_default()
 }
 
 #[tokio::test]
 async fn imports_upsert_json_and_csv_in_one_transaction() {
     let app = app(Dataset::DemoWrites);
-    let r = admin(app, Method::POST, "/items/tags", json!({"name": "imp32-existing"})).await;
+    let r = app.admin(Method::POST, "/items/tags", json!({"name": "imp32-existing"})).await;
     let existing = r.body["data"]["id"].clone();
     // JSON: a new tag, and the existing one updated by its key.
     let json_file = json!([{"name": "imp32-json"}, {"id": existing, "name": "imp32-existing-renamed"}]).to_string();
@@ -119,7 +120,7 @@ async fn imports_upsert_json_and_csv_in_one_transaction() {
     // Other media types.
     let (status, body) = import(app, Some(ADMIN_TOKEN), "tags", "text/plain", "name\nx\n".into()).await;
     assert_eq!((status, body["errors"][0]["extensions"]["code"].clone()), (415, json!("UNSUPPORTED_MEDIA_TYPE")), "{body}");
-    let r = admin(app, Method::POST, "/utils/import/tags", json!([{"name": "x"}])).await;
+    let r = app.admin(Method::POST, "/utils/import/tags", json!([{"name": "x"}])).await;
     assert_error(&r, 415, "UNSUPPORTED_MEDIA_TYPE", "a JSON body instead of a file");
 }
 
@@ -154,7 +155,7 @@ async fn asset_text(app: &e2e_tests::TestApp, id: &str) -> String {
 async fn notification(app: &e2e_tests::TestApp, token: &str, subject: &str) -> Value {
     let path = format!("/notifications?filter[subject][_eq]={}&fields=*", subject.replace(' ', "%20"));
     for _ in 0..100 {
-        let r = call(app, Some(token), Method::GET, &path, None).await;
+        let r = app.as_token(Some(token), Method::GET, &path, None).await;
         if let Some(n) = r.body["data"].as_array().and_then(|a| a.first()) {
             return n.clone();
         }
@@ -178,29 +179,29 @@ async fn exports_are_files_made_with_the_callers_rights_and_announced() {
     let (exporter, _, _) = app_role(app, "Exporters32", rows(true)).await;
     let (no_files, _, _) = app_role(app, "NoFileExporters32", rows(false)).await;
     let body = json!({"query": {"fields": ["*"], "sort": ["id"]}, "format": "csv", "file": {"title": "Published articles 32"}});
-    let r = call(app, Some(&exporter), Method::POST, "/utils/export/articles", Some(body.clone())).await;
+    let r = app.as_token(Some(&exporter), Method::POST, "/utils/export/articles", Some(body.clone())).await;
     assert_eq!(r.status, 204, "{}", r.body);
     let n = notification(app, &exporter, "Your export of articles is ready").await;
     assert_eq!(n["collection"], "directus_files", "{n}");
     let file = n["item"].as_str().expect("the file").to_owned();
-    let r = admin(app, Method::GET, &format!("/files/{file}?fields=title,type,filename_download"), Value::Null).await;
+    let r = app.admin(Method::GET, &format!("/files/{file}?fields=title,type,filename_download"), Value::Null).await;
     assert_eq!((r.body["data"]["title"].clone(), r.body["data"]["type"].clone()), (json!("Published articles 32"), json!("text/csv")), "{}", r.body);
     assert!(r.body["data"]["filename_download"].as_str().is_some_and(|f| f.starts_with("export-articles-") && f.ends_with(".csv")), "{}", r.body);
     // Only the published articles, only the fields the role may read.
     let text = asset_text(app, &file).await;
-    let count = admin(app, Method::GET, "/items/articles?filter[status][_eq]=published&aggregate[count]=*", Value::Null).await;
+    let count = app.admin(Method::GET, "/items/articles?filter[status][_eq]=published&aggregate[count]=*", Value::Null).await;
     let published_count: usize = count.body["data"][0]["count"].as_str().and_then(|c| c.parse().ok()).expect("a count");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.first().copied(), Some("id,title"), "{text}");
     assert_eq!(lines.len(), published_count + 1, "{text}");
     // Without the right to store files: no file, a "failed" notice.
-    let r = call(app, Some(&no_files), Method::POST, "/utils/export/articles", Some(body)).await;
+    let r = app.as_token(Some(&no_files), Method::POST, "/utils/export/articles", Some(body)).await;
     assert_eq!(r.status, 204, "{}", r.body);
     let n = notification(app, &no_files, "Your export of articles failed").await;
     assert_eq!(n["item"], Value::Null, "{n}");
     // Bad requests are refused before anything runs.
     for bad in [json!({"format": "csv"}), json!({"query": {}}), json!({"query": {}, "format": "pdf"})] {
-        let r = call(app, Some(&exporter), Method::POST, "/utils/export/articles", Some(bad.clone())).await;
+        let r = app.as_token(Some(&exporter), Method::POST, "/utils/export/articles", Some(bad.clone())).await;
         assert_error(&r, 400, "INVALID_PAYLOAD", &bad.to_string());
     }
 }

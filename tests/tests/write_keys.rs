@@ -9,8 +9,9 @@
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::{CreateItemsRequest, DeleteItemRequest, KeyList, UpdateItemsRequest, update_items_request};
 use cdapi_proto::{ApiError, ErrorCode};
+use e2e_tests::api::Api;
 use e2e_tests::fixture::role;
-use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, sql_json};
+use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp};
 use serde_json::{Value, json};
 use std::sync::OnceLock;
 
@@ -40,7 +41,7 @@ fn create_tag(name: &str) -> CreateItemsRequest {
 
 /// How many tags are named `name`.
 async fn tags_named(app: &TestApp, name: &str) -> i64 {
-    sql_json(app, &format!("SELECT count(*)::text FROM tags WHERE name = '{name}'")).await.as_i64().expect("a count")
+    app.sql(&format!("SELECT count(*)::text FROM tags WHERE name = '{name}'")).await.as_i64().expect("a count")
 }
 
 /// A fresh key for one test (16 to 64 of A-Z a-z 0-9 - _).

@@ -6,7 +6,8 @@
 use cdapi_proto::v1::items_service_client::ItemsServiceClient;
 use cdapi_proto::v1::{CreateItemRequest, DeleteItemRequest, Query};
 use cdapi_proto::{ApiError, ErrorCode};
-use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, TestApp, app, assert_error, get, send, sql_json};
+use e2e_tests::api::Api;
+use e2e_tests::{ADMIN_TOKEN, Dataset, Reply, TestApp, app, assert_error, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -27,19 +28,19 @@ async fn create_one_and_many_read_back_with_fields() {
     assert_eq!(r.status, 200, "{}", r.body);
     let id = r.body["data"]["id"].as_i64().expect("id");
     assert_eq!(r.body["data"]["title"], "Hello");
-    assert_eq!(r.body["data"]["author"]["name"], sql_json(app, "SELECT to_json(name)::text FROM authors WHERE id = 3").await);
+    assert_eq!(r.body["data"]["author"]["name"], app.sql("SELECT to_json(name)::text FROM authors WHERE id = 3").await);
     assert_eq!(
-        sql_json(app, &format!("SELECT row_to_json(x)::text FROM (SELECT title, status, author, rating FROM articles WHERE id = {id}) x")).await,
+        app.sql(&format!("SELECT row_to_json(x)::text FROM (SELECT title, status, author, rating FROM articles WHERE id = {id}) x")).await,
         json!({"title": "Hello", "status": "published", "author": 3, "rating": 4})
     );
     // defaults apply to omitted fields
-    assert_eq!(sql_json(app, &format!("SELECT to_json(created_at IS NOT NULL)::text FROM articles WHERE id = {id}")).await, json!(true));
+    assert_eq!(app.sql(&format!("SELECT to_json(created_at IS NOT NULL)::text FROM articles WHERE id = {id}")).await, json!(true));
 
     let r = write(app, Method::POST, "/items/tags", json!([{"name": "w-one"}, {"name": "w-two"}, {"name": "w-three"}])).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let names: Vec<Value> = r.body["data"].as_array().expect("array").iter().map(|t| t["name"].clone()).collect();
     assert_eq!(names, [json!("w-one"), json!("w-two"), json!("w-three")], "payload order");
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM tags WHERE name LIKE 'w-%'").await, json!(3));
+    assert_eq!(app.sql("SELECT count(*)::text FROM tags WHERE name LIKE 'w-%'").await, json!(3));
 }
 
 #[tokio::test]
@@ -49,7 +50,7 @@ async fn batch_of_a_thousand_is_one_request() {
     let r = write(app, Method::POST, "/items/comments?fields=id", Value::Array(items)).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"].as_array().map(|a| a.len()), Some(1000));
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM comments WHERE author_name LIKE 'bulk-%'").await, json!(1000));
+    assert_eq!(app.sql("SELECT count(*)::text FROM comments WHERE author_name LIKE 'bulk-%'").await, json!(1000));
 }
 
 #[tokio::test]
@@ -77,12 +78,12 @@ async fn updates_by_key_keys_query_and_singleton() {
     )
     .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(sql_json(app, "SELECT json_agg(status ORDER BY id)::text FROM articles WHERE id IN (20, 21)").await, json!(["archived", "archived"]));
+    assert_eq!(app.sql("SELECT json_agg(status ORDER BY id)::text FROM articles WHERE id IN (20, 21)").await, json!(["archived", "archived"]));
     // a batch: each item with its own key and data
     let r = write(app, Method::PATCH, "/items/articles?fields=id,rating,word_count", json!([{"id": 30, "rating": 2}, {"id": 31, "word_count": 31}])).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(
-        sql_json(app, "SELECT json_agg(json_build_array(id, rating, word_count) ORDER BY id)::text FROM articles WHERE id IN (30, 31)").await,
+        app.sql("SELECT json_agg(json_build_array(id, rating, word_count) ORDER BY id)::text FROM articles WHERE id IN (30, 31)").await,
         json!([[30, 2, r.body["data"][0]["word_count"]], [31, r.body["data"][1]["rating"], 31]])
     );
     let r = write(app, Method::PATCH, "/items/articles", json!([{"rating": 2}])).await;
@@ -91,7 +92,7 @@ async fn updates_by_key_keys_query_and_singleton() {
     let r = write(app, Method::PATCH, "/items/settings", json!({"tagline": "changed"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"]["tagline"], "changed");
-    assert_eq!(sql_json(app, "SELECT json_agg(tagline)::text FROM settings").await, json!(["changed"]));
+    assert_eq!(app.sql("SELECT json_agg(tagline)::text FROM settings").await, json!(["changed"]));
     // both selectors, or none with a non-singleton
     let r = write(app, Method::PATCH, "/items/articles", json!({"keys": [1], "query": {}, "data": {"rating": 2}})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "keys and query");
@@ -106,16 +107,16 @@ async fn deletes_by_key_keys_and_query() {
     let ids: Vec<i64> = r.body["data"].as_array().expect("array").iter().map(|t| t["id"].as_i64().expect("id")).collect();
     let r = send(app, Method::DELETE, &format!("/items/tags/{}", ids[0]), Some(ADMIN_TOKEN), &[], None).await;
     assert_eq!(r.status, 204, "{}", r.body);
-    assert_error(&get(app, &format!("/items/tags/{}", ids[0])).await, 403, "FORBIDDEN", "deleted item");
+    assert_error(&app.get(&format!("/items/tags/{}", ids[0])).await, 403, "FORBIDDEN", "deleted item");
     let r = write(app, Method::DELETE, "/items/tags", json!([ids[1]])).await;
     assert_eq!(r.status, 204, "{}", r.body);
     let r = write(app, Method::DELETE, "/items/tags", json!({"query": {"filter": {"name": {"_in": ["d-3", "d-4"]}}}})).await;
     assert_eq!(r.status, 204, "{}", r.body);
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM tags WHERE name LIKE 'd-%'").await, json!(0));
+    assert_eq!(app.sql("SELECT count(*)::text FROM tags WHERE name LIKE 'd-%'").await, json!(0));
     // a missing key: FORBIDDEN, and nothing is deleted
     let r = write(app, Method::DELETE, "/items/tags", json!({"keys": [1, 999999]})).await;
     assert_error(&r, 403, "FORBIDDEN", "delete with a missing key");
-    assert_eq!(sql_json(app, "SELECT count(*)::text FROM tags WHERE id = 1").await, json!(1));
+    assert_eq!(app.sql("SELECT count(*)::text FROM tags WHERE id = 1").await, json!(1));
     let r = send(app, Method::DELETE, "/items/tags/999999", Some(ADMIN_TOKEN), &[], None).await;
     assert_error(&r, 403, "FORBIDDEN", "delete of a missing item");
 }
@@ -125,7 +126,7 @@ async fn bad_payloads_get_their_codes_and_change_nothing() {
     let app = app(Dataset::DemoWrites);
     // Rows these payloads would write (other tests in this binary write concurrently).
     let mine = "SELECT count(*)::text FROM authors WHERE name IN ('x', 'dup', 'ghost') OR email = 'no-name@example.com'";
-    let before = sql_json(app, mine).await;
+    let before = app.sql(mine).await;
     assert_eq!(before, json!(0));
     let cases = [
         // A key that is no field is left out (Directus): the missing name is what fails.
@@ -161,7 +162,7 @@ async fn bad_payloads_get_their_codes_and_change_nothing() {
     assert_error(&r, 403, "FORBIDDEN", "update of a missing item");
     let r = write(app, Method::POST, "/items/articles", json!({"title": "x", "tags": "not a list"})).await;
     assert_error(&r, 400, "INVALID_PAYLOAD", "malformed O2M value");
-    assert_eq!(sql_json(app, mine).await, before, "nothing was written");
+    assert_eq!(app.sql(mine).await, before, "nothing was written");
 }
 
 #[tokio::test]
@@ -170,7 +171,7 @@ async fn a_failing_batch_leaves_nothing_behind() {
     let mine = "SELECT count(*)::text FROM tags WHERE name LIKE 'tx-%'";
     let r = write(app, Method::POST, "/items/tags", json!([{"name": "tx-a"}, {"name": "tx-b"}, {"name": "rust"}, {"name": "tx-d"}])).await;
     assert_error(&r, 400, "RECORD_NOT_UNIQUE", "third item duplicates an existing tag");
-    assert_eq!(sql_json(app, mine).await, json!(0));
+    assert_eq!(app.sql(mine).await, json!(0));
 }
 
 #[tokio::test]
@@ -199,7 +200,7 @@ async fn concurrent_patches_of_one_item_lose_nothing() {
         for t in tasks {
             assert_eq!(t.await.expect("join").expect("send"), 200);
         }
-        let row = sql_json(app, "SELECT row_to_json(x)::text FROM (SELECT title, body, rating, word_count FROM articles WHERE id = 50) x").await;
+        let row = app.sql("SELECT row_to_json(x)::text FROM (SELECT title, body, rating, word_count FROM articles WHERE id = 50) x").await;
         assert_eq!(row, json!({"title": format!("title-{round}"), "body": format!("body-{round}"), "rating": round * 10 + 2, "word_count": round * 10 + 3}));
     }
 }
@@ -237,7 +238,7 @@ async fn concurrent_updates_by_query_of_the_same_rows_never_deadlock() {
     )
     .await;
     // Wait until the core knows the table.
-    e2e_tests::fixture::eventually("counters is served", || async { get(app, "/items/counters?limit=1").await.status == 200 }).await;
+    e2e_tests::fixture::eventually("counters is served", || async { app.get("/items/counters?limit=1").await.status == 200 }).await;
     let mut tasks = Vec::new();
     for worker in 0..12 {
         tasks.push(tokio::spawn(async move {
