@@ -201,10 +201,7 @@ impl Auth {
             exp: now + ttl.as_secs().max(1),
             iss: ACCESS_ISSUER.into(),
         };
-        self.keys.sign(&claims).map_err(|e| {
-            tracing::error!(error = %e, "signing a token failed");
-            ApiError::internal()
-        })
+        self.keys.sign(&claims).map_err(|e| ApiError::internal_because(format!("signing a token failed: {e}")))
     }
 
     /// Records the time of the user's last sign-in (best effort).

@@ -114,7 +114,7 @@ impl SessionStore {
     /// Errors: SERVICE_UNAVAILABLE when Redis fails.
     pub async fn open(&self, user: &str, ttl: Duration) -> Result<Issued, ApiError> {
         let issued = self.write(user, &random_token(16), ttl, true).await?;
-        issued.ok_or_else(ApiError::internal)
+        issued.ok_or_else(|| ApiError::internal_because("a new session family was not written"))
     }
 
     /// Issues a token in the existing `family`, living `ttl`, and extends the family to `ttl`;

@@ -99,7 +99,7 @@ pub async fn bootstrap_admin(pool: &PgPool, email: &str, password: Option<&str>,
             &generated
         }
     };
-    let hash = access_token::passwords::hash_now(password).map_err(|e| anyhow::anyhow!("hashing the admin password failed: {}", e.message))?;
+    let hash = access_token::passwords::hash_now(password).map_err(|e| anyhow::anyhow!("hashing the admin password failed: {e}"))?;
     system_tables::users::create_admin(pool, email, &hash, token_hash.as_deref()).await?;
     if token.is_none() {
         tracing::warn!(email, "ADMIN_TOKEN not set: the bootstrap admin has no static token yet");

@@ -152,7 +152,8 @@ fn check_field<'a>(table: &str, constraint: &'a str) -> Option<&'a str> {
     (end > 0 && suffix.bytes().all(|b| b.is_ascii_digit())).then(|| &rest[..end])
 }
 
-/// Maps a database error to the API error a client sees; internal causes are logged here.
+/// Maps a database error to the API error a client sees; an internal error keeps the database's
+/// error as its cause, logged where it leaves the process ([`ApiError::internal_because`]).
 pub fn map_error(e: sqlx::Error) -> ApiError {
     if let Some(away) = access_token::authenticate::database_unavailable(&e) {
         return away;
@@ -184,8 +185,7 @@ pub fn map_error(e: sqlx::Error) -> ApiError {
             return err;
         }
     }
-    tracing::error!(error = %e, "database error");
-    ApiError::internal()
+    ApiError::internal_because(format!("database error: {e}"))
 }
 
 #[cfg(test)]

@@ -171,9 +171,10 @@ async fn write(body: String, lists: Vec<StreamedList>, selection: Selection, tx:
 /// Sends `[`, the list's items as the field selects them, `]`. Errors: the core's, or a chunk
 /// that does not parse (INTERNAL).
 async fn send_items(list: StreamedList, s: &Selection, tx: &tokio::sync::mpsc::Sender<Result<Bytes, ApiError>>) -> Result<(), ApiError> {
-    let operation = crate::selection::operation(&s.document, s.operation.as_deref()).ok_or_else(ApiError::internal)?;
+    let operation = crate::selection::operation(&s.document, s.operation.as_deref())
+        .ok_or_else(|| ApiError::internal_because("the streamed operation is not in its document"))?;
     let walker = crate::selection::Walker::of_document(&s.model, &s.document, operation, &s.variables);
-    let c = s.model.collection(&list.collection).ok_or_else(ApiError::internal)?;
+    let c = s.model.collection(&list.collection).ok_or_else(|| ApiError::internal_because("the streamed collection is not in the model"))?;
     let fields = crate::projection::root_fields(&walker, &operation.selection_set.node, &list.response_key);
     let sets: Vec<_> = fields.iter().map(|f| &f.selection_set.node).collect();
     let shape = crate::projection::Shape::new(&walker, c, &c.name, &sets, None);

@@ -264,10 +264,7 @@ fn aggregate_query(walker: &Walker<'_>, field: &async_graphql::parser::types::Fi
 }
 
 fn reply(bytes: &[u8]) -> Result<Json, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        tracing::error!(error = %e, "the core's reply is not JSON");
-        ApiError::internal()
-    })
+    serde_json::from_slice(bytes).map_err(|e| ApiError::internal_because(format!("the core's reply is not JSON: {e}")))
 }
 
 /// The query of a root field returning items: its selection tree as `fields`/`alias`/`deep`,
@@ -379,7 +376,7 @@ async fn resolve<'a>(ctx: &ResolverContext<'a>, collection: &str, op: Op) -> Res
             };
             backend.files.clone().import_file(call.request(ImportFileRequest { url, item, query: Some(q) })?).await?.into_inner().data
         }
-        Op::Aggregate => return Err(ApiError::internal()),
+        Op::Aggregate => return Err(ApiError::internal_because("an aggregate reached the mutation resolver")),
     };
     if data.is_empty() {
         // A write whose result the caller may not read (Directus answers null).

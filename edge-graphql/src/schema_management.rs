@@ -264,10 +264,7 @@ fn data(ctx: &ResolverContext<'_>) -> Result<Bytes, ApiError> {
 
 /// The core's JSON answer. Errors: INTERNAL (not JSON: a bug, logged).
 fn json(bytes: &[u8]) -> Result<Json, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| {
-        tracing::error!(error = %e, "the core's schema reply is not JSON");
-        ApiError::internal()
-    })
+    serde_json::from_slice(bytes).map_err(|e| ApiError::internal_because(format!("the core's schema reply is not JSON: {e}")))
 }
 
 async fn resolve<'a>(ctx: &ResolverContext<'a>, op: Op) -> Result<Option<FieldValue<'a>>, ApiError> {

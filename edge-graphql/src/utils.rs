@@ -47,7 +47,7 @@ pub async fn resolve(ctx: &ResolverContext<'_>, util: Util) -> Result<Option<Fie
     let value = match util {
         Util::RandomString => {
             let length = ctx.args.get("length").and_then(|v| v.i64().ok());
-            FieldValue::value(utils::random_string(length).map_err(|e| ApiError::invalid_payload(e.message))?)
+            FieldValue::value(utils::random_string(length).map_err(|e| if e.cause.is_some() { e } else { ApiError::invalid_payload(e.message) })?)
         }
         Util::HashGenerate => FieldValue::value(utils::generate_hash(&backend.auth, caller, arg(ctx, "string")?).await?),
         Util::HashVerify => FieldValue::value(utils::verify_hash(&backend.auth, caller, arg(ctx, "string")?, arg(ctx, "hash")?).await?),

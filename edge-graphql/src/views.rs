@@ -68,10 +68,10 @@ impl Views {
             Some(b) => b,
             None => {
                 let started = Instant::now();
-                let built = Arc::new(build(Model::from_snapshot(&snapshot), print, backend, limits).map_err(|e| {
-                    tracing::error!(error = %e.0, "building a role's GraphQL schema failed");
-                    ApiError::internal()
-                })?);
+                let built = Arc::new(
+                    build(Model::from_snapshot(&snapshot), print, backend, limits)
+                        .map_err(|e| ApiError::internal_because(format!("building a role's GraphQL schema failed: {}", e.0)))?,
+                );
                 tracing::debug!(
                     collections = built.model.collections.len(),
                     build_ms = started.elapsed().as_secs_f64() * 1e3,

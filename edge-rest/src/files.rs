@@ -219,7 +219,7 @@ pub async fn asset(state: &EdgeState, req: &HttpRequest, request_id: &str, id: S
     let mut stream = state.files.clone().read_asset(call).await?.into_inner();
     let head = match stream.message().await? {
         Some(cdapi_proto::v1::AssetChunk { part: Some(asset_chunk::Part::Head(h)) }) => h,
-        _ => return Err(ApiError::internal()),
+        _ => return Err(ApiError::internal_because("the asset stream did not start with its head")),
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     tokio::spawn(async move {

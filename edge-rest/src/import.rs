@@ -126,8 +126,7 @@ pub async fn import(state: &EdgeState, req: &HttpRequest, body: Body, request_id
 }
 
 fn spool_error(e: &std::io::Error) -> ApiError {
-    tracing::error!(error = %e, "the import could not be spooled");
-    ApiError::internal()
+    ApiError::internal_because(format!("the import could not be spooled: {e}"))
 }
 
 /// Gathers items into chunks and sends them (from a blocking task).

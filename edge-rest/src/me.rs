@@ -18,7 +18,8 @@ pub async fn roles(state: &EdgeState, req: &HttpRequest, request_id: &str) -> Re
         return Ok(reply::method_not_allowed(&req.method, "GET"));
     }
     let (mut query, token) = url_query(req)?;
-    let own = query_language::query_json::filter_from_json(&serde_json::json!({"id": {"_in": "$CURRENT_ROLES"}}), 0)?.ok_or_else(ApiError::internal)?;
+    let own = query_language::query_json::filter_from_json(&serde_json::json!({"id": {"_in": "$CURRENT_ROLES"}}), 0)?
+        .ok_or_else(|| ApiError::internal_because("the own-roles filter is empty"))?;
     query.filter = Some(match query.filter.take() {
         Some(asked) => Filter { node: Some(filter::Node::And(FilterGroup { filters: vec![own, asked] })) },
         None => own,

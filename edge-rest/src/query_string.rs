@@ -50,7 +50,7 @@ pub fn parse(raw: &str) -> Result<ParsedQuery, ApiError> {
         insert(&mut root, &path, value).map_err(|_| ApiError::invalid_query(format!("The query parameter \"{key}\" conflicts with another one")))?;
     }
     compact(&mut root);
-    let Json::Object(query) = root else { return Err(ApiError::internal()) };
+    let Json::Object(query) = root else { return Err(ApiError::internal_because("the parsed query string is not an object")) };
     Ok(ParsedQuery { query, access_token })
 }
 

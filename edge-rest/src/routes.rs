@@ -141,7 +141,7 @@ async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id: &st
                     };
                     proxy.forward(forwarded, body, state.max_payload_size).await
                 }
-                None => Err(ApiError::internal()),
+                None => Err(ApiError::internal_because("no proxy is configured for a proxied route")),
             }
         }
         ["collections", rest @ ..] => crate::schema_routes::route(state, req, body, request_id, crate::schema_routes::Resource::Collections, rest).await,

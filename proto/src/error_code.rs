@@ -188,9 +188,11 @@ impl std::fmt::Display for ErrorCode {
     }
 }
 
-/// An API error as every process handles it: code, human message and extensions.
+/// An API error as every process handles it: code, human message and extensions. Its
+/// `Display` (for logs, never for clients) is `CODE: message`, then ` (cause: …)` when it
+/// carries a [`cause`](Self::cause).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{code}: {message}")]
+#[error("{code}: {message}{}", .cause.as_deref().map(|c| format!(" (cause: {c})")).unwrap_or_default())]
 pub struct ApiError {
     /// The error code.
     pub code: ErrorCode,
@@ -398,6 +400,9 @@ mod tests {
         let back = ApiError::from_status(&status);
         assert_eq!((back.code, back.cause), (ErrorCode::InternalServerError, None));
         assert!(!format!("{:?}", status.metadata()).contains("invalid digit"));
+        // Logs written from `Display` (background work, start-up) keep it too.
+        assert_eq!(e.to_string(), "INTERNAL_SERVER_ERROR: An unexpected error occurred. (cause: invalid digit found in string)");
+        assert_eq!(ApiError::forbidden().to_string(), format!("FORBIDDEN: {}", ApiError::forbidden().message));
     }
 
     #[test]

@@ -87,7 +87,7 @@ impl Storage {
 
     /// Where uploads go: the first location.
     pub fn upload_location(&self) -> Result<&locations::Location, ApiError> {
-        self.locations.first().ok_or_else(ApiError::internal)
+        self.locations.first().ok_or_else(|| ApiError::internal_because("no storage location is configured"))
     }
 
     /// The location called `name`, if configured.

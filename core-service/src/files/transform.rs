@@ -288,10 +288,7 @@ fn transform(source: &[u8], t: &Transform, max: u32, max_pixels: u64) -> Result<
         }
         _ => img.write_with_encoder(image::codecs::png::PngEncoder::new(&mut out)),
     }
-    .map_err(|e| {
-        tracing::error!(error = %e, "encoding a transformed image failed");
-        ApiError::internal()
-    })?;
+    .map_err(|e| ApiError::internal_because(format!("encoding a transformed image failed: {e}")))?;
     Ok((Bytes::from(out), format))
 }
 

@@ -227,14 +227,14 @@ async fn receive(location: &Location, max_upload_size: u64, temp: &Path, chunks:
             if size > max_upload_size {
                 return Err(ApiError::new(ErrorCode::ContentTooLarge, format!("The file is larger than {max_upload_size} bytes (FILES_MAX_UPLOAD_SIZE).")));
             }
-            let writer = parts.0.as_mut().ok_or_else(ApiError::internal)?;
+            let writer = parts.0.as_mut().ok_or_else(|| ApiError::internal_because("the upload writer is gone"))?;
             // At most two parts in flight: memory stays flat whatever the file's size.
             writer.wait_for_capacity(2).await.map_err(storage_error)?;
             writer.write(&data);
         }
     }
     .await;
-    let writer = parts.0.take().ok_or_else(ApiError::internal)?;
+    let writer = parts.0.take().ok_or_else(|| ApiError::internal_because("the upload writer is gone"))?;
     match received {
         Ok(()) => {
             writer.finish().await.map_err(storage_error)?;
@@ -315,11 +315,11 @@ async fn create_item(
             (vec![id], disk)
         } else {
             let keys = w.create(&collection, &Value::Object(item.clone())).await?;
-            let id = keys.first().cloned().ok_or_else(ApiError::internal)?;
+            let id = keys.first().cloned().ok_or_else(|| ApiError::internal_because("a file item was created without a key"))?;
             let disk = format!("{id}{}", extension(&filename));
             (keys, disk)
         };
-        let id = keys.first().cloned().ok_or_else(ApiError::internal)?;
+        let id = keys.first().cloned().ok_or_else(|| ApiError::internal_because("a file item was created without a key"))?;
         // `uploaded_by` is who made the item (Directus's `user-created`); a replacement is
         // `modified_by` the caller.
         sqlx::query(

@@ -111,7 +111,10 @@ pub async fn caller_globals(state: &AppState, md: &tonic::metadata::MetadataMap)
 /// `ReadProjectInfo` (`/server/info`'s `project`): the settings singleton's public fields, for
 /// anyone. Errors: database errors; INTERNAL when the settings row is missing.
 pub async fn project_info(state: &AppState) -> Result<SchemaReply, ApiError> {
-    let text = system_tables::settings::project_info(&state.pool).await.map_err(crate::db::map_error)?.ok_or_else(ApiError::internal)?;
+    let text = system_tables::settings::project_info(&state.pool)
+        .await
+        .map_err(crate::db::map_error)?
+        .ok_or_else(|| ApiError::internal_because("the settings row is missing"))?;
     Ok(SchemaReply { data: Bytes::from(text) })
 }
 

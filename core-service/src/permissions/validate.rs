@@ -69,7 +69,9 @@ pub async fn check(
     } else {
         let mut cols = Vec::with_capacity(used.len());
         for name in &used {
-            let f = collection.field(name).ok_or_else(ApiError::internal)?;
+            let f = collection
+                .field(name)
+                .ok_or_else(|| ApiError::internal_because(format!("a validation rule names \"{name}\", not a field of \"{}\"", collection.name)))?;
             let value = match payload.get(*name) {
                 Some(v) => bind_text(f, v)?,
                 None => None,

@@ -271,7 +271,7 @@ impl<'a> Planner<'a> {
         }
         for (field, _, _) in &scoped {
             if used.insert(field) {
-                let f = target(field).ok_or_else(ApiError::internal)?;
+                let f = target(field).ok_or_else(|| ApiError::internal_because(format!("the scoped field \"{field}\" is not in the collection")))?;
                 let place = tree.named.iter().position(|(n, _)| n.field == *field && n.function == Function::Unspecified).map(|i| tree.place_of_named(i));
                 let column = self.column(collection, (*field).to_owned(), f, None, &scopes_of(field), level)?;
                 columns.push((place.unwrap_or((1, columns.len())), column));
@@ -349,7 +349,7 @@ impl<'a> Planner<'a> {
                 let select = self.resolve_nested(related, tree, deep, back.map(|f| f.name.as_str()))?;
                 Ok(Column::M2O { key, field, related_field, select })
             }
-            (Some(FieldRelation::M2A { .. }), _) => Err(ApiError::internal()),
+            (Some(FieldRelation::M2A { .. }), _) => Err(ApiError::internal_because("a many-to-any field reached the single-collection resolver")),
             (Some(FieldRelation::O2M { related, related_field, local_field, sort_field, .. }), children) => {
                 self.count_expansion()?;
                 let related = self.collection(related)?;

@@ -75,7 +75,7 @@ fn events(state: &AppState, registration: Registration, rx: mpsc::Receiver<ItemE
         };
         let out = tokio::select! {
             biased;
-            _ = sub.ended.notified() => Err(sub.ended_with().unwrap_or_else(ApiError::internal)),
+            _ = sub.ended.notified() => Err(sub.ended_with().unwrap_or_else(|| ApiError::internal_because("a subscription ended without a reason"))),
             _ = expired => Err(ApiError::new(ErrorCode::TokenExpired, "Token expired.")),
             _ = o.stopping.wait_for(|s| *s) => return None,
             event = o.rx.recv() => match event {

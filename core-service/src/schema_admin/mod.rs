@@ -154,8 +154,7 @@ pub fn ddl_error(e: sqlx::Error) -> ApiError {
             // A change reads the schema under the schema-change lock: no concurrent change can
             // have dropped what it names, so this is not the request to retry that
             // `crate::db::map_error` makes of it.
-            tracing::error!(error = %e, "a schema change named a column or table that does not exist");
-            return ApiError::internal();
+            return ApiError::internal_because(format!("a schema change named a column or table that does not exist: {e}"));
         }
     }
     crate::db::map_error(e)

@@ -96,7 +96,7 @@ impl<'a> Versions<'a> {
     /// `directus_versions` of the whole snapshot (what the writer checks rules against).
     fn versions(&self) -> Result<&'a Collection, ApiError> {
         let schema: &'a Schema = self.schema;
-        schema.collection(VERSIONS).map(|c| c.as_ref()).ok_or_else(ApiError::internal)
+        schema.collection(VERSIONS).map(|c| c.as_ref()).ok_or_else(|| ApiError::internal_because("directus_versions is not in the snapshot"))
     }
 
     /// The key of a singleton's row (FORBIDDEN when it has none yet).
@@ -176,7 +176,8 @@ impl<'a> Versions<'a> {
     /// the caller's view.
     async fn read_versions(&mut self, key: Option<&str>, query: &Value) -> Result<String, ApiError> {
         let view = self.read.collection(VERSIONS).ok_or_else(ApiError::forbidden)?;
-        let q = query_language::query_json::query_from_json(query.as_object().ok_or_else(ApiError::internal)?)?;
+        let q =
+            query_language::query_json::query_from_json(query.as_object().ok_or_else(|| ApiError::internal_because("a versions query is not a JSON object"))?)?;
         let planner = Planner::new(self.read, self.limits, self.vars);
         let st = match key {
             Some(k) => planner.read_one(view, k, &q)?,

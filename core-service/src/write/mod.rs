@@ -228,7 +228,11 @@ impl<'w> Writer<'w> {
         let target = &collection.table;
         let returning = format!("RETURNING ({})::text", pk_expr(collection, "t0"));
         if cols.is_empty() {
-            let first = collection.fields.first().map(|f| f.name.as_str()).ok_or_else(ApiError::internal)?;
+            let first = collection
+                .fields
+                .first()
+                .map(|f| f.name.as_str())
+                .ok_or_else(|| ApiError::internal_because(format!("\"{}\" has no field to insert defaults into", collection.name)))?;
             let values = vec!["(DEFAULT)"; rows.len()].join(", ");
             sql.text = format!("INSERT INTO {target} AS t0 ({}) VALUES {values} {returning}", ident(first));
         } else {

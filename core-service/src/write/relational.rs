@@ -112,7 +112,9 @@ impl<'w> Writer<'w> {
             let relation = collection.field(name).and_then(|f| f.relation.as_ref());
             match (relation, value) {
                 (Some(FieldRelation::M2O { related, related_field, .. }), Value::Object(sub)) => {
-                    let rel = schema.collection(related).ok_or_else(ApiError::internal)?;
+                    let rel = schema
+                        .collection(related)
+                        .ok_or_else(|| ApiError::internal_because(format!("the related collection \"{related}\" is not in the snapshot")))?;
                     let k = self.save_related(rel, sub, depth).await?;
                     let fk = self.column_value(rel, &k, related_field).await?;
                     own.insert(name.clone(), Value::String(fk));
@@ -125,7 +127,9 @@ impl<'w> Writer<'w> {
                     if !allowed.iter().any(|c| c == target) {
                         return Err(ApiError::invalid_payload(format!("\"{target}\" is not a collection \"{name}\" can hold")));
                     }
-                    let rel = schema.collection(target).ok_or_else(ApiError::internal)?;
+                    let rel = schema
+                        .collection(target)
+                        .ok_or_else(|| ApiError::internal_because(format!("the related collection \"{target}\" is not in the snapshot")))?;
                     let k = self.save_related(rel, sub, depth).await?;
                     own.insert(name.clone(), Value::String(k));
                 }
@@ -145,7 +149,7 @@ impl<'w> Writer<'w> {
                 Some(k) => crate::write::users::update_keys_with(self, collection, std::slice::from_ref(&k), Value::Object(own), &names).await?,
                 None => crate::write::users::create_with(self, collection, Value::Object(own), &names).await?,
             };
-            done.into_iter().next().ok_or_else(ApiError::internal)?
+            done.into_iter().next().ok_or_else(|| ApiError::internal_because("a user write returned no key"))?
         } else {
             match key {
                 Some(k) if own.is_empty() => {
@@ -155,7 +159,7 @@ impl<'w> Writer<'w> {
                 Some(k) => self.update_keys_with(collection, std::slice::from_ref(&k), &Value::Object(own), &names).await?.remove(0),
                 None => {
                     let mut keys = self.create_with(collection, &Value::Object(own), &names).await?;
-                    keys.pop().ok_or_else(ApiError::internal)?
+                    keys.pop().ok_or_else(|| ApiError::internal_because("a create returned no key"))?
                 }
             }
         };
@@ -166,7 +170,8 @@ impl<'w> Writer<'w> {
             else {
                 continue;
             };
-            let rel = schema.collection(related).ok_or_else(ApiError::internal)?;
+            let rel =
+                schema.collection(related).ok_or_else(|| ApiError::internal_because(format!("the related collection \"{related}\" is not in the snapshot")))?;
             let local = self.column_value(collection, &key, local_field).await?;
             self.save_to_many(rel, related_field, &local, *on_deselect, name, value, depth).await?;
         }
@@ -294,7 +299,7 @@ impl<'w> Writer<'w> {
     /// (docs/permissions.md): delete rows, or update rows granting the foreign key with a validation that
     /// accepts NULL. FORBIDDEN (nothing changed) when an item to remove is outside them.
     async fn deselect(&mut self, rel: &Collection, fk: &str, local: &str, action: Deselect, keys: &[String], only: bool) -> Result<(), ApiError> {
-        let fk_field = rel.field(fk).ok_or_else(ApiError::internal)?;
+        let fk_field = rel.field(fk).ok_or_else(|| ApiError::internal_because(format!("the foreign key \"{fk}\" is not a field of \"{}\"", rel.name)))?;
         let scope = match action {
             Deselect::Delete => self.delete_scope(rel)?,
             Deselect::Nullify => {

@@ -247,10 +247,7 @@ impl Authenticator {
 /// A database error as clients see it: SERVICE_UNAVAILABLE when the database is away
 /// ([`database_unavailable`]), INTERNAL_SERVER_ERROR otherwise; the cause is logged, never sent.
 pub fn db_error(e: sqlx::Error) -> ApiError {
-    database_unavailable(&e).unwrap_or_else(|| {
-        tracing::error!(error = %e, "database error");
-        ApiError::internal()
-    })
+    database_unavailable(&e).unwrap_or_else(|| ApiError::internal_because(format!("database error: {e}")))
 }
 
 /// `Some` when `e` says the database is away — unreachable, restarting or its connection cut

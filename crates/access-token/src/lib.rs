@@ -136,8 +136,7 @@ pub mod passwords {
     }
 
     fn internal(what: &str, e: &dyn std::fmt::Display) -> ApiError {
-        tracing::error!(error = %e, "{what}");
-        ApiError::internal()
+        ApiError::internal_because(format!("{what}: {e}"))
     }
 
     /// The password policy: where a password is set (reset, `/users`), it must have at least

@@ -73,7 +73,7 @@ pub async fn respond(mut pieces: Pieces, list: &'static str) -> Result<Response,
     let first = futures_util::stream::iter([Ok::<Bytes, std::io::Error>(Bytes::from(gathered))]);
     let rest = futures_util::stream::poll_fn(move |cx| pieces.poll_recv(cx)).map(move |r| {
         r.map_err(|e| {
-            tracing::error!(list, code = ?e.code, message = %e.message, "a streamed list failed after its first byte: the response is cut off");
+            tracing::error!(list, code = ?e.code, message = %e.message, cause = e.cause.as_deref().map_or("-", String::as_str), "a streamed list failed after its first byte: the response is cut off");
             std::io::Error::other("list failed")
         })
     });

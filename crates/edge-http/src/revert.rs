@@ -24,7 +24,8 @@ use serde_json::{Value, json};
 /// update).
 pub async fn revert(items: &ItemsServiceClient<Balanced>, schema: &SchemaServiceClient<Balanced>, caller: &Caller, revision: String) -> Result<(), ApiError> {
     let fields = json!({"fields": ["collection", "item", "data"]});
-    let query = query_language::query_json::query_from_json(fields.as_object().ok_or_else(ApiError::internal)?)?;
+    let query =
+        query_language::query_json::query_from_json(fields.as_object().ok_or_else(|| ApiError::internal_because("the revision query is not a JSON object"))?)?;
     let call = caller.request(ReadRequest { collection: "directus_revisions".into(), key: Some(revision), query: Some(query) })?;
     let res = items.clone().read(call).await?;
     let read: Value = serde_json::from_slice(&res.get_ref().data).map_err(ApiError::internal_because)?;

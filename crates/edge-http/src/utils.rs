@@ -37,10 +37,7 @@ pub fn random_string(length: Option<i64>) -> Result<String, ApiError> {
         return Err(ApiError::invalid_query(format!("\"length\" must be less than or equal to {MAX_RANDOM_LENGTH}")));
     }
     let mut bytes = vec![0u8; length as usize];
-    getrandom::fill(&mut bytes).map_err(|e| {
-        tracing::error!(error = %e, "no randomness for a random string");
-        ApiError::internal()
-    })?;
+    getrandom::fill(&mut bytes).map_err(|e| ApiError::internal_because(format!("no randomness for a random string: {e}")))?;
     Ok(bytes.iter().map(|b| char::from(ALPHABET[usize::from(b & 63)])).collect())
 }
 
