@@ -18,7 +18,7 @@
 
 use super::Planner;
 use super::operators::Target;
-use super::order::Joins;
+use super::order::{Joins, Sort};
 use super::predicate::Predicate;
 use super::read::{ReadStatement, pagination};
 use crate::schema::{Collection, Field, FieldType};
@@ -102,20 +102,18 @@ impl Planner<'_> {
             }
             columns.push(format!("json_build_object({}) AS {}", pairs.join(", "), ident(name)));
         }
-        let from = self.source(collection)?;
+        let from = self.source_sql(collection)?;
         let where_sql = self.where_clause(collection, "t0", q)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
-        let mut order = Vec::new();
+        let mut order = Sort::default();
         for key in &q.sort {
             let (_, expr) = groups.iter().find(|(g, _)| key.path.as_ref() == Some(*g)).ok_or_else(|| {
                 let text = key.path.as_ref().map(ToString::to_string).unwrap_or_default();
                 ApiError::invalid_query(format!("With \"aggregate\", \"sort\" may only name groupBy keys; \"{text}\" is not one"))
             })?;
-            order.push(format!("{expr}{}", if key.descending { " DESC" } else { "" }));
+            order.by(expr.clone(), key.descending);
         }
         for (_, expr) in &groups {
-            if !order.iter().any(|o| o.trim_end_matches(" DESC") == expr) {
-                order.push(expr.clone());
-            }
+            order.then_by(expr.clone());
         }
         let group_sql = if groups.is_empty() {
             String::new()
@@ -124,7 +122,7 @@ impl Planner<'_> {
             // so ORDER BY and HAVING can use the same expressions.
             format!(" GROUP BY {}", groups.iter().map(|(_, e)| e.as_str()).collect::<Vec<_>>().join(", "))
         };
-        let order_sql = if order.is_empty() { String::new() } else { format!(" ORDER BY {}", order.join(", ")) };
+        let order_sql = order.render();
         let having_sql = match &q.having {
             Some(f) => format!(" HAVING {}", self.having(f, "", &targets)?.render(&mut self.sql)),
             None => String::new(),
@@ -135,10 +133,10 @@ impl Planner<'_> {
             let (limit, offset) = pagination(q, &self.limits, self.limits.default)?;
             self.limit_offset(limit, offset)
         };
+        let joins = joins.render(&mut self.sql);
         self.sql.text = format!(
-            "SELECT (SELECT coalesce(array_to_json(array_agg(j0)), '[]'::json) FROM (SELECT {} FROM {from} t0{}{where_sql}{group_sql}{having_sql}{order_sql}{page}) j0)::text AS data, NULL::int8 AS total_count, NULL::int8 AS filter_count",
-            columns.join(", "),
-            joins.sql
+            "SELECT (SELECT coalesce(array_to_json(array_agg(j0)), '[]'::json) FROM (SELECT {} FROM {from} t0{joins}{where_sql}{group_sql}{having_sql}{order_sql}{page}) j0)::text AS data, NULL::int8 AS total_count, NULL::int8 AS filter_count",
+            columns.join(", ")
         );
         Ok(ReadStatement { sql: self.sql, total_count: false, filter_count: false })
     }

@@ -206,6 +206,7 @@ impl Planner<'_> {
 mod tests {
     use super::*;
     use crate::query::predicate::Comparison;
+    use crate::query::predicate::Source;
     use crate::query::test_schema::blog;
     use crate::query::{Limits, Variables};
     use crate::sql::{Sql, column};
@@ -214,7 +215,7 @@ mod tests {
     use serde_json::{Value, json};
 
     /// The plan of filter `f` on `collection` (rows `t0`), as a signed-in caller, with the
-    /// statement its FROM items were written into.
+    /// statement it was planned in (its aliases and the caller's record fields' parameters).
     fn plan(collection: &str, f: Value, limits: Limits) -> Result<(Predicate, Sql), ApiError> {
         let schema = blog();
         let c = schema.collection(collection).ok_or_else(ApiError::internal)?.clone();
@@ -245,7 +246,7 @@ mod tests {
     #[test]
     fn a_many_to_one_filter_is_an_exists_on_the_related_row() -> Result<(), ApiError> {
         let want = Exists {
-            from: "\"public\".\"authors\"".into(),
+            from: Source::Table("\"public\".\"authors\"".into()),
             alias: "t1".into(),
             inner: Column::new("t1", "id"),
             outer: Column::new("t0", "author"),
@@ -271,7 +272,7 @@ mod tests {
         let p = predicate("authors", json!({"$FOLLOW(articles,author)": {"title": {"_eq": "x"}}}))?;
         let Predicate::Exists(exists) = &p else { panic!("an EXISTS: {p:?}") };
         assert_eq!((&exists.inner, &exists.outer), (&Column::new("t1", "author"), &Column::new("t0", "id")));
-        assert_eq!(exists.from, "\"public\".\"articles\"");
+        assert_eq!(exists.from, Source::Table("\"public\".\"articles\"".into()));
         let wrong = plan("authors", json!({"$FOLLOW(articles,title)": {"id": {"_eq": 1}}}), Limits::default());
         assert_eq!(code(wrong), Some(ErrorCode::InvalidQuery));
         Ok(())
@@ -281,7 +282,7 @@ mod tests {
     fn a_many_to_any_filter_checks_the_items_collection_then_its_row() -> Result<(), ApiError> {
         let p = predicate("mentions", json!({"item:authors": {"name": {"_eq": "Ada"}}}))?;
         let item = Exists {
-            from: "\"public\".\"authors\"".into(),
+            from: Source::Table("\"public\".\"authors\"".into()),
             alias: "t1".into(),
             inner: Column::new("t1", "id"),
             outer: Column::new("t0", "item"),

@@ -63,7 +63,7 @@ impl Planner<'_> {
                 (Some(FieldRelation::O2M { related, related_field, local_field, .. }), _) => {
                     let c = self.sql.next_alias('c');
                     let rel = self.collection(related)?;
-                    Ok(format!("(SELECT count(*) FROM {} {c} WHERE {} = {})", self.source(rel)?, column(&c, related_field), column(alias, local_field)))
+                    Ok(format!("(SELECT count(*) FROM {} {c} WHERE {} = {})", self.source_sql(rel)?, column(&c, related_field), column(alias, local_field)))
                 }
                 (_, FieldType::Json) => Ok(format!("(CASE WHEN json_typeof({col}::json) = 'array' THEN json_array_length({col}::json) END)::int8")),
                 (_, FieldType::Csv) => Ok(format!("coalesce(cardinality({col}), 0)::int8")),

@@ -2,48 +2,70 @@
 //! joined by `,`), the key as a read writes it, and the stable order over the key.
 
 use super::Planner;
-use crate::schema::Collection;
-use crate::sql::{Param, column};
+use super::predicate::{Comparison, Operand, Predicate, Test};
+use crate::schema::{Collection, Field};
+use crate::sql::column;
 use cdapi_proto::ApiError;
 
 impl Planner<'_> {
-    /// A condition matching any of `keys` (text forms) on rows aliased `alias`: one
-    /// `= ANY(array)` for single-column keys. FORBIDDEN when a key cannot be one of this
-    /// collection's; INVALID_PAYLOAD for an empty list.
+    /// [`Self::keys_predicate`] written as SQL into the statement under construction.
     pub fn keys_condition(&mut self, collection: &Collection, alias: &str, keys: &[String]) -> Result<String, ApiError> {
+        let keys = self.keys_predicate(collection, alias, keys)?;
+        Ok(keys.render(&mut self.sql))
+    }
+
+    /// A condition matching any of `keys` (text forms) on rows aliased `alias`: one
+    /// `= ANY(array)` for single-column keys ([`Test::AnyOf`]), else some key's columns all
+    /// equal. FORBIDDEN when a key cannot be one of this collection's (the same answer as a key
+    /// the caller may not reach: nothing is learnt from the type); INVALID_PAYLOAD for an
+    /// empty list.
+    pub fn keys_predicate(&self, collection: &Collection, alias: &str, keys: &[String]) -> Result<Predicate, ApiError> {
         if keys.is_empty() {
             return Err(ApiError::invalid_payload("\"keys\" must not be empty"));
         }
         if let [pk] = collection.primary_key.as_slice() {
-            let field = collection.field(pk).ok_or_else(ApiError::internal)?;
-            if field.field_type.is_integer() && keys.iter().any(|k| k.trim().parse::<i64>().is_err()) {
+            let field = collection.field(pk).ok_or_else(|| ApiError::internal_because(format!("the primary key \"{pk}\" is not a field")))?;
+            if keys.iter().any(|k| !can_be(field, k)) {
                 return Err(ApiError::forbidden());
             }
-            let p = self.sql.param(Param::TextArray(keys.to_vec()));
-            return Ok(format!("{} = ANY(CAST({p} AS {}[]))", column(alias, pk), field.db_type));
+            return Ok(on_key(field, alias, Test::AnyOf(keys.to_vec())));
         }
-        let mut parts = Vec::with_capacity(keys.len());
-        for k in keys {
-            parts.push(format!("({})", self.key_condition(collection, alias, k)?.join(" AND ")));
-        }
-        Ok(format!("({})", parts.join(" OR ")))
+        keys.iter().map(|k| self.key_predicate(collection, alias, k)).collect::<Result<Vec<_>, _>>().map(Predicate::Or)
     }
 
-    /// `pk = key` conditions; FORBIDDEN when the key cannot be one of this collection's.
-    pub(crate) fn key_condition(&mut self, collection: &Collection, alias: &str, key: &str) -> Result<Vec<String>, ApiError> {
+    /// Every column of the primary key equals its part of `key` (composite keys: parts joined
+    /// by `,`); FORBIDDEN when the key cannot be one of this collection's.
+    pub(crate) fn key_predicate(&self, collection: &Collection, alias: &str, key: &str) -> Result<Predicate, ApiError> {
         let parts: Vec<&str> = if collection.primary_key.len() == 1 { vec![key] } else { key.split(',').collect() };
         if parts.len() != collection.primary_key.len() {
             return Err(ApiError::forbidden());
         }
-        let mut conds = Vec::new();
+        let mut conds = Vec::with_capacity(parts.len());
         for (field, part) in collection.primary_key_fields().zip(parts) {
-            if field.field_type.is_integer() && part.trim().parse::<i64>().is_err() {
+            if !can_be(field, part) {
                 return Err(ApiError::forbidden());
             }
-            conds.push(format!("{} = {}", column(alias, &field.name), self.sql.cast_param(part.to_owned(), &field.db_type)));
+            conds.push(on_key(field, alias, Test::Equals(Operand::Text(part.to_owned()))));
         }
-        Ok(conds)
+        Ok(match conds.pop() {
+            Some(one) if conds.is_empty() => one,
+            Some(last) => {
+                conds.push(last);
+                Predicate::And(conds)
+            }
+            None => Predicate::Const(false),
+        })
     }
+}
+
+/// Whether `text` can be a value of key column `field` (an integer key's text parses).
+fn can_be(field: &Field, text: &str) -> bool {
+    !field.field_type.is_integer() || text.trim().parse::<i64>().is_ok()
+}
+
+/// `test` on key column `field` of rows `alias`.
+fn on_key(field: &Field, alias: &str, test: Test) -> Predicate {
+    Predicate::Compare(Comparison { target: column(alias, &field.name), db_type: field.db_type.clone(), text_cast: false, test })
 }
 
 /// ` ORDER BY` over the primary key (stable order), or nothing for key-less collections.
@@ -84,6 +106,7 @@ mod tests {
     use super::*;
     use crate::query::test_schema::blog;
     use crate::query::{Limits, Variables};
+    use crate::sql::Param;
     use cdapi_proto::ErrorCode;
 
     fn condition(keys: &[&str]) -> Result<(String, Vec<Param>), ApiError> {
@@ -117,6 +140,38 @@ mod tests {
         let c = schema.collection("articles").ok_or_else(ApiError::internal)?;
         assert_eq!(pk_order(c, "t0"), " ORDER BY t0.\"id\"");
         assert_eq!(pk_expr(c, "t0"), "t0.\"id\"");
+        Ok(())
+    }
+
+    /// `articles` keyed by (`id`, `title`).
+    fn composite() -> Result<Collection, ApiError> {
+        let mut c = blog().collection("articles").ok_or_else(ApiError::internal)?.as_ref().clone();
+        c.primary_key = vec!["id".into(), "title".into()];
+        Ok(c)
+    }
+
+    #[test]
+    fn a_composite_key_is_each_column_equal_to_its_part() -> Result<(), ApiError> {
+        let (schema, vars) = (blog(), Variables::default());
+        let planner = Planner::new(&schema, Limits::default(), &vars);
+        let c = composite()?;
+        let equals = |name: &str, db_type: &str, v: &str| {
+            Predicate::Compare(Comparison {
+                target: column("t0", name),
+                db_type: db_type.into(),
+                text_cast: false,
+                test: Test::Equals(Operand::Text(v.into())),
+            })
+        };
+        let one = Predicate::And(vec![equals("id", "integer", "1"), equals("title", "text", "a")]);
+        assert_eq!(planner.key_predicate(&c, "t0", "1,a")?, one);
+        let two = Predicate::And(vec![equals("id", "integer", "2"), equals("title", "text", "b")]);
+        assert_eq!(planner.keys_predicate(&c, "t0", &["1,a".into(), "2,b".into()])?, Predicate::Or(vec![one, two]));
+        let refused = |key: &str| planner.key_predicate(&c, "t0", key).err().map(|e| e.code);
+        assert_eq!(refused("1"), Some(ErrorCode::Forbidden), "a part missing");
+        assert_eq!(refused("x,a"), Some(ErrorCode::Forbidden), "not an integer");
+        let articles = schema.collection("articles").ok_or_else(ApiError::internal)?;
+        assert_eq!(planner.key_predicate(articles, "t0", "7")?, equals("id", "integer", "7"), "one column: no group");
         Ok(())
     }
 }

@@ -5,7 +5,8 @@
 //! and `deep` → a select tree in Directus's key order), [`functions`] (`year(field)`,
 //! `count(field)`...), [`filter`] (filter tree and `search` → a [`predicate::Predicate`]), [`operators`] (the
 //! test of each operator family of the catalog, for filters, rules and `having`), [`predicate`]
-//! (the typed condition and its one renderer to SQL),
+//! (the typed condition, the rows it reaches, and their one renderer to SQL), [`source`] (what
+//! of a collection the caller may see, planned into a typed FROM item),
 //! [`read`] (statement shapes: read many, export, keys of a query, read one, singleton;
 //! pagination, meta counts), [`select`] (the select list: values, functions, nested items and
 //! lists as subqueries), [`order`] (sort, field paths through M2O relations and their JOINs),
@@ -23,6 +24,7 @@ pub mod order;
 pub mod predicate;
 pub mod read;
 pub mod select;
+pub mod source;
 #[cfg(test)]
 pub(crate) mod test_schema;
 pub mod values;
@@ -159,68 +161,6 @@ impl<'a> Planner<'a> {
             fanout: Fanout::default(),
             backlink: true,
         }
-    }
-
-    /// The rows of `collection` the caller may see, as a FROM item (docs/permissions.md): the table, or,
-    /// when the view carries a [`RowAccess`](crate::permissions::RowAccess),
-    /// `(SELECT … FROM table p WHERE <some row's filter matches>)` where every column that only
-    /// some permission rows grant reads `CASE WHEN <one of those rows' filters> THEN p.col END`.
-    /// Postgres flattens it into the surrounding query. Every table a read statement touches
-    /// goes through here, so permissions hold at every depth, in selects, filters, sorts,
-    /// searches and aggregates alike. Each row's filter is compiled once (against the whole
-    /// snapshot: it may name fields the caller cannot read) and its text reused.
-    /// For `directus_versions` and `directus_revisions`, see [`version_rows`].
-    pub fn source(&mut self, collection: &crate::schema::Collection) -> Result<String, ApiError> {
-        self.sql.reads(&collection.name);
-        let rows = self.permitted_rows(collection)?;
-        self.version_rows(collection, rows)
-    }
-
-    /// [`Self::source`] before what is particular to versions.
-    fn permitted_rows(&mut self, collection: &crate::schema::Collection) -> Result<String, ApiError> {
-        let Some(access) = collection.row_access.clone() else { return Ok(collection.table.clone()) };
-        let alias = self.sql.next_alias('p');
-        let conds = access
-            .filters
-            .iter()
-            .map(|f| f.as_ref().map(|f| self.row_condition(collection, &alias, f)).transpose())
-            .collect::<Result<Vec<Option<String>>, ApiError>>()?;
-        let any = |idx: &mut dyn Iterator<Item = usize>| -> Option<String> {
-            let mut parts = Vec::new();
-            for i in idx {
-                parts.push(conds.get(i)?.clone()?);
-            }
-            Some(if parts.is_empty() { "FALSE".to_owned() } else { format!("({})", parts.join(" OR ")) })
-        };
-        let visible = any(&mut (0..conds.len())).map(|c| format!(" WHERE {c}")).unwrap_or_default();
-        if access.masks.is_empty() {
-            return Ok(format!("(SELECT * FROM {} {alias}{visible})", collection.table));
-        }
-        let whole = self.base.collection(&collection.name).cloned().ok_or_else(ApiError::internal)?;
-        let mut cols = Vec::with_capacity(whole.fields.len());
-        for f in whole.fields.iter().filter(|f| !f.is_alias()) {
-            let col = crate::sql::column(&alias, &f.name);
-            cols.push(match access.masks.get(&f.name) {
-                None => col,
-                Some(rows) => match any(&mut rows.iter().copied()) {
-                    Some(cond) => format!("CASE WHEN {cond} THEN {col} END AS {}", crate::sql::ident(&f.name)),
-                    None => col,
-                },
-            });
-        }
-        Ok(format!("(SELECT {} FROM {} {alias}{visible})", cols.join(", "), collection.table))
-    }
-
-    /// The item filter `f` of a permission as a condition on `collection` rows aliased `alias`,
-    /// compiled against the whole snapshot.
-    pub fn row_condition(&mut self, collection: &crate::schema::Collection, alias: &str, f: &cdapi_proto::v1::Filter) -> Result<String, ApiError> {
-        let whole = self.base.collection(&collection.name).cloned().ok_or_else(ApiError::internal)?;
-        let view = std::mem::replace(&mut self.schema, self.base);
-        let counting = std::mem::replace(&mut self.in_permission, true);
-        let cond = self.filter(&whole, alias, f, 0);
-        self.in_permission = counting;
-        self.schema = view;
-        Ok(cond?.render(&mut self.sql))
     }
 
     /// Counts one node of a request's filter; INVALID_QUERY past the caller's budget

@@ -1,20 +1,92 @@
-//! `sort` and field paths: the ORDER BY of a level, and paths through many-to-one relations
-//! (`author.name`) or functions (`year(published_at)`) as SQL expressions with the LEFT JOINs
-//! they need (shared by sort, groupBy and dynamic variables).
+//! `sort` and field paths: the ORDER BY of a level ([`Sort`]), and paths through many-to-one
+//! relations (`author.name`) or functions (`year(published_at)`) as SQL expressions with the
+//! LEFT JOINs they need ([`Joins`]; shared by sort, groupBy and dynamic variables). Both are
+//! planned, then rendered: the joins' related rows are typed [`Source`]s, written with the
+//! statement; a sort term's expression is SQL text.
 
 use super::Planner;
 use super::functions::Call;
+use super::predicate::{Column, Source};
 use crate::schema::{Collection, FieldRelation};
-use crate::sql::column;
+use crate::sql::{Sql, column};
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldPath, PathSegment, SortKey};
 
-/// LEFT JOINs added for M2O paths in `sort` and `groupBy`, one per path prefix.
-#[derive(Debug, Default)]
+/// The LEFT JOIN a many-to-one hop of a path needs: the related row, joined by its key (a
+/// foreign key reaches a unique key: it never multiplies rows).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Join {
+    /// The related rows (the caller's view of them).
+    pub rows: Source,
+    /// Their alias (`s1`).
+    pub alias: String,
+    /// The related row's key column…
+    pub related: Column,
+    /// …equal to the outer row's foreign key.
+    pub local: Column,
+}
+
+/// LEFT JOINs added for M2O paths in `sort`, `groupBy` and dynamic variables, one per path
+/// prefix.
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Joins {
-    /// The JOIN clauses, each starting with a space.
-    pub sql: String,
+    /// The joins, in the order first needed.
+    pub joins: Vec<Join>,
+    /// Each joined path prefix and its alias.
     joined: Vec<(Vec<PathSegment>, String)>,
+}
+
+impl Joins {
+    /// ` LEFT JOIN <rows> s1 ON s1."id" = t0."author"` for each join, the rows' permission
+    /// filters bound as parameters of `sql`; empty without joins.
+    pub fn render(&self, sql: &mut Sql) -> String {
+        let mut out = String::new();
+        for j in &self.joins {
+            let rows = j.rows.render(sql);
+            out.push_str(&format!(" LEFT JOIN {rows} {} ON {} = {}", j.alias, j.related.render(), j.local.render()));
+        }
+        out
+    }
+}
+
+/// The ORDER BY of one level: its terms in order.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Sort {
+    /// The terms, most significant first.
+    pub terms: Vec<SortTerm>,
+}
+
+/// One term of a [`Sort`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortTerm {
+    /// The SQL expression ordered by (a column, a path's column, a function of one).
+    pub expr: String,
+    /// `DESC`.
+    pub descending: bool,
+}
+
+impl Sort {
+    /// Adds a term.
+    pub fn by(&mut self, expr: String, descending: bool) {
+        self.terms.push(SortTerm { expr, descending });
+    }
+
+    /// Adds `expr` ascending unless a term orders by it already (either way): how the primary
+    /// key (or an aggregate's group keys) make an order stable.
+    pub fn then_by(&mut self, expr: String) {
+        if !self.terms.iter().any(|t| t.expr == expr) {
+            self.by(expr, false);
+        }
+    }
+
+    /// ` ORDER BY a, b DESC`, or nothing without terms.
+    pub fn render(&self) -> String {
+        if self.terms.is_empty() {
+            return String::new();
+        }
+        let terms: Vec<String> = self.terms.iter().map(|t| if t.descending { format!("{} DESC", t.expr) } else { t.expr.clone() }).collect();
+        format!(" ORDER BY {}", terms.join(", "))
+    }
 }
 
 impl Planner<'_> {
@@ -23,26 +95,29 @@ impl Planner<'_> {
     /// manual order `default` comes first (a collection's `meta.sort_field`; for an O2M list,
     /// the relation's `sort_field`, else the related collection's; as Directus, NULLs last)
     /// when the caller may read that field (an order would tell what they may not read).
-    /// Returns (joins, ` ORDER BY ...`).
-    pub fn order_by(&mut self, collection: &Collection, root: &str, sort: &[SortKey], default: Option<&str>) -> Result<(String, String), ApiError> {
+    /// Returns the joins the paths need and the order.
+    pub fn order_by(&mut self, collection: &Collection, root: &str, sort: &[SortKey], default: Option<&str>) -> Result<(Joins, Sort), ApiError> {
         let mut joins = Joins::default();
-        let mut terms = Vec::new();
+        let mut order = Sort::default();
         if let (true, Some(field)) = (sort.is_empty(), default.filter(|f| collection.field(f).is_some())) {
-            terms.push(column(root, field));
+            order.by(column(root, field), false);
         }
         for key in sort {
             let path = key.path.as_ref().ok_or_else(|| ApiError::invalid_query("A sort key has no path"))?;
             let expr = self.path_expr(collection, root, path, &mut joins, "sort")?;
-            terms.push(format!("{expr}{}", if key.descending { " DESC" } else { "" }));
+            order.by(expr, key.descending);
         }
         for k in &collection.primary_key {
-            let plain = column(root, k);
-            if !terms.iter().any(|t| t.trim_end_matches(" DESC") == plain) {
-                terms.push(plain);
-            }
+            order.then_by(column(root, k));
         }
-        let order = if terms.is_empty() { String::new() } else { format!(" ORDER BY {}", terms.join(", ")) };
-        Ok((joins.sql, order))
+        Ok((joins, order))
+    }
+
+    /// [`Self::order_by`] written as SQL into the statement under construction: (the joins,
+    /// ` ORDER BY ...`).
+    pub fn order_sql(&mut self, collection: &Collection, root: &str, sort: &[SortKey], default: Option<&str>) -> Result<(String, String), ApiError> {
+        let (joins, order) = self.order_by(collection, root, sort, default)?;
+        Ok((joins.render(&mut self.sql), order.render()))
     }
 
     /// A field path (`author.name`, through M2O fields only), possibly ending in a function of
@@ -87,7 +162,8 @@ impl Planner<'_> {
                         None => {
                             let a = self.sql.next_alias('s');
                             let rel = self.collection(related)?;
-                            joins.sql.push_str(&format!(" LEFT JOIN {} {a} ON {} = {}", self.source(rel)?, column(&a, related_field), column(&alias, seg)));
+                            let rows = self.source(rel)?;
+                            joins.joins.push(Join { rows, alias: a.clone(), related: Column::new(&a, related_field), local: Column::new(&alias, seg) });
                             joins.joined.push((segments[..=i].to_vec(), a.clone()));
                             a
                         }
@@ -131,8 +207,8 @@ mod tests {
     use crate::query::{Limits, Variables};
     use cdapi_proto::ErrorCode;
 
-    /// (joins, ORDER BY) of `sort` (REST spelling) on `collection`, with `default` as its manual order.
-    fn order(collection: &str, sort: &[&str], default: Option<&str>) -> Result<(String, String), ApiError> {
+    /// (joins, order) of `sort` (REST spelling) on `collection`, with `default` as its manual order.
+    fn order(collection: &str, sort: &[&str], default: Option<&str>) -> Result<(Joins, Sort), ApiError> {
         let schema = blog();
         let c = schema.collection(collection).ok_or_else(ApiError::internal)?.clone();
         let vars = Variables::default();
@@ -140,29 +216,52 @@ mod tests {
         Planner::new(&schema, Limits::default(), &vars).order_by(&c, "t0", &keys, default)
     }
 
+    /// The terms of an order: (expression, descending).
+    fn terms(sort: &Sort) -> Vec<(&str, bool)> {
+        sort.terms.iter().map(|t| (t.expr.as_str(), t.descending)).collect()
+    }
+
     #[test]
     fn the_primary_key_ends_every_order_once() -> Result<(), ApiError> {
-        assert_eq!(order("articles", &[], None)?, (String::new(), " ORDER BY t0.\"id\"".into()));
-        assert_eq!(order("articles", &["-title"], None)?.1, " ORDER BY t0.\"title\" DESC, t0.\"id\"");
+        let (joins, sort) = order("articles", &[], None)?;
+        assert_eq!((joins.joins.len(), terms(&sort)), (0, vec![("t0.\"id\"", false)]));
+        assert_eq!(terms(&order("articles", &["-title"], None)?.1), vec![("t0.\"title\"", true), ("t0.\"id\"", false)]);
         // Sorting by the key already: not appended again.
-        assert_eq!(order("articles", &["-id"], None)?.1, " ORDER BY t0.\"id\" DESC");
+        assert_eq!(terms(&order("articles", &["-id"], None)?.1), vec![("t0.\"id\"", true)]);
         Ok(())
     }
 
     #[test]
     fn the_manual_order_applies_without_sort_when_the_field_exists() -> Result<(), ApiError> {
-        assert_eq!(order("articles", &[], Some("title"))?.1, " ORDER BY t0.\"title\", t0.\"id\"");
-        assert_eq!(order("articles", &["-id"], Some("title"))?.1, " ORDER BY t0.\"id\" DESC", "sort wins");
+        assert_eq!(terms(&order("articles", &[], Some("title"))?.1), vec![("t0.\"title\"", false), ("t0.\"id\"", false)]);
+        assert_eq!(terms(&order("articles", &["-id"], Some("title"))?.1), vec![("t0.\"id\"", true)], "sort wins");
         // A sort field the caller cannot read (absent from their view) is ignored, not told.
-        assert_eq!(order("articles", &[], Some("hidden"))?.1, " ORDER BY t0.\"id\"");
+        assert_eq!(terms(&order("articles", &[], Some("hidden"))?.1), vec![("t0.\"id\"", false)]);
         Ok(())
     }
 
     #[test]
     fn a_path_through_a_many_to_one_joins_once() -> Result<(), ApiError> {
-        let (joins, order_sql) = order("articles", &["author.name", "-author.id"], None)?;
-        assert_eq!(joins, " LEFT JOIN \"public\".\"authors\" s1 ON s1.\"id\" = t0.\"author\"");
-        assert_eq!(order_sql, " ORDER BY s1.\"name\", s1.\"id\" DESC, t0.\"id\"");
+        let (joins, sort) = order("articles", &["author.name", "-author.id"], None)?;
+        let author = Join {
+            rows: Source::Table("\"public\".\"authors\"".into()),
+            alias: "s1".into(),
+            related: Column::new("s1", "id"),
+            local: Column::new("t0", "author"),
+        };
+        assert_eq!(joins.joins, vec![author]);
+        assert_eq!(terms(&sort), vec![("s1.\"name\"", false), ("s1.\"id\"", true), ("t0.\"id\"", false)]);
+        Ok(())
+    }
+
+    #[test]
+    fn joins_and_orders_render_as_clauses() -> Result<(), ApiError> {
+        let (joins, sort) = order("articles", &["author.name", "-author.id"], None)?;
+        let mut sql = Sql::default();
+        assert_eq!(joins.render(&mut sql), " LEFT JOIN \"public\".\"authors\" s1 ON s1.\"id\" = t0.\"author\"");
+        assert_eq!(sort.render(), " ORDER BY s1.\"name\", s1.\"id\" DESC, t0.\"id\"");
+        assert_eq!((Joins::default().render(&mut sql), Sort::default().render()), (String::new(), String::new()));
+        assert!(sql.params.is_empty());
         Ok(())
     }
 

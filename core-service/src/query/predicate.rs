@@ -1,22 +1,24 @@
-//! The typed condition of a plan and its one renderer to SQL.
+//! The typed condition of a plan, the rows it reaches ([`Source`]), and their one renderer to
+//! SQL.
 //!
 //! A statement's `WHERE` (the query's `filter` and `search`), a permission's row condition, a
-//! validation rule's condition and an aggregate's `having` are planned into a [`Predicate`]
-//! ([`super::filter`], [`super::operators`], [`super::aggregate`]): names, relations,
-//! operators, operand types and dynamic variables are resolved and every mistake is refused
-//! there. [`Predicate::render`] then writes it as SQL, binding each literal as a parameter of
-//! the statement ([`Sql`]) cast to the compared expression's Postgres type. Planner tests
-//! assert on predicates; the tests here assert on SQL.
+//! validation rule's condition, an aggregate's `having` and the condition on items' keys are
+//! planned into a [`Predicate`] ([`super::filter`], [`super::operators`], [`super::aggregate`],
+//! [`super::keys`]): names, relations, operators, operand types and dynamic variables are
+//! resolved and every mistake is refused there. [`Predicate::render`] then writes it as SQL,
+//! binding each literal as a parameter of the statement ([`Sql`]) cast to the compared
+//! expression's Postgres type. Planner tests assert on predicates; the tests here assert on
+//! SQL.
 //!
-//! Two parts stay SQL text, written by the planner as it resolves them, with their parameters
-//! already bound in the same statement: the rows a relational condition reaches
-//! ([`Exists::from`]: a table, or the rows the caller may see, see
-//! [`Planner::source`](super::Planner::source)), and the compared expression
-//! ([`Comparison::target`]: a column, a function of one, an aggregate) or a field of the
-//! caller's record ([`Operand::Expr`]). Their `$n` belong to the statement the predicate was
-//! planned in: render a predicate into that statement's [`Sql`] only.
+//! The rows a relational condition reaches are a typed [`Source`] ([`Exists::from`]: a table,
+//! or the rows the caller may see), rendered with the predicate. Two parts stay SQL text,
+//! written by the planner as it resolves them, with their parameters already bound in the same
+//! statement: the compared expression ([`Comparison::target`]: a column, a function of one, an
+//! aggregate) and a field of the caller's record ([`Operand::Expr`]). Their `$n` belong to the
+//! statement the predicate was planned in: render a predicate into that statement's [`Sql`]
+//! only.
 
-use crate::sql::{Param, Sql, column};
+use crate::sql::{Param, Sql, column, ident};
 use query_language::operators::Order;
 
 /// A boolean condition on the rows of one level of a statement.
@@ -136,7 +138,8 @@ impl Column {
         Self { alias: alias.to_owned(), name: name.to_owned() }
     }
 
-    fn render(&self) -> String {
+    /// `alias."name"`.
+    pub fn render(&self) -> String {
         column(&self.alias, &self.name)
     }
 }
@@ -144,8 +147,8 @@ impl Column {
 /// Related rows of which some must match.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exists {
-    /// The FROM item of the related rows (SQL, see the module docs).
-    pub from: String,
+    /// The related rows.
+    pub from: Source,
     /// Their alias.
     pub alias: String,
     /// The related row's column joined…
@@ -208,8 +211,9 @@ impl Exists {
             Some(db_type) => format!("CAST({} AS {db_type})", self.outer.render()),
             None => self.outer.render(),
         };
+        let from = self.from.render(sql);
         let filter = self.filter.render(sql);
-        format!("EXISTS (SELECT 1 FROM {} {} WHERE {} = {outer} AND {filter})", self.from, self.alias, self.inner.render())
+        format!("EXISTS (SELECT 1 FROM {from} {} WHERE {} = {outer} AND {filter})", self.alias, self.inner.render())
     }
 }
 
@@ -279,6 +283,87 @@ fn render_operand(o: &Operand, db_type: &str, sql: &mut Sql) -> String {
     }
 }
 
+/// The rows of one collection a statement reads, as a FROM item.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// Every row: the table's quoted, schema-qualified name (admin access, or read permission
+    /// rows without item filter or field limits).
+    Table(String),
+    /// The rows the caller's read permission rows let them see.
+    Permitted(Box<PermittedRows>),
+    /// A FROM item already written as SQL text, its parameters bound in the statement it was
+    /// planned in ([`super::version_rows`]).
+    Sql(String),
+}
+
+/// `(SELECT … FROM table p WHERE <some row's filter matches>)`, where every field only some
+/// permission rows grant reads `CASE WHEN <one of those rows' filters> THEN p.field END`
+/// (Directus docs "Permissions": the union of a role's policies). Postgres flattens it into
+/// the surrounding query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermittedRows {
+    /// The table's quoted, schema-qualified name.
+    pub table: String,
+    /// The alias the permission filters are written against (`p1`).
+    pub alias: String,
+    /// Each read permission row's item filter, compiled against the whole snapshot (it may name
+    /// fields the caller cannot read); `None`: every row.
+    pub rows: Vec<Option<Predicate>>,
+    /// Every stored field, in the snapshot's order, when some field is granted by only some
+    /// rows; `None` when every row grants every readable field (`SELECT *`).
+    pub columns: Option<Vec<PermittedColumn>>,
+}
+
+/// A stored field of [`PermittedRows`] and which permission rows grant it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermittedColumn {
+    /// The field's (column's) name.
+    pub name: String,
+    /// Indexes into [`PermittedRows::rows`] of the rows granting it; `None`: every row, the
+    /// value is read as stored.
+    pub granted_by: Option<Vec<usize>>,
+}
+
+impl Source {
+    /// The SQL of the FROM item (to be followed by its alias), the permission filters'
+    /// literals bound as parameters of `sql`.
+    pub fn render(&self, sql: &mut Sql) -> String {
+        match self {
+            Self::Table(text) | Self::Sql(text) => text.clone(),
+            Self::Permitted(rows) => rows.render(sql),
+        }
+    }
+}
+
+impl PermittedRows {
+    fn render(&self, sql: &mut Sql) -> String {
+        // Each row's filter is written once; the conditions of masked fields reuse its text.
+        let conditions: Vec<Option<String>> = self.rows.iter().map(|p| p.as_ref().map(|p| p.render(sql))).collect();
+        // Some of the rows matches: `None` when one of them has no filter (every row).
+        let any = |rows: &mut dyn Iterator<Item = usize>| -> Option<String> {
+            let mut parts = Vec::new();
+            for i in rows {
+                parts.push(conditions.get(i)?.clone()?);
+            }
+            Some(if parts.is_empty() { "FALSE".to_owned() } else { format!("({})", parts.join(" OR ")) })
+        };
+        let alias = &self.alias;
+        let visible = any(&mut (0..conditions.len())).map(|c| format!(" WHERE {c}")).unwrap_or_default();
+        let Some(columns) = &self.columns else { return format!("(SELECT * FROM {} {alias}{visible})", self.table) };
+        let columns: Vec<String> = columns
+            .iter()
+            .map(|c| {
+                let value = column(alias, &c.name);
+                match c.granted_by.as_ref().and_then(|rows| any(&mut rows.iter().copied())) {
+                    Some(granted) => format!("CASE WHEN {granted} THEN {value} END AS {}", ident(&c.name)),
+                    None => value,
+                }
+            })
+            .collect();
+        format!("(SELECT {} FROM {} {alias}{visible})", columns.join(", "), self.table)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,7 +428,7 @@ mod tests {
     #[test]
     fn related_rows_are_an_exists_and_a_many_to_any_item_checks_its_collection_first() {
         let item = Exists {
-            from: "\"public\".\"headings\"".into(),
+            from: Source::Table("\"public\".\"headings\"".into()),
             alias: "t1".into(),
             inner: Column::new("t1", "id"),
             outer: Column::new("t0", "item"),
@@ -356,5 +441,44 @@ mod tests {
         let (text, sql) = render(&scoped);
         assert_eq!(text, format!("CASE WHEN t0.\"collection\" = $1 THEN {exists} ELSE FALSE END"));
         assert_eq!(sql.params, vec![Param::Text("headings".into())]);
+    }
+
+    #[test]
+    fn a_filtered_row_limits_the_rows_and_its_text_is_written_once_per_use() {
+        let title = |v: &str| {
+            Some(Predicate::Compare(Comparison {
+                target: column("p1", "title"),
+                db_type: "text".into(),
+                text_cast: false,
+                test: Test::Equals(Operand::Text(v.into())),
+            }))
+        };
+        let mut rows = PermittedRows { table: "\"public\".\"articles\"".into(), alias: "p1".into(), rows: vec![title("a"), title("b")], columns: None };
+        let mut sql = Sql::default();
+        assert_eq!(
+            Source::Permitted(Box::new(rows.clone())).render(&mut sql),
+            "(SELECT * FROM \"public\".\"articles\" p1 WHERE (p1.\"title\" = CAST($1 AS text) OR p1.\"title\" = CAST($2 AS text)))"
+        );
+        rows.rows.push(None);
+        rows.columns = Some(vec![
+            PermittedColumn { name: "id".into(), granted_by: None },
+            PermittedColumn { name: "title".into(), granted_by: Some(vec![1]) },
+            PermittedColumn { name: "author".into(), granted_by: Some(vec![]) },
+        ]);
+        let mut sql = Sql::default();
+        assert_eq!(
+            Source::Permitted(Box::new(rows)).render(&mut sql),
+            "(SELECT p1.\"id\", CASE WHEN (p1.\"title\" = CAST($2 AS text)) THEN p1.\"title\" END AS \"title\", \
+             CASE WHEN FALSE THEN p1.\"author\" END AS \"author\" FROM \"public\".\"articles\" p1)",
+            "an unfiltered row shows every row; a masked field reuses its rows' bound filters"
+        );
+        assert_eq!(sql.params.len(), 2);
+    }
+
+    #[test]
+    fn a_source_of_sql_text_is_written_as_it_is() {
+        let mut sql = Sql::default();
+        assert_eq!(Source::Sql("(SELECT 1)".into()).render(&mut sql), "(SELECT 1)");
+        assert!(sql.params.is_empty());
     }
 }

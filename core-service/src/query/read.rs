@@ -132,7 +132,7 @@ impl Planner<'_> {
             ReadShape::Aggregate => self.aggregate(collection, q),
             ReadShape::Singleton => self.read_singleton(collection, q),
             ReadShape::Many => self.read_many(collection, q),
-            ReadShape::Version { .. } => Err(ApiError::internal()),
+            ReadShape::Version { .. } => Err(ApiError::internal_because("a version read reached the plain read planner")),
         }
     }
 
@@ -169,7 +169,7 @@ impl Planner<'_> {
             return Err(ApiError::invalid_query("\"export\" is answered by the ExportItems call"));
         }
         let list = self.list_sql(collection, q)?;
-        let from = self.source(collection)?;
+        let from = self.source_sql(collection)?;
         let total = if q.meta.contains(&(MetaCount::TotalCount as i32)) { format!("(SELECT count(*) FROM {from} t0)") } else { NO_COUNT.into() };
         let filtered =
             if q.meta.contains(&(MetaCount::FilterCount as i32)) { format!("(SELECT count(*) FROM {from} t0{})", list.where_sql) } else { NO_COUNT.into() };
@@ -196,10 +196,10 @@ impl Planner<'_> {
     /// INVALID_QUERY).
     pub fn select_keys(mut self, collection: &Collection, q: &Query) -> Result<Sql, ApiError> {
         let wheres = self.where_clause(collection, "t0", q)?;
-        let (joins, order) = self.order_by(collection, "t0", &q.sort, collection.sort_field.as_deref())?;
+        let (joins, order) = self.order_sql(collection, "t0", &q.sort, collection.sort_field.as_deref())?;
         let (limit, offset) = pagination(q, &self.limits, self.limits.default)?;
         let page = self.limit_offset(limit, offset);
-        let from = self.source(collection)?;
+        let from = self.source_sql(collection)?;
         let where_sql = wheres.as_deref().map(|w| format!(" WHERE {w}")).unwrap_or_default();
         self.sql.text = format!("SELECT ({})::text FROM {from} t0{joins}{where_sql}{order}{page}", pk_expr(collection, "t0"));
         Ok(self.sql)
@@ -219,9 +219,9 @@ impl Planner<'_> {
         self.enter_list(limit)?;
         let (list, laterals) = self.page_select_list(&select, "t0")?;
         let wheres = self.where_clause(collection, "t0", q)?;
-        let (joins, order) = self.order_by(collection, "t0", &q.sort, collection.sort_field.as_deref())?;
+        let (joins, order) = self.order_sql(collection, "t0", &q.sort, collection.sort_field.as_deref())?;
         let page = self.limit_offset(limit, offset);
-        let from = self.source(collection)?;
+        let from = self.source_sql(collection)?;
         let where_sql = wheres.as_deref().map(|w| format!(" WHERE {w}")).unwrap_or_default();
         // The page of root rows is chosen first, in a subquery that LIMIT fences; the select
         // list (nested relations are correlated subqueries, many-to-one items lateral joins
@@ -249,11 +249,11 @@ impl Planner<'_> {
         self.backlink = q.backlink != Some(false);
         let select = self.resolve(collection, &tree, q)?;
         let list = self.select_list(&select, "t0")?;
-        let mut conds = self.key_condition(collection, "t0", key)?;
+        let mut conds = vec![self.key_predicate(collection, "t0", key)?.render(&mut self.sql)];
         if let Some(w) = self.where_clause(collection, "t0", q)? {
             conds.push(w);
         }
-        let from = self.source(collection)?;
+        let from = self.source_sql(collection)?;
         self.sql.text = format!(
             "SELECT (SELECT row_to_json(j0) FROM (SELECT {list} FROM {from} t0 WHERE {}) j0)::text AS data, NULL::int8 AS total_count, NULL::int8 AS filter_count",
             conds.join(" AND ")
@@ -273,7 +273,7 @@ impl Planner<'_> {
         self.backlink = q.backlink != Some(false);
         let select = self.resolve(collection, &tree, q)?;
         let list = self.select_list(&select, "t0")?;
-        let from = self.source(collection)?;
+        let from = self.source_sql(collection)?;
         let where_sql = self.where_clause(collection, "t0", q)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
         let order = pk_order(collection, "t0");
         self.sql.text = format!(

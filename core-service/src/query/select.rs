@@ -57,7 +57,7 @@ impl Planner<'_> {
         let t = self.sql.next_alias('t');
         let j = self.sql.next_alias('j');
         let list = self.select_list(nested, &t)?;
-        let rows = format!("(SELECT {list} FROM {} {t} WHERE {} = {fk})", self.source(nested.collection)?, column(&t, related_field));
+        let rows = format!("(SELECT {list} FROM {} {t} WHERE {} = {fk})", self.source_sql(nested.collection)?, column(&t, related_field));
         Ok((rows, j))
     }
 
@@ -104,7 +104,7 @@ impl Planner<'_> {
                     cases.push_str(&format!(
                         " WHEN {} = {name} THEN (SELECT row_to_json({j}) FROM (SELECT {list} FROM {} {t} WHERE {} = CAST({} AS {})) {j})",
                         column(alias, collection_field),
-                        self.source(branch.collection)?,
+                        self.source_sql(branch.collection)?,
                         column(&t, &pk.name),
                         column(alias, &field.name),
                         pk.db_type
@@ -123,7 +123,7 @@ impl Planner<'_> {
                 };
                 self.fanout.factor = parent;
                 let where_sql = self.where_clause(related, &t, query)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
-                let (joins, order) = self.order_by(related, &t, &query.sort, sort_field.or(related.sort_field.as_deref()))?;
+                let (joins, order) = self.order_sql(related, &t, &query.sort, sort_field.or(related.sort_field.as_deref()))?;
                 let page = self.limit_offset(limit, offset);
                 // The related rows are selected in a fenced subquery (OFFSET 0) and sorted
                 // after: otherwise the planner may walk the whole primary key index in order,
@@ -132,7 +132,7 @@ impl Planner<'_> {
                 let f = self.sql.next_alias('f');
                 format!(
                     "(SELECT coalesce({agg}, '[]'::json) FROM (SELECT {list} FROM (SELECT * FROM {} {f} WHERE {} = {} OFFSET 0) {t}{joins}{where_sql}{order}{page}) {j}) AS {}",
-                    self.source(related)?,
+                    self.source_sql(related)?,
                     column(&f, related_field),
                     column(alias, local_field),
                     ident(key)

@@ -80,16 +80,21 @@ impl Planner<'_> {
     fn record_field(&mut self, collection: &str, key: Option<String>, path: &str) -> Result<Operand, ApiError> {
         let Some(key) = key else { return Ok(Operand::Expr("NULL".into())) };
         let record = self.collection(collection)?;
-        let pk = record.primary_key.first().and_then(|k| record.field(k)).ok_or_else(ApiError::internal)?;
+        let pk = record
+            .primary_key
+            .first()
+            .and_then(|k| record.field(k))
+            .ok_or_else(|| ApiError::internal_because(format!("\"{collection}\" has no primary key field")))?;
         let alias = self.sql.next_alias('v');
         let mut joins = Joins::default();
         // The path is part of a filter value (`$CURRENT_USER.role.name`): parsed by the one
         // path grammar.
         let path = query_language::paths::parse(path)?;
         let expr = self.path_expr(record, &alias, &path, &mut joins, "compare with")?;
-        let from = self.source(record)?;
+        let joins = joins.render(&mut self.sql);
+        let from = self.source_sql(record)?;
         let key = self.sql.cast_param(key, &pk.db_type);
-        Ok(Operand::Expr(format!("(SELECT {expr} FROM {from} {alias}{} WHERE {} = {key})", joins.sql, column(&alias, &pk.name))))
+        Ok(Operand::Expr(format!("(SELECT {expr} FROM {from} {alias}{joins} WHERE {} = {key})", column(&alias, &pk.name))))
     }
 }
 

@@ -1,13 +1,15 @@
 //! What of `directus_versions` and `directus_revisions` a caller without admin access reads
 //! (docs/security.md "Content versions", "Activity and revisions"), decided where every read
-//! statement gets its rows ([`Planner::source`]), so `/versions`, `/revisions`, GraphQL,
-//! filters, aggregates and `?version=` reads all see the same: the rows their read permission
-//! rows on the collection let them see (row filter and fields, as any collection), narrowed to
-//! those of items they can read live, with the item's values (`delta`; a revision's `data` and
-//! `delta`) cut to the fields they may read on those items.
+//! statement gets its rows ([`Planner::source`]; written here as SQL text, [`Source::Sql`]),
+//! so `/versions`, `/revisions`, GraphQL, filters, aggregates and `?version=` reads all see
+//! the same: the rows their read permission rows on the collection let them see (row filter
+//! and fields, as any collection), narrowed to those of items they can read live, with the
+//! item's values (`delta`; a revision's `data` and `delta`) cut to the fields they may read on
+//! those items.
 
 use super::Planner;
 use super::keys::pk_expr;
+use super::predicate::Source;
 use crate::schema::{Collection, Schema};
 use crate::sql::{Param, column, ident};
 use cdapi_proto::ApiError;
@@ -35,19 +37,19 @@ impl<'a> Planner<'a> {
     /// only on some items is left out: the values may not match the item as it is live). Rows
     /// about items of system collections are not shown. Errors: a permission filter that does
     /// not compile.
-    pub(super) fn version_rows(&mut self, collection: &Collection, rows: String) -> Result<String, ApiError> {
+    pub(super) fn version_rows(&mut self, collection: &Collection, rows: Source) -> Result<Source, ApiError> {
         let Some(values) = value_columns(&collection.name) else { return Ok(rows) };
         if std::ptr::eq(self.schema, self.base) {
             return Ok(rows);
         }
+        let rows = rows.render(&mut self.sql);
         let schema: &'a Schema = self.schema;
-        let whole: &'a Schema = self.base;
-        let stored = whole.collection(&collection.name).cloned().ok_or_else(ApiError::internal)?;
+        let stored = self.stored(collection)?;
         let v = self.sql.next_alias('v');
         let mut conditions = Vec::new();
         let mut deltas = Vec::new();
         for c in schema.collections.values().filter(|c| !c.system && !c.primary_key.is_empty()) {
-            let source = self.source(c)?;
+            let source = self.source_sql(c)?;
             let alias = self.sql.next_alias('q');
             let name = self.sql.param(Param::Text(c.name.clone()));
             let masked = |f: &str| c.row_access.as_ref().is_some_and(|a| a.masks.contains_key(f));
@@ -80,7 +82,7 @@ impl<'a> Planner<'a> {
             .filter(|f| !f.is_alias())
             .map(|f| if values.contains(&f.name.as_str()) { cut(&f.name) } else { column(&v, &f.name) })
             .collect();
-        Ok(format!("(SELECT {} FROM {rows} {v} WHERE {visible})", cols.join(", ")))
+        Ok(Source::Sql(format!("(SELECT {} FROM {rows} {v} WHERE {visible})", cols.join(", "))))
     }
 
     /// The value of entry `d` (key, value) of a revision's `data` of an item of `c`, as the
@@ -98,7 +100,7 @@ impl<'a> Planner<'a> {
                 cases.push_str(&format!(" WHEN {name} THEN NULL"));
                 continue;
             }
-            let source = self.source(&related)?;
+            let source = self.source_sql(&related)?;
             let q = self.sql.next_alias('q');
             cases.push_str(&format!(
                 " WHEN {name} THEN CASE WHEN jsonb_typeof(d.value) = 'array' THEN (SELECT coalesce(jsonb_agg(e.value ORDER BY e.n), '[]'::jsonb) \

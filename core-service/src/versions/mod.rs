@@ -195,7 +195,7 @@ impl<'a> Versions<'a> {
     fn visible(&self) -> Result<(Sql, String), ApiError> {
         let view = self.read.collection(VERSIONS).ok_or_else(ApiError::forbidden)?;
         let mut planner = Planner::new(self.read, self.limits, self.vars);
-        let rows = planner.source(view)?;
+        let rows = planner.source_sql(view)?;
         Ok((planner.sql, format!("w.id IN (SELECT v.id FROM {rows} v)")))
     }
 

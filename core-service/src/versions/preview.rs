@@ -34,7 +34,9 @@ impl Versions<'_> {
     pub async fn item_hash(&mut self, collection: &Collection, key: &str) -> Result<String, ApiError> {
         let planner = Planner::new(self.schema, self.limits, self.vars);
         let expr = format!("(SELECT {ROW_HASH_SQL} FROM cdapi.version_hash_key k)");
-        crate::write::item_text(&mut *self.conn, planner, collection, key, &expr).await?.ok_or_else(ApiError::internal)
+        crate::write::item_text(&mut *self.conn, planner, collection, key, &expr)
+            .await?
+            .ok_or_else(|| ApiError::internal_because("an item checked to exist has no hash"))
     }
 
     /// FORBIDDEN unless the caller can read the item `key` of `c` as it is now (and, with
