@@ -52,7 +52,13 @@ pub async fn check(
             if partial && !payload.contains_key(field) {
                 continue;
             }
-            let sql = planner.row_condition(collection, "t0", filter).map_err(|_| rule_error(field))?;
+            // A rule that does not compile (a project's misconfiguration, e.g. a variable path
+            // through a field since removed) refuses the payload as the rule's failure; why is
+            // for the operator's log, not the client.
+            let sql = planner.row_condition(collection, "t0", filter).map_err(|e| {
+                tracing::warn!(collection = %collection.name, field, error = %e, "a validation rule could not be compiled; the payload is refused");
+                rule_error(field)
+            })?;
             if !used.contains(&f.name.as_str()) {
                 used.push(&f.name);
             }
