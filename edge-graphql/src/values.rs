@@ -84,9 +84,7 @@ pub fn field_result<'a>(
 /// extensions and `code` last, as Directus writes them (Directus docs "Error Codes"; docs/directus-compatibility.md).
 /// An internal error's cause is logged here, where it leaves the process, and never sent.
 pub fn gql_error(e: ApiError) -> async_graphql::Error {
-    if let Some(cause) = &e.cause {
-        tracing::error!(code = e.code.as_str(), cause = %cause, "{}", e.message);
-    }
+    e.log_cause();
     let mut ext = ErrorExtensionValues::default();
     for (k, v) in e.extensions.iter().filter(|(k, _)| k.as_str() != "code") {
         ext.set(k.clone(), json_to_value(v));

@@ -230,9 +230,7 @@ impl Connection {
         let schema = match self.cache.for_caller(&self.caller).await {
             Ok(built) => built.user.clone(),
             Err(e) => {
-                if e.cause.is_some() {
-                    tracing::error!(error = %e, "a subscription's GraphQL schema could not be built");
-                }
+                e.log_cause();
                 let payload = json!([{"message": e.message, "extensions": {"code": e.code.as_str()}}]);
                 out.send(Message::text(json!({"id": id, "type": "error", "payload": payload}).to_string()));
                 return Ok(());

@@ -307,11 +307,19 @@ impl ApiError {
         Self { code, message: format!("{prefix}. {trimmed}."), extensions, cause: None }
     }
 
-    /// Encodes the error as a `tonic::Status` (see module docs for the metadata keys).
-    pub fn to_status(&self) -> tonic::Status {
+    /// Logs the [`cause`](Self::cause), if the error carries one, at `error` level: called
+    /// once where the error leaves the process (a gRPC status, a GraphQL error), so a cause is
+    /// neither lost nor sent.
+    pub fn log_cause(&self) {
         if let Some(cause) = &self.cause {
             tracing::error!(code = self.code.as_str(), cause = %cause, "{}", self.message);
         }
+    }
+
+    /// Encodes the error as a `tonic::Status` (see module docs for the metadata keys); its
+    /// cause is logged ([`Self::log_cause`]), not encoded.
+    pub fn to_status(&self) -> tonic::Status {
+        self.log_cause();
         let mut status = tonic::Status::new(self.code.grpc_code(), self.message.clone());
         let md = status.metadata_mut();
         md.insert(ERROR_CODE_KEY, MetadataValue::from_static(self.code.as_str()));
