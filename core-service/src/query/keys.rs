@@ -47,13 +47,11 @@ impl Planner<'_> {
             }
             conds.push(on_key(field, alias, Test::Equals(Operand::Text(part.to_owned()))));
         }
-        Ok(match conds.pop() {
-            Some(one) if conds.is_empty() => one,
-            Some(last) => {
-                conds.push(last);
-                Predicate::And(conds)
-            }
-            None => Predicate::Const(false),
+        // A key has at least one column (checked above); none would match nothing, never all.
+        Ok(match conds.len() {
+            0 => Predicate::Const(false),
+            1 => conds.swap_remove(0),
+            _ => Predicate::And(conds),
         })
     }
 }
