@@ -13,7 +13,7 @@
 
 use crate::list_stream::{Claim, Source};
 use crate::model::{Collection, Model};
-use crate::projection::{RawItem, Shape, parse_list};
+use crate::projection::Shape;
 use crate::root::{Op, item_query, read};
 use crate::selection::Walker;
 use crate::values::key_text;
@@ -127,13 +127,12 @@ pub async fn written(backend: &Backend, caller: &Caller, walker: &Walker<'_>, fi
         Err(_) => return None,
     };
     let text = std::str::from_utf8(&bytes).ok()?;
+    if text.trim() == "null" {
+        return Some("null".to_owned());
+    }
     let shape = Shape::new(walker, c, &c.name, &[&field.selection_set.node], None);
     let mut out = String::with_capacity(bytes.len());
-    match text.trim() {
-        "null" => out.push_str("null"),
-        list if list.starts_with('[') => shape.write_list(&parse_list(list).ok()?, &mut out).ok()?,
-        item => shape.write(&RawItem::parse(item).ok()?, &mut out).ok()?,
-    }
+    shape.write_reply(text, &mut out).ok()?;
     Some(out)
 }
 

@@ -124,6 +124,8 @@ pub fn parse_list(text: &str) -> serde_json::Result<Vec<&RawValue>> {
 /// when an item of theirs first comes.
 pub struct Shape<'s> {
     steps: Vec<(&'s str, Step<'s>)>,
+    /// Whether the core's JSON of an item already is the selection's (see [`Shape::verbatim`]).
+    verbatim: bool,
 }
 
 /// How one response key of an item is written.
@@ -161,6 +163,7 @@ impl<'s> Shape<'s> {
     pub fn new(walker: &'s Walker<'s>, c: &'s Collection, type_name: &'s str, sets: &[&'s SelectionSet], member: Option<(&str, &str)>) -> Self {
         let model = walker.model();
         let mut steps = Vec::new();
+        let mut verbatim = member.is_none();
         for (key, fields) in collect(walker, sets, member) {
             let first = fields[0];
             let name = first.name.node.as_str();
@@ -196,9 +199,22 @@ impl<'s> Shape<'s> {
                     })),
                 }
             };
+            verbatim = verbatim && fields.len() == 1 && copies(key, &step, steps.last().map(|(_, s)| s));
             steps.push((key, step));
         }
-        Self { steps }
+        Self { steps, verbatim }
+    }
+
+    /// Whether an item the core wrote for this selection (its typed query from
+    /// [`crate::selection`], read with `graphql_values`) is already the selection's JSON, so
+    /// the fast path copies the reply as it came instead of rewriting each item. True when
+    /// every response key is a field's own name, selected once, and the reply needs no change:
+    /// scalars other than `Float` (the core writes an `ID` as a string and never a string
+    /// where an `Int` goes; a `decimal` arrives as a string), then related items whose
+    /// selections are verbatim too, as the core orders an item's keys (plain values first,
+    /// then relations, each in the order selected). No `__typename`, `<f>_func` or Many-to-Any.
+    pub fn verbatim(&self) -> bool {
+        self.verbatim
     }
 
     /// Writes `item` as the JSON text of the selection to `out`. Errors: a nested value that
@@ -260,9 +276,37 @@ impl<'s> Shape<'s> {
             if after_items || i > 0 {
                 out.push(',');
             }
-            self.write(&RawItem::parse(item.get())?, out)?;
+            if self.verbatim {
+                out.push_str(item.get());
+            } else {
+                self.write(&RawItem::parse(item.get())?, out)?;
+            }
         }
         Ok(())
+    }
+
+    /// Writes the core's reply `text` (an item, a list of items or `null`) as the selection's
+    /// JSON: copied as it came when [`Shape::verbatim`]. Errors: text that is not JSON (when
+    /// rewritten).
+    pub fn write_reply(&self, text: &str, out: &mut String) -> serde_json::Result<()> {
+        match text.trim() {
+            "null" => out.push_str("null"),
+            reply if self.verbatim => out.push_str(reply),
+            list if list.starts_with('[') => self.write_list(&parse_list(list)?, out)?,
+            item => self.write(&RawItem::parse(item)?, out)?,
+        }
+        Ok(())
+    }
+}
+
+/// Whether `step`, written under response key `key` after `previous`, copies the core's value
+/// as it came ([`Shape::verbatim`]).
+fn copies(key: &str, step: &Step<'_>, previous: Option<&Step<'_>>) -> bool {
+    let after_relation = matches!(previous, Some(Step::Item { .. } | Step::List { .. }));
+    match step {
+        Step::Scalar { source, scalar } => *source == key && *scalar != Scalar::Float && !after_relation,
+        Step::Item { source, shape } | Step::List { source, shape } => source == key && shape.verbatim,
+        Step::Fixed(_) | Step::Functions { .. } | Step::AnyItem(_) => false,
     }
 }
 
@@ -362,9 +406,8 @@ mod tests {
         Model::from_snapshot(&snapshot)
     }
 
-    /// The items `reply` (the core's JSON list) written as the selection of the only root field
-    /// of `query` (on `articles`).
-    fn written(query: &str, variables: serde_json::Value, reply: &str) -> String {
+    /// Calls `f` with the shape of the only root field of `query` (on `articles`).
+    fn with_shape<T>(query: &str, variables: serde_json::Value, f: impl FnOnce(&Shape<'_>) -> T) -> T {
         let model = model();
         let doc = parse_query(query).expect("a document");
         let variables = Variables::from_json(variables);
@@ -373,10 +416,52 @@ mod tests {
         let [(_, fields)] = root_groups(&walker, &operation.selection_set.node).try_into().expect("one root field");
         let c = model.collection("articles").expect("articles");
         let sets: Vec<&SelectionSet> = fields.iter().map(|f| &f.selection_set.node).collect();
-        let shape = Shape::new(&walker, c, &c.name, &sets, None);
-        let mut out = String::new();
-        shape.write_list(&parse_list(reply).expect("a JSON list"), &mut out).expect("written");
-        out
+        f(&Shape::new(&walker, c, &c.name, &sets, None))
+    }
+
+    /// The items `reply` (the core's JSON list) written as the selection of the only root field
+    /// of `query` (on `articles`).
+    fn written(query: &str, variables: serde_json::Value, reply: &str) -> String {
+        with_shape(query, variables, |shape| {
+            let mut out = String::new();
+            shape.write_reply(reply, &mut out).expect("written");
+            out
+        })
+    }
+
+    #[test]
+    fn a_plain_selection_copies_the_reply_which_rewriting_would_not_change() {
+        let query = "{ articles { id title author { id name articles { id title } } } }";
+        // The core's reply with `graphql_values`: keys as text, plain values before relations.
+        let reply = r#"[{"id":"1","title":"A","author":{"id":"3","name":"Ann","articles":[{"id":"1","title":"A"}]}},{"id":"2","title":null,"author":null}]"#;
+        with_shape(query, serde_json::json!({}), |shape| {
+            assert!(shape.verbatim());
+            for item in parse_list(reply).expect("a list") {
+                let mut rewritten = String::new();
+                shape.write(&RawItem::parse(item.get()).expect("an item"), &mut rewritten).expect("written");
+                assert_eq!(rewritten, item.get(), "rewriting the item changes nothing");
+            }
+        });
+        assert_eq!(written(query, serde_json::json!({}), reply), reply);
+    }
+
+    #[test]
+    fn a_selection_the_reply_does_not_match_is_rewritten() {
+        for query in [
+            "{ articles { n: id } }",
+            "{ articles { __typename id } }",
+            "{ articles { id rating } }",
+            "{ articles { author { name } id } }",
+            "{ articles { published_func { year } } }",
+            "{ articles { item { ... on headings { title } } } }",
+            "{ articles { author { name } author { id } } }",
+            "{ articles { author { n: name } } }",
+        ] {
+            with_shape(query, serde_json::json!({}), |shape| assert!(!shape.verbatim(), "{query}"));
+        }
+        let query = "{ articles { author { name } id } }";
+        let reply = r#"[{"id":"1","author":{"name":"Ann"}}]"#;
+        assert_eq!(written(query, serde_json::json!({}), reply), r#"[{"author":{"name":"Ann"},"id":"1"}]"#);
     }
 
     #[test]
@@ -392,7 +477,7 @@ mod tests {
     #[test]
     fn relations_are_read_under_their_json_keys_and_written_nested() {
         let reply = r#"[
-            {"author":{"name":"Ann","articles":[{"id":7},{"id":8}]},"w@author":{"id":3},"item":{"title":"H"},"collection":"headings"},
+            {"author":{"name":"Ann","articles":[{"id":"7"},{"id":"8"}]},"w@author":{"id":3},"item":{"title":"H"},"collection":"headings"},
             {"author":null,"w@author":null,"item":{"name":"Bo"},"collection":"authors"},
             {"author":{"name":"Cy","articles":null},"w@author":{"id":4},"item":{"title":"?"},"collection":"unknown"}
         ]"#;

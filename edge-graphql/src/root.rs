@@ -270,7 +270,8 @@ fn reply(bytes: &[u8]) -> Result<Json, ApiError> {
 /// The query of a root field returning items: its selection tree as `fields`/`alias`/`deep`,
 /// and for lists the global arguments. Errors: INVALID_QUERY from a `filter` argument.
 pub fn item_query(walker: &Walker<'_>, c: &Collection, field: &async_graphql::parser::types::Field, op: Op) -> Result<Query, ApiError> {
-    let mut q = Query::default();
+    // Values in GraphQL's forms, so the fast path can copy items as the core wrote them.
+    let mut q = Query { graphql_values: true, ..Query::default() };
     let mut fields = Vec::new();
     walker.select(c, &field.selection_set.node, &[], &mut q, &mut fields)?;
     q.fields = fields;

@@ -143,6 +143,9 @@ pub struct Planner<'a> {
     /// Whether `*` at a nested level includes the field pointing back to its parent (the
     /// query's `backlink`, default true).
     pub backlink: bool,
+    /// Whether values are written in GraphQL's output forms (the query's `graphql_values`;
+    /// see [`values::graphql_output`]).
+    pub graphql_values: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -160,6 +163,7 @@ impl<'a> Planner<'a> {
             validation: false,
             fanout: Fanout::default(),
             backlink: true,
+            graphql_values: false,
         }
     }
 

@@ -211,7 +211,7 @@ impl Planner<'_> {
     /// The paged, filtered, sorted SELECT of a list, and its WHERE clause for counts.
     fn list_sql(&mut self, collection: &Collection, q: &Query) -> Result<ListSql, ApiError> {
         let tree = FieldTree::parse(&q.fields, self.limits.max_depth)?;
-        self.backlink = q.backlink != Some(false);
+        self.output_options(q);
         let select = self.resolve(collection, &tree, q)?;
         let (limit, offset) = pagination(q, &self.limits, self.limits.default)?;
         // The root's own rows count too; an unbounded root (no QUERY_LIMIT_MAX) is not estimated.
@@ -249,7 +249,7 @@ impl Planner<'_> {
             return Err(ApiError::invalid_query(format!("Collection \"{}\" has no primary key; its items cannot be read by key", collection.name)));
         }
         let tree = FieldTree::parse(&q.fields, self.limits.max_depth)?;
-        self.backlink = q.backlink != Some(false);
+        self.output_options(q);
         let select = self.resolve(collection, &tree, q)?;
         let list = self.select_list(&select, "t0")?;
         let mut conds = vec![self.key_predicate(collection, "t0", key)?.render(&mut self.sql)];
@@ -273,7 +273,7 @@ impl Planner<'_> {
             return Err(ApiError::invalid_query("\"export\", \"sort\", \"limit\", \"offset\" and \"page\" do not apply to a singleton"));
         }
         let tree = FieldTree::parse(&q.fields, self.limits.max_depth)?;
-        self.backlink = q.backlink != Some(false);
+        self.output_options(q);
         let select = self.resolve(collection, &tree, q)?;
         let list = self.select_list(&select, "t0")?;
         let from = self.source_sql(collection)?;
@@ -283,6 +283,13 @@ impl Planner<'_> {
             "SELECT (SELECT row_to_json(j0) FROM (SELECT {list} FROM {from} t0{where_sql}{order} LIMIT 1) j0)::text AS data, NULL::int8 AS total_count, NULL::int8 AS filter_count"
         );
         Ok(ReadStatement { sql: self.sql, total_count: false, filter_count: false })
+    }
+
+    /// Takes the root query's options on how items are written: `backlink` and
+    /// `graphql_values` (they apply at every level of the read).
+    fn output_options(&mut self, q: &Query) {
+        self.backlink = q.backlink != Some(false);
+        self.graphql_values = q.graphql_values;
     }
 
     /// ` LIMIT $n OFFSET $m` (each only when needed).

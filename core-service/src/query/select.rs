@@ -80,10 +80,15 @@ impl Planner<'_> {
             Column::Value { key, field } => {
                 let raw = column(alias, &field.name);
                 let out = super::values::output(field.field_type, raw.clone());
-                let expr = match select.collection.cast(&field.name) {
+                let cast = select.collection.cast(&field.name);
+                let mut expr = match cast {
                     Some(cast) => super::values::cast_output(cast, field.field_type, &raw, out),
                     None => out,
                 };
+                if self.graphql_values {
+                    let primary_key = matches!(select.collection.primary_key.as_slice(), [pk] if *pk == field.name);
+                    expr = super::values::graphql_output(field.field_type, primary_key, cast, expr);
+                }
                 format!("{expr} AS {}", ident(key))
             }
             Column::Function { key, call } => {
@@ -152,11 +157,28 @@ mod tests {
 
     /// The statement and parameters of a list read of `collection`.
     fn plan(collection: &str, q: serde_json::Value) -> Result<(String, Vec<Param>), ApiError> {
+        plan_query(collection, query(q))
+    }
+
+    fn plan_query(collection: &str, q: cdapi_proto::v1::Query) -> Result<(String, Vec<Param>), ApiError> {
         let schema = blog();
         let c = schema.collection(collection).ok_or_else(ApiError::internal)?.clone();
         let vars = Variables::default();
-        let st = Planner::new(&schema, Limits::default(), &vars).read_many(&c, &query(q))?;
+        let st = Planner::new(&schema, Limits::default(), &vars).read_many(&c, &q)?;
         Ok((st.sql.text, st.sql.params))
+    }
+
+    #[test]
+    fn graphql_values_write_primary_keys_as_text_at_every_level() -> Result<(), ApiError> {
+        let mut q = query(json!({"fields": "id,title,author.id,author.name"}));
+        let (rest, _) = plan_query("articles", q.clone())?;
+        assert!(rest.contains("t0.\"id\" AS \"id\""), "{rest}");
+        q.graphql_values = true;
+        let (sql, _) = plan_query("articles", q)?;
+        assert!(sql.contains("(t0.\"id\")::text AS \"id\""), "the root's key: {sql}");
+        assert!(sql.contains("(t1.\"id\")::text AS \"id\""), "the related item's key: {sql}");
+        assert!(sql.contains("t0.\"title\" AS \"title\""), "other values as they are: {sql}");
+        Ok(())
     }
 
     #[test]

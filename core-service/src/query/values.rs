@@ -60,6 +60,20 @@ pub fn output(field_type: FieldType, col: String) -> String {
     }
 }
 
+/// A value's expression in GraphQL's output forms (a query's `graphql_values`, set by
+/// edge-graphql; docs/graphql.md), from `expr`, its usual form ([`output`], [`cast_output`]):
+/// a single-field primary key (`primary_key`) of an `integer` or `float` column without a cast
+/// is written as text, the string the `ID` scalar serializes it to; a concealed `integer`,
+/// `float` or `decimal` value that is no primary key reads as null, as the `Int` and `Float`
+/// scalars serialize a string that holds no number.
+pub fn graphql_output(field_type: FieldType, primary_key: bool, cast: Option<ValueCast>, expr: String) -> String {
+    match (cast, primary_key) {
+        (None, true) if matches!(field_type, FieldType::Integer | FieldType::Float) => format!("({expr})::text"),
+        (Some(ValueCast::Conceal), false) if matches!(field_type, FieldType::Integer | FieldType::Float | FieldType::Decimal) => "NULL".to_owned(),
+        _ => expr,
+    }
+}
+
 /// A timestamp, timestamp without zone or date as Directus's JavaScript `Date` serialises it
 /// (UTC, milliseconds, `Z`; dates at midnight): aggregates' min/max and system timestamps.
 /// `None` for other types.
@@ -99,5 +113,15 @@ mod tests {
         assert_eq!(cast_output(ValueCast::Conceal, FieldType::Text, "c", "c".into()), concealed("c"));
         assert!(iso_datetime(FieldType::Text, "c").is_none());
         assert_eq!(function_output("x".into()), "(x)::text");
+    }
+
+    #[test]
+    fn graphql_forms_are_key_text_and_no_concealed_number() {
+        assert_eq!(graphql_output(FieldType::Integer, true, None, "c".into()), "(c)::text", "an integer ID");
+        assert_eq!(graphql_output(FieldType::Uuid, true, None, "c".into()), "c", "a uuid is a string already");
+        assert_eq!(graphql_output(FieldType::Integer, false, None, "c".into()), "c", "an Int stays a number");
+        assert_eq!(graphql_output(FieldType::Decimal, false, Some(ValueCast::Conceal), "m".into()), "NULL", "a Float cannot hold the mask");
+        assert_eq!(graphql_output(FieldType::Integer, true, Some(ValueCast::Conceal), "m".into()), "m", "an ID can");
+        assert_eq!(graphql_output(FieldType::Text, false, Some(ValueCast::Conceal), "m".into()), "m", "a String can");
     }
 }
