@@ -48,6 +48,12 @@ async fn fast_and_resolver_paths_answer_the_same() {
         ),
         ("{ settings { __typename site_name featured { title author { name } } } x: articles_by_id(id: 999999) { id } }", json!({})),
         ("{ comments(limit: 3, sort: [\"id\"], filter: {article: {status: {_eq: \"published\"}}}) { id body article { id title } } tags(search: \"re\", sort: [\"name\"]) { name articles(limit: 1) { articles_id { title } } } }", json!({})),
+        // Copied as the core wrote it (integer keys as strings at every level, a to-many list
+        // with its arguments, plain values before relations).
+        (
+            "{ authors(limit: 2, sort: [\"id\"]) { id name articles(limit: 2, sort: [\"-id\"], filter: {status: {_eq: \"published\"}}) { id title status author { id name } } } }",
+            json!({}),
+        ),
         // A variable not sent takes its default, in `@include` too (GraphQL's
         // CoerceVariableValues).
         ("query D($all: Boolean = true) { tags(limit: 1, sort: [\"id\"]) { id } authors(limit: 1, sort: [\"id\"]) @include(if: $all) { id } }", json!({})),
