@@ -17,6 +17,7 @@
 //! `having[count][_gt]=10` or `having[sum][amount][_gte]=100`.
 
 use super::Planner;
+use super::expr::Expr;
 use super::operators::Target;
 use super::order::{Joins, Sort};
 use super::predicate::Predicate;
@@ -62,9 +63,9 @@ impl Planner<'_> {
             let expr = self.path_expr(collection, "t0", g, &mut joins, "group")?;
             // A group's value as a read writes it (functions as strings, dates formatted).
             let output = match (g.function(), self.path_type(collection, g)) {
-                (FieldFunction::Unspecified, Some(t)) => super::values::output(t, expr.clone()),
-                (FieldFunction::Unspecified, None) => expr.clone(),
-                _ => super::values::function_output(expr.clone()),
+                (FieldFunction::Unspecified, Some(t)) => super::values::output(t, expr.render()),
+                (FieldFunction::Unspecified, None) => expr.render(),
+                _ => super::values::function_output(expr.render()),
             };
             columns.push(format!("{output} AS {}", ident(&query_language::paths::result_key(g))));
             groups.push((g, expr));
@@ -120,7 +121,7 @@ impl Planner<'_> {
         } else {
             // By the expressions, not the output columns (those are formatted: text, to_char),
             // so ORDER BY and HAVING can use the same expressions.
-            format!(" GROUP BY {}", groups.iter().map(|(_, e)| e.as_str()).collect::<Vec<_>>().join(", "))
+            format!(" GROUP BY {}", groups.iter().map(|(_, e)| e.render()).collect::<Vec<_>>().join(", "))
         };
         let order_sql = order.render();
         let having_sql = match &q.having {
@@ -169,7 +170,7 @@ impl Planner<'_> {
                 })?;
                 let op = Operator::try_from(c.operator).unwrap_or(Operator::Unspecified);
                 // The filters' own operator table, on the aggregate's expression.
-                let target = Target { expr: t.expr.clone(), field_type: t.field_type, db_type: t.db_type.clone(), is_enum: false, name };
+                let target = Target { expr: Expr::Sql(t.expr.clone()), field_type: t.field_type, db_type: t.db_type.clone(), is_enum: false, name };
                 self.compare(&target, op, c.value.as_ref())
             }
         }

@@ -9,9 +9,10 @@
 //! collection backwards, as an O2M without an alias.
 
 use super::Planner;
+use super::expr::{Column, Expr};
 use super::functions::{Call, Function};
 use super::operators::Target;
-use super::predicate::{Column, Exists, InScope, Operand, Pattern, Predicate, Test};
+use super::predicate::{Exists, InScope, Operand, Pattern, Predicate, Test};
 use crate::schema::{Collection, FieldRelation, FieldType, ValueCast};
 use crate::sql::escape_like;
 use cdapi_proto::ApiError;
@@ -156,7 +157,7 @@ impl Planner<'_> {
 
     fn target(&mut self, collection: &Collection, alias: &str, name: &str, function: Function) -> Result<Target, ApiError> {
         if let Some(call) = Call::of(function, name) {
-            let expr = self.function_expr(collection, alias, &call)?;
+            let expr = Expr::Sql(self.function_expr(collection, alias, &call)?);
             let name = query_language::paths::call_text(name, function);
             return Ok(Target { expr, field_type: FieldType::BigInteger, db_type: "bigint".into(), is_enum: false, name });
         }
@@ -209,7 +210,7 @@ mod tests {
     use crate::query::predicate::Source;
     use crate::query::test_schema::blog;
     use crate::query::{Limits, Variables};
-    use crate::sql::{Sql, column};
+    use crate::sql::Sql;
     use cdapi_proto::ErrorCode;
     use query_language::operators::Order;
     use serde_json::{Value, json};
@@ -236,7 +237,7 @@ mod tests {
 
     /// `test` on column `name` (of type `db_type`) of rows `alias`.
     fn on(alias: &str, name: &str, db_type: &str, test: Test) -> Predicate {
-        Predicate::Compare(Comparison { target: column(alias, name), db_type: db_type.into(), text_cast: db_type != "text", test })
+        Predicate::Compare(Comparison { target: Expr::column(alias, name), db_type: db_type.into(), text_cast: db_type != "text", test })
     }
 
     fn text(v: &str) -> Operand {
@@ -361,7 +362,12 @@ mod tests {
         assert_eq!(parts.len(), 3, "id, title and author: {seven:?}");
         assert_eq!(
             parts[0],
-            Predicate::Compare(Comparison { target: column("t0", "id"), db_type: "integer".into(), text_cast: true, test: Test::Equals(Operand::Integer(7)) })
+            Predicate::Compare(Comparison {
+                target: Expr::column("t0", "id"),
+                db_type: "integer".into(),
+                text_cast: true,
+                test: Test::Equals(Operand::Integer(7))
+            })
         );
         Ok(())
     }

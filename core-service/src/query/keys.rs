@@ -2,6 +2,7 @@
 //! joined by `,`), the key as a read writes it, and the stable order over the key.
 
 use super::Planner;
+use super::expr::Expr;
 use super::predicate::{Comparison, Operand, Predicate, Test};
 use crate::schema::{Collection, Field};
 use crate::sql::column;
@@ -63,7 +64,7 @@ fn can_be(field: &Field, text: &str) -> bool {
 
 /// `test` on key column `field` of rows `alias`.
 fn on_key(field: &Field, alias: &str, test: Test) -> Predicate {
-    Predicate::Compare(Comparison { target: column(alias, &field.name), db_type: field.db_type.clone(), text_cast: false, test })
+    Predicate::Compare(Comparison { target: Expr::column(alias, &field.name), db_type: field.db_type.clone(), text_cast: false, test })
 }
 
 /// ` ORDER BY` over the primary key (stable order), or nothing for key-less collections.
@@ -155,7 +156,7 @@ mod tests {
         let c = composite()?;
         let equals = |name: &str, db_type: &str, v: &str| {
             Predicate::Compare(Comparison {
-                target: column("t0", name),
+                target: Expr::column("t0", name),
                 db_type: db_type.into(),
                 text_cast: false,
                 test: Test::Equals(Operand::Text(v.into())),

@@ -12,10 +12,11 @@
 //! [`super::variables`].
 
 use super::Planner;
+use super::expr::Expr;
 use super::predicate::{Comparison, Operand, Pattern, Predicate, Test};
 use super::variables::Resolved;
 use crate::schema::{Field, FieldType};
-use crate::sql::{column, escape_like};
+use crate::sql::escape_like;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{Operator, Value, value};
 use query_language::operators::{self, Anchor, Family, Scope};
@@ -23,8 +24,8 @@ use query_language::query_json::operator_name;
 
 /// What a condition compares: a column or a function of one.
 pub(super) struct Target {
-    /// SQL expression.
-    pub(super) expr: String,
+    /// The expression compared.
+    pub(super) expr: Expr,
     /// Type for value checks and casts.
     pub(super) field_type: FieldType,
     /// Postgres type name for casts.
@@ -39,7 +40,7 @@ impl Target {
     /// The column of `field` on rows aliased `alias`.
     pub(super) fn column(alias: &str, field: &Field) -> Self {
         Self {
-            expr: column(alias, &field.name),
+            expr: Expr::column(alias, &field.name),
             field_type: field.field_type,
             db_type: field.db_type.clone(),
             is_enum: !field.enum_values.is_empty(),
@@ -236,7 +237,7 @@ mod tests {
     use query_language::operators::{CATALOG, Order};
 
     fn target(field_type: FieldType, db_type: &str) -> Target {
-        Target { expr: "t0.\"f\"".into(), field_type, db_type: db_type.into(), is_enum: false, name: "f".into() }
+        Target { expr: Expr::column("t0", "f"), field_type, db_type: db_type.into(), is_enum: false, name: "f".into() }
     }
 
     fn text(s: &str) -> Value {

@@ -2,13 +2,14 @@
 //! relations (`author.name`) or functions (`year(published_at)`) as SQL expressions with the
 //! LEFT JOINs they need ([`Joins`]; shared by sort, groupBy and dynamic variables). Both are
 //! planned, then rendered: the joins' related rows are typed [`Source`]s, written with the
-//! statement; a sort term's expression is SQL text.
+//! statement; a sort term's expression is an [`Expr`] (a column, or a function's SQL text).
 
 use super::Planner;
+use super::expr::{Column, Expr};
 use super::functions::Call;
-use super::predicate::{Column, Source};
+use super::predicate::Source;
 use crate::schema::{Collection, FieldRelation};
-use crate::sql::{Sql, column};
+use crate::sql::Sql;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{FieldPath, PathSegment, SortKey};
 
@@ -59,21 +60,21 @@ pub struct Sort {
 /// One term of a [`Sort`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct SortTerm {
-    /// The SQL expression ordered by (a column, a path's column, a function of one).
-    pub expr: String,
+    /// The expression ordered by (a column, a path's column, a function of one).
+    pub expr: Expr,
     /// `DESC`.
     pub descending: bool,
 }
 
 impl Sort {
     /// Adds a term.
-    pub fn by(&mut self, expr: String, descending: bool) {
+    pub fn by(&mut self, expr: Expr, descending: bool) {
         self.terms.push(SortTerm { expr, descending });
     }
 
     /// Adds `expr` ascending unless a term orders by it already (either way): how the primary
     /// key (or an aggregate's group keys) make an order stable.
-    pub fn then_by(&mut self, expr: String) {
+    pub fn then_by(&mut self, expr: Expr) {
         if !self.terms.iter().any(|t| t.expr == expr) {
             self.by(expr, false);
         }
@@ -84,7 +85,7 @@ impl Sort {
         if self.terms.is_empty() {
             return String::new();
         }
-        let terms: Vec<String> = self.terms.iter().map(|t| if t.descending { format!("{} DESC", t.expr) } else { t.expr.clone() }).collect();
+        let terms: Vec<String> = self.terms.iter().map(|t| if t.descending { format!("{} DESC", t.expr.render()) } else { t.expr.render() }).collect();
         format!(" ORDER BY {}", terms.join(", "))
     }
 }
@@ -100,7 +101,7 @@ impl Planner<'_> {
         let mut joins = Joins::default();
         let mut order = Sort::default();
         if let (true, Some(field)) = (sort.is_empty(), default.filter(|f| collection.field(f).is_some())) {
-            order.by(column(root, field), false);
+            order.by(Expr::column(root, field), false);
         }
         for key in sort {
             let path = key.path.as_ref().ok_or_else(|| ApiError::invalid_query("A sort key has no path"))?;
@@ -108,7 +109,7 @@ impl Planner<'_> {
             order.by(expr, key.descending);
         }
         for k in &collection.primary_key {
-            order.then_by(column(root, k));
+            order.then_by(Expr::column(root, k));
         }
         Ok((joins, order))
     }
@@ -121,10 +122,10 @@ impl Planner<'_> {
     }
 
     /// A field path (`author.name`, through M2O fields only), possibly ending in a function of
-    /// a field (`year(date)`, `author.year(born)`), as a SQL expression over rows aliased `root`,
+    /// a field (`year(date)`, `author.year(born)`), as an expression over rows aliased `root`,
     /// adding the LEFT JOINs its M2O hops need (they follow foreign keys to unique keys, so
     /// they never multiply rows). `purpose` names the parameter in error messages.
-    pub fn path_expr(&mut self, collection: &Collection, root: &str, path: &FieldPath, joins: &mut Joins, purpose: &str) -> Result<String, ApiError> {
+    pub fn path_expr(&mut self, collection: &Collection, root: &str, path: &FieldPath, joins: &mut Joins, purpose: &str) -> Result<Expr, ApiError> {
         let segments = &path.segments;
         if segments.len() > self.limits.max_depth + 1 {
             return Err(ApiError::invalid_query("Max relational depth exceeded"));
@@ -138,7 +139,7 @@ impl Planner<'_> {
             }
             let seg = seg.field.as_str();
             if let (true, Some(call)) = (last, Call::of(path.function(), seg)) {
-                return self.function_expr(current, &alias, &call);
+                return self.function_expr(current, &alias, &call).map(Expr::Sql);
             }
             let field = current.field(seg).ok_or_else(|| ApiError::forbidden_field(&current.name, seg))?;
             match (&field.relation, last) {
@@ -155,7 +156,7 @@ impl Planner<'_> {
                 (_, true) if current.cast(seg) == Some(crate::schema::ValueCast::Conceal) => {
                     return Err(ApiError::invalid_query(format!("Cannot {purpose} by \"{path}\": its value is concealed")));
                 }
-                (_, true) => return Ok(column(&alias, seg)),
+                (_, true) => return Ok(Expr::column(&alias, seg)),
                 (Some(FieldRelation::M2O { related, related_field, .. }), false) => {
                     let next = match joins.joined.iter().find(|(p, _)| *p == segments[..=i]) {
                         Some((_, a)) => a.clone(),
@@ -217,26 +218,34 @@ mod tests {
     }
 
     /// The terms of an order: (expression, descending).
-    fn terms(sort: &Sort) -> Vec<(&str, bool)> {
-        sort.terms.iter().map(|t| (t.expr.as_str(), t.descending)).collect()
+    fn terms(sort: &Sort) -> Vec<(Expr, bool)> {
+        sort.terms.iter().map(|t| (t.expr.clone(), t.descending)).collect()
+    }
+
+    /// A term ordering by column `name` of row `alias`.
+    fn by(alias: &str, name: &str, descending: bool) -> (Expr, bool) {
+        (Expr::column(alias, name), descending)
     }
 
     #[test]
     fn the_primary_key_ends_every_order_once() -> Result<(), ApiError> {
         let (joins, sort) = order("articles", &[], None)?;
-        assert_eq!((joins.joins.len(), terms(&sort)), (0, vec![("t0.\"id\"", false)]));
-        assert_eq!(terms(&order("articles", &["-title"], None)?.1), vec![("t0.\"title\"", true), ("t0.\"id\"", false)]);
+        assert_eq!((joins.joins.len(), terms(&sort)), (0, vec![by("t0", "id", false)]));
+        assert_eq!(terms(&order("articles", &["-title"], None)?.1), vec![by("t0", "title", true), by("t0", "id", false)]);
         // Sorting by the key already: not appended again.
-        assert_eq!(terms(&order("articles", &["-id"], None)?.1), vec![("t0.\"id\"", true)]);
+        assert_eq!(terms(&order("articles", &["-id"], None)?.1), vec![by("t0", "id", true)]);
+        // A function is the SQL the planner wrote for it.
+        let count = terms(&order("authors", &["-count(articles)"], None)?.1);
+        assert!(matches!(&count[..], [(Expr::Sql(sql), true), _] if sql.starts_with("(SELECT count(*)")), "{count:?}");
         Ok(())
     }
 
     #[test]
     fn the_manual_order_applies_without_sort_when_the_field_exists() -> Result<(), ApiError> {
-        assert_eq!(terms(&order("articles", &[], Some("title"))?.1), vec![("t0.\"title\"", false), ("t0.\"id\"", false)]);
-        assert_eq!(terms(&order("articles", &["-id"], Some("title"))?.1), vec![("t0.\"id\"", true)], "sort wins");
+        assert_eq!(terms(&order("articles", &[], Some("title"))?.1), vec![by("t0", "title", false), by("t0", "id", false)]);
+        assert_eq!(terms(&order("articles", &["-id"], Some("title"))?.1), vec![by("t0", "id", true)], "sort wins");
         // A sort field the caller cannot read (absent from their view) is ignored, not told.
-        assert_eq!(terms(&order("articles", &[], Some("hidden"))?.1), vec![("t0.\"id\"", false)]);
+        assert_eq!(terms(&order("articles", &[], Some("hidden"))?.1), vec![by("t0", "id", false)]);
         Ok(())
     }
 
@@ -250,7 +259,7 @@ mod tests {
             local: Column::new("t0", "author"),
         };
         assert_eq!(joins.joins, vec![author]);
-        assert_eq!(terms(&sort), vec![("s1.\"name\"", false), ("s1.\"id\"", true), ("t0.\"id\"", false)]);
+        assert_eq!(terms(&sort), vec![by("s1", "name", false), by("s1", "id", true), by("t0", "id", false)]);
         Ok(())
     }
 

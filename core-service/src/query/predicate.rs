@@ -13,11 +13,12 @@
 //! The rows a relational condition reaches are a typed [`Source`] ([`Exists::from`]: a table,
 //! or the rows the caller may see), rendered with the predicate. Two parts stay SQL text,
 //! written by the planner as it resolves them, with their parameters already bound in the same
-//! statement: the compared expression ([`Comparison::target`]: a column, a function of one, an
-//! aggregate) and a field of the caller's record ([`Operand::Expr`]). Their `$n` belong to the
+//! statement: a function of a column or an aggregate compared ([`Comparison::target`],
+//! [`super::expr::Expr::Sql`]) and a field of the caller's record ([`Operand::Expr`]). Their `$n` belong to the
 //! statement the predicate was planned in: render a predicate into that statement's [`Sql`]
 //! only.
 
+use super::expr::{Column, Expr};
 use crate::sql::{Param, Sql, column, ident};
 use query_language::operators::Order;
 
@@ -44,8 +45,8 @@ pub enum Predicate {
 /// An expression, its type and the test applied to it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
-    /// The SQL expression compared: a column (`t0."title"`), a function of one, an aggregate.
-    pub target: String,
+    /// The expression compared: a column (`t0."title"`), a function of one, an aggregate.
+    pub target: Expr,
     /// Its Postgres type (from the snapshot): what operands are cast to.
     pub db_type: String,
     /// Whether text tests (`Like`, `Matches`, `Empty`) read it as `target::text` (a column that
@@ -123,27 +124,6 @@ pub enum Pattern {
     },
 }
 
-/// A column of an aliased row.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Column {
-    /// The row's alias (`t1`).
-    pub alias: String,
-    /// The column's name (quoted when rendered).
-    pub name: String,
-}
-
-impl Column {
-    /// The column of row `alias` named `name`.
-    pub fn new(alias: &str, name: &str) -> Self {
-        Self { alias: alias.to_owned(), name: name.to_owned() }
-    }
-
-    /// `alias."name"`.
-    pub fn render(&self) -> String {
-        column(&self.alias, &self.name)
-    }
-}
-
 /// Related rows of which some must match.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exists {
@@ -219,7 +199,7 @@ impl Exists {
 
 impl Comparison {
     fn render(&self, sql: &mut Sql) -> String {
-        let col = &self.target;
+        let col = &self.target.render();
         let as_text = || if self.text_cast { format!("{col}::text") } else { col.clone() };
         let operand = |o: &Operand, sql: &mut Sql| render_operand(o, &self.db_type, sql);
         match &self.test {
@@ -369,7 +349,7 @@ mod tests {
     use super::*;
 
     fn compare(text_cast: bool, test: Test) -> Predicate {
-        Predicate::Compare(Comparison { target: "t0.\"f\"".into(), db_type: "integer".into(), text_cast, test })
+        Predicate::Compare(Comparison { target: Expr::column("t0", "f"), db_type: "integer".into(), text_cast, test })
     }
 
     fn render(p: &Predicate) -> (String, Sql) {
@@ -447,7 +427,7 @@ mod tests {
     fn a_filtered_row_limits_the_rows_and_its_text_is_written_once_per_use() {
         let title = |v: &str| {
             Some(Predicate::Compare(Comparison {
-                target: column("p1", "title"),
+                target: Expr::column("p1", "title"),
                 db_type: "text".into(),
                 text_cast: false,
                 test: Test::Equals(Operand::Text(v.into())),

@@ -90,7 +90,7 @@ impl Planner<'_> {
         // The path is part of a filter value (`$CURRENT_USER.role.name`): parsed by the one
         // path grammar.
         let path = query_language::paths::parse(path)?;
-        let expr = self.path_expr(record, &alias, &path, &mut joins, "compare with")?;
+        let expr = self.path_expr(record, &alias, &path, &mut joins, "compare with")?.render();
         let joins = joins.render(&mut self.sql);
         let from = self.source_sql(record)?;
         let key = self.sql.cast_param(key, &pk.db_type);
