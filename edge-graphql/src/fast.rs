@@ -99,6 +99,8 @@ pub struct Planned<'m> {
     /// `<c>_by_id` by a filter on the key, so an item that does not exist or that the caller
     /// may not read is `null` without an error).
     pub null_when_forbidden: bool,
+    /// Whether it reads a singleton.
+    pub singleton: bool,
 }
 
 /// Plans root field `field` (fast-path field `collection`/`op`); `None` when it goes the
@@ -113,7 +115,7 @@ pub fn plan<'m>(walker: &Walker<'m>, field: &Field, collection: &str, op: Op) ->
         Op::ById => Some(key_text(&walker.argument(field, "id")?).ok()?),
         _ => None,
     };
-    Some(Planned { collection: c, query, key, null_when_forbidden: op == Op::ById })
+    Some(Planned { collection: c, query, key, null_when_forbidden: op == Op::ById, singleton: op == Op::Singleton })
 }
 
 /// Reads `planned` from the core and writes root field `field`'s JSON text; `None` on any
@@ -131,6 +133,8 @@ pub async fn written(backend: &Backend, caller: &Caller, walker: &Walker<'_>, fi
         return Some("null".to_owned());
     }
     let shape = Shape::new(walker, c, &c.name, &[&field.selection_set.node], None);
+    // A singleton without a row answers its fields' defaults, not the selection: rewritten.
+    let shape = if planned.singleton { shape.rewriting() } else { shape };
     let mut out = String::with_capacity(bytes.len());
     shape.write_reply(text, &mut out).ok()?;
     Some(out)

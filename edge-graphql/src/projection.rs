@@ -163,7 +163,9 @@ impl<'s> Shape<'s> {
     pub fn new(walker: &'s Walker<'s>, c: &'s Collection, type_name: &'s str, sets: &[&'s SelectionSet], member: Option<(&str, &str)>) -> Self {
         let model = walker.model();
         let mut steps = Vec::new();
-        let mut verbatim = member.is_none();
+        // Several selection sets under one key (a root field selected twice) are not what the
+        // core was asked for: the stream of one of them answers.
+        let mut verbatim = member.is_none() && sets.len() == 1;
         for (key, fields) in collect(walker, sets, member) {
             let first = fields[0];
             let name = first.name.node.as_str();
@@ -202,13 +204,23 @@ impl<'s> Shape<'s> {
             verbatim = verbatim && fields.len() == 1 && copies(key, &step, steps.last().map(|(_, s)| s));
             steps.push((key, step));
         }
+        // An empty selection (every field skipped) reads keys the core adds (the primary key,
+        // or `*` at the root) but writes `{}`.
+        verbatim = verbatim && !steps.is_empty();
         Self { steps, verbatim }
+    }
+
+    /// This shape, rewriting every item: for a reply the core did not write for this
+    /// selection (a singleton without a row answers its fields' defaults, in table order).
+    pub fn rewriting(mut self) -> Self {
+        self.verbatim = false;
+        self
     }
 
     /// Whether an item the core wrote for this selection (its typed query from
     /// [`crate::selection`], read with `graphql_values`) is already the selection's JSON, so
     /// the fast path copies the reply as it came instead of rewriting each item. True when
-    /// every response key is a field's own name, selected once, and the reply needs no change:
+    /// every response key is a field's own name, selected once (at least one), and the reply needs no change:
     /// scalars other than `Float` (the core writes an `ID` as a string and never a string
     /// where an `Int` goes; a `decimal` arrives as a string), then related items whose
     /// selections are verbatim too, as the core orders an item's keys (plain values first,
@@ -448,6 +460,8 @@ mod tests {
     #[test]
     fn a_selection_the_reply_does_not_match_is_rewritten() {
         for query in [
+            "{ articles { title @include(if: false) } }",
+            "{ articles { id author { name @skip(if: true) } } }",
             "{ articles { n: id } }",
             "{ articles { __typename id } }",
             "{ articles { id rating } }",

@@ -79,16 +79,13 @@ impl Planner<'_> {
         Ok(match col {
             Column::Value { key, field } => {
                 let raw = column(alias, &field.name);
-                let out = super::values::output(field.field_type, raw.clone());
                 let cast = select.collection.cast(&field.name);
-                let mut expr = match cast {
-                    Some(cast) => super::values::cast_output(cast, field.field_type, &raw, out),
-                    None => out,
-                };
-                if self.graphql_values {
+                let expr = if self.graphql_values {
                     let primary_key = matches!(select.collection.primary_key.as_slice(), [pk] if *pk == field.name);
-                    expr = super::values::graphql_output(field.field_type, primary_key, cast, expr);
-                }
+                    super::values::graphql_output(field.field_type, primary_key, cast, &raw)
+                } else {
+                    super::values::value_output(field.field_type, cast, &raw)
+                };
                 format!("{expr} AS {}", ident(key))
             }
             Column::Function { key, call } => {

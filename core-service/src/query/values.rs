@@ -60,18 +60,36 @@ pub fn output(field_type: FieldType, col: String) -> String {
     }
 }
 
-/// A value's expression in GraphQL's output forms (a query's `graphql_values`, set by
-/// edge-graphql; docs/graphql.md), from `expr`, its usual form ([`output`], [`cast_output`]):
-/// a single-field primary key (`primary_key`) of an `integer` or `float` column without a cast
-/// is written as text, the string the `ID` scalar serializes it to; a concealed `integer`,
-/// `float` or `decimal` value that is no primary key reads as null, as the `Int` and `Float`
-/// scalars serialize a string that holds no number.
-pub fn graphql_output(field_type: FieldType, primary_key: bool, cast: Option<ValueCast>, expr: String) -> String {
-    match (cast, primary_key) {
-        (None, true) if matches!(field_type, FieldType::Integer | FieldType::Float) => format!("({expr})::text"),
-        (Some(ValueCast::Conceal), false) if matches!(field_type, FieldType::Integer | FieldType::Float | FieldType::Decimal) => "NULL".to_owned(),
-        _ => expr,
+/// The SQL expression writing column `raw` (of `field_type`, shaped by `cast`) the way the
+/// response carries it: its type's form ([`output`]), then its cast ([`cast_output`]).
+pub fn value_output(field_type: FieldType, cast: Option<ValueCast>, raw: &str) -> String {
+    shaped(field_type, cast, raw, output(field_type, raw.to_owned()))
+}
+
+/// `out` (column `raw`'s output form) shaped by `cast`, if any.
+fn shaped(field_type: FieldType, cast: Option<ValueCast>, raw: &str, out: String) -> String {
+    match cast {
+        Some(cast) => cast_output(cast, field_type, raw, out),
+        None => out,
     }
+}
+
+/// [`value_output`] in GraphQL's output forms (a query's `graphql_values`, set by edge-graphql;
+/// docs/graphql.md): a single-field primary key (`primary_key`) of an `integer` or `float`
+/// column is written as text before its cast applies, so whatever number it gives is the string
+/// the `ID` scalar serializes it to (a cast's booleans and mask stay as they are); a concealed
+/// `integer`, `float` or `decimal` value that is no primary key reads as null, as the `Int` and
+/// `Float` scalars serialize a string that holds no number.
+pub fn graphql_output(field_type: FieldType, primary_key: bool, cast: Option<ValueCast>, raw: &str) -> String {
+    let number = matches!(field_type, FieldType::Integer | FieldType::Float | FieldType::Decimal);
+    if cast == Some(ValueCast::Conceal) && number && !primary_key {
+        return "NULL".to_owned();
+    }
+    let mut out = output(field_type, raw.to_owned());
+    if primary_key && matches!(field_type, FieldType::Integer | FieldType::Float) {
+        out = format!("({out})::text");
+    }
+    shaped(field_type, cast, raw, out)
 }
 
 /// A timestamp, timestamp without zone or date as Directus's JavaScript `Date` serialises it
@@ -117,11 +135,16 @@ mod tests {
 
     #[test]
     fn graphql_forms_are_key_text_and_no_concealed_number() {
-        assert_eq!(graphql_output(FieldType::Integer, true, None, "c".into()), "(c)::text", "an integer ID");
-        assert_eq!(graphql_output(FieldType::Uuid, true, None, "c".into()), "c", "a uuid is a string already");
-        assert_eq!(graphql_output(FieldType::Integer, false, None, "c".into()), "c", "an Int stays a number");
-        assert_eq!(graphql_output(FieldType::Decimal, false, Some(ValueCast::Conceal), "m".into()), "NULL", "a Float cannot hold the mask");
-        assert_eq!(graphql_output(FieldType::Integer, true, Some(ValueCast::Conceal), "m".into()), "m", "an ID can");
-        assert_eq!(graphql_output(FieldType::Text, false, Some(ValueCast::Conceal), "m".into()), "m", "a String can");
+        assert_eq!(graphql_output(FieldType::Integer, true, None, "c"), "(c)::text", "an integer ID");
+        assert_eq!(graphql_output(FieldType::Uuid, true, None, "c"), "c", "a uuid is a string already");
+        assert_eq!(graphql_output(FieldType::Integer, false, None, "c"), "c", "an Int stays a number");
+        assert_eq!(graphql_output(FieldType::Decimal, false, Some(ValueCast::Conceal), "c"), "NULL", "a Float cannot hold the mask");
+        assert_eq!(graphql_output(FieldType::Integer, true, Some(ValueCast::Conceal), "c"), concealed("c"), "an ID can");
+        assert_eq!(graphql_output(FieldType::Text, false, Some(ValueCast::Conceal), "c"), concealed("c"), "a String can");
+        // A cast that leaves numbers (cast-json of a number, cast-boolean's other values) gets
+        // the key's text.
+        assert_eq!(graphql_output(FieldType::Integer, true, Some(ValueCast::Json), "c"), "(c)::text");
+        assert!(graphql_output(FieldType::Integer, true, Some(ValueCast::Boolean), "c").contains("ELSE to_json((c)::text)"));
+        assert_eq!(graphql_output(FieldType::Text, false, Some(ValueCast::Csv), "c"), value_output(FieldType::Text, Some(ValueCast::Csv), "c"));
     }
 }
