@@ -156,12 +156,15 @@ pub async fn record(
         .map(|(i, k)| json!({"item": k, "fields": fields.get(i).or(fields.first()).cloned().unwrap_or_default()}))
         .collect();
     let lists = match change {
-        Change::Update => planner.key_lists(collection, "t0").unwrap_or_else(|e| {
-            // The write itself is sound: it is recorded without the lists rather than refused.
-            tracing::warn!(collection = %collection.name, error = %e.message, "a revision's to-many lists could not be planned");
-            planner.sql = Sql::default();
-            Vec::new()
-        }),
+        Change::Update => match planner.key_lists(collection, "t0") {
+            Ok(lists) => lists.iter().map(|l| l.render(&mut planner.sql)).collect(),
+            Err(e) => {
+                // The write itself is sound: it is recorded without the lists rather than refused.
+                tracing::warn!(collection = %collection.name, error = %e.message, "a revision's to-many lists could not be planned");
+                planner.sql = Sql::default();
+                Vec::new()
+            }
+        },
         _ => Vec::new(),
     };
     let user = planner.vars.user.as_deref();

@@ -20,8 +20,9 @@ use super::Planner;
 use super::expr::Expr;
 use super::operators::Target;
 use super::order::{Joins, Sort};
+use super::plan::pagination;
 use super::predicate::Predicate;
-use super::read::{ReadStatement, pagination};
+use super::read::ReadStatement;
 use crate::schema::{Collection, Field, FieldType};
 use crate::sql::{column, ident};
 use cdapi_proto::ApiError;
@@ -104,7 +105,8 @@ impl Planner<'_> {
             columns.push(format!("json_build_object({}) AS {}", pairs.join(", "), ident(name)));
         }
         let from = self.source_sql(collection)?;
-        let where_sql = self.where_clause(collection, "t0", q)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
+        let conditions = self.filter_and_search(collection, "t0", q)?;
+        let where_sql = super::read::where_sql(&mut self.sql, &conditions);
         let mut order = Sort::default();
         for key in &q.sort {
             let (_, expr) = groups.iter().find(|(g, _)| key.path.as_ref() == Some(*g)).ok_or_else(|| {
@@ -132,7 +134,7 @@ impl Planner<'_> {
             String::new()
         } else {
             let (limit, offset) = pagination(q, &self.limits, self.limits.default)?;
-            self.limit_offset(limit, offset)
+            super::select::page_sql(&mut self.sql, limit, offset)
         };
         let joins = joins.render(&mut self.sql);
         self.sql.text = format!(

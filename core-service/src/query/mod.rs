@@ -7,9 +7,11 @@
 //! test of each operator family of the catalog, for filters, rules and `having`), [`predicate`]
 //! (the typed condition, the rows it reaches, and their one renderer to SQL), [`source`] (what
 //! of a collection the caller may see, planned into a typed FROM item),
-//! [`read`] (statement shapes: read many, export, keys of a query, read one, singleton;
-//! pagination, meta counts), [`select`] (the select list: values, functions, nested items and
-//! lists as subqueries), [`order`] (sort, field paths through M2O relations and their JOINs),
+//! [`plan`] (the typed plan of what a read outputs: each level, its related items and to-many
+//! lists with the rows they read, their conditions, order and page; every mistake and budget
+//! refused there), [`read`] (statement shapes: read many, export, keys of a query, read one,
+//! singleton; pagination, meta counts), [`select`] (a plan rendered as the select list: values,
+//! functions, nested items and lists as subqueries), [`order`] (sort, field paths through M2O relations and their JOINs),
 //! [`keys`] (key conditions, key output, key order), [`aggregate`] (`aggregate` + `groupBy`),
 //! [`values`] (how column values are written: Directus's date formats), [`variables`]
 //! (dynamic variables in filter values). Every planning step is a method of [`Planner`].
@@ -22,6 +24,7 @@ pub mod functions;
 pub mod keys;
 pub mod operators;
 pub mod order;
+pub mod plan;
 pub mod predicate;
 pub mod read;
 pub mod select;

@@ -114,13 +114,6 @@ impl Planner<'_> {
         Ok((joins, order))
     }
 
-    /// [`Self::order_by`] written as SQL into the statement under construction: (the joins,
-    /// ` ORDER BY ...`).
-    pub fn order_sql(&mut self, collection: &Collection, root: &str, sort: &[SortKey], default: Option<&str>) -> Result<(String, String), ApiError> {
-        let (joins, order) = self.order_by(collection, root, sort, default)?;
-        Ok((joins.render(&mut self.sql), order.render()))
-    }
-
     /// A field path (`author.name`, through M2O fields only), possibly ending in a function of
     /// a field (`year(date)`, `author.year(born)`), as an expression over rows aliased `root`,
     /// adding the LEFT JOINs its M2O hops need (they follow foreign keys to unique keys, so

@@ -7,9 +7,11 @@
 
 use super::fields::FieldTree;
 use super::keys::{pk_expr, pk_order};
-use super::{Fanout, Limits, Planner};
+use super::plan::pagination;
+use super::select::page_sql;
+use super::{Fanout, Planner};
 use crate::schema::Collection;
-use crate::sql::{Param, Sql};
+use crate::sql::Sql;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{MetaCount, Query};
 
@@ -92,37 +94,6 @@ impl<'a> ReadShape<'a> {
     }
 }
 
-/// `(limit, offset)` from `limit`, `offset`, `page` (Directus docs "Global Query Parameters"; page is
-/// 1-indexed, offset = limit × (page − 1), page overrides offset, `-1` = all allowed; page 0 is
-/// ignored, as Directus does).
-/// `None` limit = no LIMIT clause. `default` is the limit when none is given.
-pub fn pagination(q: &Query, limits: &Limits, default: i64) -> Result<(Option<i64>, i64), ApiError> {
-    let limit = match q.limit {
-        None => Some(default),
-        Some(-1) => limits.max,
-        Some(l) if l < -1 => return Err(ApiError::invalid_query("\"limit\" must be -1 or a positive integer")),
-        Some(l) => match limits.max {
-            Some(max) if l > max => return Err(ApiError::invalid_query(format!("\"limit\" cannot exceed {max}"))),
-            _ => Some(l),
-        },
-    };
-    let mut offset = match q.offset {
-        Some(o) if o < 0 => return Err(ApiError::invalid_query("\"offset\" must not be negative")),
-        Some(o) => o,
-        None => 0,
-    };
-    if let Some(page) = q.page {
-        if page < 0 {
-            return Err(ApiError::invalid_query("\"page\" must not be negative"));
-        }
-        // page 0 is accepted and changes nothing, as in Directus (`if (query.page && ...)`).
-        if let Some(l) = limit.filter(|_| page > 0) {
-            offset = l.saturating_mul(page - 1);
-        }
-    }
-    Ok((limit, offset))
-}
-
 /// A count that was not asked for.
 const NO_COUNT: &str = "NULL::int8";
 
@@ -198,12 +169,15 @@ impl Planner<'_> {
     /// items); `limit=-1` for every matching item. Errors: as for reads (FORBIDDEN,
     /// INVALID_QUERY).
     pub fn select_keys(mut self, collection: &Collection, q: &Query) -> Result<Sql, ApiError> {
-        let wheres = self.where_clause(collection, "t0", q)?;
-        let (joins, order) = self.order_sql(collection, "t0", &q.sort, collection.sort_field.as_deref())?;
+        let conditions = self.filter_and_search(collection, "t0", q)?;
+        let (joins, sort) = self.order_by(collection, "t0", &q.sort, collection.sort_field.as_deref())?;
         let (limit, offset) = pagination(q, &self.limits, self.limits.default)?;
-        let page = self.limit_offset(limit, offset);
-        let from = self.source_sql(collection)?;
-        let where_sql = wheres.as_deref().map(|w| format!(" WHERE {w}")).unwrap_or_default();
+        let rows = self.source(collection)?;
+        let where_sql = where_sql(&mut self.sql, &conditions);
+        let joins = joins.render(&mut self.sql);
+        let order = sort.render();
+        let page = page_sql(&mut self.sql, limit, offset);
+        let from = rows.render(&mut self.sql);
         self.sql.text = format!("SELECT ({})::text FROM {from} t0{joins}{where_sql}{order}{page}", pk_expr(collection, "t0"));
         Ok(self.sql)
     }
@@ -220,12 +194,16 @@ impl Planner<'_> {
             self.fanout.factor = 0;
         }
         self.enter_list(limit)?;
-        let (list, laterals) = self.page_select_list(&select, "t0")?;
-        let wheres = self.where_clause(collection, "t0", q)?;
-        let (joins, order) = self.order_sql(collection, "t0", &q.sort, collection.sort_field.as_deref())?;
-        let page = self.limit_offset(limit, offset);
-        let from = self.source_sql(collection)?;
-        let where_sql = wheres.as_deref().map(|w| format!(" WHERE {w}")).unwrap_or_default();
+        let level = self.plan_level(&select, "t0", true)?;
+        let conditions = self.filter_and_search(collection, "t0", q)?;
+        let (joins, sort) = self.order_by(collection, "t0", &q.sort, collection.sort_field.as_deref())?;
+        let rows = self.source(collection)?;
+        let (list, laterals) = level.render_page(&mut self.sql);
+        let where_sql = where_sql(&mut self.sql, &conditions);
+        let joins = joins.render(&mut self.sql);
+        let order = sort.render();
+        let page = page_sql(&mut self.sql, limit, offset);
+        let from = rows.render(&mut self.sql);
         // The page of root rows is chosen first, in a subquery that LIMIT fences; the select
         // list (nested relations are correlated subqueries, many-to-one items lateral joins
         // computed once per related key) then runs for those rows only, in their order (a
@@ -251,15 +229,15 @@ impl Planner<'_> {
         let tree = FieldTree::parse(&q.fields, self.limits.max_depth)?;
         self.output_options(q);
         let select = self.resolve(collection, &tree, q)?;
-        let list = self.select_list(&select, "t0")?;
-        let mut conds = vec![self.key_predicate(collection, "t0", key)?.render(&mut self.sql)];
-        if let Some(w) = self.where_clause(collection, "t0", q)? {
-            conds.push(w);
-        }
-        let from = self.source_sql(collection)?;
+        let level = self.plan_level(&select, "t0", false)?;
+        let mut conditions = vec![self.key_predicate(collection, "t0", key)?];
+        conditions.extend(self.filter_and_search(collection, "t0", q)?);
+        let rows = self.source(collection)?;
+        let list = level.render(&mut self.sql);
+        let where_sql = where_sql(&mut self.sql, &conditions);
+        let from = rows.render(&mut self.sql);
         self.sql.text = format!(
-            "SELECT (SELECT row_to_json(j0) FROM (SELECT {list} FROM {from} t0 WHERE {}) j0)::text AS data, NULL::int8 AS total_count, NULL::int8 AS filter_count",
-            conds.join(" AND ")
+            "SELECT (SELECT row_to_json(j0) FROM (SELECT {list} FROM {from} t0{where_sql}) j0)::text AS data, NULL::int8 AS total_count, NULL::int8 AS filter_count"
         );
         Ok(ReadStatement { sql: self.sql, total_count: false, filter_count: false })
     }
@@ -275,9 +253,12 @@ impl Planner<'_> {
         let tree = FieldTree::parse(&q.fields, self.limits.max_depth)?;
         self.output_options(q);
         let select = self.resolve(collection, &tree, q)?;
-        let list = self.select_list(&select, "t0")?;
-        let from = self.source_sql(collection)?;
-        let where_sql = self.where_clause(collection, "t0", q)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
+        let level = self.plan_level(&select, "t0", false)?;
+        let rows = self.source(collection)?;
+        let conditions = self.filter_and_search(collection, "t0", q)?;
+        let list = level.render(&mut self.sql);
+        let from = rows.render(&mut self.sql);
+        let where_sql = where_sql(&mut self.sql, &conditions);
         let order = pk_order(collection, "t0");
         self.sql.text = format!(
             "SELECT (SELECT row_to_json(j0) FROM (SELECT {list} FROM {from} t0{where_sql}{order} LIMIT 1) j0)::text AS data, NULL::int8 AS total_count, NULL::int8 AS filter_count"
@@ -291,37 +272,20 @@ impl Planner<'_> {
         self.backlink = q.backlink != Some(false);
         self.graphql_values = q.graphql_values;
     }
+}
 
-    /// ` LIMIT $n OFFSET $m` (each only when needed).
-    pub(crate) fn limit_offset(&mut self, limit: Option<i64>, offset: i64) -> String {
-        let mut out = String::new();
-        if let Some(l) = limit {
-            out.push_str(&format!(" LIMIT {}", self.sql.param(Param::Int(l))));
-        }
-        if offset > 0 {
-            out.push_str(&format!(" OFFSET {}", self.sql.param(Param::Int(offset))));
-        }
-        out
-    }
-
-    /// Filter and search of one level, ANDed; `None` when there is neither.
-    pub fn where_clause(&mut self, collection: &Collection, alias: &str, q: &Query) -> Result<Option<String>, ApiError> {
-        let mut parts = Vec::new();
-        if let Some(f) = &q.filter {
-            parts.push(self.filter(collection, alias, f, 0)?);
-        }
-        if let Some(term) = q.search.as_deref().filter(|s| !s.is_empty()) {
-            parts.push(self.search(collection, alias, term));
-        }
-        let rendered: Vec<String> = parts.iter().map(|p| p.render(&mut self.sql)).collect();
-        Ok((!rendered.is_empty()).then(|| rendered.join(" AND ")))
-    }
+/// ` WHERE a AND b` over `conditions`, or nothing without any.
+pub(super) fn where_sql(sql: &mut Sql, conditions: &[super::predicate::Predicate]) -> String {
+    let rendered: Vec<String> = conditions.iter().map(|c| c.render(sql)).collect();
+    if rendered.is_empty() { String::new() } else { format!(" WHERE {}", rendered.join(" AND ")) }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::Limits;
     use crate::query::test_schema::blog;
+    use crate::sql::Param;
 
     fn paths(texts: &[&str]) -> Vec<cdapi_proto::v1::FieldPath> {
         texts.iter().map(|t| query_language::paths::parse(t).expect("path")).collect()
@@ -381,27 +345,6 @@ mod tests {
         })?;
         assert!(st.sql.text.contains("LEFT JOIN \"public\".\"authors\" s1 ON s1.\"id\" = t0.\"author\""));
         assert!(st.sql.text.contains("ORDER BY s1.\"name\" DESC, t0.\"title\", t0.\"id\""), "{}", st.sql.text);
-        Ok(())
-    }
-
-    #[test]
-    fn pagination_rules() -> Result<(), ApiError> {
-        let l = Limits::default();
-        let q = |limit, offset, page| Query { limit, offset, page, ..Default::default() };
-        assert_eq!(pagination(&q(None, None, None), &l, 100)?, (Some(100), 0));
-        assert_eq!(pagination(&q(Some(10), Some(5), Some(3)), &l, 100)?, (Some(10), 20));
-        let unlimited = Limits { max: None, ..l };
-        assert_eq!(pagination(&q(Some(-1), None, Some(2)), &unlimited, 100)?, (None, 0));
-        // The default maximum (docs/security.md "Budgets"): -1 means 10,000, and more is refused.
-        assert_eq!(pagination(&q(Some(-1), None, None), &l, 100)?, (Some(10_000), 0));
-        assert!(pagination(&q(Some(10_001), None, None), &l, 100).is_err());
-        assert!(pagination(&q(Some(-2), None, None), &l, 100).is_err());
-        // page 0 changes nothing (Directus); a negative page is refused.
-        assert_eq!(pagination(&q(Some(10), Some(5), Some(0)), &l, 100)?, (Some(10), 5));
-        assert!(pagination(&q(None, None, Some(-1)), &l, 100).is_err());
-        let capped = Limits { max: Some(50), ..l };
-        assert_eq!(pagination(&q(Some(-1), None, None), &capped, 100)?, (Some(50), 0));
-        assert!(pagination(&q(Some(51), None, None), &capped, 100).is_err());
         Ok(())
     }
 

@@ -1,156 +1,190 @@
-//! The select list of one level of a read: each output key as SQL (values in their output
-//! form, functions, many-to-one items, many-to-any items and to-many lists as correlated
-//! subqueries of the same statement, with their `deep` filter, sort and page).
+//! The select list of one level of a read, written from its plan ([`super::plan`]): each output
+//! key as SQL (values in their output form, functions, many-to-one items, many-to-any items and
+//! to-many lists as correlated subqueries of the same statement, with their `deep` conditions,
+//! order and page). Rendering binds the plan's literals as parameters and cannot fail.
 
-use super::Planner;
-use super::fields::{Column, Select};
-use super::keys::key_output;
-use super::read::pagination;
-use crate::sql::{Param, column, ident};
-use cdapi_proto::ApiError;
+use super::plan::{Entries, Level, List, Output, RelatedItem};
+use crate::sql::{Param, Sql, ident};
 
-impl Planner<'_> {
-    /// The select list of one level: `t0."id" AS "id", (subquery) AS "author", ...`.
-    pub(super) fn select_list(&mut self, select: &Select<'_>, alias: &str) -> Result<String, ApiError> {
-        let mut out = Vec::with_capacity(select.columns.len());
-        for col in &select.columns {
-            out.push(self.column_sql(select, col, alias)?);
-        }
-        if out.is_empty() {
-            return Err(ApiError::invalid_query("No fields selected"));
-        }
-        Ok(out.join(", "))
+impl Level {
+    /// The select list: `t0."id" AS "id", (subquery) AS "author", ...`, every related item a
+    /// correlated subquery (also one planned with a lateral alias, which only
+    /// [`Self::render_page`] uses).
+    pub fn render(&self, sql: &mut Sql) -> String {
+        self.outputs.iter().map(|o| o.render(sql)).collect::<Vec<_>>().join(", ")
     }
 
-    /// The select list of a page of root rows (`alias`, already limited) and the `LEFT JOIN
-    /// LATERAL` items its many-to-one columns read from: each related item is a lateral subquery
-    /// keyed by the foreign key alone, so Postgres computes it once per distinct related item
-    /// (its Memoize node caches the subquery by key) instead of once per row, which matters when
-    /// the related item carries its own lists (`*,author.*`: an author's articles). `OFFSET 0`
-    /// keeps Postgres from flattening the subquery into a join it may run as a hash join, which
-    /// would lose the page's order; the lateral join stays a nested loop driven by the page.
-    pub(super) fn page_select_list(&mut self, select: &Select<'_>, alias: &str) -> Result<(String, String), ApiError> {
-        let mut out = Vec::with_capacity(select.columns.len());
+    /// The select list of a page of root rows (already limited), and the `LEFT JOIN LATERAL`
+    /// items its many-to-one items read from (those planned with a lateral alias): each related
+    /// item is a lateral subquery keyed by the foreign key alone, so Postgres computes it once
+    /// per distinct related item (its Memoize node caches the subquery by key) instead of once
+    /// per row, which matters when the related item carries its own lists (`*,author.*`: an
+    /// author's articles). `OFFSET 0` keeps Postgres from flattening the subquery into a join
+    /// it may run as a hash join, which would lose the page's order; the lateral join stays a
+    /// nested loop driven by the page.
+    pub fn render_page(&self, sql: &mut Sql) -> (String, String) {
+        let mut out = Vec::with_capacity(self.outputs.len());
         let mut laterals = String::new();
-        for col in &select.columns {
-            let item = match col {
-                Column::M2O { key, field, related_field, select: nested } => {
-                    let (rows, j) = self.related_rows(nested, related_field, &column(alias, &field.name))?;
-                    let m = self.sql.next_alias('m');
-                    laterals.push_str(&format!(" LEFT JOIN LATERAL (SELECT row_to_json({j}) AS v FROM {rows} {j} OFFSET 0) {m} ON TRUE"));
-                    format!("{m}.v AS {}", ident(key))
-                }
-                other => self.column_sql(select, other, alias)?,
-            };
-            out.push(item);
+        for output in &self.outputs {
+            out.push(match output {
+                Output::Item { key, item } => match &item.lateral {
+                    Some(m) => {
+                        let rows = item.rows_sql(sql);
+                        let j = &item.row;
+                        laterals.push_str(&format!(" LEFT JOIN LATERAL (SELECT row_to_json({j}) AS v FROM {rows} {j} OFFSET 0) {m} ON TRUE"));
+                        format!("{m}.v AS {}", ident(key))
+                    }
+                    None => output.render(sql),
+                },
+                other => other.render(sql),
+            });
         }
-        if out.is_empty() {
-            return Err(ApiError::invalid_query("No fields selected"));
-        }
-        Ok((out.join(", "), laterals))
+        (out.join(", "), laterals)
     }
+}
 
-    /// The related item of a many-to-one column whose value is `fk`, as
-    /// `(SELECT <nested list> FROM <related> t WHERE t.<related_field> = <fk>)`, and the alias
-    /// its caller gives that subquery (for `row_to_json`).
-    fn related_rows(&mut self, nested: &Select<'_>, related_field: &str, fk: &str) -> Result<(String, String), ApiError> {
-        let t = self.sql.next_alias('t');
-        let j = self.sql.next_alias('j');
-        let list = self.select_list(nested, &t)?;
-        let rows = format!("(SELECT {list} FROM {} {t} WHERE {} = {fk})", self.source_sql(nested.collection)?, column(&t, related_field));
-        Ok((rows, j))
+impl RelatedItem {
+    /// `(SELECT <nested list> FROM <related> t WHERE t.<related> = <foreign key>)`, to be
+    /// aliased by [`Self::row`].
+    fn rows_sql(&self, sql: &mut Sql) -> String {
+        let list = self.level.render(sql);
+        let rows = self.rows.render(sql);
+        format!("(SELECT {list} FROM {rows} {} WHERE {} = {})", self.level.alias, self.related.render(), self.foreign_key.render())
     }
+}
 
-    /// The to-many alias fields of `collection` (O2M, M2M, M2A) as lists of related keys of the
-    /// row aliased `alias`, each `(subquery) AS "field"`, exactly as a read with `fields=*`
-    /// lists them (the relation's sort field, else key order; the nested default limit of
-    /// [`Limits`](super::Limits)). Planned against [`Self::schema`]: with the whole snapshot, every
-    /// related item is listed. Used for a revision's `data` (docs/history.md "Activity and
-    /// revisions"). Errors: INVALID_QUERY past the planning budgets.
-    pub fn key_lists(&mut self, collection: &crate::schema::Collection, alias: &str) -> Result<Vec<String>, ApiError> {
-        let tree = super::fields::FieldTree::parse(&[], 0)?;
-        let level = cdapi_proto::v1::Query::default();
-        let select = self.resolve(collection, &tree, &level)?;
-        select.columns.iter().filter(|c| matches!(c, Column::O2M { .. })).map(|c| self.column_sql(&select, c, alias)).collect()
-    }
-
-    /// One output key of a level as SQL.
-    fn column_sql(&mut self, select: &Select<'_>, col: &Column<'_>, alias: &str) -> Result<String, ApiError> {
-        Ok(match col {
-            Column::Value { key, field } => {
-                let raw = column(alias, &field.name);
-                let cast = select.collection.cast(&field.name);
-                let expr = if self.graphql_values {
-                    let primary_key = matches!(select.collection.primary_key.as_slice(), [pk] if *pk == field.name);
-                    super::values::graphql_output(field.field_type, primary_key, cast, &raw)
-                } else {
-                    super::values::value_output(field.field_type, cast, &raw)
-                };
-                format!("{expr} AS {}", ident(key))
+impl Output {
+    /// The output as `<expression> AS "key"`, its literals bound as parameters of `sql`.
+    pub fn render(&self, sql: &mut Sql) -> String {
+        match self {
+            Output::Value { key, expr } => format!("{} AS {}", expr.render(), ident(key)),
+            Output::Item { key, item } => {
+                let rows = item.rows_sql(sql);
+                format!("(SELECT row_to_json({j}) FROM {rows} {j}) AS {}", ident(key), j = item.row)
             }
-            Column::Function { key, call } => {
-                format!("{} AS {}", self.function_output_expr(select.collection, alias, call)?, ident(key))
-            }
-            Column::M2O { key, field, related_field, select: nested } => {
-                let (rows, j) = self.related_rows(nested, related_field, &column(alias, &field.name))?;
-                format!("(SELECT row_to_json({j}) FROM {rows} {j}) AS {}", ident(key))
-            }
-            Column::M2A { key, field, collection_field, branches } => {
+            Output::AnyItem { key, item_key, collection, branches } => {
                 let mut cases = String::new();
-                for branch in branches {
-                    let Some(pk) = branch.collection.primary_key_fields().next() else { continue };
-                    let t = self.sql.next_alias('t');
-                    let j = self.sql.next_alias('j');
-                    let list = self.select_list(branch, &t)?;
-                    let name = self.sql.param(Param::Text(branch.collection.name.clone()));
+                for b in branches {
+                    let list = b.level.render(sql);
+                    let name = sql.param(Param::Text(b.collection.clone()));
+                    let rows = b.rows.render(sql);
                     cases.push_str(&format!(
-                        " WHEN {} = {name} THEN (SELECT row_to_json({j}) FROM (SELECT {list} FROM {} {t} WHERE {} = CAST({} AS {})) {j})",
-                        column(alias, collection_field),
-                        self.source_sql(branch.collection)?,
-                        column(&t, &pk.name),
-                        column(alias, &field.name),
-                        pk.db_type
+                        " WHEN {} = {name} THEN (SELECT row_to_json({j}) FROM (SELECT {list} FROM {rows} {t} WHERE {} = CAST({} AS {})) {j})",
+                        collection.render(),
+                        b.key.render(),
+                        item_key.render(),
+                        b.key_type,
+                        j = b.row,
+                        t = b.level.alias,
                     ));
                 }
-                format!("CASE{cases} ELSE to_json({}) END AS {}", column(alias, &field.name), ident(key))
+                format!("CASE{cases} ELSE to_json({}) END AS {}", item_key.render(), ident(key))
             }
-            Column::O2M { key, related_field, local_field, related, select: nested, query, sort_field } => {
-                let t = self.sql.next_alias('t');
-                let j = self.sql.next_alias('j');
-                let (limit, offset) = pagination(query, &self.limits, self.limits.nested_default)?;
-                let parent = self.enter_list(limit)?;
-                let (list, agg) = match nested {
-                    Some(n) => (self.select_list(n, &t)?, format!("array_to_json(array_agg({j}))")),
-                    None => (format!("{} AS k", key_output(related, &t)), format!("array_to_json(array_agg({j}.k))")),
-                };
-                self.fanout.factor = parent;
-                let where_sql = self.where_clause(related, &t, query)?.map(|w| format!(" WHERE {w}")).unwrap_or_default();
-                let (joins, order) = self.order_sql(related, &t, &query.sort, sort_field.or(related.sort_field.as_deref()))?;
-                let page = self.limit_offset(limit, offset);
-                // The related rows are selected in a fenced subquery (OFFSET 0) and sorted
-                // after: otherwise the planner may walk the whole primary key index in order,
-                // filtering on the foreign key, to satisfy ORDER BY key LIMIT n (seen: 185 ms
-                // instead of 2 on the benchmark data).
-                let f = self.sql.next_alias('f');
-                format!(
-                    "(SELECT coalesce({agg}, '[]'::json) FROM (SELECT {list} FROM (SELECT * FROM {} {f} WHERE {} = {} OFFSET 0) {t}{joins}{where_sql}{order}{page}) {j}) AS {}",
-                    self.source_sql(related)?,
-                    column(&f, related_field),
-                    column(alias, local_field),
-                    ident(key)
-                )
-            }
-        })
+            Output::List { key, list } => format!("{} AS {}", list.render(sql), ident(key)),
+        }
     }
+}
+
+impl List {
+    /// `(SELECT coalesce(array_to_json(array_agg(j)), '[]'::json) FROM (…) j)`. The related
+    /// rows are selected in a fenced subquery (OFFSET 0) and sorted after: otherwise the
+    /// planner may walk the whole primary key index in order, filtering on the foreign key, to
+    /// satisfy ORDER BY key LIMIT n (seen: 185 ms instead of 2 on the benchmark data).
+    pub fn render(&self, sql: &mut Sql) -> String {
+        let j = &self.row;
+        let (list, agg) = match &self.entries {
+            Entries::Items(level) => (level.render(sql), format!("array_to_json(array_agg({j}))")),
+            Entries::Keys { expr, .. } => (format!("{expr} AS k"), format!("array_to_json(array_agg({j}.k))")),
+        };
+        let conditions: Vec<String> = self.conditions.iter().map(|c| c.render(sql)).collect();
+        let where_sql = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
+        let joins = self.joins.render(sql);
+        let order = self.sort.render();
+        let page = page_sql(sql, self.limit, self.offset);
+        let rows = self.rows.render(sql);
+        format!(
+            "(SELECT coalesce({agg}, '[]'::json) FROM (SELECT {list} FROM (SELECT * FROM {rows} {f} WHERE {} = {} OFFSET 0) {t}{joins}{where_sql}{order}{page}) {j})",
+            self.foreign_key.render(),
+            self.parent.render(),
+            f = self.fenced,
+            t = self.entries.alias(),
+        )
+    }
+}
+
+/// ` LIMIT $n OFFSET $m` (each only when needed).
+pub(crate) fn page_sql(sql: &mut Sql, limit: Option<i64>, offset: i64) -> String {
+    let mut out = String::new();
+    if let Some(l) = limit {
+        out.push_str(&format!(" LIMIT {}", sql.param(Param::Int(l))));
+    }
+    if offset > 0 {
+        out.push_str(&format!(" OFFSET {}", sql.param(Param::Int(offset))));
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::query::expr::{Column, Expr};
+    use crate::query::order::{Joins, Sort};
+    use crate::query::plan::{Entries, Level, List, Output, RelatedItem};
+    use crate::query::predicate::Source;
     use crate::query::test_schema::{blog, query};
     use crate::query::{Limits, Planner, Variables};
-    use crate::sql::Param;
+    use crate::sql::{Param, Sql};
     use cdapi_proto::ApiError;
     use serde_json::json;
+
+    /// A level written by hand: a value, a related item read by a lateral join, a page of keys.
+    fn level() -> Level {
+        let value = Output::Value { key: "name".into(), expr: Expr::column("t0", "name") };
+        let author = RelatedItem {
+            rows: Source::Table("\"public\".\"authors\"".into()),
+            related: Column::new("t1", "id"),
+            foreign_key: Column::new("t0", "author"),
+            level: Level { alias: "t1".into(), outputs: vec![Output::Value { key: "id".into(), expr: Expr::Sql("(t1.\"id\")::text".into()) }] },
+            row: "j2".into(),
+            lateral: Some("m3".into()),
+        };
+        let mut sort = Sort::default();
+        sort.by(Expr::column("t4", "id"), true);
+        let list = List {
+            rows: Source::Table("\"public\".\"articles\"".into()),
+            fenced: "f6".into(),
+            foreign_key: Column::new("f6", "author"),
+            parent: Column::new("t0", "id"),
+            entries: Entries::Keys { alias: "t4".into(), expr: "t4.\"id\"".into() },
+            row: "j5".into(),
+            conditions: Vec::new(),
+            joins: Joins::default(),
+            sort,
+            limit: Some(2),
+            offset: 3,
+        };
+        Level {
+            alias: "t0".into(),
+            outputs: vec![value, Output::Item { key: "author".into(), item: Box::new(author) }, Output::List { key: "articles".into(), list: Box::new(list) }],
+        }
+    }
+
+    #[test]
+    fn a_plan_renders_as_subqueries_and_at_a_page_root_as_lateral_joins() {
+        let mut sql = Sql::default();
+        assert_eq!(
+            level().render(&mut sql),
+            "t0.\"name\" AS \"name\", (SELECT row_to_json(j2) FROM (SELECT (t1.\"id\")::text AS \"id\" FROM \"public\".\"authors\" t1 WHERE t1.\"id\" = t0.\"author\") j2) AS \"author\", \
+             (SELECT coalesce(array_to_json(array_agg(j5.k)), '[]'::json) FROM (SELECT t4.\"id\" AS k FROM (SELECT * FROM \"public\".\"articles\" f6 WHERE f6.\"author\" = t0.\"id\" OFFSET 0) t4 ORDER BY t4.\"id\" DESC LIMIT $1 OFFSET $2) j5) AS \"articles\""
+        );
+        assert_eq!(sql.params, vec![Param::Int(2), Param::Int(3)]);
+        let mut sql = Sql::default();
+        let (list, laterals) = level().render_page(&mut sql);
+        assert!(list.starts_with("t0.\"name\" AS \"name\", m3.v AS \"author\", (SELECT coalesce("), "{list}");
+        assert_eq!(
+            laterals,
+            " LEFT JOIN LATERAL (SELECT row_to_json(j2) AS v FROM (SELECT (t1.\"id\")::text AS \"id\" FROM \"public\".\"authors\" t1 WHERE t1.\"id\" = t0.\"author\") j2 OFFSET 0) m3 ON TRUE"
+        );
+    }
 
     /// The statement and parameters of a list read of `collection`.
     fn plan(collection: &str, q: serde_json::Value) -> Result<(String, Vec<Param>), ApiError> {
