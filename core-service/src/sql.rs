@@ -64,6 +64,12 @@ impl Sql {
         }
     }
 
+    /// Whether nothing has been written, bound or aliased yet (what was planned so far can be
+    /// rendered into any statement).
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty() && self.params.is_empty() && self.reads.is_empty() && self.alias_counter == 0
+    }
+
     /// A fresh table alias (`t1`, `t2`, ...); `t0` is the root.
     pub fn next_alias(&mut self, prefix: char) -> String {
         self.alias_counter += 1;

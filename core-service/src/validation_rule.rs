@@ -12,6 +12,8 @@
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::{Filter, filter};
 use serde_json::{Value, json};
+use std::any::Any;
+use std::sync::OnceLock;
 
 /// A compiled rule, or why it cannot be evaluated.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +52,10 @@ pub enum Rule {
         filter: Filter,
         /// Whether its operator negates another (holds for a missing value, as in Directus).
         negated: bool,
+        /// What the rule's evaluator plans from the condition once, kept with the snapshot the
+        /// rule was read with (`crate::permissions::validate` keeps the condition's typed
+        /// predicate here).
+        planned: Planned,
     },
 }
 
@@ -82,7 +88,15 @@ fn parse_into(rule: &Value, n: &mut usize) -> Result<Rule, ApiError> {
                         .ok_or_else(|| rule_error(field))?;
                     let Some(filter::Node::Condition(c)) = &filter.node else { return Err(rule_error(field)) };
                     let negated = query_language::operators::info(c.operator()).is_some_and(|i| i.negates.is_some());
-                    parts.push(Rule::Condition { field: field.to_owned(), op: op.clone(), operand: operand.clone(), index: *n, filter, negated });
+                    parts.push(Rule::Condition {
+                        field: field.to_owned(),
+                        op: op.clone(),
+                        operand: operand.clone(),
+                        index: *n,
+                        filter,
+                        negated,
+                        planned: Planned::default(),
+                    });
                     *n += 1;
                 }
             }
@@ -123,6 +137,44 @@ impl Rule {
                 _ => Ok(()),
             },
         }
+    }
+}
+
+/// A value planned from a condition on its first use and kept for the later ones (none when
+/// planning gives nothing). Its type is the planner's (this module is read with the permission
+/// rows, below the query engine, so it does not name it). A cache: it is not part of what the
+/// rule means (every two are equal) and a copy starts empty.
+#[derive(Default)]
+pub struct Planned(OnceLock<Option<Box<dyn Any + Send + Sync>>>);
+
+impl Planned {
+    /// The value planned by `plan` on the first call; later calls give it again (`None` when
+    /// `plan` gave none, or when the value kept is not a `T`).
+    pub fn get_or_plan<T: Any + Send + Sync>(&self, plan: impl FnOnce() -> Option<T>) -> Option<&T> {
+        let kept = self.0.get_or_init(|| plan().map(|v| Box::new(v) as Box<dyn Any + Send + Sync>));
+        kept.as_ref().and_then(|v| v.downcast_ref::<T>())
+    }
+}
+
+impl Clone for Planned {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl PartialEq for Planned {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Planned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0.get() {
+            None => "Planned(not yet)",
+            Some(None) => "Planned(nothing)",
+            Some(Some(_)) => "Planned(kept)",
+        })
     }
 }
 
@@ -175,6 +227,33 @@ mod tests {
         let e = in_rule.outcome(&[Some(false)]).err().ok_or_else(ApiError::internal)?;
         assert_eq!(e.extensions.get("valid"), Some(&json!(["x"])));
         Ok(())
+    }
+
+    #[test]
+    fn a_planned_value_is_made_once_and_kept() {
+        let planned = Planned::default();
+        let mut calls = 0;
+        assert_eq!(
+            planned.get_or_plan(|| {
+                calls += 1;
+                Some(7_u32)
+            }),
+            Some(&7)
+        );
+        assert_eq!(
+            planned.get_or_plan(|| {
+                calls += 1;
+                Some(8_u32)
+            }),
+            Some(&7),
+            "kept"
+        );
+        assert_eq!(calls, 1);
+        assert_eq!(planned.get_or_plan::<String>(|| None), None, "another type is not what was kept");
+        assert_eq!(planned.clone().get_or_plan(|| Some(9_u32)), Some(&9), "a copy starts empty");
+        let nothing = Planned::default();
+        assert_eq!(nothing.get_or_plan::<u32>(|| None), None);
+        assert_eq!(nothing.get_or_plan(|| Some(1_u32)), None, "nothing planned is kept too");
     }
 
     #[test]

@@ -213,6 +213,33 @@ async fn validation_cannot_be_bypassed_by_how_a_value_is_spelled() {
     assert_eq!(app.sql("SELECT count(*)::text FROM tickets").await, json!(1));
 }
 
+/// A validation rule's condition is planned once per schema snapshot unless it names the
+/// caller; a list operator's comma-separated text names the caller too, so the rule is planned
+/// for each writer, never once for nobody (whose `$CURRENT_USER` would let anyone through).
+#[tokio::test]
+async fn a_rule_naming_the_caller_in_a_list_holds_for_each_writer() {
+    let app = app(Dataset::DemoWrites);
+    exec(app, "CREATE TABLE claims (id serial PRIMARY KEY, owner uuid, note text)").await;
+    eventually("claims is served", || async { app.as_token(Some(ADMIN_TOKEN), Method::GET, "/items/claims?limit=1", None).await.status == 200 }).await;
+    let rule = json!({"owner": {"_nin": "00000000-0000-0000-0000-000000000001, $CURRENT_USER"}, "note": {"_neq": "x"}});
+    let rows = json!([{"collection": "claims", "action": "create", "fields": ["*"], "validation": rule}]);
+    let (first, first_id, _) = role(app, "ClaimantsOne", rows.clone()).await;
+    let (second, second_id, _) = role(app, "ClaimantsTwo", rows).await;
+    let post = |token: String, owner: String| async move {
+        app.as_token(Some(&token), Method::POST, "/items/claims", Some(json!({"owner": owner, "note": "n"}))).await
+    };
+    for _ in 0..2 {
+        for (token, me, other) in [(&first, &first_id, &second_id), (&second, &second_id, &first_id)] {
+            let r = post(token.clone(), me.clone()).await;
+            assert_error(&r, 400, "FAILED_VALIDATION", "claiming for oneself");
+            assert_eq!(r.body["errors"][0]["extensions"]["type"], "nin", "{}", r.body);
+            let r = post(token.clone(), other.clone()).await;
+            assert_eq!(r.status, 204, "claiming for another user: {}", r.body);
+        }
+    }
+    assert_eq!(app.sql("SELECT count(*)::text FROM claims").await, json!(4), "only the claims for others are stored");
+}
+
 /// Finding 8: removing items from an O2M changes the related items only under the related
 /// collection's grants.
 #[tokio::test]

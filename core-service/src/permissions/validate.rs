@@ -17,6 +17,7 @@
 //! {"name": …}}`) cannot be evaluated on a payload: INVALID_PAYLOAD.
 
 use crate::query::Planner;
+use crate::query::predicate::Predicate;
 use crate::schema::Collection;
 use crate::schema::bind::bind_text;
 use crate::validation_rule::{Rule, ValidationRule, rule_error};
@@ -47,18 +48,21 @@ pub async fn check(
         rule.conditions(&mut conds);
         let mut rule_slots = vec![None; conds.len()];
         for c in conds {
-            let Rule::Condition { field, index, filter, negated, .. } = c else { continue };
+            let Rule::Condition { field, index, filter, negated, planned, .. } = c else { continue };
             let f = collection.field(field).filter(|f| !f.is_alias()).ok_or_else(|| rule_error(field))?;
             if partial && !payload.contains_key(field) {
                 continue;
             }
-            // A rule that does not compile (a project's misconfiguration, e.g. a variable path
-            // through a field since removed) refuses the payload as the rule's failure; why is
-            // for the operator's log, not the client.
-            let sql = planner.row_condition(collection, "t0", filter).map_err(|e| {
-                tracing::warn!(collection = %collection.name, field, error = %e, "a validation rule could not be compiled; the payload is refused");
-                rule_error(field)
-            })?;
+            let sql = match planned.get_or_plan(|| plan_once(&planner, collection, filter)) {
+                Some(predicate) => predicate.render(&mut planner.sql),
+                // A rule that does not compile (a project's misconfiguration, e.g. a variable
+                // path through a field since removed) refuses the payload as the rule's failure;
+                // why is for the operator's log, not the client.
+                None => planner.row_condition(collection, "t0", filter).map_err(|e| {
+                    tracing::warn!(collection = %collection.name, field, error = %e, "a validation rule could not be compiled; the payload is refused");
+                    rule_error(field)
+                })?,
+            };
             if !used.contains(&f.name.as_str()) {
                 used.push(&f.name);
             }
@@ -103,6 +107,20 @@ pub async fn check(
         .collect())
 }
 
+/// A rule's condition `filter` planned as a predicate on the row `t0` of `collection` that any
+/// write through the rule can render: `None` when planning it resolved a dynamic variable of
+/// the caller (however the operand spells it: [`Planner::names_caller`]), it does not compile,
+/// or it binds values or reads or aliases rows while planned (its SQL would then belong
+/// to the statement it was planned in; see [`crate::query::predicate`]). Planned against
+/// `planner`'s schema and limits, for no caller.
+fn plan_once(planner: &Planner<'_>, collection: &Collection, filter: &cdapi_proto::v1::Filter) -> Option<Predicate> {
+    let nobody = crate::query::Variables::default();
+    let mut fresh = Planner::new(planner.schema, planner.limits, &nobody);
+    fresh.validation = true;
+    let predicate = fresh.row_predicate(collection, "t0", filter).ok()?;
+    (!fresh.names_caller && fresh.sql.is_empty()).then_some(predicate)
+}
+
 /// `$CURRENT_USER` / `$CURRENT_ROLE` (also inside arrays) → the caller's ids (for presets).
 pub fn resolve(v: &Value, vars: &crate::query::Variables) -> Value {
     match v {
@@ -110,5 +128,69 @@ pub fn resolve(v: &Value, vars: &crate::query::Variables) -> Value {
         Value::String(s) if s == "$CURRENT_ROLE" => vars.role.clone().map_or(Value::Null, Value::String),
         Value::Array(items) => Value::Array(items.iter().map(|i| resolve(i, vars)).collect()),
         other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::test_schema::blog;
+    use crate::query::{Limits, Variables};
+    use crate::sql::{Param, Sql};
+    use crate::validation_rule::parse;
+    use serde_json::json;
+
+    /// A predicate rendered into a fresh statement: its SQL and parameters.
+    type Rendered = (String, Vec<Param>);
+
+    /// Each condition of `rule` on `articles` as [`plan_once`] plans it, rendered into a fresh
+    /// statement: (SQL, parameters), or `None` when planned per write.
+    fn planned(rule: Value) -> Result<Vec<Option<Rendered>>, ApiError> {
+        let schema = blog();
+        let articles = schema.collection("articles").cloned().ok_or_else(ApiError::internal)?;
+        let vars = Variables { user: Some("u1".into()), ..Variables::default() };
+        let planner = Planner::new(&schema, Limits::default(), &vars);
+        let rule = parse(&rule)?;
+        let mut conds = Vec::new();
+        rule.conditions(&mut conds);
+        Ok(conds
+            .iter()
+            .map(|c| match c {
+                Rule::Condition { filter, .. } => plan_once(&planner, &articles, filter).map(|p| {
+                    let mut sql = Sql::default();
+                    (p.render(&mut sql), sql.params)
+                }),
+                _ => None,
+            })
+            .collect())
+    }
+
+    #[test]
+    fn conditions_not_naming_the_caller_are_planned_once_for_every_write() -> Result<(), ApiError> {
+        let once = planned(json!({"title": {"_eq": "x"}}))?;
+        let [Some((sql, params))] = once.as_slice() else { return Err(ApiError::internal_because(format!("planned once: {once:?}"))) };
+        assert_eq!(sql, "t0.\"title\" = CAST($1 AS text)");
+        assert_eq!(params, &vec![Param::Text("x".into())], "the literal is bound when rendered, into each write's statement");
+        assert!(planned(json!({"title": {"_regex": "^a"}}))?[0].is_some(), "validation-only operators");
+        assert!(planned(json!({"title": {"_eq": "$NOW"}}))?[0].is_some(), "the clock is no caller");
+        Ok(())
+    }
+
+    #[test]
+    fn conditions_naming_the_caller_or_not_compiling_are_planned_per_write() -> Result<(), ApiError> {
+        assert_eq!(planned(json!({"title": {"_eq": "$CURRENT_USER"}}))?, vec![None]);
+        assert_eq!(planned(json!({"title": {"_in": ["a", "$CURRENT_ROLE"]}}))?, vec![None]);
+        // However the operand spells the variable: a list operator's comma-separated text, a
+        // path of the caller's record (NULL for nobody, which binds nothing), several values.
+        for operand in [
+            json!({"_nin": "x, $CURRENT_USER"}),
+            json!({"_eq": "$CURRENT_USER.email"}),
+            json!({"_in": "a,$CURRENT_ROLES"}),
+            json!({"_in": ["$CURRENT_POLICIES"]}),
+        ] {
+            assert_eq!(planned(json!({ "title": operand.clone() }))?, vec![None], "{operand}");
+        }
+        assert_eq!(planned(json!({"nope": {"_eq": 1}}))?, vec![None], "an unknown field keeps its error for each write");
+        Ok(())
     }
 }

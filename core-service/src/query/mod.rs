@@ -150,6 +150,9 @@ pub struct Planner<'a> {
     /// Whether values are written in GraphQL's output forms (the query's `graphql_values`;
     /// see [`values::graphql_output`]).
     pub graphql_values: bool,
+    /// Whether what was planned names the caller: a dynamic variable other than `$NOW` was
+    /// resolved ([`Self::variable`]), so the plan holds only for this caller's [`Variables`].
+    pub names_caller: bool,
 }
 
 impl<'a> Planner<'a> {
@@ -168,6 +171,7 @@ impl<'a> Planner<'a> {
             fanout: Fanout::default(),
             backlink: true,
             graphql_values: false,
+            names_caller: false,
         }
     }
 

@@ -54,6 +54,7 @@ impl Planner<'_> {
         if let Some(args) = var.strip_prefix("NOW(").and_then(|a| a.strip_suffix(')')) {
             return Ok(Resolved::One(Operand::Now(Some(interval(args)?))));
         }
+        self.names_caller = true;
         let id = |v: &Option<String>| Resolved::One(Operand::Text(v.clone().unwrap_or_else(|| "00000000-0000-0000-0000-000000000000".into())));
         match var {
             "CURRENT_USER" => Ok(id(&self.vars.user)),
