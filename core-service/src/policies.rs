@@ -190,7 +190,9 @@ fn names_the_caller(f: &Filter) -> bool {
     fn caller_value(v: &cdapi_proto::v1::Value) -> bool {
         use cdapi_proto::v1::value::Kind;
         match &v.kind {
-            Some(Kind::String(s)) => s.starts_with("$CURRENT_"),
+            // Also inside a list operator's comma-separated text, which the filter compiler
+            // splits before reading variables (`"x,$CURRENT_USER"`).
+            Some(Kind::String(s)) => s.split(',').any(|part| part.trim_start().starts_with("$CURRENT_")),
             Some(Kind::List(l)) => l.values.iter().any(caller_value),
             _ => false,
         }
@@ -662,6 +664,9 @@ mod tests {
             serde_json::json!({"owner": {"_neq": "$CURRENT_USER"}}),
             serde_json::json!({"_and": [{"status": {"_eq": "x"}}, {"author": {"role": {"_in": ["$CURRENT_ROLES"]}}}]}),
             serde_json::json!({"owner": {"_eq": "$CURRENT_USER.email"}}),
+            // A list operator's comma-separated text is split before its variables are read.
+            serde_json::json!({"owner": {"_nin": "x, $CURRENT_USER"}}),
+            serde_json::json!({"role": {"_in": "a,$CURRENT_ROLES"}}),
         ];
         for v in named {
             assert!(names_the_caller(&filter(v.clone())), "{v}");
