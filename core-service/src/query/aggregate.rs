@@ -106,7 +106,7 @@ impl Planner<'_> {
         }
         let from = self.source_sql(collection)?;
         let conditions = self.filter_and_search(collection, "t0", q)?;
-        let where_sql = super::read::where_sql(&mut self.sql, &conditions);
+        let where_sql = super::select::where_sql(&mut self.sql, &conditions);
         let mut order = Sort::default();
         for key in &q.sort {
             let (_, expr) = groups.iter().find(|(g, _)| key.path.as_ref() == Some(*g)).ok_or_else(|| {

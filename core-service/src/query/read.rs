@@ -8,7 +8,7 @@
 use super::fields::FieldTree;
 use super::keys::{pk_expr, pk_order};
 use super::plan::pagination;
-use super::select::page_sql;
+use super::select::{page_sql, where_sql};
 use super::{Fanout, Planner};
 use crate::schema::Collection;
 use crate::sql::Sql;
@@ -272,12 +272,6 @@ impl Planner<'_> {
         self.backlink = q.backlink != Some(false);
         self.graphql_values = q.graphql_values;
     }
-}
-
-/// ` WHERE a AND b` over `conditions`, or nothing without any.
-pub(super) fn where_sql(sql: &mut Sql, conditions: &[super::predicate::Predicate]) -> String {
-    let rendered: Vec<String> = conditions.iter().map(|c| c.render(sql)).collect();
-    if rendered.is_empty() { String::new() } else { format!(" WHERE {}", rendered.join(" AND ")) }
 }
 
 #[cfg(test)]

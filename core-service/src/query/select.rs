@@ -4,6 +4,7 @@
 //! order and page). Rendering binds the plan's literals as parameters and cannot fail.
 
 use super::plan::{Entries, Level, List, Output, RelatedItem};
+use super::predicate::Predicate;
 use crate::sql::{Param, Sql, ident};
 
 impl Level {
@@ -96,8 +97,7 @@ impl List {
             Entries::Items(level) => (level.render(sql), format!("array_to_json(array_agg({j}))")),
             Entries::Keys { expr, .. } => (format!("{expr} AS k"), format!("array_to_json(array_agg({j}.k))")),
         };
-        let conditions: Vec<String> = self.conditions.iter().map(|c| c.render(sql)).collect();
-        let where_sql = if conditions.is_empty() { String::new() } else { format!(" WHERE {}", conditions.join(" AND ")) };
+        let where_sql = where_sql(sql, &self.conditions);
         let joins = self.joins.render(sql);
         let order = self.sort.render();
         let page = page_sql(sql, self.limit, self.offset);
@@ -110,6 +110,12 @@ impl List {
             t = self.entries.alias(),
         )
     }
+}
+
+/// ` WHERE a AND b` over `conditions`, or nothing without any.
+pub(crate) fn where_sql(sql: &mut Sql, conditions: &[Predicate]) -> String {
+    let rendered: Vec<String> = conditions.iter().map(|c| c.render(sql)).collect();
+    if rendered.is_empty() { String::new() } else { format!(" WHERE {}", rendered.join(" AND ")) }
 }
 
 /// ` LIMIT $n OFFSET $m` (each only when needed).
