@@ -110,8 +110,8 @@ pub async fn check(
 /// A rule's condition `filter` planned as a predicate on the row `t0` of `collection` that any
 /// write through the rule can render: `None` when planning it resolved a dynamic variable of
 /// the caller (however the operand spells it: [`Planner::names_caller`]), it does not compile,
-/// or it binds values or reads or aliases rows while planned (its SQL would then belong
-/// to the statement it was planned in; see [`crate::query::predicate`]). Planned against
+/// or it writes, binds, reads or aliases anything in its statement while planned (its aliases
+/// would then be that statement's; see [`crate::query::predicate`]). Planned against
 /// `planner`'s schema and limits, for no caller.
 fn plan_once(planner: &Planner<'_>, collection: &Collection, filter: &cdapi_proto::v1::Filter) -> Option<Predicate> {
     let nobody = crate::query::Variables::default();

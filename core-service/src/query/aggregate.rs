@@ -17,11 +17,10 @@
 //! `having[count][_gt]=10` or `having[sum][amount][_gte]=100`.
 
 use super::Planner;
-use super::expr::Expr;
 use super::operators::Target;
-use super::order::{Joins, Sort};
+use super::order::Sort;
 use super::plan::pagination;
-use super::predicate::Predicate;
+use super::predicate::{Expr, Joins, Predicate};
 use super::read::ReadStatement;
 use crate::schema::{Collection, Field, FieldType};
 use crate::sql::{column, ident};
@@ -61,13 +60,17 @@ impl Planner<'_> {
         let mut columns = Vec::new();
         let mut groups = Vec::new();
         for g in &q.group_by {
+            // A group key is written once: Postgres matches the select list, GROUP BY and ORDER
+            // BY to it by text (a count's rows bind parameters, which must not be numbered anew).
             let expr = self.path_expr(collection, "t0", g, &mut joins, "group")?;
+            let text = expr.render(&mut self.sql);
             // A group's value as a read writes it (functions as strings, dates formatted).
             let output = match (g.function(), self.path_type(collection, g)) {
-                (FieldFunction::Unspecified, Some(t)) => super::values::output(t, expr.render()),
-                (FieldFunction::Unspecified, None) => expr.render(),
-                _ => super::values::function_output(expr.render()),
+                (FieldFunction::Unspecified, Some(t)) => super::values::output(t, text.clone()),
+                (FieldFunction::Unspecified, None) => text.clone(),
+                _ => super::values::function_output(text.clone()),
             };
+            let expr = Expr::Sql(text);
             columns.push(format!("{output} AS {}", ident(&query_language::paths::result_key(g))));
             groups.push((g, expr));
         }
@@ -123,9 +126,9 @@ impl Planner<'_> {
         } else {
             // By the expressions, not the output columns (those are formatted: text, to_char),
             // so ORDER BY and HAVING can use the same expressions.
-            format!(" GROUP BY {}", groups.iter().map(|(_, e)| e.render()).collect::<Vec<_>>().join(", "))
+            format!(" GROUP BY {}", groups.iter().map(|(_, e)| e.render(&mut self.sql)).collect::<Vec<_>>().join(", "))
         };
-        let order_sql = order.render();
+        let order_sql = order.render(&mut self.sql);
         let having_sql = match &q.having {
             Some(f) => format!(" HAVING {}", self.having(f, "", &targets)?.render(&mut self.sql)),
             None => String::new(),

@@ -9,10 +9,9 @@
 //! collection backwards, as an O2M without an alias.
 
 use super::Planner;
-use super::expr::{Column, Expr};
 use super::functions::{Call, Function};
 use super::operators::Target;
-use super::predicate::{Exists, InScope, Operand, Pattern, Predicate, Test};
+use super::predicate::{Column, Exists, InScope, Operand, Pattern, Predicate, Test};
 use crate::schema::{Collection, FieldRelation, FieldType, ValueCast};
 use crate::sql::escape_like;
 use cdapi_proto::ApiError;
@@ -157,7 +156,7 @@ impl Planner<'_> {
 
     fn target(&mut self, collection: &Collection, alias: &str, name: &str, function: Function) -> Result<Target, ApiError> {
         if let Some(call) = Call::of(function, name) {
-            let expr = Expr::Sql(self.function_expr(collection, alias, &call)?);
+            let expr = self.function_expr(collection, alias, &call)?;
             let name = query_language::paths::call_text(name, function);
             return Ok(Target { expr, field_type: FieldType::BigInteger, db_type: "bigint".into(), is_enum: false, name });
         }
@@ -206,8 +205,7 @@ impl Planner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::predicate::Comparison;
-    use crate::query::predicate::Source;
+    use crate::query::predicate::{Comparison, Expr, Source};
     use crate::query::test_schema::blog;
     use crate::query::{Limits, Variables};
     use crate::sql::Sql;
@@ -216,7 +214,7 @@ mod tests {
     use serde_json::{Value, json};
 
     /// The plan of filter `f` on `collection` (rows `t0`), as a signed-in caller, with the
-    /// statement it was planned in (its aliases and the caller's record fields' parameters).
+    /// statement it was planned in (its aliases).
     fn plan(collection: &str, f: Value, limits: Limits) -> Result<(Predicate, Sql), ApiError> {
         let schema = blog();
         let c = schema.collection(collection).ok_or_else(ApiError::internal)?.clone();

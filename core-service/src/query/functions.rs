@@ -7,8 +7,8 @@
 
 use super::Planner;
 
+use super::predicate::{Column, DatePart, Expr, Part, RelatedCount};
 use crate::schema::{Collection, FieldRelation, FieldType};
-use crate::sql::column;
 use cdapi_proto::ApiError;
 
 /// A function name: the contract's enum (`query.proto` `FieldFunction`; REST names by
@@ -33,21 +33,21 @@ impl<'s> Call<'s> {
 }
 
 impl Planner<'_> {
-    /// The SQL expression (an `int8`) of `call` on `collection` rows aliased `alias`.
+    /// The expression (an `int8`) of `call` on `collection` rows aliased `alias`.
     /// Errors: FORBIDDEN for an unknown field; INVALID_QUERY when the function does not apply
     /// to the field's type.
-    pub fn function_expr(&mut self, collection: &Collection, alias: &str, call: &Call<'_>) -> Result<String, ApiError> {
-        self.function_sql(collection, alias, call, false)
+    pub fn function_expr(&mut self, collection: &Collection, alias: &str, call: &Call<'_>) -> Result<Expr, ApiError> {
+        self.function(collection, alias, call, false)
     }
 
-    /// The SQL expression (`text`) of `call` as `fields` writes it: as [`Planner::function_expr`],
+    /// The expression (`text`) of `call` as `fields` writes it: as [`Planner::function_expr`],
     /// but `second` keeps its fraction, as Postgres's `EXTRACT` gives it (`"7.000000"`, as
     /// Directus answers).
-    pub fn function_output_expr(&mut self, collection: &Collection, alias: &str, call: &Call<'_>) -> Result<String, ApiError> {
-        Ok(super::values::function_output(self.function_sql(collection, alias, call, true)?))
+    pub fn function_output_expr(&mut self, collection: &Collection, alias: &str, call: &Call<'_>) -> Result<Expr, ApiError> {
+        Ok(Expr::Text(Box::new(self.function(collection, alias, call, true)?)))
     }
 
-    fn function_sql(&mut self, collection: &Collection, alias: &str, call: &Call<'_>, exact: bool) -> Result<String, ApiError> {
+    fn function(&mut self, collection: &Collection, alias: &str, call: &Call<'_>, fraction: bool) -> Result<Expr, ApiError> {
         let field = collection.field(call.field).ok_or_else(|| ApiError::forbidden_field(&collection.name, call.field))?;
         let wrong_type = || {
             ApiError::invalid_query(format!(
@@ -57,40 +57,39 @@ impl Planner<'_> {
                 field.field_type.as_str()
             ))
         };
-        let col = column(alias, &field.name);
+        let col = Column::new(alias, &field.name);
         if call.function == Function::Count {
             return match (&field.relation, field.field_type) {
                 (Some(FieldRelation::O2M { related, related_field, local_field, .. }), _) => {
                     let c = self.sql.next_alias('c');
                     let rel = self.collection(related)?;
-                    Ok(format!("(SELECT count(*) FROM {} {c} WHERE {} = {})", self.source_sql(rel)?, column(&c, related_field), column(alias, local_field)))
+                    let rows = self.source(rel)?;
+                    let foreign_key = Column::new(&c, related_field);
+                    Ok(Expr::RelatedCount(Box::new(RelatedCount { rows, alias: c, foreign_key, local: Column::new(alias, local_field) })))
                 }
-                (_, FieldType::Json) => Ok(format!("(CASE WHEN json_typeof({col}::json) = 'array' THEN json_array_length({col}::json) END)::int8")),
-                (_, FieldType::Csv) => Ok(format!("coalesce(cardinality({col}), 0)::int8")),
+                (_, FieldType::Json) => Ok(Expr::JsonLength(col)),
+                (_, FieldType::Csv) => Ok(Expr::ArrayLength(col)),
                 _ => Err(wrong_type()),
             };
         }
-        let source = match field.field_type {
-            FieldType::Timestamp => format!("({col} AT TIME ZONE 'UTC')"),
-            FieldType::Date | FieldType::DateTime => col,
-            FieldType::Time if matches!(call.function, Function::Hour | Function::Minute | Function::Second) => col,
+        let utc = match field.field_type {
+            FieldType::Timestamp => true,
+            FieldType::Date | FieldType::DateTime => false,
+            FieldType::Time if matches!(call.function, Function::Hour | Function::Minute | Function::Second) => false,
             _ => return Err(wrong_type()),
         };
         let part = match call.function {
-            Function::Year => "YEAR",
-            Function::Month => "MONTH",
-            Function::Week => "WEEK",
-            Function::Day => "DAY",
-            Function::Weekday => "DOW",
-            Function::Hour => "HOUR",
-            Function::Minute => "MINUTE",
-            Function::Second => "SECOND",
+            Function::Year => Part::Year,
+            Function::Month => Part::Month,
+            Function::Week => Part::Week,
+            Function::Day => Part::Day,
+            Function::Weekday => Part::Weekday,
+            Function::Hour => Part::Hour,
+            Function::Minute => Part::Minute,
+            Function::Second => Part::Second,
             Function::Count | Function::Unspecified => return Err(wrong_type()),
         };
-        if exact && call.function == Function::Second {
-            return Ok(format!("EXTRACT(SECOND FROM {source})"));
-        }
-        Ok(format!("floor(EXTRACT({part} FROM {source}))::int8"))
+        Ok(Expr::DatePart(DatePart { column: col, part, utc, fraction }))
     }
 }
 
@@ -101,7 +100,7 @@ mod tests {
     use crate::query::{Limits, Variables};
     use cdapi_proto::ErrorCode;
 
-    fn expr(collection: &str, function: Function, field: &str) -> Result<String, ApiError> {
+    fn expr(collection: &str, function: Function, field: &str) -> Result<Expr, ApiError> {
         let schema = blog();
         let c = schema.collection(collection).ok_or_else(ApiError::internal)?.clone();
         let vars = Variables::default();
@@ -111,8 +110,9 @@ mod tests {
 
     #[test]
     fn count_of_a_to_many_field_counts_the_related_rows() -> Result<(), ApiError> {
-        let sql = expr("authors", Function::Count, "articles")?;
-        assert_eq!(sql, "(SELECT count(*) FROM \"public\".\"articles\" c1 WHERE c1.\"author\" = t0.\"id\")");
+        let Expr::RelatedCount(count) = expr("authors", Function::Count, "articles")? else { panic!("a related count") };
+        assert_eq!(count.rows, crate::query::predicate::Source::Table("\"public\".\"articles\"".into()));
+        assert_eq!((count.alias.as_str(), &count.foreign_key, &count.local), ("c1", &Column::new("c1", "author"), &Column::new("t0", "id")));
         Ok(())
     }
 

@@ -2,8 +2,7 @@
 //! joined by `,`), the key as a read writes it, and the stable order over the key.
 
 use super::Planner;
-use super::expr::Expr;
-use super::predicate::{Comparison, Operand, Predicate, Test};
+use super::predicate::{Comparison, Expr, Operand, Predicate, Test};
 use crate::schema::{Collection, Field};
 use crate::sql::column;
 use cdapi_proto::ApiError;

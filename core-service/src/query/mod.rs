@@ -17,7 +17,6 @@
 //! (dynamic variables in filter values). Every planning step is a method of [`Planner`].
 
 pub mod aggregate;
-pub mod expr;
 pub mod fields;
 pub mod filter;
 pub mod functions;

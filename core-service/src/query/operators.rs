@@ -12,8 +12,7 @@
 //! [`super::variables`].
 
 use super::Planner;
-use super::expr::Expr;
-use super::predicate::{Comparison, Operand, Pattern, Predicate, Test};
+use super::predicate::{Comparison, Expr, Operand, Pattern, Predicate, Test};
 use super::variables::Resolved;
 use crate::schema::{Field, FieldType};
 use crate::sql::escape_like;
@@ -150,7 +149,7 @@ impl Planner<'_> {
                 let pattern = match self.text_operand(name, v)? {
                     Operand::Text(value) => Pattern::Literal(format!("{prefix}{}{suffix}", escape_like(&value))),
                     // A field of the caller's record: its text, escaped the same way, in SQL.
-                    Operand::Expr(expr) => Pattern::Expr { prefix, expr, suffix },
+                    value @ (Operand::Record(_) | Operand::Null) => Pattern::Value { prefix, value, suffix },
                     Operand::Now(_) | Operand::Integer(_) => return Err(ApiError::invalid_query(format!("\"{name}\" needs a text value"))),
                 };
                 t.test(Test::Like { pattern, case_insensitive })

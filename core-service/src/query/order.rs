@@ -1,54 +1,17 @@
 //! `sort` and field paths: the ORDER BY of a level ([`Sort`]), and paths through many-to-one
 //! relations (`author.name`) or functions (`year(published_at)`) as SQL expressions with the
 //! LEFT JOINs they need ([`Joins`]; shared by sort, groupBy and dynamic variables). Both are
-//! planned, then rendered: the joins' related rows are typed [`Source`]s, written with the
-//! statement; a sort term's expression is an [`Expr`] (a column, or a function's SQL text).
+//! planned, then rendered: the joins' related rows are typed sources
+//! ([`super::predicate::Source`]), written with the statement; a sort term's expression is an
+//! [`Expr`] (a column, a function of one).
 
 use super::Planner;
-use super::expr::{Column, Expr};
 use super::functions::Call;
-use super::predicate::Source;
+use super::predicate::{Column, Expr, Join, Joins};
 use crate::schema::{Collection, FieldRelation};
 use crate::sql::Sql;
 use cdapi_proto::ApiError;
-use cdapi_proto::v1::{FieldPath, PathSegment, SortKey};
-
-/// The LEFT JOIN a many-to-one hop of a path needs: the related row, joined by its key (a
-/// foreign key reaches a unique key: it never multiplies rows).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Join {
-    /// The related rows (the caller's view of them).
-    pub rows: Source,
-    /// Their alias (`s1`).
-    pub alias: String,
-    /// The related row's key column…
-    pub related: Column,
-    /// …equal to the outer row's foreign key.
-    pub local: Column,
-}
-
-/// LEFT JOINs added for M2O paths in `sort`, `groupBy` and dynamic variables, one per path
-/// prefix.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct Joins {
-    /// The joins, in the order first needed.
-    pub joins: Vec<Join>,
-    /// Each joined path prefix and its alias.
-    joined: Vec<(Vec<PathSegment>, String)>,
-}
-
-impl Joins {
-    /// ` LEFT JOIN <rows> s1 ON s1."id" = t0."author"` for each join, the rows' permission
-    /// filters bound as parameters of `sql`; empty without joins.
-    pub fn render(&self, sql: &mut Sql) -> String {
-        let mut out = String::new();
-        for j in &self.joins {
-            let rows = j.rows.render(sql);
-            out.push_str(&format!(" LEFT JOIN {rows} {} ON {} = {}", j.alias, j.related.render(), j.local.render()));
-        }
-        out
-    }
-}
+use cdapi_proto::v1::{FieldPath, SortKey};
 
 /// The ORDER BY of one level: its terms in order.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -80,12 +43,20 @@ impl Sort {
         }
     }
 
-    /// ` ORDER BY a, b DESC`, or nothing without terms.
-    pub fn render(&self) -> String {
+    /// ` ORDER BY a, b DESC`, or nothing without terms; the literals of the rows a term reads (a
+    /// related count) bound as parameters of `sql`.
+    pub fn render(&self, sql: &mut Sql) -> String {
         if self.terms.is_empty() {
             return String::new();
         }
-        let terms: Vec<String> = self.terms.iter().map(|t| if t.descending { format!("{} DESC", t.expr.render()) } else { t.expr.render() }).collect();
+        let terms: Vec<String> = self
+            .terms
+            .iter()
+            .map(|t| {
+                let expr = t.expr.render(sql);
+                if t.descending { format!("{expr} DESC") } else { expr }
+            })
+            .collect();
         format!(" ORDER BY {}", terms.join(", "))
     }
 }
@@ -132,7 +103,7 @@ impl Planner<'_> {
             }
             let seg = seg.field.as_str();
             if let (true, Some(call)) = (last, Call::of(path.function(), seg)) {
-                return self.function_expr(current, &alias, &call).map(Expr::Sql);
+                return self.function_expr(current, &alias, &call);
             }
             let field = current.field(seg).ok_or_else(|| ApiError::forbidden_field(&current.name, seg))?;
             match (&field.relation, last) {
@@ -151,14 +122,16 @@ impl Planner<'_> {
                 }
                 (_, true) => return Ok(Expr::column(&alias, seg)),
                 (Some(FieldRelation::M2O { related, related_field, .. }), false) => {
-                    let next = match joins.joined.iter().find(|(p, _)| *p == segments[..=i]) {
-                        Some((_, a)) => a.clone(),
+                    let next = match joins.alias_of(&segments[..=i]) {
+                        Some(a) => a.to_owned(),
                         None => {
                             let a = self.sql.next_alias('s');
                             let rel = self.collection(related)?;
                             let rows = self.source(rel)?;
-                            joins.joins.push(Join { rows, alias: a.clone(), related: Column::new(&a, related_field), local: Column::new(&alias, seg) });
-                            joins.joined.push((segments[..=i].to_vec(), a.clone()));
+                            joins.add(
+                                &segments[..=i],
+                                Join { rows, alias: a.clone(), related: Column::new(&a, related_field), local: Column::new(&alias, seg) },
+                            );
                             a
                         }
                     };
@@ -197,6 +170,7 @@ impl Planner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::query::predicate::Source;
     use crate::query::test_schema::blog;
     use crate::query::{Limits, Variables};
     use cdapi_proto::ErrorCode;
@@ -227,9 +201,9 @@ mod tests {
         assert_eq!(terms(&order("articles", &["-title"], None)?.1), vec![by("t0", "title", true), by("t0", "id", false)]);
         // Sorting by the key already: not appended again.
         assert_eq!(terms(&order("articles", &["-id"], None)?.1), vec![by("t0", "id", true)]);
-        // A function is the SQL the planner wrote for it.
+        // A function is its typed expression.
         let count = terms(&order("authors", &["-count(articles)"], None)?.1);
-        assert!(matches!(&count[..], [(Expr::Sql(sql), true), _] if sql.starts_with("(SELECT count(*)")), "{count:?}");
+        assert!(matches!(&count[..], [(Expr::RelatedCount(c), true), _] if c.local == Column::new("t0", "id")), "{count:?}");
         Ok(())
     }
 
@@ -261,8 +235,8 @@ mod tests {
         let (joins, sort) = order("articles", &["author.name", "-author.id"], None)?;
         let mut sql = Sql::default();
         assert_eq!(joins.render(&mut sql), " LEFT JOIN \"public\".\"authors\" s1 ON s1.\"id\" = t0.\"author\"");
-        assert_eq!(sort.render(), " ORDER BY s1.\"name\", s1.\"id\" DESC, t0.\"id\"");
-        assert_eq!((Joins::default().render(&mut sql), Sort::default().render()), (String::new(), String::new()));
+        assert_eq!(sort.render(&mut sql), " ORDER BY s1.\"name\", s1.\"id\" DESC, t0.\"id\"");
+        assert_eq!((Joins::default().render(&mut sql), Sort::default().render(&mut sql)), (String::new(), String::new()));
         assert!(sql.params.is_empty());
         Ok(())
     }

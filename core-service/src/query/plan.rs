@@ -7,18 +7,14 @@
 //!
 //! Aliases are given out as the plan is made, in the order the statement then uses them, so
 //! a level's rows are `t1`, its JSON row `j2`, a list's fenced rows `f3`, a permission view's
-//! rows `p4`. Literals are bound when the plan is rendered, in text order, except for what is
-//! written as SQL while planning, whose parameters are bound then and so numbered first: a
-//! function's output (a count of a to-many field through the caller's row filters), a field of
-//! the caller's record (`$CURRENT_USER.org`), the rows of versions and revisions a role sees
-//! (see [`super::expr::Expr::Sql`], [`Source::Sql`]); a value's output form binds nothing.
-//! Render a plan into the statement it was planned in only.
+//! rows `p4`. Literals are bound as the plan is rendered; a value's output form
+//! ([`Expr::Sql`]) binds nothing. Render a plan into the statement it was planned in only:
+//! its aliases are that statement's.
 
-use super::expr::{Column, Expr};
 use super::fields::{self, Select};
 use super::keys::key_output;
-use super::order::{Joins, Sort};
-use super::predicate::{Predicate, Source};
+use super::order::Sort;
+use super::predicate::{Column, Expr, Joins, Predicate, Source};
 use super::{Limits, Planner};
 use crate::schema::Collection;
 use crate::sql::column;
@@ -232,7 +228,7 @@ impl Planner<'_> {
                 let expr = if expr == raw { Expr::column(alias, &field.name) } else { Expr::Sql(expr) };
                 Output::Value { key: key.clone(), expr }
             }
-            fields::Column::Function { key, call } => Output::Value { key: key.clone(), expr: Expr::Sql(self.function_output_expr(collection, alias, call)?) },
+            fields::Column::Function { key, call } => Output::Value { key: key.clone(), expr: self.function_output_expr(collection, alias, call)? },
             fields::Column::M2O { key, field, related_field, select: nested } => {
                 let level_alias = self.sql.next_alias('t');
                 let row = self.sql.next_alias('j');
@@ -333,6 +329,7 @@ mod tests {
     use crate::query::fields::FieldTree;
     use crate::query::test_schema::{blog, query};
     use crate::query::{Fanout, Variables};
+    use crate::sql::Sql;
     use cdapi_proto::ErrorCode;
     use serde_json::json;
 
@@ -356,7 +353,7 @@ mod tests {
         let keys: Vec<&str> = level.outputs.iter().map(Output::key).collect();
         assert_eq!(keys, ["id", "name", "articles_count"]);
         assert_eq!(level.outputs[1], Output::Value { key: "name".into(), expr: Expr::column("t0", "name") });
-        assert!(matches!(&level.outputs[2], Output::Value { expr: Expr::Sql(_), .. }), "a function is written as SQL: {:?}", level.outputs[2]);
+        assert!(matches!(&level.outputs[2], Output::Value { expr: Expr::Text(_), .. }), "a function is written as text: {:?}", level.outputs[2]);
         Ok(())
     }
 
@@ -379,7 +376,7 @@ mod tests {
         assert_eq!((list.limit, list.offset), (Some(3), 1));
         assert_eq!((list.foreign_key.clone(), list.parent.clone()), (Column::new(&list.fenced, "author"), Column::new("t0", "id")));
         assert_eq!(list.conditions.len(), 1);
-        let order: Vec<(String, bool)> = list.sort.terms.iter().map(|t| (t.expr.render(), t.descending)).collect();
+        let order: Vec<(String, bool)> = list.sort.terms.iter().map(|t| (t.expr.render(&mut Sql::default()), t.descending)).collect();
         assert_eq!(order, [("t1.\"title\"".to_owned(), true), ("t1.\"id\"".to_owned(), false)]);
         assert!(matches!(&list.entries, Entries::Items(l) if l.alias == "t1"));
         // Without nested fields, a list of keys.

@@ -175,7 +175,7 @@ impl Planner<'_> {
         let rows = self.source(collection)?;
         let where_sql = where_sql(&mut self.sql, &conditions);
         let joins = joins.render(&mut self.sql);
-        let order = sort.render();
+        let order = sort.render(&mut self.sql);
         let page = page_sql(&mut self.sql, limit, offset);
         let from = rows.render(&mut self.sql);
         self.sql.text = format!("SELECT ({})::text FROM {from} t0{joins}{where_sql}{order}{page}", pk_expr(collection, "t0"));
@@ -201,7 +201,7 @@ impl Planner<'_> {
         let (list, laterals) = level.render_page(&mut self.sql);
         let where_sql = where_sql(&mut self.sql, &conditions);
         let joins = joins.render(&mut self.sql);
-        let order = sort.render();
+        let order = sort.render(&mut self.sql);
         let page = page_sql(&mut self.sql, limit, offset);
         let from = rows.render(&mut self.sql);
         // The page of root rows is chosen first, in a subquery that LIMIT fences; the select

@@ -58,7 +58,7 @@ impl Output {
     /// The output as `<expression> AS "key"`, its literals bound as parameters of `sql`.
     pub fn render(&self, sql: &mut Sql) -> String {
         match self {
-            Output::Value { key, expr } => format!("{} AS {}", expr.render(), ident(key)),
+            Output::Value { key, expr } => format!("{} AS {}", expr.render(sql), ident(key)),
             Output::Item { key, item } => {
                 let rows = item.rows_sql(sql);
                 format!("(SELECT row_to_json({j}) FROM {rows} {j}) AS {}", ident(key), j = item.row)
@@ -99,7 +99,7 @@ impl List {
         };
         let where_sql = where_sql(sql, &self.conditions);
         let joins = self.joins.render(sql);
-        let order = self.sort.render();
+        let order = self.sort.render(sql);
         let page = page_sql(sql, self.limit, self.offset);
         let rows = self.rows.render(sql);
         format!(
@@ -132,10 +132,11 @@ pub(crate) fn page_sql(sql: &mut Sql, limit: Option<i64>, offset: i64) -> String
 
 #[cfg(test)]
 mod tests {
-    use crate::query::expr::{Column, Expr};
-    use crate::query::order::{Joins, Sort};
+    use crate::query::order::Sort;
     use crate::query::plan::{Entries, Level, List, Output, RelatedItem};
+    use crate::query::predicate::Joins;
     use crate::query::predicate::Source;
+    use crate::query::predicate::{Column, Expr};
     use crate::query::test_schema::{blog, query};
     use crate::query::{Limits, Planner, Variables};
     use crate::sql::{Param, Sql};

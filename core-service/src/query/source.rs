@@ -10,8 +10,7 @@
 //! [`Source::render`] writes one as SQL, binding the filters' literals as parameters of the
 //! statement. The types live beside [`Predicate`] (a relational condition reaches a
 //! [`Source`], a source's rows are limited by predicates). Content versions and revisions are
-//! cut further by [`super::version_rows`], which still writes its part as SQL text
-//! ([`Source::Sql`]).
+//! cut further by [`super::version_rows`] ([`Source::Versions`]).
 
 use super::Planner;
 use super::predicate::{PermittedColumn, PermittedRows, Predicate, Source};

@@ -17,9 +17,7 @@
 //! starting with `$` is a plain value, as in Directus (`$t:public_label`, a policy's name).
 
 use super::Planner;
-use super::order::Joins;
-use super::predicate::Operand;
-use crate::sql::column;
+use super::predicate::{Column, Joins, Operand, RecordField};
 use cdapi_proto::ApiError;
 
 /// A dynamic variable's value.
@@ -79,7 +77,7 @@ impl Planner<'_> {
     /// against (the whole snapshot for permission rules, the caller's view for their filters);
     /// `NULL` without a key (the public role). FORBIDDEN for what that schema does not show.
     fn record_field(&mut self, collection: &str, key: Option<String>, path: &str) -> Result<Operand, ApiError> {
-        let Some(key) = key else { return Ok(Operand::Expr("NULL".into())) };
+        let Some(key) = key else { return Ok(Operand::Null) };
         let record = self.collection(collection)?;
         let pk = record
             .primary_key
@@ -91,11 +89,10 @@ impl Planner<'_> {
         // The path is part of a filter value (`$CURRENT_USER.role.name`): parsed by the one
         // path grammar.
         let path = query_language::paths::parse(path)?;
-        let expr = self.path_expr(record, &alias, &path, &mut joins, "compare with")?.render();
-        let joins = joins.render(&mut self.sql);
-        let from = self.source_sql(record)?;
-        let key = self.sql.cast_param(key, &pk.db_type);
-        Ok(Operand::Expr(format!("(SELECT {expr} FROM {from} {alias}{joins} WHERE {} = {key})", column(&alias, &pk.name))))
+        let value = self.path_expr(record, &alias, &path, &mut joins, "compare with")?;
+        let rows = self.source(record)?;
+        let key_column = Column::new(&alias, &pk.name);
+        Ok(Operand::Record(Box::new(RecordField { value, rows, alias, joins, key_column, key, key_type: pk.db_type.clone() })))
     }
 }
 

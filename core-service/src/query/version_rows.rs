@@ -1,6 +1,6 @@
 //! What of `directus_versions` and `directus_revisions` a caller without admin access reads
 //! (docs/security.md "Content versions", "Activity and revisions"), decided where every read
-//! statement gets its rows ([`Planner::source`]; written here as SQL text, [`Source::Sql`]),
+//! statement gets its rows ([`Planner::source`], planned here into [`Source::Versions`]),
 //! so `/versions`, `/revisions`, GraphQL, filters, aggregates and `?version=` reads all see
 //! the same: the rows their read permission rows on the collection let them see (row filter
 //! and fields, as any collection), narrowed to those of items they can read live, with the
@@ -9,9 +9,8 @@
 
 use super::Planner;
 use super::keys::pk_expr;
-use super::predicate::Source;
+use super::predicate::{ItemRows, ReadableList, RelatedKeys, Source, VersionColumn, VersionRows};
 use crate::schema::{Collection, Schema};
-use crate::sql::{Param, column, ident};
 use cdapi_proto::ApiError;
 
 /// The collection name of content versions (Directus's `directus_versions`).
@@ -42,72 +41,41 @@ impl<'a> Planner<'a> {
         if std::ptr::eq(self.schema, self.base) {
             return Ok(rows);
         }
-        let rows = rows.render(&mut self.sql);
         let schema: &'a Schema = self.schema;
         let stored = self.stored(collection)?;
-        let v = self.sql.next_alias('v');
-        let mut conditions = Vec::new();
-        let mut deltas = Vec::new();
+        let alias = self.sql.next_alias('v');
+        let mut collections = Vec::new();
         for c in schema.collections.values().filter(|c| !c.system && !c.primary_key.is_empty()) {
-            let source = self.source_sql(c)?;
-            let alias = self.sql.next_alias('q');
-            let name = self.sql.param(Param::Text(c.name.clone()));
+            let items = self.source(c)?;
+            let item_alias = self.sql.next_alias('q');
             let masked = |f: &str| c.row_access.as_ref().is_some_and(|a| a.masks.contains_key(f));
-            let readable: Vec<String> = c.fields.iter().filter(|f| !masked(&f.name)).map(|f| f.name.clone()).collect();
-            let fields = self.sql.param(Param::TextArray(readable));
-            conditions.push(format!("({v}.collection = {name} AND EXISTS (SELECT 1 FROM {source} {alias} WHERE ({})::text = {v}.item))", pk_expr(c, &alias)));
-            let value = self.readable_keys(c)?;
-            deltas.push((name, fields, value));
+            let readable = c.fields.iter().filter(|f| !masked(&f.name)).map(|f| f.name.clone()).collect();
+            let lists = self.readable_lists(c)?;
+            collections.push(ItemRows { collection: c.name.clone(), items, key: pk_expr(c, &item_alias), alias: item_alias, readable, lists });
         }
-        let visible = if conditions.is_empty() { "FALSE".to_owned() } else { format!("({})", conditions.join(" OR ")) };
-        // A values column cut to the fields readable in the row's collection.
-        let cut = |name: &str| {
-            let col = column(&v, name);
-            if deltas.is_empty() {
-                return format!("NULL::jsonb AS {}", ident(name));
-            }
-            let cases: Vec<String> = deltas
-                .iter()
-                .map(|(c, fields, value)| {
-                    format!(
-                        "WHEN {c} THEN coalesce((SELECT jsonb_object_agg(d.key, {value}) FROM jsonb_each({col}) d WHERE d.key = ANY({fields})), '{{}}'::jsonb)"
-                    )
-                })
-                .collect();
-            format!("CASE WHEN {col} IS NULL THEN NULL ELSE CASE {v}.collection {} END END AS {}", cases.join(" "), ident(name))
-        };
-        let cols: Vec<String> = stored
-            .fields
-            .iter()
-            .filter(|f| !f.is_alias())
-            .map(|f| if values.contains(&f.name.as_str()) { cut(&f.name) } else { column(&v, &f.name) })
-            .collect();
-        Ok(Source::Sql(format!("(SELECT {} FROM {rows} {v} WHERE {visible})", cols.join(", "))))
+        let columns =
+            stored.fields.iter().filter(|f| !f.is_alias()).map(|f| VersionColumn { name: f.name.clone(), values: values.contains(&f.name.as_str()) }).collect();
+        Ok(Source::Versions(Box::new(VersionRows { rows, alias, collections, columns })))
     }
 
-    /// The value of entry `d` (key, value) of a revision's `data` of an item of `c`, as the
-    /// caller may see it: a to-many list of related keys ([`Planner::key_lists`]) keeps only
-    /// the keys of related items the caller can read, so a revision shows no more of a
-    /// relation than a live read of the item would; other values are unchanged.
-    fn readable_keys(&mut self, c: &Collection) -> Result<String, ApiError> {
-        let mut cases = String::new();
+    /// The to-many fields of `c`, whose lists of related keys in a revision's `data`
+    /// ([`Planner::key_lists`]) keep only the keys of related items the caller can read, so a
+    /// revision shows no more of a relation than a live read of the item would.
+    fn readable_lists(&mut self, c: &Collection) -> Result<Vec<ReadableList>, ApiError> {
+        let mut lists = Vec::new();
         for f in &c.fields {
             let Some(crate::schema::FieldRelation::O2M { related, .. }) = &f.relation else { continue };
             let Some(related) = self.schema.collection(related).cloned() else { continue };
-            let name = self.sql.param(Param::Text(f.name.clone()));
-            if value_columns(&related.name).is_some() {
-                // A list of versions or revisions: not shown (its own rule would apply here).
-                cases.push_str(&format!(" WHEN {name} THEN NULL"));
-                continue;
-            }
-            let source = self.source_sql(&related)?;
-            let q = self.sql.next_alias('q');
-            cases.push_str(&format!(
-                " WHEN {name} THEN CASE WHEN jsonb_typeof(d.value) = 'array' THEN (SELECT coalesce(jsonb_agg(e.value ORDER BY e.n), '[]'::jsonb) \
-                 FROM jsonb_array_elements(d.value) WITH ORDINALITY e(value, n) WHERE EXISTS (SELECT 1 FROM {source} {q} WHERE ({})::text = e.value #>> '{{}}')) END",
-                pk_expr(&related, &q)
-            ));
+            // A list of versions or revisions: not shown (its own rule would apply here).
+            let related = if value_columns(&related.name).is_some() {
+                None
+            } else {
+                let items = self.source(&related)?;
+                let alias = self.sql.next_alias('q');
+                Some(RelatedKeys { items, key: pk_expr(&related, &alias), alias })
+            };
+            lists.push(ReadableList { field: f.name.clone(), related });
         }
-        Ok(if cases.is_empty() { "d.value".to_owned() } else { format!("CASE d.key{cases} ELSE d.value END") })
+        Ok(lists)
     }
 }

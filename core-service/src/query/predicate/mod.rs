@@ -11,15 +11,25 @@
 //! SQL.
 //!
 //! The rows a relational condition reaches are a typed [`Source`] ([`Exists::from`]: a table,
-//! or the rows the caller may see), rendered with the predicate. Two parts stay SQL text,
-//! written by the planner as it resolves them, with their parameters already bound in the same
-//! statement: a function of a column or an aggregate compared ([`Comparison::target`],
-//! [`super::expr::Expr::Sql`]) and a field of the caller's record ([`Operand::Expr`]). Their `$n` belong to the
-//! statement the predicate was planned in: render a predicate into that statement's [`Sql`]
-//! only.
+//! or the rows the caller may see, [`rows`]), and what a condition compares is a typed
+//! [`Expr`] ([`expr`]: a column, a function of one); each is rendered with the predicate.
+//! Mutually recursive (a source's rows are limited by predicates, a related count reads a
+//! source), they live in this one module. Literals are bound when a predicate is rendered.
+//! What the planner wrote as SQL text for its statement ([`Expr::Sql`]: an aggregate's result
+//! compared in `having`) and the aliases, given out while planning, are that statement's:
+//! render a predicate into the statement it was planned in only.
 
-use super::expr::{Column, Expr};
-use crate::sql::{Param, Sql, column, ident};
+pub mod column;
+pub mod expr;
+pub mod joins;
+pub mod rows;
+
+pub use column::Column;
+pub use expr::{DatePart, Expr, Part, RelatedCount};
+pub use joins::{Join, Joins};
+pub use rows::{ItemRows, PermittedColumn, PermittedRows, ReadableList, RelatedKeys, Source, VersionColumn, VersionRows};
+
+use crate::sql::{Param, Sql};
 use query_language::operators::Order;
 
 /// A boolean condition on the rows of one level of a statement.
@@ -103,8 +113,33 @@ pub enum Operand {
     /// The database's clock, `now()` plus an interval text (`$NOW(-1 year)`), cast to the
     /// compared expression's type. Makes the statement volatile (never cached).
     Now(Option<String>),
-    /// A scalar SQL expression (a field of the caller's record), cast to the type.
-    Expr(String),
+    /// A field of the caller's record (`$CURRENT_USER.org`), read inside the statement and
+    /// cast to the type.
+    Record(Box<RecordField>),
+    /// NULL cast to the type: the field of a record the caller does not have (the public
+    /// role's user).
+    Null,
+}
+
+/// `(SELECT <value> FROM <rows> <alias><joins> WHERE <key_column> = CAST($n AS <key_type>))`:
+/// one field of one record (the caller's user or role), through many-to-one paths
+/// ([`crate::query::variables`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordField {
+    /// The path's expression on the record's row.
+    pub value: Expr,
+    /// The record's collection as the planner sees it.
+    pub rows: Source,
+    /// The record's alias (`v1`).
+    pub alias: String,
+    /// The joins of the path's many-to-one hops.
+    pub joins: Joins,
+    /// The record's primary key column.
+    pub key_column: Column,
+    /// The record's key, bound as text…
+    pub key: String,
+    /// …and cast to the key's Postgres type.
+    pub key_type: String,
 }
 
 /// A `LIKE` pattern.
@@ -112,13 +147,13 @@ pub enum Operand {
 pub enum Pattern {
     /// The pattern, `%` and `_` of the value already escaped, bound as a parameter.
     Literal(String),
-    /// The text of an expression, escaped in SQL, between `prefix` and `suffix` (each `%` or
-    /// nothing).
-    Expr {
+    /// The text of a value read in the statement ([`Operand::Record`], [`Operand::Null`]),
+    /// escaped in SQL, between `prefix` and `suffix` (each `%` or nothing).
+    Value {
         /// `%` or nothing.
         prefix: &'static str,
-        /// The scalar expression.
-        expr: String,
+        /// The value.
+        value: Operand,
         /// `%` or nothing.
         suffix: &'static str,
     },
@@ -199,7 +234,7 @@ impl Exists {
 
 impl Comparison {
     fn render(&self, sql: &mut Sql) -> String {
-        let col = &self.target.render();
+        let col = &self.target.render(sql);
         let as_text = || if self.text_cast { format!("{col}::text") } else { col.clone() };
         let operand = |o: &Operand, sql: &mut Sql| render_operand(o, &self.db_type, sql);
         match &self.test {
@@ -229,8 +264,9 @@ impl Comparison {
             Test::Like { pattern, case_insensitive } => {
                 let pattern = match pattern {
                     Pattern::Literal(text) => sql.param(Param::Text(text.clone())),
-                    Pattern::Expr { prefix, expr, suffix } => {
-                        format!(r"('{prefix}' || replace(replace(replace(CAST({expr} AS text), '\', '\\'), '%', '\%'), '_', '\_') || '{suffix}')")
+                    Pattern::Value { prefix, value, suffix } => {
+                        let text = render_operand(value, "text", sql);
+                        format!(r"('{prefix}' || replace(replace(replace({text}, '\', '\\'), '%', '\%'), '_', '\_') || '{suffix}')")
                     }
                 };
                 format!("{} {} {pattern}", as_text(), if *case_insensitive { "ILIKE" } else { "LIKE" })
@@ -259,88 +295,18 @@ fn render_operand(o: &Operand, db_type: &str, sql: &mut Sql) -> String {
             let p = sql.param(Param::Text(interval.clone()));
             format!("CAST(now() + CAST({p} AS interval) AS {db_type})")
         }
-        Operand::Expr(expr) => format!("CAST({expr} AS {db_type})"),
+        Operand::Record(record) => format!("CAST({} AS {db_type})", record.render(sql)),
+        Operand::Null => format!("CAST(NULL AS {db_type})"),
     }
 }
 
-/// The rows of one collection a statement reads, as a FROM item.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Source {
-    /// Every row: the table's quoted, schema-qualified name (admin access, or read permission
-    /// rows without item filter or field limits).
-    Table(String),
-    /// The rows the caller's read permission rows let them see.
-    Permitted(Box<PermittedRows>),
-    /// A FROM item already written as SQL text, its parameters bound in the statement it was
-    /// planned in ([`super::version_rows`]).
-    Sql(String),
-}
-
-/// `(SELECT … FROM table p WHERE <some row's filter matches>)`, where every field only some
-/// permission rows grant reads `CASE WHEN <one of those rows' filters> THEN p.field END`
-/// (Directus docs "Permissions": the union of a role's policies). Postgres flattens it into
-/// the surrounding query.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PermittedRows {
-    /// The table's quoted, schema-qualified name.
-    pub table: String,
-    /// The alias the permission filters are written against (`p1`).
-    pub alias: String,
-    /// Each read permission row's item filter, compiled against the whole snapshot (it may name
-    /// fields the caller cannot read); `None`: every row.
-    pub rows: Vec<Option<Predicate>>,
-    /// Every stored field, in the snapshot's order, when some field is granted by only some
-    /// rows; `None` when every row grants every readable field (`SELECT *`).
-    pub columns: Option<Vec<PermittedColumn>>,
-}
-
-/// A stored field of [`PermittedRows`] and which permission rows grant it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PermittedColumn {
-    /// The field's (column's) name.
-    pub name: String,
-    /// Indexes into [`PermittedRows::rows`] of the rows granting it; `None`: every row, the
-    /// value is read as stored.
-    pub granted_by: Option<Vec<usize>>,
-}
-
-impl Source {
-    /// The SQL of the FROM item (to be followed by its alias), the permission filters'
-    /// literals bound as parameters of `sql`.
-    pub fn render(&self, sql: &mut Sql) -> String {
-        match self {
-            Self::Table(text) | Self::Sql(text) => text.clone(),
-            Self::Permitted(rows) => rows.render(sql),
-        }
-    }
-}
-
-impl PermittedRows {
+impl RecordField {
     fn render(&self, sql: &mut Sql) -> String {
-        // Each row's filter is written once; the conditions of masked fields reuse its text.
-        let conditions: Vec<Option<String>> = self.rows.iter().map(|p| p.as_ref().map(|p| p.render(sql))).collect();
-        // Some of the rows matches: `None` when one of them has no filter (every row).
-        let any = |rows: &mut dyn Iterator<Item = usize>| -> Option<String> {
-            let mut parts = Vec::new();
-            for i in rows {
-                parts.push(conditions.get(i)?.clone()?);
-            }
-            Some(if parts.is_empty() { "FALSE".to_owned() } else { format!("({})", parts.join(" OR ")) })
-        };
-        let alias = &self.alias;
-        let visible = any(&mut (0..conditions.len())).map(|c| format!(" WHERE {c}")).unwrap_or_default();
-        let Some(columns) = &self.columns else { return format!("(SELECT * FROM {} {alias}{visible})", self.table) };
-        let columns: Vec<String> = columns
-            .iter()
-            .map(|c| {
-                let value = column(alias, &c.name);
-                match c.granted_by.as_ref().and_then(|rows| any(&mut rows.iter().copied())) {
-                    Some(granted) => format!("CASE WHEN {granted} THEN {value} END AS {}", ident(&c.name)),
-                    None => value,
-                }
-            })
-            .collect();
-        format!("(SELECT {} FROM {} {alias}{visible})", columns.join(", "), self.table)
+        let value = self.value.render(sql);
+        let joins = self.joins.render(sql);
+        let rows = self.rows.render(sql);
+        let key = sql.cast_param(self.key.clone(), &self.key_type);
+        format!("(SELECT {value} FROM {rows} {}{joins} WHERE {} = {key})", self.alias, self.key_column.render())
     }
 }
 
@@ -376,7 +342,7 @@ mod tests {
         let cases = [
             (compare(false, Test::Ordering(Order::GreaterOrEqual, one("3"))), "t0.\"f\" >= CAST($1 AS integer)"),
             (compare(false, Test::AnyOf(vec!["1".into(), "2".into()])), "t0.\"f\" = ANY(CAST($1 AS integer[]))"),
-            (compare(false, Test::In(vec![one("1"), Operand::Expr("(SELECT 2)".into())])), "t0.\"f\" IN (CAST($1 AS integer), CAST((SELECT 2) AS integer))"),
+            (compare(false, Test::In(vec![one("1"), Operand::Null])), "t0.\"f\" IN (CAST($1 AS integer), CAST(NULL AS integer))"),
             (compare(false, Test::Between(one("1"), one("9"))), "t0.\"f\" BETWEEN CAST($1 AS integer) AND CAST($2 AS integer)"),
             (compare(true, Test::Like { pattern: Pattern::Literal("4%".into()), case_insensitive: false }), "t0.\"f\"::text LIKE $1"),
             (compare(false, Test::Like { pattern: Pattern::Literal("a%".into()), case_insensitive: true }), "t0.\"f\" ILIKE $1"),
@@ -388,10 +354,20 @@ mod tests {
         for (p, want) in cases {
             assert_eq!(render(&p).0, want);
         }
-        let like = compare(false, Test::Like { pattern: Pattern::Expr { prefix: "%", expr: "(SELECT v)".into(), suffix: "" }, case_insensitive: false });
-        let (text, sql) = render(&like);
-        assert!(text.starts_with("t0.\"f\" LIKE ('%' || replace(replace(replace(CAST((SELECT v) AS text)"), "{text}");
-        assert!(sql.params.is_empty(), "an expression's pattern binds nothing");
+        let org = RecordField {
+            value: Expr::column("v1", "org"),
+            rows: Source::Table("\"cdapi\".\"users\"".into()),
+            alias: "v1".into(),
+            joins: Joins::default(),
+            key_column: Column::new("v1", "id"),
+            key: "u1".into(),
+            key_type: "uuid".into(),
+        };
+        let like = Test::Like { pattern: Pattern::Value { prefix: "%", value: Operand::Record(Box::new(org)), suffix: "" }, case_insensitive: false };
+        let (text, sql) = render(&compare(false, like));
+        let record = "(SELECT v1.\"org\" FROM \"cdapi\".\"users\" v1 WHERE v1.\"id\" = CAST($1 AS uuid))";
+        assert_eq!(text, format!(r#"t0."f" LIKE ('%' || replace(replace(replace(CAST({record} AS text), '\', '\\'), '%', '\%'), '_', '\_') || '')"#));
+        assert_eq!(sql.params, vec![Param::Text("u1".into())], "the record's key is bound where the pattern is rendered");
     }
 
     #[test]
@@ -421,44 +397,5 @@ mod tests {
         let (text, sql) = render(&scoped);
         assert_eq!(text, format!("CASE WHEN t0.\"collection\" = $1 THEN {exists} ELSE FALSE END"));
         assert_eq!(sql.params, vec![Param::Text("headings".into())]);
-    }
-
-    #[test]
-    fn a_filtered_row_limits_the_rows_and_its_text_is_written_once_per_use() {
-        let title = |v: &str| {
-            Some(Predicate::Compare(Comparison {
-                target: Expr::column("p1", "title"),
-                db_type: "text".into(),
-                text_cast: false,
-                test: Test::Equals(Operand::Text(v.into())),
-            }))
-        };
-        let mut rows = PermittedRows { table: "\"public\".\"articles\"".into(), alias: "p1".into(), rows: vec![title("a"), title("b")], columns: None };
-        let mut sql = Sql::default();
-        assert_eq!(
-            Source::Permitted(Box::new(rows.clone())).render(&mut sql),
-            "(SELECT * FROM \"public\".\"articles\" p1 WHERE (p1.\"title\" = CAST($1 AS text) OR p1.\"title\" = CAST($2 AS text)))"
-        );
-        rows.rows.push(None);
-        rows.columns = Some(vec![
-            PermittedColumn { name: "id".into(), granted_by: None },
-            PermittedColumn { name: "title".into(), granted_by: Some(vec![1]) },
-            PermittedColumn { name: "author".into(), granted_by: Some(vec![]) },
-        ]);
-        let mut sql = Sql::default();
-        assert_eq!(
-            Source::Permitted(Box::new(rows)).render(&mut sql),
-            "(SELECT p1.\"id\", CASE WHEN (p1.\"title\" = CAST($2 AS text)) THEN p1.\"title\" END AS \"title\", \
-             CASE WHEN FALSE THEN p1.\"author\" END AS \"author\" FROM \"public\".\"articles\" p1)",
-            "an unfiltered row shows every row; a masked field reuses its rows' bound filters"
-        );
-        assert_eq!(sql.params.len(), 2);
-    }
-
-    #[test]
-    fn a_source_of_sql_text_is_written_as_it_is() {
-        let mut sql = Sql::default();
-        assert_eq!(Source::Sql("(SELECT 1)".into()).render(&mut sql), "(SELECT 1)");
-        assert!(sql.params.is_empty());
     }
 }
