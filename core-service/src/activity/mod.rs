@@ -155,6 +155,8 @@ pub async fn record(
         .filter(|(_, k)| seen.insert(k.as_str()))
         .map(|(i, k)| json!({"item": k, "fields": fields.get(i).or(fields.first()).cloned().unwrap_or_default()}))
         .collect();
+    // One item (after duplicates): see where the statement runs.
+    let single = items.len() == 1;
     let lists = match change {
         Change::Update => match planner.key_lists(collection, "t0") {
             Ok(lists) => lists.iter().map(|l| l.render(&mut planner.sql)).collect(),
@@ -228,14 +230,20 @@ pub async fn record(
             create = change == Change::Create,
         )
     };
-    // Planned afresh each time, never from a connection's cached generic plan: that plan is
-    // made for the table sizes and item counts of its first runs (one item, a small table),
-    // and a later batch of 1,000 items then read each one with a scan of the whole table
-    // (seen: a batch of creates took seconds after many single creates).
+    // A batch is planned afresh each time, never from a connection's cached generic plan: that
+    // plan is made for the table sizes of its first runs (a small table), and a later batch of
+    // 1,000 items then read each one with a scan of the whole table (seen: a batch of creates
+    // took seconds after many single creates). One item is the common write, and planning
+    // this statement costs about as much as running it: its text is marked apart from a
+    // batch's (the connection's statement cache is keyed by text) and kept prepared; its plan
+    // is made anew when ANALYZE changes the table's statistics.
+    if single {
+        sql.text.insert_str(0, "/* one item */ ");
+    }
     if change == Change::Delete {
-        sql.query().persistent(false).execute(&mut *conn).await.map_err(crate::db::map_write_error)?;
+        sql.query().persistent(single).execute(&mut *conn).await.map_err(crate::db::map_write_error)?;
         return Ok(Vec::new());
     }
-    let rows = sql.query().persistent(false).fetch_all(&mut *conn).await.map_err(crate::db::map_write_error)?;
+    let rows = sql.query().persistent(single).fetch_all(&mut *conn).await.map_err(crate::db::map_write_error)?;
     rows.iter().map(|r| sqlx::Row::try_get::<i64, _>(r, 0).map_err(crate::db::map_error)).collect()
 }
