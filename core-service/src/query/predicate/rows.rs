@@ -5,6 +5,7 @@
 //! are cut further to the items and fields the caller can read ([`VersionRows`]).
 
 use super::Predicate;
+use super::column::{Column, render_key};
 use crate::sql::{Param, Sql, column, ident};
 
 /// The rows of one collection a statement reads, as a FROM item.
@@ -61,30 +62,37 @@ impl Source {
 
 impl PermittedRows {
     fn render(&self, sql: &mut Sql) -> String {
-        // Each row's filter is written once; the conditions of masked fields reuse its text.
-        let conditions: Vec<Option<String>> = self.rows.iter().map(|p| p.as_ref().map(|p| p.render(sql))).collect();
-        // Some of the rows matches: `None` when one of them has no filter (every row).
-        let any = |rows: &mut dyn Iterator<Item = usize>| -> Option<String> {
-            let mut parts = Vec::new();
-            for i in rows {
-                parts.push(conditions.get(i)?.clone()?);
-            }
-            Some(if parts.is_empty() { "FALSE".to_owned() } else { format!("({})", parts.join(" OR ")) })
-        };
+        // Each row's filter is written (and its literals bound) once, when first used: a row
+        // without filter shows every row, so the others' filters may go unused.
+        let mut conditions: Vec<Option<String>> = vec![None; self.rows.len()];
         let alias = &self.alias;
-        let visible = any(&mut (0..conditions.len())).map(|c| format!(" WHERE {c}")).unwrap_or_default();
+        let visible = self.any(sql, &mut conditions, 0..self.rows.len()).map(|c| format!(" WHERE {c}")).unwrap_or_default();
         let Some(columns) = &self.columns else { return format!("(SELECT * FROM {} {alias}{visible})", self.table) };
-        let columns: Vec<String> = columns
-            .iter()
-            .map(|c| {
-                let value = column(alias, &c.name);
-                match c.granted_by.as_ref().and_then(|rows| any(&mut rows.iter().copied())) {
-                    Some(granted) => format!("CASE WHEN {granted} THEN {value} END AS {}", ident(&c.name)),
-                    None => value,
-                }
-            })
-            .collect();
-        format!("(SELECT {} FROM {} {alias}{visible})", columns.join(", "), self.table)
+        let mut rendered = Vec::with_capacity(columns.len());
+        for c in columns {
+            let value = column(alias, &c.name);
+            let granted = c.granted_by.as_ref().and_then(|rows| self.any(sql, &mut conditions, rows.iter().copied()));
+            rendered.push(match granted {
+                Some(granted) => format!("CASE WHEN {granted} THEN {value} END AS {}", ident(&c.name)),
+                None => value,
+            });
+        }
+        format!("(SELECT {} FROM {} {alias}{visible})", rendered.join(", "), self.table)
+    }
+
+    /// The condition that one of `rows` matches (`FALSE` for none), or `None` when one of them
+    /// has no filter (every row matches). `conditions` holds the filters written so far.
+    fn any(&self, sql: &mut Sql, conditions: &mut [Option<String>], rows: impl Iterator<Item = usize> + Clone) -> Option<String> {
+        // Unfiltered rows are found before any filter is written, so none is bound in vain.
+        if rows.clone().any(|i| !matches!(self.rows.get(i), Some(Some(_)))) {
+            return None;
+        }
+        let mut parts = Vec::new();
+        for i in rows {
+            let (Some(Some(filter)), Some(slot)) = (self.rows.get(i), conditions.get_mut(i)) else { return None };
+            parts.push(slot.get_or_insert_with(|| filter.render(sql)).clone());
+        }
+        Some(if parts.is_empty() { "FALSE".to_owned() } else { format!("({})", parts.join(" OR ")) })
     }
 }
 
@@ -124,9 +132,8 @@ pub struct ItemRows {
     pub items: Source,
     /// Their alias (`q2`).
     pub alias: String,
-    /// The SQL of an item's key in text form (`q2."id"`; composite keys joined by commas);
-    /// written from the snapshot, it binds nothing.
-    pub key: String,
+    /// The columns of an item's key (`q2."id"`), compared in text form ([`render_key`]).
+    pub key: Vec<Column>,
     /// The fields the caller may read on every item of the collection (bound as an array).
     pub readable: Vec<String>,
     /// Its to-many fields: their lists of keys keep only readable related items.
@@ -150,8 +157,8 @@ pub struct RelatedKeys {
     pub items: Source,
     /// Their alias (`q3`).
     pub alias: String,
-    /// The SQL of an item's key in text form, as [`ItemRows::key`].
-    pub key: String,
+    /// The columns of an item's key, as [`ItemRows::key`].
+    pub key: Vec<Column>,
 }
 
 impl VersionRows {
@@ -164,7 +171,8 @@ impl VersionRows {
             let items = c.items.render(sql);
             let name = sql.param(Param::Text(c.collection.clone()));
             let fields = sql.param(Param::TextArray(c.readable.clone()));
-            conditions.push(format!("({v}.collection = {name} AND EXISTS (SELECT 1 FROM {items} {} WHERE ({})::text = {v}.item))", c.alias, c.key));
+            let key = render_key(&c.key);
+            conditions.push(format!("({v}.collection = {name} AND EXISTS (SELECT 1 FROM {items} {} WHERE ({key})::text = {v}.item))", c.alias));
             let value = c.readable_keys(sql);
             deltas.push((name, fields, value));
         }
@@ -202,10 +210,11 @@ impl ItemRows {
                 continue;
             };
             let items = related.items.render(sql);
+            let key = render_key(&related.key);
             cases.push_str(&format!(
                 " WHEN {name} THEN CASE WHEN jsonb_typeof(d.value) = 'array' THEN (SELECT coalesce(jsonb_agg(e.value ORDER BY e.n), '[]'::jsonb) \
-                 FROM jsonb_array_elements(d.value) WITH ORDINALITY e(value, n) WHERE EXISTS (SELECT 1 FROM {items} {} WHERE ({})::text = e.value #>> '{{}}')) END",
-                related.alias, related.key
+                 FROM jsonb_array_elements(d.value) WITH ORDINALITY e(value, n) WHERE EXISTS (SELECT 1 FROM {items} {} WHERE ({key})::text = e.value #>> '{{}}')) END",
+                related.alias
             ));
         }
         if cases.is_empty() { "d.value".to_owned() } else { format!("CASE d.key{cases} ELSE d.value END") }
@@ -242,11 +251,11 @@ mod tests {
         let mut sql = Sql::default();
         assert_eq!(
             Source::Permitted(Box::new(rows)).render(&mut sql),
-            "(SELECT p1.\"id\", CASE WHEN (p1.\"title\" = CAST($2 AS text)) THEN p1.\"title\" END AS \"title\", \
+            "(SELECT p1.\"id\", CASE WHEN (p1.\"title\" = CAST($1 AS text)) THEN p1.\"title\" END AS \"title\", \
              CASE WHEN FALSE THEN p1.\"author\" END AS \"author\" FROM \"public\".\"articles\" p1)",
-            "an unfiltered row shows every row; a masked field reuses its rows' bound filters"
+            "an unfiltered row shows every row; a masked field binds only its rows' filters"
         );
-        assert_eq!(sql.params.len(), 2);
+        assert_eq!(sql.params, vec![Param::Text("b".into())], "the unused filter of row 0 binds nothing");
     }
 
     #[test]
@@ -256,10 +265,13 @@ mod tests {
             collection: "articles".into(),
             items: table("articles"),
             alias: "q2".into(),
-            key: "q2.\"id\"".into(),
+            key: vec![Column::new("q2", "id")],
             readable: vec!["id".into(), "title".into()],
             lists: vec![
-                ReadableList { field: "tags".into(), related: Some(RelatedKeys { items: table("tags"), alias: "q3".into(), key: "q3.\"id\"".into() }) },
+                ReadableList {
+                    field: "tags".into(),
+                    related: Some(RelatedKeys { items: table("tags"), alias: "q3".into(), key: vec![Column::new("q3", "id")] }),
+                },
                 ReadableList { field: "versions".into(), related: None },
             ],
         };
