@@ -2,7 +2,9 @@
 //! joined by `,`), the key as a read writes it, and the stable order over the key.
 
 use super::Planner;
-use super::predicate::{Comparison, Expr, Operand, Predicate, Test};
+use super::predicate::column::render_key;
+use super::predicate::{Column, Comparison, Expr, Operand, Predicate, Test, ValueOutput};
+use super::values::OutputForm;
 use crate::schema::{Collection, Field};
 use crate::sql::column;
 use cdapi_proto::ApiError;
@@ -76,27 +78,24 @@ pub(super) fn pk_order(collection: &Collection, alias: &str) -> String {
 }
 
 /// The key of a related item as a read writes it: a single key column with its output form
-/// (`bigint` and `numeric` keys as strings, as Directus), else [`pk_expr`].
-pub(super) fn key_output(collection: &Collection, alias: &str) -> String {
-    match collection.primary_key.as_slice() {
-        [one] => match collection.field(one) {
-            Some(f) => super::values::output(f.field_type, column(alias, one)),
-            None => pk_expr(collection, alias),
-        },
-        _ => pk_expr(collection, alias),
+/// (`bigint` and `numeric` keys as strings, as Directus), else the key's columns as one value
+/// ([`Expr::Key`]: `a,b` text for composite keys).
+pub(super) fn key_output(collection: &Collection, alias: &str) -> Expr {
+    match (collection.primary_key.as_slice(), collection.primary_key_fields().next()) {
+        ([_], Some(f)) => ValueOutput { column: Column::new(alias, &f.name), field_type: f.field_type, cast: None, form: OutputForm::Items }.expr(),
+        _ => Expr::Key(key_columns(collection, alias)),
     }
 }
 
-/// The key of a related item as JSON-able SQL: the column, or `a,b` text for composite keys.
+/// The columns of `collection`'s primary key on rows `alias`.
+pub fn key_columns(collection: &Collection, alias: &str) -> Vec<Column> {
+    collection.primary_key.iter().map(|k| Column::new(alias, k)).collect()
+}
+
+/// The key of an item of `collection` (rows `alias`) as JSON-able SQL text (it binds nothing;
+/// [`render_key`]), for statements written without a plan.
 pub fn pk_expr(collection: &Collection, alias: &str) -> String {
-    match collection.primary_key.as_slice() {
-        [one] => column(alias, one),
-        [] => "NULL".into(),
-        many => {
-            let cols: Vec<String> = many.iter().map(|k| column(alias, k)).collect();
-            format!("concat_ws(',', {})", cols.join(", "))
-        }
-    }
+    render_key(&key_columns(collection, alias))
 }
 
 #[cfg(test)]

@@ -7,17 +7,16 @@
 //!
 //! Aliases are given out as the plan is made, in the order the statement then uses them, so
 //! a level's rows are `t1`, its JSON row `j2`, a list's fenced rows `f3`, a permission view's
-//! rows `p4`. Literals are bound as the plan is rendered; a value's output form
-//! ([`Expr::Sql`]) binds nothing. Render a plan into the statement it was planned in only:
-//! its aliases are that statement's.
+//! rows `p4`. Literals are bound as the plan is rendered. Render a plan into the statement it
+//! was planned in only: its aliases are that statement's.
 
 use super::fields::{self, Select};
 use super::keys::key_output;
 use super::order::Sort;
-use super::predicate::{Column, Expr, Joins, Predicate, Source};
+use super::predicate::{Column, Expr, Joins, Predicate, Source, ValueOutput};
+use super::values::OutputForm;
 use super::{Limits, Planner};
 use crate::schema::Collection;
-use crate::sql::column;
 use cdapi_proto::ApiError;
 use cdapi_proto::v1::Query;
 
@@ -152,7 +151,7 @@ pub enum Entries {
         /// The related rows' alias.
         alias: String,
         /// The key's output expression.
-        expr: String,
+        expr: Expr,
     },
 }
 
@@ -217,16 +216,13 @@ impl Planner<'_> {
     fn plan_output(&mut self, collection: &Collection, col: &fields::Column<'_>, alias: &str, lateral: bool) -> Result<Output, ApiError> {
         Ok(match col {
             fields::Column::Value { key, field } => {
-                let raw = column(alias, &field.name);
-                let cast = collection.cast(&field.name);
-                let expr = if self.graphql_values {
-                    let primary_key = matches!(collection.primary_key.as_slice(), [pk] if *pk == field.name);
-                    super::values::graphql_output(field.field_type, primary_key, cast, &raw)
+                let form = if self.graphql_values {
+                    OutputForm::GraphQL { primary_key: matches!(collection.primary_key.as_slice(), [pk] if *pk == field.name) }
                 } else {
-                    super::values::value_output(field.field_type, cast, &raw)
+                    OutputForm::Items
                 };
-                let expr = if expr == raw { Expr::column(alias, &field.name) } else { Expr::Sql(expr) };
-                Output::Value { key: key.clone(), expr }
+                let value = ValueOutput { column: Column::new(alias, &field.name), field_type: field.field_type, cast: collection.cast(&field.name), form };
+                Output::Value { key: key.clone(), expr: value.expr() }
             }
             fields::Column::Function { key, call } => Output::Value { key: key.clone(), expr: self.function_output_expr(collection, alias, call)? },
             fields::Column::M2O { key, field, related_field, select: nested } => {

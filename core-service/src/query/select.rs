@@ -95,7 +95,7 @@ impl List {
         let j = &self.row;
         let (list, agg) = match &self.entries {
             Entries::Items(level) => (level.render(sql), format!("array_to_json(array_agg({j}))")),
-            Entries::Keys { expr, .. } => (format!("{expr} AS k"), format!("array_to_json(array_agg({j}.k))")),
+            Entries::Keys { expr, .. } => (format!("{} AS k", expr.render(sql)), format!("array_to_json(array_agg({j}.k))")),
         };
         let where_sql = where_sql(sql, &self.conditions);
         let joins = self.joins.render(sql);
@@ -161,7 +161,7 @@ mod tests {
             fenced: "f6".into(),
             foreign_key: Column::new("f6", "author"),
             parent: Column::new("t0", "id"),
-            entries: Entries::Keys { alias: "t4".into(), expr: "t4.\"id\"".into() },
+            entries: Entries::Keys { alias: "t4".into(), expr: Expr::column("t4", "id") },
             row: "j5".into(),
             conditions: Vec::new(),
             joins: Joins::default(),

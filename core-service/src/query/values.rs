@@ -92,6 +92,42 @@ pub fn graphql_output(field_type: FieldType, primary_key: bool, cast: Option<Val
     shaped(field_type, cast, raw, out)
 }
 
+/// The form a reply writes a stored value in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputForm {
+    /// REST's and gRPC's ([`value_output`]).
+    Items,
+    /// GraphQL's ([`graphql_output`]); `primary_key`: the field is its collection's
+    /// single-field primary key.
+    GraphQL {
+        /// See above.
+        primary_key: bool,
+    },
+}
+
+/// Column `raw` (of `field_type`, shaped by `cast`) written in `form`: [`value_output`] or
+/// [`graphql_output`].
+pub fn form_output(field_type: FieldType, cast: Option<ValueCast>, form: OutputForm, raw: &str) -> String {
+    match form {
+        OutputForm::Items => value_output(field_type, cast, raw),
+        OutputForm::GraphQL { primary_key } => graphql_output(field_type, primary_key, cast, raw),
+    }
+}
+
+/// Whether [`form_output`] writes the column as it is stored (the bare column), decided from
+/// the types alone so a plan needs no SQL text for it (a unit test holds the two together).
+pub fn writes_as_stored(field_type: FieldType, cast: Option<ValueCast>, form: OutputForm) -> bool {
+    let typed = matches!(field_type, FieldType::Timestamp | FieldType::DateTime | FieldType::BigInteger | FieldType::Decimal);
+    let cast = match cast {
+        None => false,
+        Some(ValueCast::Conceal) => true,
+        Some(ValueCast::Json | ValueCast::Csv) => field_type.is_textual(),
+        Some(ValueCast::Boolean) => field_type != FieldType::Boolean,
+    };
+    let key_text = matches!(form, OutputForm::GraphQL { primary_key: true }) && matches!(field_type, FieldType::Integer | FieldType::Float);
+    !typed && !cast && !key_text
+}
+
 /// A timestamp, timestamp without zone or date as Directus's JavaScript `Date` serialises it
 /// (UTC, milliseconds, `Z`; dates at midnight): aggregates' min/max and system timestamps.
 /// `None` for other types.
@@ -131,6 +167,23 @@ mod tests {
         assert_eq!(cast_output(ValueCast::Conceal, FieldType::Text, "c", "c".into()), concealed("c"));
         assert!(iso_datetime(FieldType::Text, "c").is_none());
         assert_eq!(function_output("x".into()), "(x)::text");
+    }
+
+    #[test]
+    fn a_value_is_written_as_stored_exactly_when_its_form_is_the_bare_column() {
+        let casts = [None, Some(ValueCast::Conceal), Some(ValueCast::Json), Some(ValueCast::Csv), Some(ValueCast::Boolean)];
+        let forms = [OutputForm::Items, OutputForm::GraphQL { primary_key: false }, OutputForm::GraphQL { primary_key: true }];
+        let mut checked = 0;
+        for field_type in (0..=17).filter_map(|i| FieldType::try_from(i).ok()) {
+            for cast in casts {
+                for form in forms {
+                    let text = form_output(field_type, cast, form, "t0.\"c\"");
+                    assert_eq!(writes_as_stored(field_type, cast, form), text == "t0.\"c\"", "{field_type:?} {cast:?} {form:?}: {text}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 18 * 5 * 3);
     }
 
     #[test]

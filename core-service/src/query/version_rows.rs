@@ -8,7 +8,7 @@
 //! those items.
 
 use super::Planner;
-use super::keys::pk_expr;
+use super::keys::key_columns;
 use super::predicate::{ItemRows, ReadableList, RelatedKeys, Source, VersionColumn, VersionRows};
 use crate::schema::{Collection, Schema};
 use cdapi_proto::ApiError;
@@ -51,7 +51,7 @@ impl<'a> Planner<'a> {
             let masked = |f: &str| c.row_access.as_ref().is_some_and(|a| a.masks.contains_key(f));
             let readable = c.fields.iter().filter(|f| !masked(&f.name)).map(|f| f.name.clone()).collect();
             let lists = self.readable_lists(c)?;
-            collections.push(ItemRows { collection: c.name.clone(), items, key: pk_expr(c, &item_alias), alias: item_alias, readable, lists });
+            collections.push(ItemRows { collection: c.name.clone(), items, key: key_columns(c, &item_alias), alias: item_alias, readable, lists });
         }
         let columns =
             stored.fields.iter().filter(|f| !f.is_alias()).map(|f| VersionColumn { name: f.name.clone(), values: values.contains(&f.name.as_str()) }).collect();
@@ -72,7 +72,7 @@ impl<'a> Planner<'a> {
             } else {
                 let items = self.source(&related)?;
                 let alias = self.sql.next_alias('q');
-                Some(RelatedKeys { items, key: pk_expr(&related, &alias), alias })
+                Some(RelatedKeys { items, key: key_columns(&related, &alias), alias })
             };
             lists.push(ReadableList { field: f.name.clone(), related });
         }

@@ -22,3 +22,13 @@ impl Column {
         column(&self.alias, &self.name)
     }
 }
+
+/// A primary key's columns as one value: the column itself, several joined by commas
+/// (`concat_ws`, Directus's text form of a composite key), none NULL.
+pub fn render_key(columns: &[Column]) -> String {
+    match columns {
+        [] => "NULL".to_owned(),
+        [one] => one.render(),
+        many => format!("concat_ws(',', {})", many.iter().map(Column::render).collect::<Vec<_>>().join(", ")),
+    }
+}

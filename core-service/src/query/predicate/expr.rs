@@ -1,12 +1,15 @@
 //! Expressions of a plan: what a condition compares ([`super::Comparison`]), what a sort
 //! orders by ([`crate::query::order::SortTerm`]) and what a group is keyed by. A column of an
 //! aliased row, and a function of one (Directus docs "Global Query Parameters", functions:
-//! `year(published_at)`, `count(tags)`, planned by [`crate::query::functions`]) are typed.
+//! `year(published_at)`, `count(tags)`, planned by [`crate::query::functions`]), a stored
+//! value in the form a reply writes it ([`ValueOutput`]) and a key in text form are typed.
 //! SQL text the planner already wrote for its statement is [`Expr::Sql`]: an aggregate result
-//! (`having`, [`crate::query::aggregate`]), a value's output form, and an aggregate's group
-//! key, rendered once because Postgres matches it by text in GROUP BY and ORDER BY.
+//! (`having`, [`crate::query::aggregate`]) and an aggregate's group key, rendered once because
+//! Postgres matches it by text in GROUP BY and ORDER BY.
 
 use super::{Column, Source};
+use crate::query::values::{OutputForm, form_output, writes_as_stored};
+use crate::schema::{FieldType, ValueCast};
 use crate::sql::Sql;
 
 /// A scalar expression over one row (or one group) of a statement.
@@ -25,9 +28,35 @@ pub enum Expr {
     RelatedCount(Box<RelatedCount>),
     /// The expression's text form, `(e)::text`: a function's result as a reply writes it.
     Text(Box<Expr>),
-    /// SQL text already written for this statement (an aggregate result, a value's output
-    /// form, a group key rendered once); any `$n` in it are this statement's.
+    /// A stored value in the form a reply writes it, where that is not the bare column.
+    Value(Box<ValueOutput>),
+    /// A primary key's columns as one value ([`super::column::render_key`]).
+    Key(Vec<Column>),
+    /// SQL text already written for this statement (an aggregate result, a group key rendered
+    /// once); any `$n` in it are this statement's.
     Sql(String),
+}
+
+/// A stored value as a reply writes it: its type's form, then its field's cast
+/// ([`crate::query::values`]; docs/directus-compatibility.md).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueOutput {
+    /// The column holding it.
+    pub column: Column,
+    /// The field's type.
+    pub field_type: FieldType,
+    /// The field's cast (`meta.special`), if any.
+    pub cast: Option<ValueCast>,
+    /// REST's and gRPC's form, or GraphQL's.
+    pub form: OutputForm,
+}
+
+impl ValueOutput {
+    /// The value as an expression: the bare column when `form` writes it as stored, else
+    /// [`Expr::Value`].
+    pub fn expr(self) -> Expr {
+        if writes_as_stored(self.field_type, self.cast, self.form) { Expr::Column(self.column) } else { Expr::Value(Box::new(self)) }
+    }
 }
 
 /// A part of a date or time, as `EXTRACT` names it.
@@ -100,6 +129,8 @@ impl Expr {
                 format!("(SELECT count(*) FROM {rows} {} WHERE {} = {})", count.alias, count.foreign_key.render(), count.local.render())
             }
             Self::Text(e) => crate::query::values::function_output(e.render(sql)),
+            Self::Value(v) => form_output(v.field_type, v.cast, v.form, &v.column.render()),
+            Self::Key(columns) => super::column::render_key(columns),
             Self::Sql(text) => text.clone(),
         }
     }
@@ -140,6 +171,18 @@ mod tests {
     fn columns_are_quoted_and_sql_is_written_as_it_is() {
         assert_eq!(render(&Expr::column("t0", "we\"ird")).0, "t0.\"we\"\"ird\"");
         assert_eq!(render(&Expr::Sql("count(*)".into())).0, "count(*)");
+    }
+
+    #[test]
+    fn values_keep_their_reply_form_and_keys_join_their_columns() {
+        let value = |field_type, cast, form| ValueOutput { column: Column::new("t0", "v"), field_type, cast, form }.expr();
+        assert_eq!(value(FieldType::Integer, None, OutputForm::Items), Expr::column("t0", "v"), "an integer is written as stored");
+        assert_eq!(render(&value(FieldType::BigInteger, None, OutputForm::Items)).0, "t0.\"v\"::text");
+        assert_eq!(render(&value(FieldType::Integer, None, OutputForm::GraphQL { primary_key: true })).0, "(t0.\"v\")::text", "an ID");
+        assert_eq!(render(&value(FieldType::Integer, Some(ValueCast::Conceal), OutputForm::GraphQL { primary_key: false })).0, "NULL");
+        let key = |names: &[&str]| render(&Expr::Key(names.iter().map(|n| Column::new("t1", n)).collect())).0;
+        assert_eq!((key(&[]), key(&["id"])), ("NULL".to_owned(), "t1.\"id\"".to_owned()));
+        assert_eq!(key(&["a", "b"]), "concat_ws(',', t1.\"a\", t1.\"b\")");
     }
 
     #[test]

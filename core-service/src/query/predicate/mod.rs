@@ -25,7 +25,7 @@ pub mod joins;
 pub mod rows;
 
 pub use column::Column;
-pub use expr::{DatePart, Expr, Part, RelatedCount};
+pub use expr::{DatePart, Expr, Part, RelatedCount, ValueOutput};
 pub use joins::{Join, Joins};
 pub use rows::{ItemRows, PermittedColumn, PermittedRows, ReadableList, RelatedKeys, Source, VersionColumn, VersionRows};
 
