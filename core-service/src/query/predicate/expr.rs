@@ -2,10 +2,11 @@
 //! orders by ([`crate::query::order::SortTerm`]) and what a group is keyed by. A column of an
 //! aliased row, and a function of one (Directus docs "Global Query Parameters", functions:
 //! `year(published_at)`, `count(tags)`, planned by [`crate::query::functions`]), a stored
-//! value in the form a reply writes it ([`ValueOutput`]) and a key in text form are typed.
-//! SQL text the planner already wrote for its statement is [`Expr::Sql`]: an aggregate result
-//! (`having`, [`crate::query::aggregate`]) and an aggregate's group key, rendered once because
-//! Postgres matches it by text in GROUP BY and ORDER BY.
+//! value in the form a reply writes it ([`ValueOutput`]), a key in text form and an aggregate
+//! of a group's rows ([`AggregateOf`], compared by `having`) are typed. SQL text the planner
+//! already wrote for its statement is [`Expr::Sql`]: an aggregate's group key, rendered once
+//! because Postgres matches it by text in the select list, GROUP BY and ORDER BY, and a key
+//! that counts related rows binds parameters, which must not be numbered anew.
 
 use super::{Column, Source};
 use crate::query::values::{OutputForm, form_output, writes_as_stored};
@@ -32,9 +33,55 @@ pub enum Expr {
     Value(Box<ValueOutput>),
     /// A primary key's columns as one value ([`super::column::render_key`]).
     Key(Vec<Column>),
-    /// SQL text already written for this statement (an aggregate result, a group key rendered
-    /// once); any `$n` in it are this statement's.
+    /// An aggregate of a group's rows.
+    Aggregate(AggregateOf),
+    /// SQL text already written for this statement (a group key rendered once); any `$n` in it
+    /// are this statement's.
     Sql(String),
+}
+
+/// An aggregate function (Directus docs "Global Query Parameters", `aggregate`; the result
+/// types are [`crate::query::aggregate`]'s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Aggregate {
+    /// `count`: the rows (all of them, or those where the column is not null).
+    Count,
+    /// `sum`.
+    Sum,
+    /// `avg`.
+    Avg,
+    /// `min`.
+    Min,
+    /// `max`.
+    Max,
+}
+
+/// An aggregate function over a column of a group's rows ([`Expr::Aggregate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggregateOf {
+    /// The function.
+    pub function: Aggregate,
+    /// Over distinct values only (`countDistinct`, `sumDistinct`, `avgDistinct`).
+    pub distinct: bool,
+    /// The column; `None`: every row (`count(*)`).
+    pub column: Option<Column>,
+}
+
+impl AggregateOf {
+    /// `count(*)`, `sum(DISTINCT t0."amount")`.
+    pub fn render(&self) -> String {
+        let name = match self.function {
+            Aggregate::Count => "count",
+            Aggregate::Sum => "sum",
+            Aggregate::Avg => "avg",
+            Aggregate::Min => "min",
+            Aggregate::Max => "max",
+        };
+        match &self.column {
+            None => format!("{name}(*)"),
+            Some(c) => format!("{name}({}{})", if self.distinct { "DISTINCT " } else { "" }, c.render()),
+        }
+    }
 }
 
 /// A stored value as a reply writes it: its type's form, then its field's cast
@@ -131,6 +178,7 @@ impl Expr {
             Self::Text(e) => crate::query::values::function_output(e.render(sql)),
             Self::Value(v) => form_output(v.field_type, v.cast, v.form, &v.column.render()),
             Self::Key(columns) => super::column::render_key(columns),
+            Self::Aggregate(a) => a.render(),
             Self::Sql(text) => text.clone(),
         }
     }
@@ -170,7 +218,7 @@ mod tests {
     #[test]
     fn columns_are_quoted_and_sql_is_written_as_it_is() {
         assert_eq!(render(&Expr::column("t0", "we\"ird")).0, "t0.\"we\"\"ird\"");
-        assert_eq!(render(&Expr::Sql("count(*)".into())).0, "count(*)");
+        assert_eq!(render(&Expr::Sql("t0.\"a\" || $1".into())).0, "t0.\"a\" || $1");
     }
 
     #[test]
@@ -183,6 +231,21 @@ mod tests {
         let key = |names: &[&str]| render(&Expr::Key(names.iter().map(|n| Column::new("t1", n)).collect())).0;
         assert_eq!((key(&[]), key(&["id"])), ("NULL".to_owned(), "t1.\"id\"".to_owned()));
         assert_eq!(key(&["a", "b"]), "concat_ws(',', t1.\"a\", t1.\"b\")");
+    }
+
+    #[test]
+    fn aggregates_name_their_function_and_distinct_values() {
+        let of = |function, distinct, column: Option<&str>| {
+            render(&Expr::Aggregate(AggregateOf { function, distinct, column: column.map(|c| Column::new("t0", c)) })).0
+        };
+        assert_eq!(of(Aggregate::Count, false, None), "count(*)");
+        assert_eq!(of(Aggregate::Count, true, Some("author")), "count(DISTINCT t0.\"author\")");
+        assert_eq!(of(Aggregate::Avg, false, Some("rating")), "avg(t0.\"rating\")");
+        assert_eq!(
+            (of(Aggregate::Sum, true, Some("n")), of(Aggregate::Min, false, Some("n"))),
+            ("sum(DISTINCT t0.\"n\")".to_owned(), "min(t0.\"n\")".to_owned())
+        );
+        assert_eq!(of(Aggregate::Max, false, Some("n")), "max(t0.\"n\")");
     }
 
     #[test]

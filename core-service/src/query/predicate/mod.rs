@@ -12,12 +12,13 @@
 //!
 //! The rows a relational condition reaches are a typed [`Source`] ([`Exists::from`]: a table,
 //! or the rows the caller may see, [`rows`]), and what a condition compares is a typed
-//! [`Expr`] ([`expr`]: a column, a function of one); each is rendered with the predicate.
+//! [`Expr`] ([`expr`]: a column, a function of one, an aggregate of a group's rows); each is
+//! rendered with the predicate.
 //! Mutually recursive (a source's rows are limited by predicates, a related count reads a
 //! source), they live in this one module. Literals are bound when a predicate is rendered.
-//! What the planner wrote as SQL text for its statement ([`Expr::Sql`]: an aggregate's result
-//! compared in `having`) and the aliases, given out while planning, are that statement's:
-//! render a predicate into the statement it was planned in only.
+//! What the planner wrote as SQL text for its statement ([`Expr::Sql`]: an aggregate's group
+//! key, in `sort`) and the aliases, given out while planning, are that statement's: render a
+//! predicate into the statement it was planned in only.
 
 pub mod column;
 pub mod expr;
@@ -25,7 +26,7 @@ pub mod joins;
 pub mod rows;
 
 pub use column::Column;
-pub use expr::{DatePart, Expr, Part, RelatedCount, ValueOutput};
+pub use expr::{Aggregate, AggregateOf, DatePart, Expr, Part, RelatedCount, ValueOutput};
 pub use joins::{Join, Joins};
 pub use rows::{ItemRows, PermittedColumn, PermittedRows, ReadableList, RelatedKeys, Source, VersionColumn, VersionRows};
 
