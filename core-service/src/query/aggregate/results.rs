@@ -152,3 +152,43 @@ pub(super) fn aggregate_expr(f: AggregateFunction, field: &Field, alias: &str) -
     };
     Ok((form, aggregate, db_type))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::test_schema::blog;
+    use cdapi_proto::ErrorCode;
+
+    fn field(collection: &str, name: &str) -> Result<Field, ApiError> {
+        let schema = blog();
+        let c = schema.collection(collection).ok_or_else(ApiError::internal)?;
+        c.field(name).cloned().ok_or_else(ApiError::internal)
+    }
+
+    #[test]
+    fn each_function_has_its_result_type_and_form() -> Result<(), ApiError> {
+        let id = field("articles", "id")?;
+        let (form, aggregate, db_type) = aggregate_expr(AggregateFunction::CountDistinct, &id, "t0")?;
+        assert_eq!((form, aggregate.distinct, db_type.as_str()), (ResultForm::Text, true, "bigint"), "a count is an int8: text");
+        assert_eq!(result_output(&aggregate, form), "count(DISTINCT t0.\"id\")::text");
+        assert_eq!(result_type(&db_type, &id), FieldType::BigInteger);
+        let (form, aggregate, db_type) = aggregate_expr(AggregateFunction::Avg, &id, "t0")?;
+        assert_eq!((form, aggregate.function, result_type(&db_type, &id)), (ResultForm::Text, Aggregate::Avg, FieldType::Decimal));
+        let (form, _, db_type) = aggregate_expr(AggregateFunction::Min, &id, "t0")?;
+        assert_eq!((form, result_type(&db_type, &id)), (ResultForm::AsIs, FieldType::Integer), "min of an int4 is an int4");
+        Ok(())
+    }
+
+    #[test]
+    fn functions_that_do_not_apply_are_refused() -> Result<(), ApiError> {
+        let title = field("articles", "title")?;
+        let articles = field("authors", "articles")?;
+        let code = |f, field: &Field| aggregate_expr(f, field, "t0").err().map(|e| e.code);
+        assert_eq!(code(AggregateFunction::Sum, &title), Some(ErrorCode::InvalidQuery), "a text sum");
+        assert_eq!(code(AggregateFunction::Count, &articles), Some(ErrorCode::InvalidQuery), "a to-many field");
+        assert_eq!(code(AggregateFunction::CountAll, &title), Some(ErrorCode::InvalidQuery), "countAll takes no field");
+        assert_eq!(code(AggregateFunction::Max, &title), None, "text has a maximum");
+        assert_eq!(function_key(AggregateFunction::Unspecified).err().map(|e| e.code), Some(ErrorCode::InvalidQuery));
+        Ok(())
+    }
+}

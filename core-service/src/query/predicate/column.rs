@@ -32,3 +32,17 @@ pub fn render_key(columns: &[Column]) -> String {
         many => format!("concat_ws(',', {})", many.iter().map(Column::render).collect::<Vec<_>>().join(", ")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_quoted_and_composite_keys_joined_by_commas() {
+        assert_eq!(Column::new("t0", "a\"b").render(), "t0.\"a\"\"b\"");
+        let key = |names: &[&str]| render_key(&names.iter().map(|n| Column::new("q1", n)).collect::<Vec<_>>());
+        assert_eq!(key(&[]), "NULL", "no key (a view)");
+        assert_eq!(key(&["id"]), "q1.\"id\"");
+        assert_eq!(key(&["film_id", "actor_id"]), "concat_ws(',', q1.\"film_id\", q1.\"actor_id\")");
+    }
+}

@@ -52,3 +52,39 @@ impl Joins {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::predicate::{Comparison, Expr, Operand, PermittedRows, Predicate, Test};
+    use crate::sql::Param;
+
+    fn segment(field: &str) -> PathSegment {
+        PathSegment { field: field.into(), scope: None }
+    }
+
+    #[test]
+    fn each_prefix_is_joined_once_and_its_rows_bind_where_rendered() {
+        let mut joins = Joins::default();
+        assert_eq!(joins.render(&mut Sql::default()), "", "no join, no text");
+        let author = [segment("author")];
+        assert_eq!(joins.alias_of(&author), None);
+        let visible = Predicate::Compare(Comparison {
+            target: Expr::column("p2", "name"),
+            db_type: "text".into(),
+            text_cast: false,
+            test: Test::Equals(Operand::Text("ann".into())),
+        });
+        let rows =
+            Source::Permitted(Box::new(PermittedRows { table: "\"public\".\"authors\"".into(), alias: "p2".into(), rows: vec![Some(visible)], columns: None }));
+        joins.add(&author, Join { rows, alias: "s1".into(), related: Column::new("s1", "id"), local: Column::new("t0", "author") });
+        assert_eq!(joins.alias_of(&author), Some("s1"));
+        assert_eq!(joins.alias_of(&[segment("author"), segment("org")]), None, "a longer path is another prefix");
+        let mut sql = Sql::default();
+        assert_eq!(
+            joins.render(&mut sql),
+            " LEFT JOIN (SELECT * FROM \"public\".\"authors\" p2 WHERE (p2.\"name\" = CAST($1 AS text))) s1 ON s1.\"id\" = t0.\"author\""
+        );
+        assert_eq!(sql.params, vec![Param::Text("ann".into())]);
+    }
+}
