@@ -5,7 +5,8 @@
 use crate::schema::{Collection, Field, FieldRelation, FieldType, Schema};
 use std::sync::Arc;
 
-fn field(name: &str, ty: FieldType, db: &str, relation: Option<FieldRelation>) -> Field {
+/// A nullable field; named `id`, it is the primary key.
+pub(crate) fn field(name: &str, ty: FieldType, db: &str, relation: Option<FieldRelation>) -> Field {
     Field {
         name: name.into(),
         field_type: ty,

@@ -79,3 +79,69 @@ impl<'a> Planner<'a> {
         Ok(lists)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policies::RowAccess;
+    use crate::query::predicate::Column;
+    use crate::query::test_schema::{blog, field};
+    use crate::query::{Limits, Variables};
+    use crate::schema::FieldType;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    /// The blog with `directus_revisions`, and a view of it where `articles.title` is granted by
+    /// the second of two unfiltered read rows only.
+    fn snapshots() -> Result<(Arc<Schema>, Schema), ApiError> {
+        let mut base = blog();
+        let columns =
+            [("id", FieldType::Integer), ("collection", FieldType::String), ("item", FieldType::String), ("data", FieldType::Json), ("delta", FieldType::Json)];
+        let fields = columns.iter().map(|(n, t)| field(n, *t, "", None)).collect();
+        let revisions = Collection::new(system_tables::activity::REVISIONS.into(), "\"cdapi\".\"revisions\"".into(), vec!["id".into()], false, false, fields);
+        base.collections.insert(revisions.name.clone(), Arc::new(revisions));
+        let base = Arc::new(base);
+        let mut view = (*base).clone();
+        view.base = Some(base.clone());
+        let mut articles = view.collection("articles").ok_or_else(ApiError::internal)?.as_ref().clone();
+        articles.row_access = Some(Arc::new(RowAccess { filters: vec![None, None], masks: BTreeMap::from([("title".to_owned(), vec![1])]) }));
+        view.collections.insert("articles".into(), Arc::new(articles));
+        Ok((base, view))
+    }
+
+    #[test]
+    fn a_view_sees_revisions_of_items_it_reads_with_their_values_cut() -> Result<(), ApiError> {
+        let (_, view) = snapshots()?;
+        let revisions = view.collection(system_tables::activity::REVISIONS).ok_or_else(ApiError::internal)?.clone();
+        let vars = Variables::default();
+        let mut planner = Planner::new(&view, Limits::default(), &vars);
+        let Source::Versions(rows) = planner.version_rows(&revisions, Source::Table("\"cdapi\".\"revisions\"".into()))? else {
+            return Err(ApiError::internal_because("a view's revisions are cut"));
+        };
+        let values: Vec<(&str, bool)> = rows.columns.iter().map(|c| (c.name.as_str(), c.values)).collect();
+        assert_eq!(values, [("id", false), ("collection", false), ("item", false), ("data", true), ("delta", true)]);
+        let names: Vec<&str> = rows.collections.iter().map(|c| c.collection.as_str()).collect();
+        assert_eq!(names, ["articles", "authors", "mentions"], "user collections only, not the revisions themselves");
+        let articles = &rows.collections[0];
+        assert_eq!(articles.readable, ["id", "author"], "a field only some rows grant is left out");
+        assert_eq!(articles.key, [Column::new(&articles.alias, "id")]);
+        let authors = &rows.collections[1];
+        let [list] = authors.lists.as_slice() else { return Err(ApiError::internal_because(format!("{:?}", authors.lists))) };
+        assert_eq!(list.field, "articles");
+        let related = list.related.as_ref().ok_or_else(ApiError::internal)?;
+        assert!(matches!(related.items, Source::Permitted(_)), "the related articles as the view reads them: {:?}", related.items);
+        Ok(())
+    }
+
+    #[test]
+    fn the_whole_snapshot_and_other_collections_read_rows_as_they_are() -> Result<(), ApiError> {
+        let (base, view) = snapshots()?;
+        let vars = Variables::default();
+        let table = Source::Table("\"cdapi\".\"revisions\"".into());
+        let revisions = base.collection(system_tables::activity::REVISIONS).ok_or_else(ApiError::internal)?.clone();
+        assert_eq!(Planner::new(&base, Limits::default(), &vars).version_rows(&revisions, table.clone())?, table, "admin access");
+        let authors = view.collection("authors").ok_or_else(ApiError::internal)?.clone();
+        assert_eq!(Planner::new(&view, Limits::default(), &vars).version_rows(&authors, table.clone())?, table, "not about items");
+        Ok(())
+    }
+}
