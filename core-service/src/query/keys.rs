@@ -93,7 +93,8 @@ pub fn key_columns(collection: &Collection, alias: &str) -> Vec<Column> {
 }
 
 /// The key of an item of `collection` (rows `alias`) as JSON-able SQL text (it binds nothing;
-/// [`render_key`]), for statements written without a plan.
+/// [`render_key`]), for statements that select or return keys (writes, the keys of a write's
+/// query, triggers).
 pub fn pk_expr(collection: &Collection, alias: &str) -> String {
     render_key(&key_columns(collection, alias))
 }

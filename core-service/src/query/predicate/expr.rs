@@ -3,10 +3,11 @@
 //! aliased row, and a function of one (Directus docs "Global Query Parameters", functions:
 //! `year(published_at)`, `count(tags)`, planned by [`crate::query::functions`]), a stored
 //! value in the form a reply writes it ([`ValueOutput`]), a key in text form and an aggregate
-//! of a group's rows ([`AggregateOf`], compared by `having`) are typed. SQL text the planner
-//! already wrote for its statement is [`Expr::Sql`]: an aggregate's group key, rendered once
-//! because Postgres matches it by text in the select list, GROUP BY and ORDER BY, and a key
-//! that counts related rows binds parameters, which must not be numbered anew.
+//! of a group's rows ([`AggregateOf`], compared by `having`) are typed. [`Expr::Sql`] carries
+//! text already rendered into the statement: an aggregate's group key, which
+//! [`crate::query::aggregate::AggregatePlan::render`] writes once and reuses in ORDER BY, as
+//! Postgres matches it to GROUP BY by text (and a key counting related rows binds parameters,
+//! which must not be numbered anew).
 
 use super::{Column, Source};
 use crate::query::values::{OutputForm, form_output, writes_as_stored};
@@ -35,8 +36,8 @@ pub enum Expr {
     Key(Vec<Column>),
     /// An aggregate of a group's rows.
     Aggregate(AggregateOf),
-    /// SQL text already written for this statement (a group key rendered once); any `$n` in it
-    /// are this statement's.
+    /// SQL text already rendered into this statement (a group key, reused in ORDER BY); any
+    /// `$n` in it are this statement's.
     Sql(String),
 }
 

@@ -16,9 +16,8 @@
 //! rendered with the predicate.
 //! Mutually recursive (a source's rows are limited by predicates, a related count reads a
 //! source), they live in this one module. Literals are bound when a predicate is rendered.
-//! What the planner wrote as SQL text for its statement ([`Expr::Sql`]: an aggregate's group
-//! key, in `sort`) and the aliases, given out while planning, are that statement's: render a
-//! predicate into the statement it was planned in only.
+//! The aliases, given out while planning, are that statement's: render a predicate into the
+//! statement it was planned in only.
 
 pub mod column;
 pub mod expr;
