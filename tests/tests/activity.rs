@@ -130,6 +130,27 @@ async fn every_write_path_records_each_item_and_a_failed_write_records_nothing()
     assert_eq!(rows[1]["revisions"][0]["delta"], json!({"name": "graphql-32"}));
 }
 
+/// A batch of creates records each item with what it set: items that set the same fields (in
+/// any order, recorded by the INSERT itself) and items that do not (recorded after it).
+#[tokio::test]
+async fn a_batch_records_each_item_with_the_fields_it_set() {
+    let app = app(Dataset::DemoWrites);
+    let like = json!([{"title": "Like 32 a", "rating": 1}, {"rating": 2, "title": "Like 32 b"}]);
+    let unlike = json!([{"title": "Unlike 32 a"}, {"title": "Unlike 32 b", "rating": 5}, {"status": "published", "title": "Unlike 32 c"}]);
+    for batch in [like, unlike] {
+        let r = app.admin(Method::POST, "/items/articles", batch.clone()).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let created = r.body["data"].as_array().expect("created articles");
+        assert_eq!(created.len(), batch.as_array().map(Vec::len).unwrap_or_default());
+        for (item, sent) in created.iter().zip(batch.as_array().expect("batch")) {
+            let rows = history(app, "articles", &id_of(item)).await;
+            assert_eq!(rows.len(), 1, "{rows:?}");
+            assert_eq!((rows[0]["action"].clone(), rows[0]["revisions"][0]["delta"].clone()), (json!("create"), sent.clone()), "{rows:?}");
+            assert_eq!(rows[0]["revisions"][0]["data"], *sent);
+        }
+    }
+}
+
 /// `meta.accountability`: `activity` records activity without revisions, `null` nothing.
 #[tokio::test]
 async fn accountability_activity_or_null_records_less() {

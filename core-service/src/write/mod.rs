@@ -226,7 +226,6 @@ impl<'w> Writer<'w> {
         }
         let mut sql = Sql::default();
         let target = &collection.table;
-        let returning = format!("RETURNING ({})::text", pk_expr(collection, "t0"));
         if cols.is_empty() {
             let first = collection
                 .fields
@@ -234,7 +233,7 @@ impl<'w> Writer<'w> {
                 .map(|f| f.name.as_str())
                 .ok_or_else(|| ApiError::internal_because(format!("\"{}\" has no field to insert defaults into", collection.name)))?;
             let values = vec!["(DEFAULT)"; rows.len()].join(", ");
-            sql.text = format!("INSERT INTO {target} AS t0 ({}) VALUES {values} {returning}", ident(first));
+            sql.text = format!("INSERT INTO {target} AS t0 ({}) VALUES {values}", ident(first));
         } else {
             let mut values = Vec::with_capacity(rows.len());
             for row in &rows {
@@ -249,11 +248,27 @@ impl<'w> Writer<'w> {
                 values.push(format!("({})", cells.join(", ")));
             }
             let names: Vec<String> = cols.iter().map(|c| ident(c)).collect();
-            sql.text = format!("INSERT INTO {target} AS t0 ({}) VALUES {} {returning}", names.join(", "), values.join(", "));
+            sql.text = format!("INSERT INTO {target} AS t0 ({}) VALUES {}", names.join(", "), values.join(", "));
         }
-        let keys = self.keys(&sql).await?;
         let set: Vec<Vec<&str>> = items.iter().map(|o| o.keys().map(String::as_str).collect()).collect();
-        self.record(collection, Change::Create, &keys, &set).await?;
+        let keys = if crate::activity::recordable(collection) && set.iter().all(|f| same_fields(f, &set[0])) {
+            // The common create (one item, or a batch of like items): the INSERT records itself.
+            crate::activity::recorded_create(&mut sql, collection, &set[0], self.vars.user.as_deref(), self.client);
+            let rows = sql.query().fetch_all(&mut *self.conn).await.map_err(crate::db::map_write_error)?;
+            let mut keys = Vec::with_capacity(rows.len());
+            let mut revisions = Vec::with_capacity(rows.len());
+            for r in &rows {
+                keys.push(r.try_get::<String, _>(0).map_err(crate::db::map_error)?);
+                revisions.extend(r.try_get::<Option<i64>, _>(1).map_err(crate::db::map_error)?);
+            }
+            self.nesting.note(revisions);
+            keys
+        } else {
+            sql.text.push_str(&format!(" RETURNING ({})::text", pk_expr(collection, "t0")));
+            let keys = self.keys(&sql).await?;
+            self.record(collection, Change::Create, &keys, &set).await?;
+            keys
+        };
         self.follow_sequence(collection, &items).await?;
         // Items checked against the same condition are checked together.
         let mut groups: Vec<(Option<Arc<Filter>>, Vec<String>)> = Vec::new();
@@ -578,6 +593,17 @@ pub(crate) async fn item_value(
     let row =
         sql.query().fetch_optional(conn).await.map_err(|e| if crate::db::is_data_exception(&e) { ApiError::forbidden() } else { crate::db::map_error(e) })?;
     row.map(|r| r.try_get(0).map_err(crate::db::map_error)).transpose()
+}
+
+/// Whether two items set the same fields (in any order).
+fn same_fields(a: &[&str], b: &[&str]) -> bool {
+    if a == b {
+        return true;
+    }
+    let (mut a, mut b) = (a.to_vec(), b.to_vec());
+    a.sort_unstable();
+    b.sort_unstable();
+    a == b
 }
 
 fn dedup_len(keys: &[String]) -> usize {
