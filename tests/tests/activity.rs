@@ -151,6 +151,73 @@ async fn a_batch_records_each_item_with_the_fields_it_set() {
     }
 }
 
+/// An update by query records each item it changed with its whole state after the update and
+/// what it set, and a delete by query each item it removed.
+#[tokio::test]
+async fn writes_by_query_record_each_item_whole() {
+    let app = app(Dataset::DemoWrites);
+    let r =
+        app.admin(Method::POST, "/items/articles", json!([{"title": "By query 32 a", "rating": 1}, {"title": "By query 32 b", "status": "published"}])).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let ids: Vec<String> = r.body["data"].as_array().expect("articles").iter().map(id_of).collect();
+    let selector = json!({"filter": {"title": {"_starts_with": "By query 32 "}}, "sort": ["id"]});
+    let r = app.admin(Method::PATCH, "/items/articles", json!({"query": selector, "data": {"rating": 4}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    for (id, (title, status)) in ids.iter().zip([("By query 32 a", "draft"), ("By query 32 b", "published")]) {
+        let rows = history(app, "articles", id).await;
+        assert_eq!(rows.iter().map(|r| r["action"].clone()).collect::<Vec<_>>(), [json!("create"), json!("update")], "{rows:?}");
+        let revision = &rows[1]["revisions"][0];
+        assert_eq!(revision["delta"], json!({"rating": 4}), "{revision}");
+        let data = &revision["data"];
+        assert_eq!(
+            (data["id"].to_string(), data["title"].clone(), data["status"].clone(), data["rating"].clone()),
+            (id.clone(), json!(title), json!(status), json!(4))
+        );
+        assert_eq!(data["tags"], json!([]), "the to-many keys: {data}");
+    }
+    let r = app.admin(Method::DELETE, "/items/articles", json!({"query": selector})).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    for id in &ids {
+        let rows = history(app, "articles", id).await;
+        assert_eq!((rows.len(), rows[2]["action"].clone(), rows[2]["revisions"].clone()), (3, json!("delete"), json!([])), "{rows:?}");
+    }
+}
+
+/// A table with PostgreSQL rules (here an audit rule, `DO ALSO`) cannot be written by a
+/// statement that records itself (PostgreSQL refuses a data-modifying `WITH` on it): its
+/// creates, updates and deletes still succeed, its rules still run, and each is recorded.
+#[tokio::test]
+async fn writes_to_a_table_with_rules_are_recorded() {
+    let app = app(Dataset::DemoWrites);
+    e2e_tests::exec(
+        app,
+        "CREATE TABLE ruled_notes (id serial PRIMARY KEY, body text); \
+         CREATE TABLE ruled_notes_log (id serial PRIMARY KEY, what text, body text); \
+         CREATE RULE ruled_notes_created AS ON INSERT TO ruled_notes DO ALSO INSERT INTO ruled_notes_log (what, body) VALUES ('create', NEW.body); \
+         CREATE RULE ruled_notes_updated AS ON UPDATE TO ruled_notes DO ALSO INSERT INTO ruled_notes_log (what, body) VALUES ('update', NEW.body); \
+         CREATE RULE ruled_notes_deleted AS ON DELETE TO ruled_notes DO ALSO INSERT INTO ruled_notes_log (what, body) VALUES ('delete', OLD.body)",
+    )
+    .await;
+    e2e_tests::fixture::eventually("ruled_notes is served", || async { app.get("/items/ruled_notes?limit=1").await.status == 200 }).await;
+    let r = app.admin(Method::POST, "/items/ruled_notes", json!({"body": "one"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let one = id_of(&r.body["data"]);
+    let r = app.admin(Method::POST, "/items/ruled_notes", json!([{"body": "two"}, {"body": "three"}])).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = app.admin(Method::PATCH, &format!("/items/ruled_notes/{one}"), json!({"body": "one, edited"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = app.admin(Method::DELETE, &format!("/items/ruled_notes/{one}"), Value::Null).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    let rows = history(app, "ruled_notes", &one).await;
+    let actions: Vec<Value> = rows.iter().map(|r| r["action"].clone()).collect();
+    assert_eq!(actions, [json!("create"), json!("update"), json!("delete")], "{rows:?}");
+    assert_eq!(rows[1]["revisions"][0]["data"], json!({"id": one.parse::<i64>().expect("key"), "body": "one, edited"}), "{rows:?}");
+    let r = app.admin(Method::GET, "/items/ruled_notes_log?sort=id&fields=what,body&limit=-1", Value::Null).await;
+    let log: Vec<(Value, Value)> = r.body["data"].as_array().expect("log").iter().map(|l| (l["what"].clone(), l["body"].clone())).collect();
+    let expected = [("create", "one"), ("create", "two"), ("create", "three"), ("update", "one, edited"), ("delete", "one, edited")];
+    assert_eq!(log, expected.map(|(w, b)| (json!(w), json!(b))), "the rules ran once per item");
+}
+
 /// `meta.accountability`: `activity` records activity without revisions, `null` nothing.
 #[tokio::test]
 async fn accountability_activity_or_null_records_less() {

@@ -79,6 +79,10 @@ pub struct Collection {
     /// The manual order's field (Directus's `meta.sort_field`): a list's order when its query
     /// has no `sort`, and what `POST /utils/sort/:collection` rewrites (docs/history.md "Manual order").
     pub sort_field: Option<String>,
+    /// The table has PostgreSQL rules (`CREATE RULE`; `pg_class.relhasrules`). PostgreSQL
+    /// refuses a data-modifying `WITH` on such a table, so its writes are recorded by a
+    /// statement of their own (`crate::activity`).
+    pub has_rules: bool,
     index: HashMap<String, usize>,
 }
 
@@ -99,6 +103,7 @@ impl Collection {
             auto_values: Vec::new(),
             casts: Vec::new(),
             sort_field: None,
+            has_rules: false,
             index,
         }
     }

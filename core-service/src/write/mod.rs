@@ -251,18 +251,10 @@ impl<'w> Writer<'w> {
             sql.text = format!("INSERT INTO {target} AS t0 ({}) VALUES {}", names.join(", "), values.join(", "));
         }
         let set: Vec<Vec<&str>> = items.iter().map(|o| o.keys().map(String::as_str).collect()).collect();
-        let keys = if crate::activity::recordable(collection) && set.iter().all(|f| same_fields(f, &set[0])) {
+        let keys = if self.records_itself(collection) && set.iter().all(|f| same_fields(f, &set[0])) {
             // The common create (one item, or a batch of like items): the INSERT records itself.
-            crate::activity::recorded_create(&mut sql, collection, &set[0], self.vars.user.as_deref(), self.client);
-            let rows = sql.query().fetch_all(&mut *self.conn).await.map_err(crate::db::map_write_error)?;
-            let mut keys = Vec::with_capacity(rows.len());
-            let mut revisions = Vec::with_capacity(rows.len());
-            for r in &rows {
-                keys.push(r.try_get::<String, _>(0).map_err(crate::db::map_error)?);
-                revisions.extend(r.try_get::<Option<i64>, _>(1).map_err(crate::db::map_error)?);
-            }
-            self.nesting.note(revisions);
-            keys
+            crate::activity::recorded_write(&mut sql, collection, Change::Create, "t0", &set[0], &[], self.vars.user.as_deref(), self.client);
+            self.recorded(&sql).await?
         } else {
             sql.text.push_str(&format!(" RETURNING ({})::text", pk_expr(collection, "t0")));
             let keys = self.keys(&sql).await?;
@@ -356,15 +348,20 @@ impl<'w> Writer<'w> {
         let (mut obj, cond) = self.permitted(collection, Action::Update, obj, extra).await?;
         auto_values::apply(collection, false, self.vars, &mut obj);
         let selector = self.scoped(&mut planner, collection, cond.as_ref(), selector)?;
-        let mut sql = planner.sql;
         let mut cols = payload::columns(collection, &obj, Mode::Update)?;
         self.hash_values(&mut cols).await?;
         if cols.is_empty() {
             // Nothing left to set (only the key, or keys that are no field): nothing changes,
             // the items are still checked and answered, as Directus does.
+            let mut sql = planner.sql;
             sql.text = format!("SELECT ({})::text FROM {} AS t0 WHERE {selector} ORDER BY 1 FOR UPDATE", pk_expr(collection, "t0"), collection.table);
             return self.keys(&sql).await;
         }
+        let set: Vec<&str> = cols.iter().map(|(f, _)| f.name.as_str()).collect();
+        // The update records itself; its revisions list the to-many keys it does not change.
+        let records_itself = self.records_itself(collection);
+        let lists = if records_itself { crate::activity::revision_lists(&mut planner, collection, "u") } else { Vec::new() };
+        let mut sql = planner.sql;
         let sets: Vec<String> = cols
             .iter()
             .map(|(f, v)| {
@@ -376,10 +373,39 @@ impl<'w> Writer<'w> {
             })
             .collect();
         sql.text = locked_write(collection, &format!("UPDATE {} AS u SET {}", collection.table, sets.join(", ")), &selector);
-        let keys = self.keys(&sql).await?;
-        let set: Vec<&str> = cols.iter().map(|(f, _)| f.name.as_str()).collect();
+        if records_itself {
+            crate::activity::recorded_write(&mut sql, collection, Change::Update, "u", &set, &lists, self.vars.user.as_deref(), self.client);
+            return self.recorded(&sql).await;
+        }
+        let keys = self.returned_keys(collection, sql).await?;
         self.record(collection, Change::Update, &keys, &[set]).await?;
         Ok(keys)
+    }
+
+    /// Whether a write of `collection` records itself in its own statement
+    /// ([`crate::activity::recorded_write`]): always, but for tables with rules.
+    fn records_itself(&self, collection: &Collection) -> bool {
+        crate::activity::recordable(collection) && !collection.has_rules
+    }
+
+    /// Runs a write that records itself ([`crate::activity::recorded_write`]) and returns the
+    /// keys it wrote, its revisions noted for nested writes.
+    async fn recorded(&mut self, sql: &Sql) -> Result<Vec<String>, ApiError> {
+        let rows = sql.query().fetch_all(&mut *self.conn).await.map_err(crate::db::map_write_error)?;
+        let mut keys = Vec::with_capacity(rows.len());
+        let mut revisions = Vec::with_capacity(rows.len());
+        for r in &rows {
+            keys.push(r.try_get::<String, _>(0).map_err(crate::db::map_error)?);
+            revisions.extend(r.try_get::<Option<i64>, _>(1).map_err(crate::db::map_error)?);
+        }
+        self.nesting.note(revisions);
+        Ok(keys)
+    }
+
+    /// Runs `sql`, a [`locked_write`], returning the keys of the rows it wrote.
+    async fn returned_keys(&mut self, collection: &Collection, mut sql: Sql) -> Result<Vec<String>, ApiError> {
+        sql.text.push_str(&format!(" RETURNING ({})::text", pk_expr(collection, "u")));
+        self.keys(&sql).await
     }
 
     /// Records a change of `keys` in activity and revisions ([`crate::activity::record`]).
@@ -490,9 +516,19 @@ impl<'w> Writer<'w> {
         let selector = self.scoped(&mut planner, collection, cond.as_ref(), selector)?;
         let mut sql = planner.sql;
         sql.text = locked_write(collection, &format!("DELETE FROM {} AS u", collection.table), &selector);
-        let deleted = self.keys(&sql).await?;
+        let records_itself = self.records_itself(collection);
+        let deleted = if records_itself {
+            crate::activity::recorded_write(&mut sql, collection, Change::Delete, "u", &[], &[], self.vars.user.as_deref(), self.client);
+            self.recorded(&sql).await?
+        } else {
+            self.returned_keys(collection, sql).await?
+        };
+        // A failed check rolls the recording back with the delete.
         if deleted.len() != dedup_len(keys) {
             return Err(ApiError::forbidden());
+        }
+        if records_itself {
+            return Ok(());
         }
         self.record(collection, Change::Delete, &deleted, &[]).await
     }
@@ -610,18 +646,17 @@ fn dedup_len(keys: &[String]) -> usize {
     keys.iter().collect::<std::collections::HashSet<_>>().len()
 }
 
-/// `{head} WHERE <the rows selector picks> RETURNING <their keys>`, where `head` is
-/// `UPDATE <table> AS u SET …` or `DELETE FROM <table> AS u` and `selector` is a condition over
-/// alias `t0`. The rows are locked first in primary-key order (`ORDER BY … FOR UPDATE` in a
+/// `{head} WHERE <the rows selector picks>` (no `RETURNING`: [`Writer::returned_keys`] or
+/// [`crate::activity::recorded_write`] adds it), where `head` is `UPDATE <table> AS u SET …`
+/// or `DELETE FROM <table> AS u` and `selector` is a condition over alias `t0`. The rows are locked first in primary-key order (`ORDER BY … FOR UPDATE` in a
 /// subquery), so concurrent writes of overlapping rows wait for each other instead of
 /// deadlocking (each would otherwise lock rows in its own scan order).
 fn locked_write(collection: &Collection, head: &str, selector: &str) -> String {
     let cols = |alias: &str| collection.primary_key.iter().map(|k| crate::sql::column(alias, k)).collect::<Vec<_>>().join(", ");
     format!(
-        "{head} WHERE ({outer}) IN (SELECT {inner} FROM {table} AS t0 WHERE {selector} ORDER BY {inner} FOR UPDATE) RETURNING ({key})::text",
+        "{head} WHERE ({outer}) IN (SELECT {inner} FROM {table} AS t0 WHERE {selector} ORDER BY {inner} FOR UPDATE)",
         table = collection.table,
         outer = cols("u"),
         inner = cols("t0"),
-        key = pk_expr(collection, "u"),
     )
 }
