@@ -183,6 +183,26 @@ async fn writes_by_query_record_each_item_whole() {
     }
 }
 
+/// An update that moves items of a to-many list of the items it writes (here a list of the same
+/// collection: children re-parented) records each item's list as it is after the update.
+#[tokio::test]
+async fn an_update_moving_list_items_records_the_lists_after_it() {
+    let app = app(Dataset::DemoWrites);
+    e2e_tests::exec(
+        app,
+        "CREATE TABLE outline (id serial PRIMARY KEY, title text, parent int REFERENCES outline (id)); \
+         INSERT INTO outline (id, title) VALUES (1, 'Root'), (2, 'Child'), (3, 'Other'); \
+         INSERT INTO cdapi.relations (many_collection, many_field, one_collection, one_field) VALUES ('outline', 'parent', 'outline', 'children')",
+    )
+    .await;
+    e2e_tests::fixture::eventually("outline is served", || async { app.get("/items/outline/1?fields=children").await.status == 200 }).await;
+    let r = app.admin(Method::PATCH, "/items/outline", json!({"keys": [1, 2], "data": {"parent": 1}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let rows = history(app, "outline", "1").await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["revisions"][0]["data"]["children"], json!([1, 2]), "{rows:?}");
+}
+
 /// A table with PostgreSQL rules (here an audit rule, `DO ALSO`) cannot be written by a
 /// statement that records itself (PostgreSQL refuses a data-modifying `WITH` on it): its
 /// creates, updates and deletes still succeed, its rules still run, and each is recorded.
@@ -226,12 +246,21 @@ async fn accountability_activity_or_null_records_less() {
     assert_eq!(r.status, 200, "{}", r.body);
     let r = app.admin(Method::POST, "/items/headings", json!({"title": "Accountability 32"})).await;
     let id = id_of(&r.body["data"]);
+    let r = app.admin(Method::PATCH, &format!("/items/headings/{id}"), json!({"title": "Accountability 32, edited"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = app.admin(Method::DELETE, &format!("/items/headings/{id}"), Value::Null).await;
+    assert_eq!(r.status, 204, "{}", r.body);
     let rows = history(app, "headings", &id).await;
-    assert_eq!((rows.len(), rows[0]["revisions"].clone()), (1, json!([])), "{rows:?}");
+    let recorded: Vec<(Value, Value)> = rows.iter().map(|r| (r["action"].clone(), r["revisions"].clone())).collect();
+    assert_eq!(recorded, [("create", json!([])), ("update", json!([])), ("delete", json!([]))].map(|(a, v)| (json!(a), v)), "{rows:?}");
     let r = app.admin(Method::PATCH, "/collections/text_blocks", json!({"meta": {"accountability": null}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let r = app.admin(Method::POST, "/items/text_blocks", json!({"body": "Not recorded 32"})).await;
     let id = id_of(&r.body["data"]);
+    let r = app.admin(Method::PATCH, &format!("/items/text_blocks/{id}"), json!({"body": "Not recorded 32, edited"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = app.admin(Method::DELETE, &format!("/items/text_blocks/{id}"), Value::Null).await;
+    assert_eq!(r.status, 204, "{}", r.body);
     assert_eq!(history(app, "text_blocks", &id).await, Vec::<Value>::new());
 }
 

@@ -131,17 +131,30 @@ pub fn revision_lists(planner: &mut Planner<'_>, collection: &Collection, alias:
     }
 }
 
+/// Whether an update of `collection` setting the fields `set` leaves every to-many list of its
+/// items as the update's own statement reads them ([`recorded_write`] reads them from the
+/// snapshot the statement started with): not when a list holds items of the same collection
+/// (the update may move them) or hangs on a field the update sets (a cascade moves the related
+/// items after the statement). Such updates are recorded by [`record`], which reads the items
+/// after the write.
+pub fn lists_outlive(collection: &Collection, set: &[&str]) -> bool {
+    collection.fields.iter().all(|f| match &f.relation {
+        Some(crate::schema::FieldRelation::O2M { related, local_field, .. }) => *related != collection.name && !set.contains(&local_field.as_str()),
+        _ => true,
+    })
+}
+
 /// Turns `sql`, a write of items of `collection` over rows `alias` without `RETURNING` (as
 /// `change` says: `INSERT INTO <table> AS <alias> (…) VALUES …`, `UPDATE <table> AS <alias>
 /// SET … WHERE …` or `DELETE FROM <table> AS <alias> WHERE …`), into one statement that writes
 /// the items and records them as [`record`] would, from the write's own `RETURNING`: no
 /// second statement, no second read of the items. `fields`: the fields every item set (a
 /// revision's `delta`, and a create's `data`); `lists`: an update's to-many fields
-/// ([`revision_lists`] over `alias`; the write must not change them). Its rows are `(key text,
-/// revision int8 or NULL)`, one per item written, in the order of `RETURNING` (for an INSERT,
-/// the payload's); NULL where no revision is kept (a delete, `meta.accountability`, an update
-/// that set no field). Not for a collection with rules ([`Collection::has_rules`]): PostgreSQL
-/// refuses a data-modifying `WITH` on its table.
+/// ([`revision_lists`] over `alias`), read as the statement's snapshot holds them, so the
+/// write must not change them ([`lists_outlive`]). Its rows are `(key text, revision int8 or
+/// NULL)`, one per item written, in the order of `RETURNING` (for an INSERT, the payload's);
+/// NULL where no revision is kept (a delete, `meta.accountability`). Not for a collection with
+/// rules ([`Collection::has_rules`]): PostgreSQL refuses a data-modifying `WITH` on its table.
 #[allow(clippy::too_many_arguments)] // the write, what it wrote, and who wrote it
 pub fn recorded_write(
     sql: &mut Sql,
@@ -155,13 +168,16 @@ pub fn recorded_write(
 ) {
     let write = std::mem::take(&mut sql.text);
     let key = format!("({})::text AS item", pk_expr(collection, alias));
+    // What only a revision needs is built only when revisions are kept (RETURNING computes
+    // every column it lists, read or not).
+    let kept = |expr: String| format!("CASE WHEN (SELECT a FROM acc) = 'all' THEN {expr} END");
     let returning = match change {
         Change::Delete => key,
-        Change::Create => format!("{key}, {} AS delta", recorded_object(sql, collection, alias, fields)),
+        Change::Create => format!("{key}, {} AS delta", kept(recorded_object(sql, collection, alias, fields))),
         Change::Update => format!(
-            "{key}, {} AS delta, (SELECT to_jsonb(x) FROM (SELECT {}) x) AS data",
-            recorded_object(sql, collection, alias, fields),
-            whole_item(collection, alias, lists)
+            "{key}, {} AS delta, {} AS data",
+            kept(recorded_object(sql, collection, alias, fields)),
+            kept(format!("(SELECT to_jsonb(x) FROM (SELECT {}) x)", whole_item(collection, alias, lists)))
         ),
     };
     let bound = Bound::new(sql, &collection.name, change, user, client);

@@ -41,7 +41,8 @@ macro_rules! collection_name {
 const COLLECTIONS_SQL: &str = concat!(
     "SELECT ",
     collection_name!("n", "c"),
-    ", c.relkind::text, n.nspname::text, c.relname::text, c.relhasrules
+    ", c.relkind::text, n.nspname::text, c.relname::text,
+       EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class = c.oid AND r.ev_type <> '1')
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE ",
     served!("n", "c"),

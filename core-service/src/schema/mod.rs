@@ -79,9 +79,11 @@ pub struct Collection {
     /// The manual order's field (Directus's `meta.sort_field`): a list's order when its query
     /// has no `sort`, and what `POST /utils/sort/:collection` rewrites (docs/history.md "Manual order").
     pub sort_field: Option<String>,
-    /// The table has PostgreSQL rules (`CREATE RULE`; `pg_class.relhasrules`). PostgreSQL
-    /// refuses a data-modifying `WITH` on such a table, so its writes are recorded by a
-    /// statement of their own (`crate::activity`).
+    /// The table has PostgreSQL rules on INSERT, UPDATE or DELETE (`CREATE RULE`; a view's
+    /// own SELECT rule does not count). PostgreSQL refuses a data-modifying `WITH` on such a
+    /// table, so its writes are recorded by a statement of their own (`crate::activity`). A
+    /// rule made while the core runs counts once the snapshot is rebuilt (at once with the
+    /// event trigger, else after `SchemaService.ReloadSchema`, as for any DDL).
     pub has_rules: bool,
     index: HashMap<String, usize>,
 }

@@ -358,8 +358,8 @@ impl<'w> Writer<'w> {
             return self.keys(&sql).await;
         }
         let set: Vec<&str> = cols.iter().map(|(f, _)| f.name.as_str()).collect();
-        // The update records itself; its revisions list the to-many keys it does not change.
-        let records_itself = self.records_itself(collection);
+        // The update records itself, its revisions listing the to-many keys, unless it may move them.
+        let records_itself = self.records_itself(collection) && crate::activity::statements::lists_outlive(collection, &set);
         let lists = if records_itself { crate::activity::revision_lists(&mut planner, collection, "u") } else { Vec::new() };
         let mut sql = planner.sql;
         let sets: Vec<String> = cols
