@@ -5,6 +5,8 @@
 
 use e2e_tests::api::Api;
 use e2e_tests::{Dataset, app};
+use reqwest::Method;
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 async fn exec(app: &e2e_tests::TestApp, sql: &str) {
@@ -46,4 +48,42 @@ async fn new_tables_and_relation_settings_appear_without_restart() {
     exec(app, "DROP TABLE news").await;
     let r = eventually(app, "/items/news", |r| r.status == 403).await;
     assert_eq!(r.status, 403);
+}
+
+/// A relation row without a foreign key is a Many-to-One with the reverse alias its row names,
+/// as Directus reads relations from its relation rows: items nest through it both ways, nested
+/// writes go through it, and `/relations` shows it without a `schema`. A row whose column has
+/// another type than the related key is left out: that column reads as a plain value.
+#[tokio::test]
+async fn a_relation_row_without_a_foreign_key_is_a_relation() {
+    let app = app(Dataset::DemoWrites);
+    exec(
+        app,
+        "CREATE TABLE loose_owners (id serial PRIMARY KEY, name text); \
+         CREATE TABLE loose_pets (id serial PRIMARY KEY, name text, owner integer, keeper text); \
+         INSERT INTO loose_owners (id, name) VALUES (1, 'Ada'), (2, 'Bob'); \
+         INSERT INTO loose_pets (name, owner, keeper) VALUES ('Rex', 1, '2'), ('Tom', 1, NULL), ('Stray', NULL, NULL); \
+         SELECT setval(pg_get_serial_sequence('loose_owners', 'id'), 2); \
+         INSERT INTO cdapi.relations (many_collection, many_field, one_collection, one_field) \
+           VALUES ('loose_pets', 'owner', 'loose_owners', 'pets'), ('loose_pets', 'keeper', 'loose_owners', NULL)",
+    )
+    .await;
+    let r = eventually(app, "/items/loose_pets?fields=name,owner.name,keeper&sort=id", |r| r.status == 200).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let expected = json!([
+        {"name": "Rex", "owner": {"name": "Ada"}, "keeper": "2"},
+        {"name": "Tom", "owner": {"name": "Ada"}, "keeper": null},
+        {"name": "Stray", "owner": null, "keeper": null}
+    ]);
+    assert_eq!(r.body["data"], expected);
+    let r = app.get("/items/loose_owners/1?fields=name,pets.name").await;
+    assert_eq!(r.body["data"], json!({"name": "Ada", "pets": [{"name": "Rex"}, {"name": "Tom"}]}), "{}", r.body);
+    let r = app.get("/relations/loose_pets/owner").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let relation = &r.body["data"];
+    assert_eq!((relation["related_collection"].clone(), relation["schema"].clone()), (json!("loose_owners"), json!(null)), "{relation}");
+    assert_eq!(relation["meta"]["one_field"], "pets", "{relation}");
+    let r = app.admin(Method::POST, "/items/loose_pets?fields=name,owner.name", json!({"name": "Nested", "owner": {"name": "Cy"}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["data"], json!({"name": "Nested", "owner": {"name": "Cy"}}));
 }

@@ -6,7 +6,9 @@
 //! their parent; domains are typed as their base type; single-column foreign keys are M2O
 //! relations with a reverse O2M alias (see [`super::naming`]); a table whose primary key is
 //! exactly two foreign-key columns is a junction (M2M), as is any relation configured with a
-//! `junction_field`. Composite foreign keys are not relations. A `cdapi.relations` row without
+//! `junction_field`. Composite foreign keys are not relations. A `cdapi.relations` row naming a
+//! `one_collection` for a column without a foreign key is an M2O relation too, as Directus reads
+//! it ([`unconstrained_relations`]). A `cdapi.relations` row without
 //! `one_collection` but with `one_collection_field` and `one_allowed_collections` makes its
 //! `many_field` a Many-to-Any field.
 
@@ -180,12 +182,18 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
     // Foreign keys (first one per column wins), and junction detection.
     let mut seen = HashSet::new();
     let names: HashSet<&str> = tables.iter().map(|(n, ..)| n.as_str()).collect();
-    let fks: Vec<ForeignKey> = fk_rows
+    let mut fks: Vec<ForeignKey> = fk_rows
         .into_iter()
         .filter(|(m, _, o, _)| names.contains(m.as_str()) && names.contains(o.as_str()))
         .filter(|(m, f, _, _)| seen.insert((m.clone(), f.clone())))
         .map(|(many_collection, many_field, one_collection, one_field_column)| ForeignKey { many_collection, many_field, one_collection, one_field_column })
         .collect();
+    // Default O2M aliases are for foreign keys alone: a relation row names its own (or none).
+    let taken: HashMap<String, HashSet<String>> = fields.iter().map(|(t, fs)| (t.clone(), fs.iter().map(|f| f.name.clone()).collect())).collect();
+    let mut defaults = default_aliases(&fks, &taken);
+    let unconstrained = unconstrained_relations(&settings, &fks, &names, &pks, &fields);
+    defaults.extend(unconstrained.iter().map(|_| None));
+    fks.extend(unconstrained);
     let junction_of = |fk: &ForeignKey| -> Option<String> {
         if let Some(s) = settings.get(&(fk.many_collection.clone(), fk.many_field.clone()))
             && s.junction_field.is_some()
@@ -198,8 +206,6 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
             .then(|| fk_cols.iter().find(|o| o.many_field != fk.many_field).map(|o| o.many_field.clone()))
             .flatten()
     };
-    let taken: HashMap<String, HashSet<String>> = fields.iter().map(|(t, fs)| (t.clone(), fs.iter().map(|f| f.name.clone()).collect())).collect();
-    let defaults = default_aliases(&fks, &taken);
 
     let mut aliases: HashMap<String, Vec<Field>> = HashMap::new();
     for (fk, default_alias) in fks.iter().zip(defaults) {
@@ -285,6 +291,54 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
     let (presets, mode) = system_tables::settings::asset_settings(&mut *conn).await?;
     let assets = Arc::new(crate::asset_settings::AssetSettings::from_settings(presets.as_deref(), mode.as_deref()));
     Ok(Schema { version, db_schema: db_schema.to_owned(), collections, base: None, permissions, assets })
+}
+
+/// The M2O relations kept only as relation rows: a row naming a related collection for a
+/// column no foreign key constrains (Directus reads relations from its relation rows, so a
+/// database changed by hand, or moved from one where Directus kept a relation without a
+/// constraint, has them). Each reads as a foreign key to the related collection's primary key
+/// when both collections are served, the key is a single column and the column has the key's
+/// type (a join of other types would fail every read); others are left out with a warning.
+/// In the order of their collection and field.
+fn unconstrained_relations(
+    settings: &HashMap<(String, String), RelationSetting>,
+    fks: &[ForeignKey],
+    served: &HashSet<&str>,
+    pks: &HashMap<String, Vec<String>>,
+    fields: &HashMap<String, Vec<Field>>,
+) -> Vec<ForeignKey> {
+    let mut rows: Vec<&RelationSetting> = settings.values().collect();
+    rows.sort_by(|a, b| (&a.many_collection, &a.many_field).cmp(&(&b.many_collection, &b.many_field)));
+    let mut out = Vec::new();
+    for s in rows {
+        let Some(one) = &s.one_collection else { continue };
+        if fks.iter().any(|f| f.many_collection == s.many_collection && f.many_field == s.many_field)
+            || !served.contains(s.many_collection.as_str())
+            || !served.contains(one.as_str())
+        {
+            continue;
+        }
+        let column = fields.get(&s.many_collection).and_then(|fs| fs.iter().find(|f| f.name == s.many_field));
+        let key = match pks.get(one).map(Vec::as_slice) {
+            Some([pk]) => fields.get(one).and_then(|fs| fs.iter().find(|f| f.name == *pk)),
+            _ => None,
+        };
+        match (column, key) {
+            (Some(c), Some(k)) if !c.primary_key && c.db_type == k.db_type => out.push(ForeignKey {
+                many_collection: s.many_collection.clone(),
+                many_field: s.many_field.clone(),
+                one_collection: one.clone(),
+                one_field_column: k.name.clone(),
+            }),
+            _ => tracing::warn!(
+                collection = %s.many_collection,
+                field = %s.many_field,
+                related = %one,
+                "relation row without a foreign key left out: no such column, a related collection without a single-column key, or another type than the key's"
+            ),
+        }
+    }
+    out
 }
 
 /// Maps a (domain-resolved) Postgres type to a [`FieldType`].
