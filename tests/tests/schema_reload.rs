@@ -53,7 +53,8 @@ async fn new_tables_and_relation_settings_appear_without_restart() {
 /// A relation row without a foreign key is a Many-to-One with the reverse alias its row names,
 /// as Directus reads relations from its relation rows: items nest through it both ways, nested
 /// writes go through it, and `/relations` shows it without a `schema`. A row whose column has
-/// another type than the related key is left out: that column reads as a plain value.
+/// another type than the related key is left out: that column reads as a plain value. A table
+/// keyed by two foreign keys stays a junction when such a row names another of its columns.
 #[tokio::test]
 async fn a_relation_row_without_a_foreign_key_is_a_relation() {
     let app = app(Dataset::DemoWrites);
@@ -64,8 +65,10 @@ async fn a_relation_row_without_a_foreign_key_is_a_relation() {
          INSERT INTO loose_owners (id, name) VALUES (1, 'Ada'), (2, 'Bob'); \
          INSERT INTO loose_pets (name, owner, keeper) VALUES ('Rex', 1, '2'), ('Tom', 1, NULL), ('Stray', NULL, NULL); \
          SELECT setval(pg_get_serial_sequence('loose_owners', 'id'), 2); \
+         CREATE TABLE loose_walks (owner int REFERENCES loose_owners, pet int REFERENCES loose_pets, guide int, PRIMARY KEY (owner, pet)); \
          INSERT INTO cdapi.relations (many_collection, many_field, one_collection, one_field) \
-           VALUES ('loose_pets', 'owner', 'loose_owners', 'pets'), ('loose_pets', 'keeper', 'loose_owners', NULL)",
+           VALUES ('loose_pets', 'owner', 'loose_owners', 'pets'), ('loose_pets', 'keeper', 'loose_owners', NULL), \
+                  ('loose_walks', 'guide', 'loose_owners', NULL)",
     )
     .await;
     let r = eventually(app, "/items/loose_pets?fields=name,owner.name,keeper&sort=id", |r| r.status == 200).await;
@@ -83,6 +86,9 @@ async fn a_relation_row_without_a_foreign_key_is_a_relation() {
     let relation = &r.body["data"];
     assert_eq!((relation["related_collection"].clone(), relation["schema"].clone()), (json!("loose_owners"), json!(null)), "{relation}");
     assert_eq!(relation["meta"]["one_field"], "pets", "{relation}");
+    // A table keyed by two foreign keys stays a junction when a row names a third column.
+    let r = app.get("/relations/loose_walks/owner").await;
+    assert_eq!(r.body["data"]["meta"]["junction_field"], "pet", "{}", r.body);
     let r = app.admin(Method::POST, "/items/loose_pets?fields=name,owner.name", json!({"name": "Nested", "owner": {"name": "Cy"}})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"], json!({"name": "Nested", "owner": {"name": "Cy"}}));

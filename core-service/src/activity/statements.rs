@@ -133,13 +133,16 @@ pub fn revision_lists(planner: &mut Planner<'_>, collection: &Collection, alias:
 
 /// Whether an update of `collection` setting the fields `set` leaves every to-many list of its
 /// items as the update's own statement reads them ([`recorded_write`] reads them from the
-/// snapshot the statement started with): not when a list holds items of the same collection
-/// (the update may move them) or hangs on a field the update sets (a cascade moves the related
-/// items after the statement). Such updates are recorded by [`record`], which reads the items
-/// after the write.
+/// snapshot the statement started with): not when it sets the key of a list of the same
+/// collection (re-parenting items of it moves them between the lists of the items written) or
+/// a field a list hangs on (a cascade moves the related items after the statement). Such
+/// updates are recorded by [`record`], which reads the items after the write.
 pub fn lists_outlive(collection: &Collection, set: &[&str]) -> bool {
     collection.fields.iter().all(|f| match &f.relation {
-        Some(crate::schema::FieldRelation::O2M { related, local_field, .. }) => *related != collection.name && !set.contains(&local_field.as_str()),
+        Some(crate::schema::FieldRelation::O2M { related, related_field, local_field, .. }) => {
+            let moves_own = *related == collection.name && set.contains(&related_field.as_str());
+            !moves_own && !set.contains(&local_field.as_str())
+        }
         _ => true,
     })
 }

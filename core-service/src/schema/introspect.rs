@@ -193,6 +193,9 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
     let mut defaults = default_aliases(&fks, &taken);
     let unconstrained = unconstrained_relations(&settings, &fks, &names, &pks, &fields);
     defaults.extend(unconstrained.iter().map(|_| None));
+    // Junctions are found among the foreign keys alone (a relation row names its own
+    // `junction_field`): a table keyed by two foreign keys stays one whatever rows name.
+    let constrained = fks.len();
     fks.extend(unconstrained);
     let junction_of = |fk: &ForeignKey| -> Option<String> {
         if let Some(s) = settings.get(&(fk.many_collection.clone(), fk.many_field.clone()))
@@ -201,7 +204,7 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
             return s.junction_field.clone();
         }
         let pk = pks.get(&fk.many_collection)?;
-        let fk_cols: Vec<&ForeignKey> = fks.iter().filter(|o| o.many_collection == fk.many_collection).collect();
+        let fk_cols: Vec<&ForeignKey> = fks[..constrained].iter().filter(|o| o.many_collection == fk.many_collection).collect();
         (pk.len() == 2 && fk_cols.len() == 2 && fk_cols.iter().all(|o| pk.contains(&o.many_field)))
             .then(|| fk_cols.iter().find(|o| o.many_field != fk.many_field).map(|o| o.many_field.clone()))
             .flatten()
