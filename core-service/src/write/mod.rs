@@ -253,11 +253,9 @@ impl<'w> Writer<'w> {
         let set: Vec<Vec<&str>> = items.iter().map(|o| o.keys().map(String::as_str).collect()).collect();
         let keys = if self.records_itself(collection) && set.iter().all(|f| same_fields(f, &set[0])) {
             // The common create (one item, or a batch of like items): the INSERT records itself.
-            crate::activity::recorded_write(&mut sql, collection, Change::Create, "t0", &set[0], &[], self.vars.user.as_deref(), self.client);
-            self.recorded(&sql).await?
+            self.recorded(sql, collection, Change::Create, "t0", &set[0], &[]).await?
         } else {
-            sql.text.push_str(&format!(" RETURNING ({})::text", pk_expr(collection, "t0")));
-            let keys = self.keys(&sql).await?;
+            let keys = self.returned_keys(collection, "t0", sql).await?;
             self.record(collection, Change::Create, &keys, &set).await?;
             keys
         };
@@ -374,10 +372,9 @@ impl<'w> Writer<'w> {
             .collect();
         sql.text = locked_write(collection, &format!("UPDATE {} AS u SET {}", collection.table, sets.join(", ")), &selector);
         if records_itself {
-            crate::activity::recorded_write(&mut sql, collection, Change::Update, "u", &set, &lists, self.vars.user.as_deref(), self.client);
-            return self.recorded(&sql).await;
+            return self.recorded(sql, collection, Change::Update, "u", &set, &lists).await;
         }
-        let keys = self.returned_keys(collection, sql).await?;
+        let keys = self.returned_keys(collection, "u", sql).await?;
         self.record(collection, Change::Update, &keys, &[set]).await?;
         Ok(keys)
     }
@@ -388,9 +385,19 @@ impl<'w> Writer<'w> {
         crate::activity::recordable(collection) && !collection.has_rules
     }
 
-    /// Runs a write that records itself ([`crate::activity::recorded_write`]) and returns the
-    /// keys it wrote, its revisions noted for nested writes.
-    async fn recorded(&mut self, sql: &Sql) -> Result<Vec<String>, ApiError> {
+    /// Runs `sql`, a write of `collection` over rows `alias` without `RETURNING`, as a write
+    /// that records itself ([`crate::activity::recorded_write`], for the request's user and
+    /// client) and returns the keys it wrote, its revisions noted for nested writes.
+    async fn recorded(
+        &mut self,
+        mut sql: Sql,
+        collection: &Collection,
+        change: Change,
+        alias: &str,
+        set: &[&str],
+        lists: &[String],
+    ) -> Result<Vec<String>, ApiError> {
+        crate::activity::recorded_write(&mut sql, collection, change, alias, set, lists, self.vars.user.as_deref(), self.client);
         let rows = sql.query().fetch_all(&mut *self.conn).await.map_err(crate::db::map_write_error)?;
         let mut keys = Vec::with_capacity(rows.len());
         let mut revisions = Vec::with_capacity(rows.len());
@@ -402,9 +409,10 @@ impl<'w> Writer<'w> {
         Ok(keys)
     }
 
-    /// Runs `sql`, a [`locked_write`], returning the keys of the rows it wrote.
-    async fn returned_keys(&mut self, collection: &Collection, mut sql: Sql) -> Result<Vec<String>, ApiError> {
-        sql.text.push_str(&format!(" RETURNING ({})::text", pk_expr(collection, "u")));
+    /// Runs `sql`, a write of `collection` over rows `alias` without `RETURNING`, returning the
+    /// keys of the rows it wrote.
+    async fn returned_keys(&mut self, collection: &Collection, alias: &str, mut sql: Sql) -> Result<Vec<String>, ApiError> {
+        sql.text.push_str(&format!(" RETURNING ({})::text", pk_expr(collection, alias)));
         self.keys(&sql).await
     }
 
@@ -518,10 +526,9 @@ impl<'w> Writer<'w> {
         sql.text = locked_write(collection, &format!("DELETE FROM {} AS u", collection.table), &selector);
         let records_itself = self.records_itself(collection);
         let deleted = if records_itself {
-            crate::activity::recorded_write(&mut sql, collection, Change::Delete, "u", &[], &[], self.vars.user.as_deref(), self.client);
-            self.recorded(&sql).await?
+            self.recorded(sql, collection, Change::Delete, "u", &[], &[]).await?
         } else {
-            self.returned_keys(collection, sql).await?
+            self.returned_keys(collection, "u", sql).await?
         };
         // A failed check rolls the recording back with the delete.
         if deleted.len() != dedup_len(keys) {
