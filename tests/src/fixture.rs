@@ -135,6 +135,17 @@ async fn role_for(app: &TestApp, name: &str, rows: Value, app_access: bool) -> (
     (token, user_id, role_id)
 }
 
+/// The activity rows of `collection` item `item`, oldest first, with their revisions
+/// (`data`, `delta`, `collection`, `item`), as the admin reads them (docs/history.md).
+pub async fn item_history(app: &TestApp, collection: &str, item: &str) -> Vec<Value> {
+    let path = format!(
+        "/activity?filter[collection][_eq]={collection}&filter[item][_eq]={item}&sort=id&fields=*,revisions.data,revisions.delta,revisions.collection,revisions.item&limit=-1"
+    );
+    let r = app.admin(Method::GET, &path, Value::Null).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.body["data"].as_array().cloned().unwrap_or_default()
+}
+
 /// Waits until `check` holds (permissions reach the core through NOTIFY), at most 15 s.
 pub async fn eventually<F, Fut>(what: &str, mut check: F)
 where

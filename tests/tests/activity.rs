@@ -6,21 +6,10 @@
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
 use e2e_tests::api::Api;
-use e2e_tests::fixture::{id_of, role};
-use e2e_tests::{ADMIN_TOKEN, Dataset, TestApp, app, assert_error, send};
+use e2e_tests::fixture::{id_of, item_history as history, role};
+use e2e_tests::{ADMIN_TOKEN, Dataset, app, assert_error, send};
 use reqwest::Method;
 use serde_json::{Value, json};
-
-/// The activity rows of `collection` item `item`, oldest first, with their revisions, as the
-/// admin reads them.
-async fn history(app: &TestApp, collection: &str, item: &str) -> Vec<Value> {
-    let path = format!(
-        "/activity?filter[collection][_eq]={collection}&filter[item][_eq]={item}&sort=id&fields=*,revisions.data,revisions.delta,revisions.collection,revisions.item&limit=-1"
-    );
-    let r = app.admin(Method::GET, &path, Value::Null).await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.body["data"].as_array().cloned().unwrap_or_default()
-}
 
 /// A user creating, updating and deleting an article leaves one activity row each, with who,
 /// from where and with which client; creates and updates carry a revision holding the whole
@@ -203,6 +192,41 @@ async fn an_update_moving_list_items_records_the_lists_after_it() {
     assert_eq!(rows[0]["revisions"][0]["data"]["children"], json!([1, 2]), "{rows:?}");
 }
 
+/// A nested update records the item after its to-many lists are written, as Directus reads it
+/// after them: its revision lists the keys as they end up, its delta holds the lists it
+/// changed, an update of the lists alone is recorded too, and the revisions of the items
+/// written in the lists have the item's as `parent`.
+#[tokio::test]
+async fn a_nested_update_records_the_item_after_its_lists() {
+    let app = app(Dataset::DemoWrites);
+    let r = app.admin(Method::POST, "/items/articles", json!({"title": "Lists 32", "tags": [{"tags_id": 1}]})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let article = id_of(&r.body["data"]);
+    let path = format!("/items/articles/{article}?fields=tags");
+    let r = app.admin(Method::PATCH, &path, json!({"title": "Lists 32b", "tags": [{"tags_id": 2}, {"tags_id": 3}]})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let after = r.body["data"]["tags"].clone();
+    let rows = history(app, "articles", &article).await;
+    assert_eq!(rows.iter().map(|r| r["action"].clone()).collect::<Vec<_>>(), [json!("create"), json!("update")], "{rows:?}");
+    let revision = &rows[1]["revisions"][0];
+    assert_eq!(revision["data"]["tags"], after, "{revision}");
+    assert_eq!((revision["delta"]["title"].clone(), revision["delta"]["tags"].clone()), (json!("Lists 32b"), after.clone()), "{revision}");
+    // The lists alone.
+    let r = app.admin(Method::PATCH, &path, json!({"tags": [{"tags_id": 1}]})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let after = r.body["data"]["tags"].clone();
+    let rows = history(app, "articles", &article).await;
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(rows[2]["revisions"][0]["delta"], json!({"tags": after}), "{rows:?}");
+    let top = app
+        .admin(Method::GET, &format!("/revisions?filter[collection][_eq]=articles&filter[item][_eq]={article}&sort=-id&limit=1&fields=id"), Value::Null)
+        .await;
+    let junction = after[0].to_string();
+    let nested =
+        app.admin(Method::GET, &format!("/revisions?filter[collection][_eq]=articles_tags&filter[item][_eq]={junction}&fields=parent"), Value::Null).await;
+    assert_eq!(nested.body["data"][0]["parent"], top.body["data"][0]["id"], "{} {}", nested.body, top.body);
+}
+
 /// A table with PostgreSQL rules (here an audit rule, `DO ALSO`) cannot be written by a
 /// statement that records itself (PostgreSQL refuses a data-modifying `WITH` on it): its
 /// creates, updates and deletes still succeed, its rules still run, and each is recorded.
@@ -324,61 +348,6 @@ async fn activity_and_revisions_are_read_only_and_read_under_the_callers_rights(
     assert_error(&r, 403, "FORBIDDEN", "the public reading activity");
     let r = app.as_token(None, Method::GET, "/revisions", None).await;
     assert_error(&r, 403, "FORBIDDEN", "the public reading revisions");
-}
-
-/// RETENTION_ENABLED prunes activity rows (and with them their revisions) older than
-/// ACTIVITY_RETENTION, and revisions older than REVISIONS_RETENTION, every RETENTION_INTERVAL,
-/// in batches of RETENTION_BATCH; newer rows stay.
-#[tokio::test]
-async fn retention_prunes_old_activity_and_revisions_in_batches() {
-    let app: &'static TestApp = tokio::task::spawn_blocking(|| {
-        static APP: std::sync::OnceLock<TestApp> = std::sync::OnceLock::new();
-        APP.get_or_init(|| {
-            e2e_tests::start(e2e_tests::Spec {
-                dataset: Dataset::DemoWrites,
-                name: Some("activity_retention".into()),
-                core_env: [
-                    ("RETENTION_ENABLED", "true"),
-                    ("ACTIVITY_RETENTION", "1h"),
-                    ("REVISIONS_RETENTION", "30m"),
-                    ("RETENTION_BATCH", "2"),
-                    ("RETENTION_INTERVAL", "1s"),
-                ]
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .collect(),
-                ..e2e_tests::Spec::default()
-            })
-            .unwrap_or_else(|e| panic!("environment: {e:#}"))
-        })
-    })
-    .await
-    .expect("environment");
-    let r = app
-        .admin(Method::POST, "/items/tags", json!([{"name": "r-32-a"}, {"name": "r-32-b"}, {"name": "r-32-c"}, {"name": "r-32-d"}, {"name": "r-32-e"}]))
-        .await;
-    assert_eq!(r.status, 200, "{}", r.body);
-    let keys: Vec<String> = r.body["data"].as_array().expect("tags").iter().map(id_of).collect();
-    // Age them: three 2 hours old (activity and revisions go), one 45 minutes old (only its
-    // revision goes), one new (everything stays).
-    let list = |ks: &[String]| ks.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(",");
-    e2e_tests::exec(
-        app,
-        &format!("UPDATE cdapi.activity SET timestamp = now() - interval '2 hours' WHERE collection = 'tags' AND item IN ({})", list(&keys[..3])),
-    )
-    .await;
-    e2e_tests::exec(app, &format!("UPDATE cdapi.activity SET timestamp = now() - interval '45 minutes' WHERE collection = 'tags' AND item = '{}'", keys[3]))
-        .await;
-    let count = |table: &'static str| {
-        let keys = keys.clone();
-        async move {
-            let sql = format!("SELECT count(*)::text FROM cdapi.{table} WHERE collection = 'tags' AND item IN ({})", list(&keys));
-            app.sql(&sql).await
-        }
-    };
-    e2e_tests::fixture::eventually("old activity pruned", || async { count("activity").await == json!(2) && count("revisions").await == json!(1) }).await;
-    assert_eq!(history(app, "tags", &keys[4]).await[0]["revisions"][0]["data"]["name"], "r-32-e");
-    assert_eq!(history(app, "tags", &keys[3]).await[0]["revisions"], json!([]));
 }
 
 /// `POST /utils/revert/:revision` sets the item back to the revision's data (recorded as one

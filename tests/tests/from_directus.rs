@@ -374,8 +374,8 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     d.check("admin: filtered by a custom field", Req::get("/users?fields=email&filter[department][_eq]=News")).await;
     d.check("editor: a custom field of their own", Req::get("/users/me?fields=email,department").auth(editor.clone())).await;
     d.check("admin: activity", Req::get("/activity?fields=action,collection,item&filter[collection][_eq]=articles&sort=id")).await;
-    // Carried over without the user (docs/coming-from-directus.md): only what both answer alike is compared.
-    let path = format!("/activity?fields=action,collection,item&filter[item][_eq]={LEAVER}&filter[action][_eq]=login");
+    // Carried over with the deleted user's id, as Directus keeps it (docs/coming-from-directus.md).
+    let path = format!("/activity?fields=action,collection,item,user&filter[item][_eq]={LEAVER}&filter[action][_eq]=login");
     let (ours, _) = d.check("admin: a deleted user's activity", Req::get(&path)).await;
     assert_eq!(ours.json()["data"][0]["action"], "login", "the leaver's sign-in came along: {}", ours.json());
     d.check("admin: revisions", Req::get("/revisions?fields=collection,item,delta&filter[collection][_eq]=articles&sort=id")).await;

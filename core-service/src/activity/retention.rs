@@ -4,7 +4,7 @@
 //! RETENTION_BATCH rows per statement, until none is left, every RETENTION_INTERVAL (default
 //! an hour; Directus schedules it with a cron expression, RETENTION_SCHEDULE) on each replica (the
 //! statements are idempotent; replicas deleting at once skip each other's locked rows).
-//! Deleting an activity row deletes its revisions.
+//! Deleting an activity row deletes its revisions (in the same statement).
 
 use std::time::Duration;
 
@@ -70,16 +70,19 @@ pub async fn prune_once(pool: &sqlx::PgPool, settings: &RetentionSettings) -> Re
         .execute(pool)
         .await?
         .rows_affected();
-        let activity = sqlx::query(
-            "DELETE FROM cdapi.activity WHERE id IN (SELECT id FROM cdapi.activity WHERE timestamp < now() - make_interval(secs => $1) \
-             LIMIT $2 FOR UPDATE SKIP LOCKED)",
+        // An activity row's revisions go with it (no foreign key cascades: migration 0021).
+        let (activity, their_revisions): (i64, i64) = sqlx::query_as(
+            "WITH gone AS (DELETE FROM cdapi.activity WHERE id IN (SELECT id FROM cdapi.activity \
+             WHERE timestamp < now() - make_interval(secs => $1) LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING id), \
+             revisions AS (DELETE FROM cdapi.revisions WHERE activity IN (SELECT id FROM gone) RETURNING 1) \
+             SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM revisions)",
         )
         .bind(settings.activity.as_secs_f64())
         .bind(settings.batch)
-        .execute(pool)
-        .await?
-        .rows_affected();
-        deleted += revisions + activity;
+        .fetch_one(pool)
+        .await?;
+        let activity = activity as u64;
+        deleted += revisions + activity + their_revisions as u64;
         if revisions < settings.batch as u64 && activity < settings.batch as u64 {
             return Ok(deleted);
         }

@@ -133,15 +133,8 @@ pub const STEPS: &[Step] = &[
     Step { source: "directus_dashboards", target: "dashboards", computed: &[], skip: None, keep: None, after: &[] },
     Step { source: "directus_panels", target: "panels", computed: &[], skip: None, keep: None, after: &[] },
     Step { source: "directus_versions", target: "versions", computed: &[("hash", "coalesce(s.hash, '')")], skip: None, keep: None, after: &[] },
-    Step {
-        source: "directus_activity",
-        target: "activity",
-        // Directus keeps a deleted user's id on their activity; ours is a foreign key.
-        computed: &[("user", "(SELECT u.id FROM cdapi.users u WHERE u.id = s.\"user\")")],
-        skip: None,
-        keep: None,
-        after: &[],
-    },
+    // A deleted user's id stays on their activity, as in Directus (no foreign key: migration 0021).
+    Step { source: "directus_activity", target: "activity", computed: &[], skip: None, keep: None, after: &[] },
     Step { source: "directus_revisions", target: "revisions", computed: &[], skip: None, keep: None, after: &[] },
     Step { source: "directus_comments", target: "comments", computed: &[], skip: None, keep: None, after: &[] },
     Step { source: "directus_notifications", target: "notifications", computed: &[], skip: None, keep: None, after: &[] },

@@ -82,6 +82,14 @@ pub async fn history(d: &mut Differential) {
         Req::get("/activity?filter[collection][_in]=articles,authors,articles_tags&sort=id&fields=action,collection,item&limit=-1"),
     )
     .await;
+    // A deleted user's id stays on their activity (no foreign key there in Directus either).
+    let leaver = "5b1c1a3e-0000-4000-8000-000000000032";
+    let user = json!({"id": leaver, "email": "leaver32@example.com", "password": "leaver-password-32", "status": "active"});
+    d.check("a user who will leave", Req::json(Method::POST, "/users?fields=email", user)).await;
+    d.check("the leaver signs in", Req::json(Method::POST, "/auth/login", json!({"email": "leaver32@example.com", "password": "leaver-password-32"}))).await;
+    d.check("the leaver is deleted", Req { method: Method::DELETE, ..Req::get(&format!("/users/{leaver}")) }).await;
+    d.check("a deleted user's activity", Req::get(&format!("/activity?filter[user][_eq]={leaver}&fields=action,user"))).await;
+    d.check("a deleted user's activity, nested", Req::get(&format!("/activity?filter[user][_eq]={leaver}&fields=action,user.email"))).await;
     d.deviates(
         "revisions of the nested writes",
         "revision-nested-values",
