@@ -98,6 +98,36 @@ async fn created_and_updated_fields_are_set_by_the_server_and_cannot_be_forged()
     assert_eq!(g.body["data"]["update_notes32_item"]["user_updated"], admin_id, "{}", g.body);
 }
 
+/// An update that changes only an item's to-many list still sets its update fields, as
+/// Directus writes the item for them whatever else the update holds.
+#[tokio::test]
+async fn a_list_change_alone_sets_the_update_fields() {
+    let app = app(Dataset::DemoWrites);
+    collection(
+        app,
+        "shelves32",
+        &[("title", "string", None), ("date_updated", "timestamp", Some("date-updated")), ("user_updated", "uuid", Some("user-updated"))],
+    )
+    .await;
+    collection(app, "books32", &[("title", "string", None), ("shelf", "integer", None)]).await;
+    let relation = json!({"collection": "books32", "field": "shelf", "related_collection": "shelves32", "meta": {"one_field": "books"}});
+    assert_eq!(app.admin(Method::POST, "/relations", relation).await.status, 200);
+    eventually("the books alias", || async { app.admin(Method::GET, "/items/shelves32?fields=books", Value::Null).await.status == 200 }).await;
+    let all = |collection: &str, action: &str| json!({"collection": collection, "action": action, "fields": ["*"]});
+    let rows = json!([all("shelves32", "read"), all("shelves32", "update"), all("books32", "read"), all("books32", "create"), all("books32", "update")]);
+    let (token, user, _) = role(app, "Shelvers32", rows).await;
+    let r = app.admin(Method::POST, "/items/shelves32", json!({"title": "Top"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let shelf = id_of(&r.body["data"]);
+    assert_eq!(r.body["data"]["date_updated"], Value::Null);
+    let path = format!("/items/shelves32/{shelf}?fields=date_updated,user_updated,books.title");
+    let r = app.as_token(Some(&token), Method::PATCH, &path, Some(json!({"books": [{"title": "First"}]}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let item = &r.body["data"];
+    assert_eq!((item["user_updated"].clone(), item["books"].clone()), (json!(user), json!([{"title": "First"}])), "{item}");
+    assert!(recent(app, &item["date_updated"]).await, "{item}");
+}
+
 /// `uuid`, `cast-csv`, `cast-json`, `cast-boolean` and `conceal` (Directus's read and write
 /// shapes); from the attacker's side, a concealed value never comes back: not read, not
 /// filtered or searched for, not in a revision.

@@ -88,6 +88,12 @@ pub struct Nesting {
     pub top: Option<i64>,
     /// Revisions of the nested items recorded so far.
     pub children: Vec<i64>,
+    /// While set, an update records nothing and leaves the fields it set in `held`: an item
+    /// whose to-many lists a nested write changes is recorded once they are written, so its
+    /// revision holds them as they end up (Directus reads the item after its lists).
+    pub hold: bool,
+    /// The fields the held update set.
+    pub held: Vec<String>,
 }
 
 impl Nesting {

@@ -45,6 +45,12 @@ pub fn apply(collection: &Collection, create: bool, vars: &Variables, obj: &mut 
     shape(collection, obj);
 }
 
+/// Whether an update of `collection` sets automatic values (`date-updated`, `user-updated`,
+/// `role-updated` fields), so that an update setting nothing else still writes the item.
+pub fn on_update(collection: &Collection) -> bool {
+    collection.auto_values.iter().any(|(_, auto)| *auto != AutoValue::Uuid && !auto.on_create())
+}
+
 /// Stores `cast-csv` lists and `cast-json` objects and lists of text fields as text.
 fn shape(collection: &Collection, obj: &mut Map<String, Value>) {
     for (field, cast) in &collection.casts {

@@ -356,8 +356,13 @@ impl<'w> Writer<'w> {
             return self.keys(&sql).await;
         }
         let set: Vec<&str> = cols.iter().map(|(f, _)| f.name.as_str()).collect();
+        // A nested write records this update after the item's lists (relational::save_here).
+        let held = self.nesting.hold;
+        if held {
+            self.nesting.held = set.iter().map(|f| (*f).to_owned()).collect();
+        }
         // The update records itself, its revisions listing the to-many keys, unless it may move them.
-        let records_itself = self.records_itself(collection) && crate::activity::statements::lists_outlive(collection, &set);
+        let records_itself = !held && self.records_itself(collection) && crate::activity::statements::lists_outlive(collection, &set);
         let lists = if records_itself { crate::activity::revision_lists(&mut planner, collection, "u") } else { Vec::new() };
         let mut sql = planner.sql;
         let sets: Vec<String> = cols
@@ -375,7 +380,9 @@ impl<'w> Writer<'w> {
             return self.recorded(sql, collection, Change::Update, "u", &set, &lists).await;
         }
         let keys = self.returned_keys(collection, "u", sql).await?;
-        self.record(collection, Change::Update, &keys, &[set]).await?;
+        if !held {
+            self.record(collection, Change::Update, &keys, &[set]).await?;
+        }
         Ok(keys)
     }
 
@@ -444,8 +451,9 @@ impl<'w> Writer<'w> {
             }
             return Ok(done);
         }
-        if data.as_object().is_some_and(Map::is_empty) && !extra.is_empty() {
-            // Only write-only values: the items must exist and be writable for them.
+        if data.as_object().is_some_and(Map::is_empty) && !extra.is_empty() && !auto_values::on_update(collection) {
+            // Only write-only or relational values (no automatic ones to set): the items must
+            // exist and be writable for them.
             for k in keys {
                 self.require_update(collection, k, &Map::new(), extra).await?;
             }

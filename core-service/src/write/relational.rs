@@ -141,31 +141,18 @@ impl<'w> Writer<'w> {
         }
         // Relational fields are granted like the columns, by the same permission rows.
         let names: Vec<&str> = to_many.iter().map(|(n, _)| n.as_str()).chain(extra.iter().copied()).collect();
-        let key = if depth > 0 && collection.name == crate::write::users::USERS {
-            // A user nested in another item's payload keeps every user rule (password and
-            // token stored hashed, sessions ended; docs/security.md "Sessions"). At depth 0
-            // the request's own user write (crate::users) has applied them already.
-            let done = match key {
-                Some(k) => crate::write::users::update_keys_with(self, collection, std::slice::from_ref(&k), Value::Object(own), &names).await?,
-                None => crate::write::users::create_with(self, collection, Value::Object(own), &names).await?,
-            };
-            done.into_iter().next().ok_or_else(|| ApiError::internal_because("a user write returned no key"))?
-        } else {
-            match key {
-                Some(k) if own.is_empty() => {
-                    self.require_update(collection, &k, &Map::new(), &names).await?;
-                    k
-                }
-                Some(k) => self.update_keys_with(collection, std::slice::from_ref(&k), &Value::Object(own), &names).await?.remove(0),
-                None => {
-                    let mut keys = self.create_with(collection, &Value::Object(own), &names).await?;
-                    keys.pop().ok_or_else(|| ApiError::internal_because("a create returned no key"))?
-                }
-            }
-        };
+        // An update whose lists change is recorded after them (crate::activity::Nesting::hold).
+        let hold = key.is_some() && !to_many.is_empty();
+        self.nesting.hold = hold;
+        self.nesting.held.clear();
+        let key = self.save_own(collection, own, key, depth, &names).await;
+        self.nesting.hold = false;
+        // Taken now: the items nested in the lists are saved through here too.
+        let held = std::mem::take(&mut self.nesting.held);
+        let key = key?;
         // What follows (the to-many lists, items removed from them) is nested in this item.
         self.nesting.depth = depth + 1;
-        for (name, value) in to_many {
+        for (name, value) in &to_many {
             let Some(FieldRelation::O2M { related, related_field, local_field, on_deselect, .. }) = collection.field(name).and_then(|f| f.relation.as_ref())
             else {
                 continue;
@@ -175,6 +162,49 @@ impl<'w> Writer<'w> {
             let local = self.column_value(collection, &key, local_field).await?;
             self.save_to_many(rel, related_field, &local, *on_deselect, name, value, depth).await?;
         }
+        if hold {
+            self.nesting.depth = depth;
+            let mut fields = held;
+            fields.extend(to_many.iter().map(|(n, _)| (*n).clone()));
+            let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+            self.record(collection, crate::activity::Change::Update, std::slice::from_ref(&key), &[fields]).await?;
+        }
+        Ok(key)
+    }
+
+    /// Creates (`key` None) or updates the item's own fields `own` (its M2O keys in place);
+    /// returns its key. `names`: the relational and write-only fields granted with them.
+    async fn save_own(
+        &mut self,
+        collection: &Collection,
+        own: Map<String, Value>,
+        key: Option<String>,
+        depth: usize,
+        names: &[&str],
+    ) -> Result<String, ApiError> {
+        let key = if depth > 0 && collection.name == crate::write::users::USERS {
+            // A user nested in another item's payload keeps every user rule (password and
+            // token stored hashed, sessions ended; docs/security.md "Sessions"). At depth 0
+            // the request's own user write (crate::users) has applied them already.
+            let done = match key {
+                Some(k) => crate::write::users::update_keys_with(self, collection, std::slice::from_ref(&k), Value::Object(own), names).await?,
+                None => crate::write::users::create_with(self, collection, Value::Object(own), names).await?,
+            };
+            done.into_iter().next().ok_or_else(|| ApiError::internal_because("a user write returned no key"))?
+        } else {
+            match key {
+                // Lists alone: the item is written only for its automatic update values.
+                Some(k) if own.is_empty() && !super::auto_values::on_update(collection) => {
+                    self.require_update(collection, &k, &Map::new(), names).await?;
+                    k
+                }
+                Some(k) => self.update_keys_with(collection, std::slice::from_ref(&k), &Value::Object(own), names).await?.remove(0),
+                None => {
+                    let mut keys = self.create_with(collection, &Value::Object(own), names).await?;
+                    keys.pop().ok_or_else(|| ApiError::internal_because("a create returned no key"))?
+                }
+            }
+        };
         Ok(key)
     }
 
