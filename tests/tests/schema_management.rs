@@ -45,6 +45,19 @@ async fn ready(app: &TestApp, collection: &str) {
     on_every_replica(app, collection, true).await;
 }
 
+/// Waits until the alias `articles.reviews` is served (or not) by four requests in a row
+/// (reaching each replica).
+async fn reviews_alias(app: &TestApp, present: bool) {
+    eventually(&format!("the reviews alias present={present} on every replica"), || async {
+        let mut all = true;
+        for _ in 0..4 {
+            all &= (app.get("/items/articles/1?fields=reviews").await.status == 200) == present;
+        }
+        all
+    })
+    .await;
+}
+
 /// Whether every core replica's snapshot has (or lacks) `collection`.
 async fn on_every_replica(app: &TestApp, collection: &str, present: bool) {
     for url in &app.core_urls {
@@ -140,14 +153,7 @@ async fn a_collection_is_made_related_changed_and_deleted_through_the_api() {
     assert_eq!(relation["schema"]["on_delete"], "SET NULL");
     assert_eq!(relation["schema"]["constraint_name"], "reviews_article_foreign");
     assert_eq!(relation["meta"]["one_field"], "reviews");
-    eventually("the reviews alias on every replica", || async {
-        let mut ok = true;
-        for _ in 0..4 {
-            ok &= app.get("/items/articles/1?fields=reviews").await.status == 200;
-        }
-        ok
-    })
-    .await;
+    reviews_alias(app, true).await;
     ok(app, Method::PATCH, "/items/reviews/1", json!({"article": 1})).await;
     let r = app.get("/items/reviews/1?fields=title,article.id").await;
     assert_eq!(r.body["data"], json!({"title": "Great", "article": {"id": 1}}), "{}", r.body);
@@ -178,6 +184,17 @@ async fn a_collection_is_made_related_changed_and_deleted_through_the_api() {
     assert_eq!(patched["meta"]["note"], "Renamed note");
     assert_eq!(patched["meta"]["icon"], "star", "meta is merged");
 
+    // Deleting the O2M alias field forgets it in the relation row too (Directus nulls
+    // `one_field`), so the alias does not come back when the schema reloads; naming it again
+    // in the relation brings it back.
+    let r = app.admin(Method::DELETE, "/fields/articles/reviews", json!(null)).await;
+    assert_eq!(r.status, 204, "{}", r.body);
+    assert_eq!(read(app, "/relations/reviews/article").await["meta"]["one_field"], Value::Null);
+    reviews_alias(app, false).await;
+    let relation = ok(app, Method::PATCH, "/relations/reviews/article", json!({"meta": {"one_field": "reviews"}})).await;
+    assert_eq!(relation["meta"]["one_field"], "reviews");
+    reviews_alias(app, true).await;
+
     // The relation's actions change; then it and the field go.
     let relation = ok(app, Method::PATCH, "/relations/reviews/article", json!({"schema": {"on_delete": "CASCADE"}})).await;
     assert_eq!(relation["schema"]["on_delete"], "CASCADE");
@@ -185,14 +202,7 @@ async fn a_collection_is_made_related_changed_and_deleted_through_the_api() {
     let r = app.admin(Method::DELETE, "/relations/reviews/article", json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
     // The replica that answered has rebuilt; the others rebuild on the NOTIFY, a moment later.
-    eventually("the alias gone on every replica", || async {
-        let mut gone = true;
-        for _ in 0..4 {
-            gone &= app.get("/items/articles/1?fields=reviews").await.status != 200;
-        }
-        gone
-    })
-    .await;
+    reviews_alias(app, false).await;
     let r = app.admin(Method::DELETE, "/fields/reviews/article", json!(null)).await;
     assert_eq!(r.status, 204, "{}", r.body);
     assert_eq!(app.sql("SELECT count(*)::text FROM information_schema.columns WHERE table_name = 'reviews' AND column_name = 'article'").await, json!(0));

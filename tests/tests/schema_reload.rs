@@ -93,3 +93,60 @@ async fn a_relation_row_without_a_foreign_key_is_a_relation() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["data"], json!({"name": "Nested", "owner": {"name": "Cy"}}));
 }
+
+/// From the attacker's side, a relation kept only as a relation row is guarded as any M2O
+/// (docs/security.md "Permissions"): a role nests, filters and writes through it only into
+/// what its grants on the related collection allow — fields outside the grant are FORBIDDEN,
+/// related rows outside its row rule read as null, the reverse alias needs read on the many
+/// side, and a nested create of a related item needs create there.
+#[tokio::test]
+async fn a_relation_without_a_foreign_key_reaches_only_what_the_role_may_read() {
+    let app = app(Dataset::DemoWrites);
+    exec(
+        app,
+        "CREATE TABLE unbound_owners (id serial PRIMARY KEY, name text, secret text); \
+         CREATE TABLE unbound_pets (id serial PRIMARY KEY, name text, owner integer); \
+         INSERT INTO unbound_owners (id, name, secret) VALUES (1, 'Ada', 'ada-secret'), (2, 'Bob', 'bob-secret'); \
+         SELECT setval(pg_get_serial_sequence('unbound_owners', 'id'), 2); \
+         INSERT INTO unbound_pets (name, owner) VALUES ('Rex', 1), ('Tom', 2); \
+         INSERT INTO cdapi.relations (many_collection, many_field, one_collection, one_field) VALUES ('unbound_pets', 'owner', 'unbound_owners', 'pets')",
+    )
+    .await;
+    let r = eventually(app, "/items/unbound_owners/1?fields=pets.name", |r| r.status == 200).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let (pet_reader, _, _) = e2e_tests::fixture::role(
+        app,
+        "UnboundPetReaders",
+        json!([
+            {"collection": "unbound_pets", "action": "read", "fields": ["*"]},
+            {"collection": "unbound_pets", "action": "create", "fields": ["*"]},
+            {"collection": "unbound_owners", "action": "read", "fields": ["id", "name"], "permissions": {"id": {"_eq": 1}}}
+        ]),
+    )
+    .await;
+    let as_reader = |path: &'static str| app.as_token(Some(&pet_reader), Method::GET, path, None);
+    for path in
+        ["/items/unbound_pets?fields=name,owner.secret", "/items/unbound_pets?filter[owner][secret][_eq]=ada-secret", "/items/unbound_pets?sort=owner.secret"]
+    {
+        e2e_tests::assert_error(&as_reader(path).await, 403, "FORBIDDEN", path);
+    }
+    let r = as_reader("/items/unbound_pets?fields=name,owner.name&sort=id").await;
+    assert_eq!(r.body["data"], json!([{"name": "Rex", "owner": {"name": "Ada"}}, {"name": "Tom", "owner": null}]), "Bob is outside the row rule: {}", r.body);
+    let r = as_reader("/items/unbound_pets?filter[owner][name][_eq]=Bob").await;
+    assert_eq!(r.body["data"], json!([]), "a filter through the relation sees no row outside the rule: {}", r.body);
+    let r = app.graphql("/graphql", Some(&pet_reader), "{ unbound_pets { owner { secret } } }", json!({})).await;
+    assert!(r.body["errors"].is_array() && r.body["data"].is_null(), "GraphQL has no such field for the role: {}", r.body);
+    // A nested create of an owner needs create on owners; nothing is written.
+    let r = app.as_token(Some(&pet_reader), Method::POST, "/items/unbound_pets", Some(json!({"name": "Sly", "owner": {"name": "Forged"}}))).await;
+    e2e_tests::assert_error(&r, 403, "FORBIDDEN", "a nested create without create on owners");
+    let counts = "SELECT json_build_array((SELECT count(*) FROM unbound_owners), (SELECT count(*) FROM unbound_pets))::text";
+    assert_eq!(app.sql(counts).await, json!([2, 2]));
+    // The reverse alias needs read on the pets.
+    let (owner_reader, _, _) =
+        e2e_tests::fixture::role(app, "UnboundOwnerReaders", json!([{"collection": "unbound_owners", "action": "read", "fields": ["*"]}])).await;
+    for path in ["/items/unbound_owners?fields=pets.name", "/items/unbound_owners?filter[pets][name][_eq]=Rex"] {
+        e2e_tests::assert_error(&app.as_token(Some(&owner_reader), Method::GET, path, None).await, 403, "FORBIDDEN", path);
+    }
+    let r = app.as_token(Some(&owner_reader), Method::GET, "/items/unbound_owners/1", None).await;
+    assert!(r.body["data"].get("pets").is_none(), "no alias into unreadable pets: {}", r.body);
+}
