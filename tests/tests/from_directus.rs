@@ -165,7 +165,7 @@ async fn model_project(url: &str) -> Project {
     admin(Method::POST, "/users", reviewer).await;
     admin(Method::POST, "/users", json!({"email": "plain@example.com", "password": "plain-password-1", "email_notifications": false})).await;
     // A user who signed in and was deleted: Directus keeps their id on their activity (no
-    // foreign key there; ours has one).
+    // foreign key there, nor here).
     admin(Method::POST, "/users", json!({"id": LEAVER, "email": "leaver@example.com", "password": "leaver-password-1"})).await;
     sign_in(url, "leaver@example.com", "leaver-password-1", None).await;
     directus(url, PEER_TOKEN, Method::DELETE, &format!("/users/{LEAVER}"), Value::Null).await;
@@ -175,6 +175,17 @@ async fn model_project(url: &str) -> Project {
     let file_id = upload(url, &[("folder", folder["id"].as_str().expect("folder id"))], "cover.txt", b"cover bytes from directus").await;
     // And one in the S3 location (the project's second storage location).
     let bucket_file = upload(url, &[("storage", "s3")], "in-bucket.txt", b"bytes kept in a bucket").await;
+    // Content pointing at users and files, as the Data Model makes it: foreign keys naming
+    // directus_users and directus_files.
+    let photo_fields = json!([key, {"field": "caption", "type": "string"},
+        {"field": "owner", "type": "uuid", "meta": {"special": ["m2o"], "interface": "select-dropdown-m2o"}},
+        {"field": "picture", "type": "uuid", "meta": {"special": ["file"], "interface": "file"}}]);
+    admin(Method::POST, "/collections", json!({"collection": "photos", "meta": {}, "schema": {}, "fields": photo_fields})).await;
+    for (field, related) in [("owner", "directus_users"), ("picture", "directus_files")] {
+        admin(Method::POST, "/relations", json!({"collection": "photos", "field": field, "related_collection": related, "schema": {"on_delete": "SET NULL"}}))
+            .await;
+    }
+    admin(Method::POST, "/items/photos", json!({"caption": "Cover", "owner": editor["id"], "picture": file_id})).await;
     admin(Method::PATCH, "/settings", json!({"project_name": "Newsroom", "auth_login_attempts": 7})).await;
     admin(
         Method::POST,
@@ -254,6 +265,9 @@ async fn a_directus_project_is_served_alike_after_the_import() {
         .expect("join")
         .unwrap_or_else(|e| panic!("the installed Directus peer did not start: {e}"));
     let Project { editor: editor_id, secret, files: [file_id, bucket_file], share } = model_project(&peer.url).await;
+    // Directus's snapshot of the project, before the import points the content's keys at our
+    // tables (Directus, reading the same database, would see them there afterwards).
+    let their_snapshot = directus(&peer.url, PEER_TOKEN, Method::GET, "/schema/snapshot", json!(null)).await;
 
     // The dry run says what will and will not move, and changes nothing.
     let db_url = test_harness::database_url(&peer.database);
@@ -267,6 +281,8 @@ async fn a_directus_project_is_served_alike_after_the_import() {
         "carried over: directus_users → cdapi.users: 4 row(s)",
         "carried over: custom field directus_users.department (column)",
         "carried over: custom field directus_users.favorite_article (column)",
+        "pointed at ours: the foreign key of photos.owner (directus_users → cdapi.users)",
+        "pointed at ours: the foreign key of photos.picture (directus_files → cdapi.files)",
         "versions: 1 of 2 current in Directus were hashed here",
         "not carried over: directus_flows: 0 row(s)",
         "dry run: nothing was changed",
@@ -390,13 +406,12 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     d.check("share: another article", Req::get("/items/articles/2?fields=id").auth(shared.clone())).await;
     d.check("share: the list", Req::get("/items/articles?fields=id&sort=id").auth(shared)).await;
     // The metadata came along whole: Directus's own snapshot has nothing to change here.
-    let (_, theirs) = d.both(&Req::get("/schema/snapshot"), &Req::get("/schema/snapshot")).await;
     let r = http_client()
         .build()
         .expect("client")
         .post(format!("{}/schema/diff", app.rest_url))
         .bearer_auth(PEER_TOKEN)
-        .json(&theirs.json()["data"])
+        .json(&their_snapshot)
         .send()
         .await
         .expect("diff");
@@ -415,6 +430,20 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     let notified = app.sql(&format!("SELECT to_json(count(*))::text FROM cdapi.notifications WHERE recipient = '{editor_id}'")).await;
     assert_eq!(notified, json!(1));
 
+    // Users made here own content: the content's keys into Directus's users and files name ours.
+    let keys = app
+        .sql("SELECT json_agg(confrelid::regclass::text ORDER BY conname)::text FROM pg_constraint WHERE conrelid = 'photos'::regclass AND contype = 'f'")
+        .await;
+    assert_eq!(keys, json!(["cdapi.users", "cdapi.files"]));
+    let r = app.as_token(Some(PEER_TOKEN), Method::POST, "/users", Some(json!({"email": "made-here@example.com", "password": "made-here-password-1"}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let photo = json!({"caption": "Made here", "owner": r.body["data"]["id"], "picture": file_id});
+    let r = app.as_token(Some(PEER_TOKEN), Method::POST, "/items/photos?fields=owner.email", Some(photo)).await;
+    assert_eq!((r.status, r.body["data"]["owner"]["email"].clone()), (200, json!("made-here@example.com")), "{}", r.body);
+    let nested = json!({"caption": "Nested", "owner": {"email": "nested-here@example.com", "password": "nested-here-password-1"}});
+    let r = app.as_token(Some(PEER_TOKEN), Method::POST, "/items/photos?fields=owner.email", Some(nested)).await;
+    assert_eq!((r.status, r.body["data"]["owner"]["email"].clone()), (200, json!("nested-here@example.com")), "{}", r.body);
+
     // Live now (sign-ins and writes recorded here): importing again would undo what changed
     // here, so it is refused and changes nothing, unless forced.
     let r = app.as_token(Some(PEER_TOKEN), Method::PATCH, "/settings", Some(json!({"project_name": "Renamed here"}))).await;
@@ -432,6 +461,11 @@ async fn a_directus_project_is_served_alike_after_the_import() {
     assert!(!dry.status.success(), "the dry run says the same: {}", String::from_utf8_lossy(&dry.stdout));
     let forced = again(&["--force"]);
     assert!(forced.status.success(), "{}", String::from_utf8_lossy(&forced.stderr));
+    // The photos of the users made here stay, naming users the run replaced.
+    let out = String::from_utf8_lossy(&forced.stdout);
+    assert!(out.contains("kept: 2 row(s) of photos.owner name no row of cdapi.users"), "{out}");
+    let photos = app.sql("SELECT to_json(count(*))::text FROM photos WHERE owner IS NOT NULL").await;
+    assert_eq!(photos, json!(3), "no cascade or null into the content");
     assert_eq!(project().await, json!("Newsroom"), "forced: Directus's settings again");
 
     // An import made before imports were noted (no note) is recognised by Directus's users

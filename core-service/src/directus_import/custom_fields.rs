@@ -23,7 +23,7 @@ fn tables() -> impl Iterator<Item = (&'static str, &'static str)> {
 }
 
 /// Our table of a Directus system table (`directus_users` → `users`), when carried over.
-fn ours(directus_table: &str) -> Option<&'static str> {
+pub(super) fn ours(directus_table: &str) -> Option<&'static str> {
     super::steps::STEPS.iter().find(|s| s.source == directus_table).map(|s| s.target).or_else(|| (directus_table == "directus_settings").then_some("settings"))
 }
 
@@ -105,7 +105,7 @@ struct ForeignKey {
 }
 
 /// The SQL of a foreign key action (`pg_constraint.confdeltype` / `confupdtype`).
-fn action(code: &str) -> &'static str {
+pub(super) fn action(code: &str) -> &'static str {
     match code {
         "r" => "RESTRICT",
         "c" => "CASCADE",

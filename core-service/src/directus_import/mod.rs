@@ -5,9 +5,10 @@
 //! clear), comma-separated lists become arrays, `json` becomes `jsonb`. Passwords stay the
 //! argon2 hashes Directus made (they verify here as they are). Fields the project added to
 //! Directus's system collections come along as custom fields ([`custom_fields`]); content
-//! versions current in Directus are current here ([`version_hashes`]). The `directus_*` tables are
-//! only read: starting Directus again on the same database goes back (without what changed
-//! here since).
+//! versions current in Directus are current here ([`version_hashes`]); the content tables'
+//! foreign keys into Directus's users, files and other system tables point at ours
+//! ([`content_keys`]). The `directus_*` tables are only read: starting Directus again on the
+//! same database goes back (without what changed here since, once those keys are pointed back).
 //!
 //! One run is one transaction: the tables of [`steps::STEPS`] are replaced by Directus's rows
 //! (our metadata of our own system collections excepted) and the settings row is updated, or
@@ -24,6 +25,7 @@
 //! replace what changed here with Directus's rows. Each committed run is noted in
 //! `cdapi.directus_imports` (migration 0018).
 
+pub mod content_keys;
 pub mod custom_fields;
 pub mod steps;
 pub mod version_hashes;
@@ -106,6 +108,8 @@ async fn import(settings: &Settings, options: Options) -> anyhow::Result<Report>
     let mut report = Report::default();
     let mut tx = conn.begin().await?;
     let blobs_before: i64 = sqlx::query_scalar("SELECT coalesce(max(id), 0) FROM cdapi.file_blobs_deleted").fetch_one(&mut *tx).await?;
+    // Content keys an earlier run pointed at our users and files must not follow their rows out.
+    content_keys::detach(&mut tx).await.context("detaching the content tables' foreign keys into our system tables")?;
     for step in STEPS.iter().rev() {
         let keep = step.keep.map(|k| format!(" WHERE NOT ({})", k.replace("{src}", &ident(src)))).unwrap_or_default();
         let deleted = sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM cdapi.{}{keep}", ident(step.target)))).execute(&mut *tx).await?.rows_affected();
@@ -144,6 +148,7 @@ async fn import(settings: &Settings, options: Options) -> anyhow::Result<Report>
         }
     }
     custom_fields::add_foreign_keys(&mut tx, src, &mut report.lines).await?;
+    content_keys::repoint(&mut tx, src, &mut report.lines).await?;
     version_hashes::rehash(&mut tx, src, &mut report.lines).await.context("hashing the content versions' items")?;
     // Imported notifications were delivered by Directus: queue no mail for them.
     sqlx::query("DELETE FROM cdapi.notification_mail").execute(&mut *tx).await?;
