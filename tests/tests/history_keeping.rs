@@ -36,18 +36,21 @@ async fn aged_tags(app: &TestApp, prefix: &str) -> Vec<String> {
     assert_eq!(r.status, 200, "{}", r.body);
     let keys: Vec<String> = r.body["data"].as_array().expect("tags").iter().map(id_of).collect();
     let age = |keys: &[String], by: &str| {
-        let list = keys.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(",");
-        format!("UPDATE cdapi.activity SET timestamp = now() - interval '{by}' WHERE collection = 'tags' AND item IN ({list})")
+        format!("UPDATE cdapi.activity SET timestamp = now() - interval '{by}' WHERE collection = 'tags' AND item IN ({})", quoted(keys))
     };
     e2e_tests::exec(app, &age(&keys[..3], "2 hours")).await;
     e2e_tests::exec(app, &age(&keys[3..4], "45 minutes")).await;
     keys
 }
 
+/// The keys as an SQL list of text literals (they are the tags' integer keys).
+fn quoted(keys: &[String]) -> String {
+    keys.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(",")
+}
+
 /// How many `table` rows name these tags.
 async fn count(app: &TestApp, table: &str, keys: &[String]) -> serde_json::Value {
-    let list = keys.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(",");
-    app.sql(&format!("SELECT count(*)::text FROM cdapi.{table} WHERE collection = 'tags' AND item IN ({list})")).await
+    app.sql(&format!("SELECT count(*)::text FROM cdapi.{table} WHERE collection = 'tags' AND item IN ({})", quoted(keys))).await
 }
 
 /// RETENTION_ENABLED prunes activity rows older than ACTIVITY_RETENTION and revisions older

@@ -193,11 +193,8 @@ impl<'w> Writer<'w> {
             done.into_iter().next().ok_or_else(|| ApiError::internal_because("a user write returned no key"))?
         } else {
             match key {
-                // Lists alone: the item is written only for its automatic update values.
-                Some(k) if own.is_empty() && !super::auto_values::on_update(collection) => {
-                    self.require_update(collection, &k, &Map::new(), names).await?;
-                    k
-                }
+                // Lists alone (`own` empty, `names` not): `update_keys_with` checks the item
+                // for them, and writes it only for its automatic update values.
                 Some(k) => self.update_keys_with(collection, std::slice::from_ref(&k), &Value::Object(own), names).await?.remove(0),
                 None => {
                     let mut keys = self.create_with(collection, &Value::Object(own), names).await?;
