@@ -262,6 +262,38 @@ async fn writes_to_a_table_with_rules_are_recorded() {
     assert_eq!(log, expected.map(|(w, b)| (json!(w), json!(b))), "the rules ran once per item");
 }
 
+/// A table's own AFTER UPDATE trigger that rewrites the updated row (here it keeps a length
+/// column): the update's revision holds the row as the trigger left it, as Directus reads the
+/// item after its update — not as the UPDATE statement returned it.
+#[tokio::test]
+async fn an_update_revision_holds_what_after_triggers_wrote() {
+    let app = app(Dataset::DemoWrites);
+    e2e_tests::exec(
+        app,
+        "CREATE TABLE measured_notes (id serial PRIMARY KEY, body text, body_length int); \
+         CREATE FUNCTION measure_note() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+           UPDATE measured_notes SET body_length = length(NEW.body) WHERE id = NEW.id AND body_length IS DISTINCT FROM length(NEW.body); \
+           RETURN NULL; END $$; \
+         CREATE TRIGGER measured AFTER INSERT OR UPDATE OF body ON measured_notes FOR EACH ROW EXECUTE FUNCTION measure_note()",
+    )
+    .await;
+    e2e_tests::fixture::eventually("measured_notes is served with its trigger", || async { app.get("/items/measured_notes?limit=1").await.status == 200 })
+        .await;
+    let r = app.admin(Method::POST, "/items/measured_notes", json!([{"body": "one"}, {"body": "three"}])).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let keys: Vec<String> = r.body["data"].as_array().expect("created").iter().map(id_of).collect();
+    let r = app.admin(Method::PATCH, &format!("/items/measured_notes/{}", keys[0]), json!({"body": "seventeen letters"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["data"]["body_length"], 17, "the reply reads the item after the write: {}", r.body);
+    let r = app.admin(Method::PATCH, "/items/measured_notes", json!({"keys": keys, "data": {"body": "twelve chars"}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    for (key, lengths) in keys.iter().zip([json!([17, 12]), json!([12])]) {
+        let rows = history(app, "measured_notes", key).await;
+        let updates: Vec<Value> = rows.iter().filter(|r| r["action"] == "update").map(|r| r["revisions"][0]["data"]["body_length"].clone()).collect();
+        assert_eq!(Value::Array(updates), lengths, "{rows:?}");
+    }
+}
+
 /// `meta.accountability`: `activity` records activity without revisions, `null` nothing.
 #[tokio::test]
 async fn accountability_activity_or_null_records_less() {

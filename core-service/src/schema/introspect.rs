@@ -44,7 +44,10 @@ const COLLECTIONS_SQL: &str = concat!(
     "SELECT ",
     collection_name!("n", "c"),
     ", c.relkind::text, n.nspname::text, c.relname::text,
-       EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class = c.oid AND r.ev_type <> '1')
+       EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class = c.oid AND r.ev_type <> '1'),
+       EXISTS (SELECT 1 FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+               WHERE t.tgrelid = c.oid AND NOT t.tgisinternal AND t.tgtype & 16 <> 0 AND t.tgtype & 66 = 0
+                 AND p.pronamespace <> 'cdapi'::regnamespace)
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE ",
     served!("n", "c"),
@@ -125,7 +128,7 @@ ORDER BY 1, 2, 3, 4"
 /// Errors: database errors only (an unknown type becomes [`FieldType::Unknown`], never an error).
 pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) -> Result<Schema, sqlx::Error> {
     let system = cdapi_proto::system_collections::served_tables();
-    let tables: Vec<(String, String, String, String, bool)> = sqlx::query_as(COLLECTIONS_SQL).bind(db_schema).bind(&system).fetch_all(&mut *conn).await?;
+    let tables: Vec<(String, String, String, String, bool, bool)> = sqlx::query_as(COLLECTIONS_SQL).bind(db_schema).bind(&system).fetch_all(&mut *conn).await?;
     type ColumnRow = (String, String, String, String, String, String, bool, bool, Option<i32>, Option<Vec<String>>);
     let columns: Vec<ColumnRow> = sqlx::query_as(COLUMNS_SQL).bind(db_schema).bind(&system).fetch_all(&mut *conn).await?;
     let pks: HashMap<String, Vec<String>> =
@@ -275,7 +278,7 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
     }
 
     let mut collections = BTreeMap::new();
-    for (name, relkind, namespace, relname, has_rules) in tables {
+    for (name, relkind, namespace, relname, has_rules, rewritten_after_update) in tables {
         let mut fs = fields.remove(&name).unwrap_or_default();
         fs.extend(aliases.remove(&name).unwrap_or_default());
         let primary_key = pks.get(&name).cloned().unwrap_or_default();
@@ -288,6 +291,7 @@ pub async fn introspect(conn: &mut PgConnection, db_schema: &str, version: u64) 
         collection.casts = casts.remove(&name).unwrap_or_default().into_iter().filter(|(f, _)| collection.has_column(f)).collect();
         collection.sort_field = sort_fields.remove(&name).filter(|f| collection.has_column(f));
         collection.has_rules = has_rules;
+        collection.rewritten_after_update = rewritten_after_update;
         collections.insert(name, Arc::new(collection));
     }
     let permissions = Arc::new(crate::policies::Rules::load(conn).await?);

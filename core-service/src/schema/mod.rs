@@ -85,6 +85,12 @@ pub struct Collection {
     /// rule made while the core runs counts once the snapshot is rebuilt (at once with the
     /// event trigger, else after `SchemaService.ReloadSchema`, as for any DDL).
     pub has_rules: bool,
+    /// The table has triggers of its own (`CREATE TRIGGER`, not this server's) that run after
+    /// an UPDATE, per row or per statement: they may rewrite the updated rows after the
+    /// statement's `RETURNING`, so an update's revision is read by a statement of its own once
+    /// the write is done, as Directus reads the item after its update (`crate::activity`).
+    /// Counted once the snapshot is rebuilt, as [`Self::has_rules`].
+    pub rewritten_after_update: bool,
     index: HashMap<String, usize>,
 }
 
@@ -106,6 +112,7 @@ impl Collection {
             casts: Vec::new(),
             sort_field: None,
             has_rules: false,
+            rewritten_after_update: false,
             index,
         }
     }

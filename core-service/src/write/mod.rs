@@ -361,8 +361,10 @@ impl<'w> Writer<'w> {
         if held {
             self.nesting.held = set.iter().map(|f| (*f).to_owned()).collect();
         }
-        // The update records itself, its revisions listing the to-many keys, unless it may move them.
-        let records_itself = !held && self.records_itself(collection) && crate::activity::statements::lists_outlive(collection, &set);
+        // The update records itself, its revisions listing the to-many keys, unless it may move
+        // them, or the table's own triggers may rewrite the rows after its RETURNING.
+        let records_itself =
+            !held && self.records_itself(collection) && !collection.rewritten_after_update && crate::activity::statements::lists_outlive(collection, &set);
         let lists = if records_itself { crate::activity::revision_lists(&mut planner, collection, "u") } else { Vec::new() };
         let mut sql = planner.sql;
         let sets: Vec<String> = cols
