@@ -152,6 +152,17 @@ fn check_field<'a>(table: &str, constraint: &'a str) -> Option<&'a str> {
     (end > 0 && suffix.bytes().all(|b| b.is_ascii_digit())).then(|| &rest[..end])
 }
 
+/// The message of a write PostgreSQL rolled back for a deadlock or a serialization failure
+/// with concurrent transactions ([`map_error`]).
+const CONFLICT: &str = "The write conflicted with a concurrent one and was rolled back; retry it.";
+
+/// Whether `e` is a rolled-back conflict with concurrent transactions (a deadlock or a
+/// serialization failure, [`map_error`]): nothing of the transaction remains, so running it
+/// again is safe.
+pub fn is_conflict(e: &ApiError) -> bool {
+    e.code == ErrorCode::ServiceUnavailable && e.message == CONFLICT
+}
+
 /// Maps a database error to the API error a client sees; an internal error keeps the database's
 /// error as its cause, logged where it leaves the process ([`ApiError::internal_because`]).
 pub fn map_error(e: sqlx::Error) -> ApiError {
@@ -166,7 +177,7 @@ pub fn map_error(e: sqlx::Error) -> ApiError {
         }
         if code == "40P01" || code == "40001" {
             // deadlock / serialization failure: nothing was written; the client may retry.
-            return ApiError::new(ErrorCode::ServiceUnavailable, "The write conflicted with a concurrent one and was rolled back; retry it.");
+            return ApiError::new(ErrorCode::ServiceUnavailable, CONFLICT);
         }
         if code == "42703" || code == "42P01" {
             // Undefined column or table: identifiers come only from the schema snapshot, so the

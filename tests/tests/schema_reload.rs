@@ -150,3 +150,36 @@ async fn a_relation_without_a_foreign_key_reaches_only_what_the_role_may_read() 
     let r = app.as_token(Some(&owner_reader), Method::GET, "/items/unbound_owners/1", None).await;
     assert!(r.body["data"].get("pets").is_none(), "no alias into unreadable pets: {}", r.body);
 }
+
+/// A parent table and a child table with a foreign key to it.
+const LOCKED_TABLES: &str = "CREATE TABLE locked_parents (id serial PRIMARY KEY, name text); \
+     CREATE TABLE locked_children (id serial PRIMARY KEY, parent int REFERENCES locked_parents(id)); \
+     INSERT INTO locked_parents (name) VALUES ('one')";
+
+/// A schema change that deadlocks with running item traffic is run again, not refused: here a
+/// transaction holds a row lock on the referenced table while the change (a new `on_delete`,
+/// so the foreign key is dropped and added again) holds the referencing one, and then reads
+/// the referencing table. PostgreSQL rolls the change back (it waited first, so it finds the
+/// deadlock); the core runs it again once the transaction is done, and the client gets the
+/// changed relation.
+#[tokio::test]
+async fn a_schema_change_that_deadlocks_with_item_traffic_is_run_again() {
+    use sqlx::Connection;
+    let app = app(Dataset::DemoWrites);
+    exec(app, LOCKED_TABLES).await;
+    let r = eventually(app, "/relations/locked_children/parent", |r| r.status == 200).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut traffic = sqlx::PgConnection::connect(&app.database_url).await.expect("connect");
+    sqlx::raw_sql("BEGIN; UPDATE locked_parents SET name = 'held' WHERE id = 1").execute(&mut traffic).await.expect("hold a row");
+    let change = tokio::spawn(async move { app.admin(Method::PATCH, "/relations/locked_children/parent", json!({"schema": {"on_delete": "CASCADE"}})).await });
+    // The change now holds `locked_children` and waits for `locked_parents`.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let read = sqlx::raw_sql("SELECT count(*) FROM locked_children").execute(&mut traffic).await;
+    assert!(read.is_ok(), "the change, not the traffic, is rolled back for the deadlock: {read:?}");
+    sqlx::raw_sql("COMMIT").execute(&mut traffic).await.expect("commit");
+    let r = change.await.expect("the change's task");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["data"]["schema"]["on_delete"], "CASCADE", "{}", r.body);
+    let rows = app.sql("SELECT count(*)::text FROM cdapi.activity WHERE collection = 'directus_relations' AND item = 'locked_children.parent'").await;
+    assert_eq!(rows, json!(1), "recorded once");
+}

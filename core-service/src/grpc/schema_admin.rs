@@ -144,24 +144,28 @@ async fn read_back(state: &AppState, schema: &Arc<Schema>, kind: Kind, collectio
 
 /// `Create*`: admin only; the new object.
 pub async fn create(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, change: &SchemaChange) -> Result<SchemaReply, ApiError> {
-    let caller = admin(state, md).await?;
-    let data = schema_admin::object(&change.data)?;
-    let mut tx = Change::begin(state).await?;
-    let (collection, field) = match kind {
-        Kind::Collections => {
-            schema_admin::collections::create(&mut tx, &data).await?;
-            (schema_admin::required_str(&data, "collection")?, "")
-        }
-        Kind::Fields => {
-            schema_admin::fields::create(&mut tx, &change.collection, &data).await?;
-            (change.collection.as_str(), schema_admin::required_str(&data, "field")?)
-        }
-        Kind::Relations => {
-            schema_admin::relations::create(&mut tx, &data).await?;
-            (schema_admin::required_str(&data, "collection")?, schema_admin::required_str(&data, "field")?)
-        }
-    };
-    record(&mut tx, &caller, kind, crate::activity::Change::Create, collection, field).await?;
+    let caller = &admin(state, md).await?;
+    let data = &schema_admin::object(&change.data)?;
+    let (tx, collection, field) = schema_admin::retried(move || async move {
+        let mut tx = Change::begin(state).await?;
+        let (collection, field) = match kind {
+            Kind::Collections => {
+                schema_admin::collections::create(&mut tx, data).await?;
+                (schema_admin::required_str(data, "collection")?, "")
+            }
+            Kind::Fields => {
+                schema_admin::fields::create(&mut tx, &change.collection, data).await?;
+                (change.collection.as_str(), schema_admin::required_str(data, "field")?)
+            }
+            Kind::Relations => {
+                schema_admin::relations::create(&mut tx, data).await?;
+                (schema_admin::required_str(data, "collection")?, schema_admin::required_str(data, "field")?)
+            }
+        };
+        record(&mut tx, caller, kind, crate::activity::Change::Create, collection, field).await?;
+        Ok((tx, collection, field))
+    })
+    .await?;
     let schema = tx.commit(state).await?;
     read_back(state, &schema, kind, collection, field).await
 }
@@ -178,14 +182,18 @@ pub async fn update(state: &AppState, md: &tonic::metadata::MetadataMap, kind: K
     if batch {
         return update_batch(state, &caller, kind, &change.collection, &change.data).await;
     }
-    let data = schema_admin::object(&change.data)?;
-    let mut tx = Change::begin(state).await?;
-    match kind {
-        Kind::Collections => schema_admin::collections::update(&mut tx, &change.collection, &data).await?,
-        Kind::Fields => schema_admin::fields::update(&mut tx, &change.collection, &change.field, &data).await?,
-        Kind::Relations => schema_admin::relations::update(&mut tx, &change.collection, &change.field, &data).await?,
-    }
-    record(&mut tx, &caller, kind, crate::activity::Change::Update, &change.collection, &change.field).await?;
+    let (caller, data) = (&caller, &schema_admin::object(&change.data)?);
+    let tx = schema_admin::retried(move || async move {
+        let mut tx = Change::begin(state).await?;
+        match kind {
+            Kind::Collections => schema_admin::collections::update(&mut tx, &change.collection, data).await?,
+            Kind::Fields => schema_admin::fields::update(&mut tx, &change.collection, &change.field, data).await?,
+            Kind::Relations => schema_admin::relations::update(&mut tx, &change.collection, &change.field, data).await?,
+        }
+        record(&mut tx, caller, kind, crate::activity::Change::Update, &change.collection, &change.field).await?;
+        Ok(tx)
+    })
+    .await?;
     let schema = tx.commit(state).await?;
     read_back(state, &schema, kind, &change.collection, &change.field).await
 }
@@ -215,26 +223,31 @@ async fn update_batch(state: &AppState, caller: &crate::auth::Caller, kind: Kind
         }
         changes.push((name, item));
     }
-    let mut tx = Change::begin(state).await?;
-    for (name, item) in &changes {
-        match kind {
-            Kind::Collections => {
-                schema_admin::collections::update(&mut tx, name, item).await?;
-                record(&mut tx, caller, kind, crate::activity::Change::Update, name, "").await?;
-            }
-            _ => {
-                schema_admin::fields::update(&mut tx, collection, name, item).await?;
-                record(&mut tx, caller, kind, crate::activity::Change::Update, collection, name).await?;
-                // A column change is DDL: the next element must see it.
-                if item.get("schema").is_some_and(|s| !s.is_null()) || item.contains_key("type") {
-                    tx.refresh(state).await?;
+    let changes = &changes;
+    let tx = schema_admin::retried(move || async move {
+        let mut tx = Change::begin(state).await?;
+        for (name, item) in changes {
+            match kind {
+                Kind::Collections => {
+                    schema_admin::collections::update(&mut tx, name, item).await?;
+                    record(&mut tx, caller, kind, crate::activity::Change::Update, name, "").await?;
+                }
+                _ => {
+                    schema_admin::fields::update(&mut tx, collection, name, item).await?;
+                    record(&mut tx, caller, kind, crate::activity::Change::Update, collection, name).await?;
+                    // A column change is DDL: the next element must see it.
+                    if item.get("schema").is_some_and(|s| !s.is_null()) || item.contains_key("type") {
+                        tx.refresh(state).await?;
+                    }
                 }
             }
         }
-    }
+        Ok(tx)
+    })
+    .await?;
     let schema = tx.commit(state).await?;
     let mut out = Vec::with_capacity(changes.len());
-    for (name, _) in &changes {
+    for (name, _) in changes {
         let (c, f) = if matches!(kind, Kind::Collections) { (name.as_str(), "") } else { (collection, name.as_str()) };
         let target = SchemaTarget { collection: c.to_owned(), field: f.to_owned() };
         out.push(read_in(state, &schema, true, kind, &target).await?);
@@ -244,14 +257,18 @@ async fn update_batch(state: &AppState, caller: &crate::auth::Caller, kind: Kind
 
 /// `Delete*`: admin only.
 pub async fn delete(state: &AppState, md: &tonic::metadata::MetadataMap, kind: Kind, target: &SchemaTarget) -> Result<(), ApiError> {
-    let caller = admin(state, md).await?;
-    let mut tx = Change::begin(state).await?;
-    match kind {
-        Kind::Collections => schema_admin::collections::delete(&mut tx, &target.collection).await?,
-        Kind::Fields => schema_admin::fields::delete(&mut tx, &target.collection, &target.field).await?,
-        Kind::Relations => schema_admin::relations::delete(&mut tx, &target.collection, &target.field).await?,
-    }
-    record(&mut tx, &caller, kind, crate::activity::Change::Delete, &target.collection, &target.field).await?;
+    let caller = &admin(state, md).await?;
+    let tx = schema_admin::retried(move || async move {
+        let mut tx = Change::begin(state).await?;
+        match kind {
+            Kind::Collections => schema_admin::collections::delete(&mut tx, &target.collection).await?,
+            Kind::Fields => schema_admin::fields::delete(&mut tx, &target.collection, &target.field).await?,
+            Kind::Relations => schema_admin::relations::delete(&mut tx, &target.collection, &target.field).await?,
+        }
+        record(&mut tx, caller, kind, crate::activity::Change::Delete, &target.collection, &target.field).await?;
+        Ok(tx)
+    })
+    .await?;
     tx.commit(state).await?;
     Ok(())
 }

@@ -89,6 +89,36 @@ pub fn alterable<'a>(schema: &'a Schema, name: &str) -> Result<&'a Arc<crate::sc
 /// run one after another: a diff's hash is checked and applied with no other change between.
 const SCHEMA_CHANGE_LOCK: i64 = 0x6364_6170_6973_6368; // "cdapisch"
 
+/// How many times a schema change runs when PostgreSQL rolls it back for a deadlock with
+/// concurrent item traffic ([`retried`]).
+const CHANGE_ATTEMPTS: u64 = 3;
+
+/// Runs `steps` (a whole schema change up to its commit: [`Change::begin`], its DDL and
+/// metadata, its activity) again when PostgreSQL rolls it back for a deadlock or a
+/// serialization failure ([`crate::db::is_conflict`]), at most [`CHANGE_ATTEMPTS`] times, a
+/// few milliseconds apart. A change's DDL locks the tables it alters and the ones their
+/// foreign keys name, which running item writes may hold while they wait on one of them; a
+/// rolled-back attempt leaves nothing, so running it again is the retry its client would
+/// make. The caller commits the returned change (a commit is never repeated). Errors: the
+/// last attempt's.
+pub async fn retried<T, F, Fut>(mut steps: F) -> Result<T, ApiError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ApiError>>,
+{
+    let mut attempt = 1;
+    loop {
+        match steps().await {
+            Err(e) if attempt < CHANGE_ATTEMPTS && crate::db::is_conflict(&e) => {
+                tracing::info!(attempt, "a schema change conflicted with concurrent transactions; running it again");
+                tokio::time::sleep(std::time::Duration::from_millis(25 * attempt)).await;
+                attempt += 1;
+            }
+            done => return done,
+        }
+    }
+}
+
 /// One schema change in progress: its transaction and the schema as that transaction sees it
 /// (its own DDL included, after [`Change::refresh`]). Dropped without [`Change::commit`], the
 /// transaction rolls back: a failed change leaves nothing. `POST /schema/apply`

@@ -322,6 +322,13 @@ fn object(v: Value) -> Result<Map<String, Value>, ApiError> {
 /// refuses), FORBIDDEN (a change to a collection, field or relation that does not exist),
 /// SERVICE_UNAVAILABLE (a lock).
 pub async fn apply(state: &AppState, body: &Map<String, Value>, caller: &crate::auth::Caller) -> Result<(), ApiError> {
+    let change = super::retried(move || applied(state, body, caller)).await?;
+    change.commit(state).await?;
+    Ok(())
+}
+
+/// The steps of [`apply`], in a change left to commit.
+async fn applied(state: &AppState, body: &Map<String, Value>, caller: &crate::auth::Caller) -> Result<Change, ApiError> {
     let given = body.get("hash").and_then(Value::as_str).ok_or_else(|| ApiError::invalid_payload("\"hash\" is required"))?;
     let diff = body.get("diff").filter(|d| d.is_object()).ok_or_else(|| ApiError::invalid_payload("\"diff\" must be an object"))?;
     let mut change = Change::begin(state).await?;
@@ -416,8 +423,7 @@ pub async fn apply(state: &AppState, body: &Map<String, Value>, caller: &crate::
             crate::activity::record_schema(&mut change.tx, system, action, (&e.collection, field), caller.vars.user.as_deref(), &caller.client).await?;
         }
     }
-    change.commit(state).await?;
-    Ok(())
+    Ok(change)
 }
 
 #[cfg(test)]
