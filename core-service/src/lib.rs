@@ -208,7 +208,7 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     let state = Arc::new(AppState {
         replicas: replicas.clone(),
         auth: auth::Authenticator::new(pool.clone(), Duration::from_secs(settings.token_cache_ttl_secs), keys, redis.clone()),
-        accounts: write::users::Accounts { redis, own: None, policy: settings.password_policy, hasher: settings.password_hasher.clone() },
+        accounts: write::users::Accounts { redis, own: None, policy: settings.password_policy, hasher: settings.password_hasher.clone(), dry_run: false },
         pool,
         views: permissions::Views::default(),
         schema: ArcSwap::from_pointee(schema::Schema::default()),

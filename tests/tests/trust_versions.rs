@@ -199,6 +199,103 @@ async fn graphql_shows_no_delta_field_that_rest_hides() {
     assert!(!g.body.to_string().contains("rating"), "{}", g.body);
 }
 
+/// A version's delta may hold a nested object in an M2O field (a related item the version
+/// would create or change): a reader sees only the related key it names, never its values,
+/// which belong to the related collection and may be outside what she may read there.
+#[tokio::test]
+async fn a_delta_shows_no_nested_values_of_a_related_collection() {
+    let app = app(Dataset::DemoWrites);
+    let (token, _, _) = role(
+        app,
+        "Linkers10",
+        json!([
+            {"collection": "articles", "action": "read", "fields": ["id", "title", "author"]},
+            {"collection": "authors", "action": "read", "fields": ["id", "name"]},
+            {"collection": "directus_versions", "action": "read", "fields": ["*"]},
+        ]),
+    )
+    .await;
+    let changed = admin_version(app, "nested10a", 5, json!({"title": "T", "author": {"id": 2, "email": "changed10@example.com"}})).await;
+    let created = admin_version(app, "nested10b", 5, json!({"author": {"name": "New10", "email": "created10@example.com"}})).await;
+    let t = Some(token.as_str());
+    for (id, author) in [(changed, json!(2)), (created, Value::Null)] {
+        let rest = app.as_token(t, Method::GET, &format!("/versions/{id}"), None).await;
+        assert_eq!(rest.status, 200, "{}", rest.body);
+        assert_eq!(rest.body["data"]["delta"]["author"], author, "{}", rest.body);
+        let g = app.graphql("/graphql/system", t, "query($id: ID!) { versions_by_id(id: $id) { delta } }", json!({"id": id})).await;
+        assert_eq!(g.body["data"]["versions_by_id"]["delta"]["author"], author, "{}", g.body);
+    }
+    let list = app.as_token(t, Method::GET, "/versions?filter[key][_starts_with]=nested10&fields=delta", None).await;
+    assert_eq!(list.status, 200, "{}", list.body);
+    assert!(!list.body.to_string().contains("10@example.com"), "{}", list.body);
+    let admin = app.admin(Method::GET, "/versions?filter[key][_starts_with]=nested10&fields=delta", Value::Null).await;
+    assert!(admin.body.to_string().contains("created10@example.com"), "admin access reads the delta as saved: {}", admin.body);
+}
+
+/// Creating a version goes through the caller's create rows on `directus_versions` as any
+/// create does: a role allowed versions of headings only cannot make one of an article it may
+/// read and update, nor set a field outside its create fields; nothing is left behind.
+#[tokio::test]
+async fn a_version_is_created_only_within_the_roles_create_rows() {
+    let app = app(Dataset::DemoWrites);
+    let (token, _, _) = role(
+        app,
+        "Versioners12",
+        json!([
+            {"collection": "articles", "action": "read", "fields": ["*"]},
+            {"collection": "articles", "action": "update", "fields": ["*"]},
+            {"collection": "headings", "action": "read", "fields": ["*"]},
+            {"collection": "headings", "action": "update", "fields": ["*"]},
+            {"collection": "directus_versions", "action": "read", "fields": ["*"]},
+            {"collection": "directus_versions", "action": "create", "permissions": {"collection": {"_eq": "headings"}}, "fields": ["key", "collection", "item"]},
+        ]),
+    )
+    .await;
+    let heading = id_of(&app.admin(Method::POST, "/items/headings", json!({"title": "Versioned 12"})).await.body["data"]);
+    let t = Some(token.as_str());
+    let post = |body: Value| app.as_token(t, Method::POST, "/versions", Some(body));
+    let r = post(json!({"key": "outside12", "collection": "articles", "item": "1"})).await;
+    assert_error(&r, 403, "FORBIDDEN", "a version outside the create rows' filter");
+    let r = post(json!({"key": "named12", "name": "Named", "collection": "headings", "item": heading})).await;
+    assert_error(&r, 403, "FORBIDDEN", "a field outside the create rows' fields");
+    let r = post(json!({"key": "inside12", "collection": "headings", "item": heading})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let all = app.admin(Method::GET, "/versions?filter[key][_ends_with]=12&fields=key", Value::Null).await;
+    assert_eq!(all.body["data"], json!([{"key": "inside12"}]), "{}", all.body);
+}
+
+/// Saving and previewing a version are rolled back: a delta that would suspend a related user
+/// (an M2O to `directus_users`) must not end that user's sessions each time someone saves or
+/// reads the version; promoting it, a real write, does.
+#[tokio::test]
+async fn saving_or_previewing_a_version_ends_no_sessions() {
+    let app = app(Dataset::DemoWrites);
+    let user = e2e_tests::create_user(app, "kept13@example.com", "kept-13-password").await;
+    e2e_tests::exec(
+        app,
+        &format!("CREATE TABLE owned_notes (id serial PRIMARY KEY, owner uuid REFERENCES cdapi.users(id)); INSERT INTO owned_notes (owner) VALUES ('{user}')"),
+    )
+    .await;
+    eventually("owned_notes is served", || async { app.admin(Method::GET, "/items/owned_notes/1?fields=owner.email", Value::Null).await.status == 200 }).await;
+    let login = e2e_tests::post_json(app, "/auth/login", json!({"email": "kept13@example.com", "password": "kept-13-password"}), &[]).await;
+    assert_eq!(login.status, 200, "{}", login.body);
+    let mut refresh = login.body["data"]["refresh_token"].as_str().expect("refresh token").to_owned();
+    let r = app.admin(Method::POST, "/versions", json!({"key": "suspend13", "collection": "owned_notes", "item": "1"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = id_of(&r.body["data"]);
+    let r = app.admin(Method::POST, &format!("/versions/{id}/save"), json!({"owner": {"id": user, "status": "suspended"}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = app.admin(Method::GET, "/items/owned_notes/1?version=suspend13&fields=owner.status", Value::Null).await;
+    assert_eq!(r.body["data"]["owner"]["status"], "suspended", "{}", r.body);
+    let r = e2e_tests::post_json(app, "/auth/refresh", json!({"refresh_token": refresh, "mode": "json"}), &[]).await;
+    assert_eq!(r.status, 200, "the session outlives the save and the preview: {}", r.body);
+    refresh = r.body["data"]["refresh_token"].as_str().expect("refresh token").to_owned();
+    let r = app.admin(Method::POST, &format!("/versions/{id}/promote"), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = e2e_tests::post_json(app, "/auth/refresh", json!({"refresh_token": refresh, "mode": "json"}), &[]).await;
+    assert_eq!(r.status, 401, "the promotion suspends the user and ends the session: {}", r.body);
+}
+
 /// A version's `hash` and compare's `mainHash` are keyed: from every value she can read, a
 /// caller cannot test guesses of a field hidden from her against them; the hash stays stable,
 /// so compare and promote with `mainHash` still work.

@@ -9,8 +9,8 @@
 
 use super::Planner;
 use super::keys::key_columns;
-use super::predicate::{ItemRows, ReadableList, RelatedKeys, Source, VersionColumn, VersionRows};
-use crate::schema::{Collection, Schema};
+use super::predicate::{ItemRows, ReadableLink, ReadableList, RelatedKeys, Source, VersionColumn, VersionRows};
+use crate::schema::{Collection, FieldRelation, Schema};
 use cdapi_proto::ApiError;
 
 /// The collection name of content versions (Directus's `directus_versions`).
@@ -51,7 +51,8 @@ impl<'a> Planner<'a> {
             let masked = |f: &str| c.row_access.as_ref().is_some_and(|a| a.masks.contains_key(f));
             let readable = c.fields.iter().filter(|f| !masked(&f.name)).map(|f| f.name.clone()).collect();
             let lists = self.readable_lists(c)?;
-            collections.push(ItemRows { collection: c.name.clone(), items, key: key_columns(c, &item_alias), alias: item_alias, readable, lists });
+            let links = readable_links(c);
+            collections.push(ItemRows { collection: c.name.clone(), items, key: key_columns(c, &item_alias), alias: item_alias, readable, lists, links });
         }
         let columns =
             stored.fields.iter().filter(|f| !f.is_alias()).map(|f| VersionColumn { name: f.name.clone(), values: values.contains(&f.name.as_str()) }).collect();
@@ -64,7 +65,7 @@ impl<'a> Planner<'a> {
     fn readable_lists(&mut self, c: &Collection) -> Result<Vec<ReadableList>, ApiError> {
         let mut lists = Vec::new();
         for f in &c.fields {
-            let Some(crate::schema::FieldRelation::O2M { related, .. }) = &f.relation else { continue };
+            let Some(FieldRelation::O2M { related, .. }) = &f.relation else { continue };
             let Some(related) = self.schema.collection(related).cloned() else { continue };
             // A list of versions or revisions: not shown (its own rule would apply here).
             let related = if value_columns(&related.name).is_some() {
@@ -78,6 +79,19 @@ impl<'a> Planner<'a> {
         }
         Ok(lists)
     }
+}
+
+/// The to-one fields of `c` (M2O, M2A), whose objects in a version's values show only the
+/// related key they name ([`ReadableLink`]).
+fn readable_links(c: &Collection) -> Vec<ReadableLink> {
+    c.fields
+        .iter()
+        .filter_map(|f| match &f.relation {
+            Some(FieldRelation::M2O { related_field, .. }) => Some(ReadableLink { field: f.name.clone(), key: Some(related_field.clone()) }),
+            Some(FieldRelation::M2A { .. }) => Some(ReadableLink { field: f.name.clone(), key: None }),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]

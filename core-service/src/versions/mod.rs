@@ -112,13 +112,22 @@ impl<'a> Versions<'a> {
         row.try_get(0).map_err(crate::db::map_error)
     }
 
-    /// Creates a version (JSON of the version). Errors: FORBIDDEN (no such item),
+    /// Creates a version (JSON of the version) within the caller's create rows on
+    /// `directus_versions` (field list, validation and row filter, on the given `key`, `name`,
+    /// `collection` and `item`). Errors: FORBIDDEN (no such item, outside those rows),
     /// INVALID_PAYLOAD (bad key), RECORD_NOT_UNIQUE (key taken for this item).
     pub async fn create(&mut self, key: &str, name: &str, collection: &str, item: &str) -> Result<String, ApiError> {
         check_key(key)?;
         let c = self.collection(collection)?;
         let item = if item.is_empty() && c.singleton { self.singleton_key(c).await? } else { item.to_owned() };
         self.require_live(c, &item, true).await?;
+        let mut given = Map::new();
+        given.insert("key".into(), key.into());
+        if !name.is_empty() {
+            given.insert("name".into(), name.into());
+        }
+        given.insert("collection".into(), collection.into());
+        given.insert("item".into(), item.clone().into());
         let hash = self.item_hash(c, &item).await?;
         let mut sql = Sql::default();
         let (k, n, col, it, h) = (
@@ -137,7 +146,12 @@ impl<'a> Versions<'a> {
              VALUES ({k}, NULLIF({n}, ''), {col}, {it}, {h}, {user}) RETURNING *) SELECT {} FROM v",
             version_json()
         );
-        self.one_json(sql).await
+        let created = self.one_json(sql).await?;
+        let id = serde_json::from_str::<Value>(&created).ok().and_then(|v| v["id"].as_str().map(str::to_owned));
+        let id = id.ok_or_else(|| ApiError::internal_because("a created version has no id"))?;
+        let versions = self.versions()?;
+        self.writer().require_created(versions, &id, &given).await?;
+        Ok(created)
     }
 
     /// Versions the caller may see (JSON array), optionally of one collection and item, with the
@@ -294,9 +308,16 @@ impl<'a> Versions<'a> {
     /// e.g. junction rows moved to this item), by applying it on a savepoint, then undoing it.
     async fn require_write(&mut self, c: &Collection, key: &str, data: &Map<String, Value>) -> Result<(), ApiError> {
         sqlx::query("SAVEPOINT version_write").execute(&mut *self.conn).await.map_err(crate::db::map_error)?;
-        let written = self.writer().save(c, data, Some(key.to_owned()), 0).await.map(|_| ());
+        let accounts = self.dry_run();
+        let written = Writer { accounts: &accounts, ..self.writer() }.save(c, data, Some(key.to_owned()), 0).await.map(|_| ());
         sqlx::query("ROLLBACK TO SAVEPOINT version_write").execute(&mut *self.conn).await.map_err(crate::db::map_error)?;
         written
+    }
+
+    /// The caller's accounts for writes that are rolled back once checked or read: they end
+    /// no sessions ([`crate::write::users::Accounts::dry_run`]).
+    fn dry_run(&self) -> crate::write::users::Accounts {
+        crate::write::users::Accounts { dry_run: true, ..self.accounts.clone() }
     }
 
     /// A writer acting for the caller on this connection.

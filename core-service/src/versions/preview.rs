@@ -66,8 +66,8 @@ impl Versions<'_> {
         self.require_live(c, item, false).await?;
         if !delta.is_empty() {
             let whole = self.schema.collection(&c.name).ok_or_else(ApiError::forbidden)?;
-            let admin = Access::Admin;
-            let mut w = Writer { access: &admin, ..self.writer() };
+            let (admin, accounts) = (Access::Admin, self.dry_run());
+            let mut w = Writer { access: &admin, accounts: &accounts, ..self.writer() };
             w.save(whole, delta, Some(item.to_owned()), 0).await?;
         }
         let read = Query { version: None, ..q.clone() };

@@ -383,6 +383,17 @@ impl<'w> Writer<'w> {
         super::item_text(&mut *self.conn, planner, collection, key, &expr).await?.map(|_| ()).ok_or_else(ApiError::forbidden)
     }
 
+    /// FORBIDDEN unless item `key` of `collection`, just stored by a statement of its own from
+    /// the client's values `obj` and values the server computed (a content version), is within
+    /// the caller's create rows: their field list and validation on `obj`, their row filter on
+    /// the stored item. Presets are not applied. The caller rolls back on the error.
+    pub async fn require_created(&mut self, collection: &Collection, key: &str, obj: &Map<String, Value>) -> Result<(), ApiError> {
+        match self.permitted(collection, Action::Create, obj, &[]).await? {
+            (_, Some(cond)) => self.created_in_scope(collection, &[key.to_owned()], &cond).await,
+            (_, None) => Ok(()),
+        }
+    }
+
     /// Whether an item with `key` exists, whoever may see it (as Directus decides between
     /// updating and creating a nested object that carries a key). A key that cannot be one of
     /// the collection's: FORBIDDEN.

@@ -33,6 +33,10 @@ pub struct Accounts {
     pub policy: access_token::passwords::Policy,
     /// argon2 behind PASSWORD_HASH_CONCURRENCY / PASSWORD_HASH_QUEUE_TIMEOUT_MS.
     pub hasher: access_token::passwords::Hasher,
+    /// The writes are rolled back once checked or read (a content version's save check and
+    /// preview, `crate::versions`): a user change in them ends no sessions, which live outside
+    /// the transaction (docs/security.md "Content versions").
+    pub dry_run: bool,
 }
 
 /// The system collection of users.
@@ -172,6 +176,9 @@ pub async fn update_query(w: &mut Writer<'_>, c: &Collection, selector: &Query, 
 /// write commits: if Redis cannot be asked the write fails (SERVICE_UNAVAILABLE) rather than
 /// leave a stolen session alive; if the commit then fails, sessions ended early are harmless.
 async fn end_sessions(w: &Writer<'_>, keys: &[String]) -> Result<(), ApiError> {
+    if w.accounts.dry_run {
+        return Ok(());
+    }
     let Some(redis) = &w.accounts.redis else {
         // Fail closed: a password change that cannot end a stolen session is refused.
         tracing::error!("a user's password, email, status or role change needs REDIS_URL to end their sessions");

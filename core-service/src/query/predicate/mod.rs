@@ -27,7 +27,7 @@ pub mod rows;
 pub use column::Column;
 pub use expr::{Aggregate, AggregateOf, DatePart, Expr, Part, RelatedCount, ValueOutput};
 pub use joins::{Join, Joins};
-pub use rows::{ItemRows, PermittedColumn, PermittedRows, ReadableList, RelatedKeys, Source, VersionColumn, VersionRows};
+pub use rows::{ItemRows, PermittedColumn, PermittedRows, ReadableLink, ReadableList, RelatedKeys, Source, VersionColumn, VersionRows};
 
 use crate::sql::{Param, Sql};
 use query_language::operators::Order;

@@ -138,6 +138,21 @@ pub struct ItemRows {
     pub readable: Vec<String>,
     /// Its to-many fields: their lists of keys keep only readable related items.
     pub lists: Vec<ReadableList>,
+    /// Its to-one fields (M2O, M2A): an object in their place shows only the key it names.
+    pub links: Vec<ReadableLink>,
+}
+
+/// A to-one field (M2O, M2A) of [`ItemRows`]. A version's values may hold an object there (a
+/// nested create or update of the related item, as saved): it shows as the related key it
+/// names, or null, never its values, which are the related collection's and are not cut to
+/// what the caller may read there (docs/security.md "Content versions").
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadableLink {
+    /// The field's name (bound as a parameter).
+    pub field: String,
+    /// The related field an M2O's value is (usually the key; bound as a parameter); `None`
+    /// (M2A): an object shows as null.
+    pub key: Option<String>,
 }
 
 /// A to-many field of [`ItemRows`] whose list of keys an item's values carry.
@@ -200,9 +215,18 @@ impl VersionRows {
 
 impl ItemRows {
     /// The value of entry `d` (key, value) of an item's values: a to-many list keeps only the
-    /// keys of related items the caller can read; other values are unchanged.
+    /// keys of related items the caller can read, an object in a to-one field only the key it
+    /// names ([`ReadableLink`]); other values are unchanged.
     fn readable_keys(&self, sql: &mut Sql) -> String {
         let mut cases = String::new();
+        for link in &self.links {
+            let name = sql.param(Param::Text(link.field.clone()));
+            let named = match &link.key {
+                Some(key) => format!("d.value -> {}", sql.param(Param::Text(key.clone()))),
+                None => "NULL".to_owned(),
+            };
+            cases.push_str(&format!(" WHEN {name} THEN CASE WHEN jsonb_typeof(d.value) = 'object' THEN {named} ELSE d.value END"));
+        }
         for list in &self.lists {
             let name = sql.param(Param::Text(list.field.clone()));
             let Some(related) = &list.related else {
@@ -274,14 +298,16 @@ mod tests {
                 },
                 ReadableList { field: "versions".into(), related: None },
             ],
+            links: vec![ReadableLink { field: "author".into(), key: Some("id".into()) }],
         };
         let columns = vec![VersionColumn { name: "id".into(), values: false }, VersionColumn { name: "delta".into(), values: true }];
         let rows = VersionRows { rows: table("versions"), alias: "v1".into(), collections: vec![articles], columns };
         let mut sql = Sql::default();
         let text = Source::Versions(Box::new(rows.clone())).render(&mut sql);
-        let value = "CASE d.key WHEN $3 THEN CASE WHEN jsonb_typeof(d.value) = 'array' THEN (SELECT coalesce(jsonb_agg(e.value ORDER BY e.n), '[]'::jsonb) \
+        let value = "CASE d.key WHEN $3 THEN CASE WHEN jsonb_typeof(d.value) = 'object' THEN d.value -> $4 ELSE d.value END \
+                     WHEN $5 THEN CASE WHEN jsonb_typeof(d.value) = 'array' THEN (SELECT coalesce(jsonb_agg(e.value ORDER BY e.n), '[]'::jsonb) \
                      FROM jsonb_array_elements(d.value) WITH ORDINALITY e(value, n) WHERE EXISTS (SELECT 1 FROM \"public\".\"tags\" q3 WHERE (q3.\"id\")::text = e.value #>> '{}')) END \
-                     WHEN $4 THEN NULL ELSE d.value END";
+                     WHEN $6 THEN NULL ELSE d.value END";
         assert_eq!(
             text,
             format!(
@@ -290,8 +316,10 @@ mod tests {
                  WHERE ((v1.collection = $1 AND EXISTS (SELECT 1 FROM \"public\".\"articles\" q2 WHERE (q2.\"id\")::text = v1.item))))"
             )
         );
-        let names: Vec<Param> = ["articles", "tags", "versions"].iter().map(|n| Param::Text((*n).into())).collect();
-        assert_eq!(sql.params, vec![names[0].clone(), Param::TextArray(vec!["id".into(), "title".into()]), names[1].clone(), names[2].clone()]);
+        let names: Vec<Param> = ["articles", "author", "id", "tags", "versions"].iter().map(|n| Param::Text((*n).into())).collect();
+        let mut expected = vec![names[0].clone(), Param::TextArray(vec!["id".into(), "title".into()])];
+        expected.extend(names[1..].iter().cloned());
+        assert_eq!(sql.params, expected);
         // No readable collection: no row, no values.
         let none = VersionRows { collections: Vec::new(), ..rows };
         let text = Source::Versions(Box::new(none)).render(&mut Sql::default());
