@@ -31,6 +31,22 @@ fn env() -> &'static TestApp {
     })
 }
 
+/// An environment whose transformations run one at a time with one waiting
+/// (ASSETS_TRANSFORM_MAX_CONCURRENT, ASSETS_TRANSFORM_MAX_WAITING), or, `hasty`, with an
+/// ASSETS_TRANSFORM_TIMEOUT of 1 ms.
+fn transform_env(hasty: bool) -> &'static TestApp {
+    static APPS: [OnceLock<TestApp>; 2] = [OnceLock::new(), OnceLock::new()];
+    APPS[usize::from(hasty)].get_or_init(|| {
+        let core_env = if hasty {
+            vec![("ASSETS_TRANSFORM_TIMEOUT".into(), "1".into())]
+        } else {
+            vec![("ASSETS_TRANSFORM_MAX_CONCURRENT".into(), "1".into()), ("ASSETS_TRANSFORM_MAX_WAITING".into(), "1".into())]
+        };
+        e2e_tests::start(Spec { dataset: Dataset::DemoWrites, name: Some(format!("files_transform_{hasty}")), core_env, ..Spec::default() })
+            .unwrap_or_else(|e| panic!("environment: {e:#}"))
+    })
+}
+
 /// `POST /files` with text `fields` then one file part.
 async fn upload(app: &TestApp, token: Option<&str>, fields: &[(&str, &str)], filename: &str, data: Vec<u8>) -> (u16, Value) {
     upload_typed(app, token, fields, filename, "application/octet-stream", data).await
@@ -362,4 +378,58 @@ async fn a_stream_that_ends_before_the_end_message_stores_nothing() {
     let whole = grpc_upload(app, vec![start("whole.bin"), data(25), end]).await.expect("a whole upload");
     let item: Value = serde_json::from_slice(&whole.data).expect("item");
     assert_eq!(item["filesize"].to_string().trim_matches('"'), "70000", "{item}");
+}
+
+/// Uploads a 1000 × 1000 PNG as the admin; returns its id.
+async fn large_image(app: &TestApp) -> String {
+    let (status, body) = upload_typed(app, Some(ADMIN_TOKEN), &[], "large.png", "image/png", png(1000, 1000)).await;
+    assert_eq!(status, 200, "{body}");
+    body["data"]["id"].as_str().expect("id").to_owned()
+}
+
+#[tokio::test]
+async fn transformations_past_the_waiting_line_are_refused_at_once() {
+    let app = transform_env(false);
+    let id = large_image(app).await;
+    // Ten different transformations at once: one runs, one waits, the others are refused
+    // (ASSETS_TRANSFORM_MAX_WAITING) instead of each holding its source in memory meanwhile.
+    let requests = (0..10).map(|i| {
+        let path = format!("/assets/{id}?width={}&format=avif", 400 + i);
+        tokio::spawn(async move { app.as_token(Some(ADMIN_TOKEN), Method::GET, &path, None).await })
+    });
+    let mut served = 0;
+    let mut refused = 0;
+    for r in futures_util::future::join_all(requests).await {
+        let r = r.expect("request");
+        if r.status == 200 {
+            served += 1;
+        } else {
+            assert_error(&r, 503, "SERVICE_UNAVAILABLE", "a transformation past the line");
+            let message = r.body["errors"][0]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("ASSETS_TRANSFORM_MAX_WAITING"), "{message}");
+            refused += 1;
+        }
+    }
+    assert!(served >= 1 && refused >= 1, "served {served}, refused {refused}");
+    // Once the line is empty, a transformation runs again.
+    let (status, h, got) = get_raw(app, &format!("/assets/{id}?width=100"), Some(ADMIN_TOKEN), &[]).await;
+    assert_eq!((status, header(&h, "content-type")), (200, "image/png"));
+    assert!(image::load_from_memory(&got).is_ok());
+}
+
+#[tokio::test]
+async fn a_transformation_past_its_time_answers_503_and_is_kept_for_the_next_request() {
+    let app = transform_env(true);
+    let id = large_image(app).await;
+    let path = format!("/assets/{id}?width=500&format=avif");
+    let r = app.as_token(Some(ADMIN_TOKEN), Method::GET, &path, None).await;
+    assert_error(&r, 503, "SERVICE_UNAVAILABLE", "past ASSETS_TRANSFORM_TIMEOUT (1 ms)");
+    let message = r.body["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("ASSETS_TRANSFORM_TIMEOUT"), "{message}");
+    // The transformation went on within its turn, and its image was kept: served from the cache.
+    eventually("the transformed image served from the cache", || async {
+        let (status, h, got) = get_raw(app, &path, Some(ADMIN_TOKEN), &[]).await;
+        status == 200 && header(&h, "content-type") == "image/avif" && got.len() > 12 && &got[4..12] == b"ftypavif"
+    })
+    .await;
 }

@@ -7,7 +7,7 @@
 //! - [`import`]: a file fetched from a URL (never from a private address) and stored as an
 //!   upload is.
 //! - [`assets`]: a file's bytes streamed back, with `Range` and a strong `ETag`; images
-//!   transformed on the way ([`transform`]).
+//!   transformed on the way ([`transform`], run by [`transformer`]).
 //! - Deleting file items (however: the API, SQL) queues their blobs in
 //!   `cdapi.file_blobs_deleted` (migration 0009's trigger); [`Storage::sweep`] removes them,
 //!   after every delete through the API and at start.
@@ -20,6 +20,7 @@ pub mod assets;
 pub mod import;
 pub mod locations;
 pub mod transform;
+pub mod transformer;
 pub mod upload;
 
 use cdapi_proto::{ApiError, ErrorCode};
@@ -67,7 +68,7 @@ pub struct Storage {
     /// FILES_MAX_UPLOAD_SIZE.
     pub max_upload_size: u64,
     /// Image transformations of assets.
-    pub transformer: transform::Transformer,
+    pub transformer: transformer::Transformer,
     /// The HTTP client of imports.
     pub importer: import::Importer,
 }
@@ -80,7 +81,7 @@ impl Storage {
         Ok(Self {
             locations,
             max_upload_size: settings.max_upload_size,
-            transformer: transform::Transformer::new(settings.transform.clone()),
+            transformer: transformer::Transformer::new(settings.transform.clone()),
             importer: import::Importer::new(&settings.import)?,
         })
     }

@@ -13,7 +13,16 @@
 //!   image would otherwise be 300×1,800,000 pixels (2 GiB).
 //! - ASSETS_TRANSFORM_MAX_INPUT_BYTES (default 64 MiB): larger sources are refused the same way.
 //! - ASSETS_TRANSFORM_MAX_CONCURRENT (default 2): transformations running at once (each on the
-//!   blocking pool); others wait their turn.
+//!   blocking pool), each holding at most one source (ASSETS_TRANSFORM_MAX_INPUT_BYTES) in
+//!   memory: a source is loaded only once its transformation may run.
+//! - ASSETS_TRANSFORM_MAX_WAITING (default 64): transformations waiting for their turn, which
+//!   hold nothing but their place; one more is refused at once (SERVICE_UNAVAILABLE, 503, as
+//!   Directus answers past its own ASSETS_TRANSFORM_MAX_CONCURRENT).
+//! - ASSETS_TRANSFORM_TIMEOUT (Directus's name and default, 7500 ms; a number of milliseconds or
+//!   a duration such as `7500ms` or `8s`): the longest a request waits for its turn, the source and the
+//!   transformation together; past it, SERVICE_UNAVAILABLE (503). A transformation already
+//!   running finishes on its own, within ASSETS_TRANSFORM_MAX_CONCURRENT, and is cached for the
+//!   next request.
 //! - ASSETS_CACHE_MAX_BYTES (default 64 MiB; 0 = no cache): transformed images kept in memory,
 //!   keyed by file, its ETag and the parameters; the oldest go first.
 //! - ASSETS_PRESETS (JSON array of `{key, width, height, fit, quality, format,
@@ -32,8 +41,7 @@ use bytes::Bytes;
 use cdapi_proto::{ApiError, ErrorCode};
 use image::{DynamicImage, GenericImageView, ImageFormat, imageops::FilterType};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Mutex;
+use std::collections::{BTreeMap, HashMap};
 
 /// The rav1e speed of AVIF output (1 slowest and smallest … 10 fastest): 8 keeps a 400-pixel
 /// thumbnail within tens of milliseconds.
@@ -50,6 +58,10 @@ pub struct TransformSettings {
     pub max_output_pixels: u64,
     /// ASSETS_TRANSFORM_MAX_CONCURRENT.
     pub max_concurrent: usize,
+    /// ASSETS_TRANSFORM_MAX_WAITING.
+    pub max_waiting: usize,
+    /// ASSETS_TRANSFORM_TIMEOUT.
+    pub timeout: std::time::Duration,
     /// ASSETS_CACHE_MAX_BYTES.
     pub cache_bytes: usize,
     /// The Studio's `system-*` presets ([`crate::asset_settings::system_presets`]) and ASSETS_PRESETS, by key.
@@ -69,10 +81,25 @@ impl TransformSettings {
             max_input_bytes: service_runtime::env_or("ASSETS_TRANSFORM_MAX_INPUT_BYTES", 64u64 << 20)?,
             max_output_pixels: service_runtime::env_or("ASSETS_TRANSFORM_MAX_OUTPUT_PIXELS", 36_000_000u64)?,
             max_concurrent: service_runtime::env_or("ASSETS_TRANSFORM_MAX_CONCURRENT", 2usize)?.max(1),
+            max_waiting: service_runtime::env_or("ASSETS_TRANSFORM_MAX_WAITING", 64usize)?,
+            timeout: parse_timeout(&service_runtime::env_or("ASSETS_TRANSFORM_TIMEOUT", "7500".to_owned())?)
+                .map_err(|e| anyhow::anyhow!("ASSETS_TRANSFORM_TIMEOUT: {e}"))?,
             cache_bytes: service_runtime::env_or("ASSETS_CACHE_MAX_BYTES", 64usize << 20)?,
             presets,
         })
     }
+}
+
+/// A timeout as Directus reads one (`ms` notation): a number of milliseconds (`7500`), or a
+/// duration with its units (`8s`, `7s 500ms`). Errors: anything else, or zero.
+fn parse_timeout(text: &str) -> anyhow::Result<std::time::Duration> {
+    let text = text.trim();
+    let d = match text.parse::<u64>() {
+        Ok(ms) => std::time::Duration::from_millis(ms),
+        Err(_) => humantime::parse_duration(text).map_err(|e| anyhow::anyhow!("\"{text}\" is neither milliseconds nor a duration such as 7500ms: {e}"))?,
+    };
+    anyhow::ensure!(!d.is_zero(), "a timeout of zero");
+    Ok(d)
 }
 
 /// How the image fills the box.
@@ -147,86 +174,7 @@ impl Transform {
     }
 }
 
-/// A transformed image and its media type.
-type Entry = (Bytes, &'static str);
-
-/// Transformed images kept in memory, oldest out first, within a byte budget.
-pub struct Cache {
-    max: usize,
-    inner: Mutex<(HashMap<String, Entry>, VecDeque<String>, usize)>,
-}
-
-impl Cache {
-    fn new(max: usize) -> Self {
-        Self { max, inner: Mutex::new((HashMap::new(), VecDeque::new(), 0)) }
-    }
-
-    fn get(&self, key: &str) -> Option<Entry> {
-        self.inner.lock().ok()?.0.get(key).cloned()
-    }
-
-    fn put(&self, key: String, value: Entry) {
-        if value.0.len() > self.max {
-            return;
-        }
-        let Ok(mut g) = self.inner.lock() else { return };
-        let (map, order, used) = &mut *g;
-        while *used + value.0.len() > self.max {
-            let Some(old) = order.pop_front() else { break };
-            if let Some(v) = map.remove(&old) {
-                *used -= v.0.len();
-            }
-        }
-        *used += value.0.len();
-        if let Some(prev) = map.insert(key.clone(), value) {
-            *used -= prev.0.len();
-        } else {
-            order.push_back(key);
-        }
-    }
-}
-
-/// The transformation engine: settings, the concurrency bound and the cache.
-pub struct Transformer {
-    /// The settings.
-    pub settings: TransformSettings,
-    permits: tokio::sync::Semaphore,
-    cache: Cache,
-}
-
-impl Transformer {
-    /// An engine with `settings`.
-    pub fn new(settings: TransformSettings) -> Self {
-        Self { permits: tokio::sync::Semaphore::new(settings.max_concurrent), cache: Cache::new(settings.cache_bytes), settings }
-    }
-
-    /// `source` (of `size` bytes, fetched by `load` only on a cache miss) transformed by `t`;
-    /// returns the bytes and their media type. `identity`: the file and its ETag (the cache
-    /// key). Errors: ILLEGAL_ASSET_TRANSFORMATION (too large, not an image it can decode),
-    /// SERVICE_UNAVAILABLE (storage), INTERNAL_SERVER_ERROR (encoding).
-    pub async fn run<F, Fut>(&self, identity: &str, size: u64, t: &Transform, load: F) -> Result<(Bytes, &'static str), ApiError>
-    where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Bytes, ApiError>>,
-    {
-        let key = format!("{identity}|{}", t.key());
-        let illegal = |why: String| ApiError::new(ErrorCode::IllegalAssetTransformation, why);
-        if let Some(hit) = self.cache.get(&key) {
-            return Ok(hit);
-        }
-        if size > self.settings.max_input_bytes {
-            return Err(illegal(format!("The image is larger than {} bytes and is not transformed.", self.settings.max_input_bytes)));
-        }
-        let source = load().await?;
-        let _permit = self.permits.acquire().await.map_err(ApiError::internal_because)?;
-        let (t2, max, pixels) = (t.clone(), self.settings.max_dimension, self.settings.max_output_pixels);
-        let (out, format) = tokio::task::spawn_blocking(move || transform(&source, &t2, max, pixels)).await.map_err(ApiError::internal_because)??;
-        self.cache.put(key, (out.clone(), mime(format)));
-        Ok((out, mime(format)))
-    }
-}
-
-fn mime(format: ImageFormat) -> &'static str {
+pub(super) fn mime(format: ImageFormat) -> &'static str {
     match format {
         ImageFormat::Jpeg => "image/jpeg",
         ImageFormat::Png => "image/png",
@@ -241,7 +189,7 @@ fn mime(format: ImageFormat) -> &'static str {
 /// first: past `max` on a side it is refused without decoding a pixel, and so is a
 /// transformation whose largest image ([`largest_image`]) is past `max` on a side or holds more
 /// than `max_pixels` pixels.
-fn transform(source: &[u8], t: &Transform, max: u32, max_pixels: u64) -> Result<(Bytes, ImageFormat), ApiError> {
+pub(super) fn transform(source: &[u8], t: &Transform, max: u32, max_pixels: u64) -> Result<(Bytes, ImageFormat), ApiError> {
     let illegal = |why: String| ApiError::new(ErrorCode::IllegalAssetTransformation, why);
     let reader = || image::ImageReader::new(std::io::Cursor::new(source)).with_guessed_format().map_err(|e| illegal(format!("Not a readable image: {e}")));
     let r = reader()?;
@@ -345,22 +293,32 @@ fn resize(img: DynamicImage, t: &Transform) -> DynamicImage {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn settings() -> TransformSettings {
+    pub(in crate::files) fn settings() -> TransformSettings {
         TransformSettings {
             max_dimension: 6000,
             max_input_bytes: 1 << 20,
             max_output_pixels: 36_000_000,
             max_concurrent: 1,
+            max_waiting: 1,
+            timeout: std::time::Duration::from_secs(60),
             cache_bytes: 1 << 20,
             presets: BTreeMap::new(),
         }
     }
 
-    fn params(list: &[(&str, &str)]) -> HashMap<String, String> {
+    pub(in crate::files) fn params(list: &[(&str, &str)]) -> HashMap<String, String> {
         list.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    #[test]
+    fn timeouts_parse_as_directus_reads_them() {
+        assert_eq!(parse_timeout("7500").ok(), Some(std::time::Duration::from_millis(7500)));
+        assert_eq!(parse_timeout("7s 500ms").ok(), Some(std::time::Duration::from_millis(7500)));
+        assert_eq!(parse_timeout("2m").ok(), Some(std::time::Duration::from_secs(120)));
+        assert!(parse_timeout("0").is_err() && parse_timeout("soon").is_err());
     }
 
     #[test]
@@ -414,16 +372,5 @@ mod tests {
         // The pixel budget on its own: 1×200 is 200 pixels.
         assert!(transform(&png, &t(&[("height", "200")]), s.max_dimension, 200).is_ok());
         assert!(transform(&png, &t(&[("height", "200")]), s.max_dimension, 199).is_err());
-    }
-
-    #[test]
-    fn the_cache_keeps_within_its_budget() {
-        let c = Cache::new(10);
-        c.put("a".into(), (Bytes::from_static(b"123456"), "image/png"));
-        c.put("b".into(), (Bytes::from_static(b"1234"), "image/png"));
-        c.put("c".into(), (Bytes::from_static(b"12"), "image/png"));
-        assert!(c.get("a").is_none() && c.get("b").is_some() && c.get("c").is_some());
-        c.put("big".into(), (Bytes::from(vec![0u8; 11]), "image/png"));
-        assert!(c.get("big").is_none());
     }
 }
