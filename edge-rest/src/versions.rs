@@ -47,7 +47,7 @@ pub async fn route(state: &EdgeState, req: &HttpRequest, body: Body, request_id:
                 item: text(&b, "item").unwrap_or_default(),
             };
             let res = client.create_version(caller.request(msg)?).await?;
-            Ok(reply::data(&res.get_ref().data, b""))
+            Ok(reply::written(&res.get_ref().data))
         }
         (_, []) => Ok(reply::method_not_allowed(&req.method, "GET, POST")),
         (Method::GET, [id]) => {

@@ -264,6 +264,35 @@ async fn a_version_is_created_only_within_the_roles_create_rows() {
     assert_eq!(all.body["data"], json!([{"key": "inside12"}]), "{}", all.body);
 }
 
+/// `POST /versions` answers the new version as the caller reads `directus_versions` (their
+/// fields), and nothing (204) when they may not read it, as a create of any item does.
+#[tokio::test]
+async fn a_created_version_is_answered_as_the_creator_may_read_it() {
+    let app = app(Dataset::DemoWrites);
+    let grants = |read: bool| {
+        let mut rows = vec![
+            json!({"collection": "headings", "action": "read", "fields": ["*"]}),
+            json!({"collection": "headings", "action": "update", "fields": ["*"]}),
+            json!({"collection": "directus_versions", "action": "create", "fields": ["*"]}),
+        ];
+        if read {
+            rows.push(json!({"collection": "directus_versions", "action": "read", "fields": ["id", "key"]}));
+        }
+        Value::from(rows)
+    };
+    let (narrow, _, _) = role(app, "Versioners14", grants(true)).await;
+    let (blind, _, _) = role(app, "BlindVersioners14", grants(false)).await;
+    let heading = id_of(&app.admin(Method::POST, "/items/headings", json!({"title": "Versioned 14"})).await.body["data"]);
+    let r = app.as_token(Some(&narrow), Method::POST, "/versions", Some(json!({"key": "narrow14", "collection": "headings", "item": heading}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let fields: Vec<&String> = r.body["data"].as_object().map(|o| o.keys().collect()).unwrap_or_default();
+    assert_eq!(fields, ["id", "key"], "only the fields it may read: {}", r.body);
+    let r = app.as_token(Some(&blind), Method::POST, "/versions", Some(json!({"key": "blind14", "collection": "headings", "item": heading}))).await;
+    assert_eq!((r.status, r.body.clone()), (204, Value::Null), "created, not readable by its creator");
+    let all = app.admin(Method::GET, "/versions?filter[key][_ends_with]=14&fields=key&sort=key", Value::Null).await;
+    assert_eq!(all.body["data"], json!([{"key": "blind14"}, {"key": "narrow14"}]), "{}", all.body);
+}
+
 /// Saving and previewing a version are rolled back: a delta that would suspend a related user
 /// (an M2O to `directus_users`) must not end that user's sessions each time someone saves or
 /// reads the version; promoting it, a real write, does.

@@ -31,18 +31,6 @@ use cdapi_proto::{ApiError, ErrorCode};
 use serde_json::{Map, Value, json};
 use sqlx::{PgConnection, Row};
 
-/// The columns of a new version as one JSON object (dates as Directus writes them: see
-/// [`crate::query::values`]).
-fn version_json() -> String {
-    let date = |col: &str| crate::query::values::output(crate::schema::FieldType::Timestamp, format!("v.{col}"));
-    format!(
-        "json_build_object('id', v.id, 'key', v.key, 'name', v.name, 'collection', v.collection, 'item', v.item, 'hash', v.hash, \
-         'delta', v.delta, 'date_created', {}, 'date_updated', {}, 'user_created', v.user_created)::text",
-        date("date_created"),
-        date("date_updated")
-    )
-}
-
 /// Version operations over one connection (a transaction where they write).
 pub struct Versions<'a> {
     /// The whole schema snapshot.
@@ -112,9 +100,9 @@ impl<'a> Versions<'a> {
         row.try_get(0).map_err(crate::db::map_error)
     }
 
-    /// Creates a version (JSON of the version) within the caller's create rows on
-    /// `directus_versions` (field list, validation and row filter, on the given `key`, `name`,
-    /// `collection` and `item`). Errors: FORBIDDEN (no such item, outside those rows),
+    /// Creates a version within the caller's create rows on `directus_versions` (field list,
+    /// validation and row filter, on the given `key`, `name`, `collection` and `item`); returns
+    /// it as the caller reads it (JSON), or an empty string when they may not read it. Errors: FORBIDDEN (no such item, outside those rows),
     /// INVALID_PAYLOAD (bad key), RECORD_NOT_UNIQUE (key taken for this item).
     pub async fn create(&mut self, key: &str, name: &str, collection: &str, item: &str) -> Result<String, ApiError> {
         check_key(key)?;
@@ -142,16 +130,18 @@ impl<'a> Versions<'a> {
             None => "NULL".into(),
         };
         sql.text = format!(
-            "WITH v AS (INSERT INTO cdapi.versions (key, name, collection, item, hash, user_created) \
-             VALUES ({k}, NULLIF({n}, ''), {col}, {it}, {h}, {user}) RETURNING *) SELECT {} FROM v",
-            version_json()
+            "INSERT INTO cdapi.versions (key, name, collection, item, hash, user_created) \
+             VALUES ({k}, NULLIF({n}, ''), {col}, {it}, {h}, {user}) RETURNING id::text"
         );
-        let created = self.one_json(sql).await?;
-        let id = serde_json::from_str::<Value>(&created).ok().and_then(|v| v["id"].as_str().map(str::to_owned));
-        let id = id.ok_or_else(|| ApiError::internal_because("a created version has no id"))?;
+        let id = self.one_json(sql).await?;
         let versions = self.versions()?;
         self.writer().require_created(versions, &id, &given).await?;
-        Ok(created)
+        // Read back as the caller sees it (their fields of directus_versions); nothing when they
+        // may not read it, as Directus answers a create it cannot read back (204).
+        match self.read(&id).await {
+            Err(e) if e.code == ErrorCode::Forbidden => Ok(String::new()),
+            read => read,
+        }
     }
 
     /// Versions the caller may see (JSON array), optionally of one collection and item, with the
