@@ -8,7 +8,7 @@
 //! The counts are over the document as written: fragments are followed (each once, so a cycle
 //! or a fragment spread many times costs nothing more), `@skip`/`@include` are not evaluated.
 
-use async_graphql::parser::types::{DocumentOperations, ExecutableDocument, OperationType, Selection, SelectionSet};
+use async_graphql::parser::types::{DocumentOperations, ExecutableDocument, Field, OperationType, Selection, SelectionSet};
 use std::collections::HashSet;
 
 /// The caps (docs/configuration.md, edge-graphql rows).
@@ -57,8 +57,34 @@ impl DocumentLimits {
             .or_else(|| over(c.aliases, self.max_aliases, "aliases", "GRAPHQL_MAX_ALIASES"))
             .or_else(|| over(c.fields, self.max_fields, "fields", "GRAPHQL_MAX_FIELDS"))
             .or_else(|| over(c.auth_mutations, self.max_auth_mutations, "auth_* mutations", "GRAPHQL_MAX_AUTH_MUTATIONS"))
-            .map_or(Ok(()), Err)
+            .map_or(Ok(()), Err)?;
+        single_root_subscriptions(doc)
     }
+}
+
+/// The GraphQL specification's "Single root field" rule (graphql-js's
+/// `SingleFieldSubscriptionsRule`, which Directus runs): a subscription operation selects
+/// exactly one root field, not an introspection one. Each root field of a subscription is a
+/// stream of the core's, so without the rule one operation, counted once against
+/// WEBSOCKETS_MAX_SUBSCRIPTIONS, would open up to GRAPHQL_MAX_ROOT_FIELDS streams. Errors:
+/// graphql-js's message.
+fn single_root_subscriptions(doc: &ExecutableDocument) -> Result<(), String> {
+    let operations: Vec<(Option<&str>, _)> = match &doc.operations {
+        DocumentOperations::Single(op) => vec![(None, &op.node)],
+        DocumentOperations::Multiple(ops) => ops.iter().map(|(name, op)| (Some(name.as_str()), &op.node)).collect(),
+    };
+    for (name, op) in operations.into_iter().filter(|(_, op)| op.ty == OperationType::Subscription) {
+        let named = name.map_or_else(|| "Anonymous Subscription".to_owned(), |n| format!("Subscription \"{n}\""));
+        let fields = root_fields(doc, &op.selection_set.node);
+        let keys: HashSet<&str> = fields.iter().map(|f| f.alias.as_ref().unwrap_or(&f.name).node.as_str()).collect();
+        if keys.len() != 1 {
+            return Err(format!("{named} must select only one top level field."));
+        }
+        if fields.iter().any(|f| f.name.node.starts_with("__")) {
+            return Err(format!("{named} must not select an introspection top level field."));
+        }
+    }
+    Ok(())
 }
 
 fn count(doc: &ExecutableDocument) -> Counts {
@@ -90,21 +116,21 @@ fn count(doc: &ExecutableDocument) -> Counts {
         let roots = root_fields(doc, &op.selection_set.node);
         c.root_fields = c.root_fields.max(roots.len());
         if op.ty == OperationType::Mutation {
-            c.auth_mutations += roots.iter().filter(|n| n.starts_with("auth_")).count();
+            c.auth_mutations += roots.iter().filter(|f| f.name.node.starts_with("auth_")).count();
         }
     }
     c
 }
 
-/// The names of an operation's root fields, following fragments (each fragment once).
-fn root_fields<'a>(doc: &'a ExecutableDocument, set: &'a SelectionSet) -> Vec<&'a str> {
-    let mut names = Vec::new();
+/// An operation's root fields, following fragments (each fragment once).
+fn root_fields<'a>(doc: &'a ExecutableDocument, set: &'a SelectionSet) -> Vec<&'a Field> {
+    let mut fields = Vec::new();
     let mut seen: HashSet<&str> = HashSet::new();
     let mut stack = vec![set];
     while let Some(set) = stack.pop() {
         for item in &set.items {
             match &item.node {
-                Selection::Field(f) => names.push(f.node.name.node.as_str()),
+                Selection::Field(f) => fields.push(&f.node),
                 Selection::InlineFragment(i) => stack.push(&i.node.selection_set.node),
                 Selection::FragmentSpread(s) => {
                     let name = s.node.fragment_name.node.as_str();
@@ -117,7 +143,7 @@ fn root_fields<'a>(doc: &'a ExecutableDocument, set: &'a SelectionSet) -> Vec<&'
             }
         }
     }
-    names
+    fields
 }
 
 #[cfg(test)]
@@ -153,5 +179,21 @@ mod tests {
         let one = "mutation { auth_login(email: \"x\", password: \"y\") { access_token } }";
         let doc = async_graphql::parser::parse_query(one).expect("parses");
         assert!(DocumentLimits::default().check(one, Some(&doc)).is_ok());
+    }
+
+    #[test]
+    fn a_subscription_selects_one_root_field() {
+        let check = |text: &str| DocumentLimits::default().check(text, Some(&async_graphql::parser::parse_query(text).expect("parses")));
+        assert_eq!(
+            check("subscription { a: x_mutated { key } b: x_mutated { key } }"),
+            Err("Anonymous Subscription must select only one top level field.".into())
+        );
+        assert_eq!(
+            check("subscription S { ...F } fragment F on Subscription { x_mutated { key } y_mutated { key } }"),
+            Err("Subscription \"S\" must select only one top level field.".into())
+        );
+        assert!(check("subscription { __typename }").is_err());
+        assert_eq!(check("subscription { x_mutated { key } x_mutated { event } }"), Ok(()), "one response key, merged");
+        assert_eq!(check("query { a: x { id } b: x { id } }"), Ok(()), "queries may have many");
     }
 }

@@ -10,7 +10,8 @@
 //! 4401 (subscribe before `connection_ack`), 4403 (not authenticated as WEBSOCKETS_GRAPHQL_AUTH
 //! requires), 4406 (the `graphql-transport-ws` subprotocol not offered), 4408 (no
 //! `connection_init` within WEBSOCKETS_GRAPHQL_AUTH_TIMEOUT), 4409 (an `id` already running),
-//! 4429 (a second `connection_init`).
+//! 4429 (a second `connection_init`); 1013 (a `connection_init` whose user has
+//! WEBSOCKETS_CONN_LIMIT_PER_USER connections open already).
 //!
 //! Authentication (WEBSOCKETS_GRAPHQL_AUTH, as Directus): `handshake` (the default:
 //! `connection_init`'s payload carries `access_token`, unless the upgrade request carried a
@@ -28,9 +29,10 @@
 //! timeouts are why we add one.
 //!
 //! Budgets: WEBSOCKETS_GRAPHQL_CONN_LIMIT connections per process (default 10,000) and
-//! WEBSOCKETS_CONN_LIMIT_PER_USER per user (100), WEBSOCKETS_MAX_SUBSCRIPTIONS running
-//! operations per connection (100), WEBSOCKETS_QUEUE messages waiting for a slow client (1,024;
-//! then closed with 4008), MAX_PAYLOAD_SIZE per message, and every document the same caps as
+//! WEBSOCKETS_CONN_LIMIT_PER_USER per user (100; the public per client address, and a
+//! `connection_init` with a token takes the user's place), WEBSOCKETS_MAX_SUBSCRIPTIONS running
+//! operations per connection (100), WEBSOCKETS_QUEUE messages and WEBSOCKETS_QUEUE_BYTES bytes
+//! waiting for a slow client (1,024 and 16 MiB; then closed with 4008), MAX_PAYLOAD_SIZE per message, and every document the same caps as
 //! over HTTP (GRAPHQL_MAX_*, depth and complexity).
 
 use crate::RequestData;
@@ -47,6 +49,10 @@ use serde_json::{Value as Json, json};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Close code for a `connection_init` whose user has WEBSOCKETS_CONN_LIMIT_PER_USER connections
+/// already (RFC 6455's 1013, "try again later"; graphql-ws has no code of its own for it).
+pub const CLOSE_TOO_MANY: u16 = 1013;
 
 /// The subprotocol spoken (graphql-ws's `GRAPHQL_TRANSPORT_WS_PROTOCOL`).
 pub const PROTOCOL: &str = "graphql-transport-ws";
@@ -69,15 +75,14 @@ pub async fn upgrade(
         return Err(ApiError::invalid_credentials());
     }
     let user = edge_http::websocket::whoami(&cache.backend().auth, &caller).await?;
-    let place = connections.take(user.as_deref())?;
+    let place = connections.take(user.as_deref(), caller.client_ip)?;
     let offered =
         headers.get_all(http::header::SEC_WEBSOCKET_PROTOCOL).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).any(|p| p.trim() == PROTOCOL);
     let max = usize::try_from(settings.edge.max_payload_size).unwrap_or(usize::MAX);
     let authenticated = user.is_some();
     let protocol = offered.then_some(http::HeaderValue::from_static(PROTOCOL));
     Ok(handshake.accept(max, protocol, move |socket| async move {
-        let _place = place;
-        let connection = Connection { cache, settings, caller, authenticated, acknowledged: false, running: HashMap::new(), readiness };
+        let connection = Connection { cache, settings, caller, authenticated, place, acknowledged: false, running: HashMap::new(), readiness };
         connection.run(socket, offered).await;
     }))
 }
@@ -89,6 +94,9 @@ struct Connection {
     caller: Caller,
     /// The caller carries a token that named a user.
     authenticated: bool,
+    /// The connection's place in the limits: the user's once authenticated, before that the
+    /// client address's.
+    place: edge_http::websocket::Place,
     acknowledged: bool,
     /// Running operations by `id`.
     running: HashMap<String, tokio::task::JoinHandle<()>>,
@@ -102,7 +110,7 @@ type Close = (u16, &'static str);
 impl Connection {
     async fn run(mut self, socket: WebSocket, offered: bool) {
         let (sink, mut incoming) = socket.split();
-        let (out, writer) = edge_http::websocket::writer(sink, self.settings.websocket.queue);
+        let (out, writer) = edge_http::websocket::writer(sink, self.settings.websocket.queue, self.settings.websocket.queue_bytes);
         if !offered {
             out.close_after(4406, "Subprotocol not acceptable");
         } else {
@@ -184,7 +192,11 @@ impl Connection {
                 caller.bearer = Some(format!("Bearer {t}"));
                 // The token must name a user the auth service knows now.
                 match edge_http::websocket::whoami(&self.cache.backend().auth, &caller).await {
-                    Ok(Some(_)) => {
+                    Ok(Some(user)) => {
+                        // The user's own place (WEBSOCKETS_CONN_LIMIT_PER_USER).
+                        if self.place.hold_for(Some(&user)).is_err() {
+                            return Err((CLOSE_TOO_MANY, "Too many connections of this user"));
+                        }
                         self.caller = caller;
                         self.authenticated = true;
                     }

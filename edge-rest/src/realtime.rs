@@ -32,13 +32,15 @@
 //! user than the connection's (an app's next user on the same socket) opens every running
 //! subscription again as that user, without `init`: from then on it gets only what the new user
 //! may read, and FORBIDDEN ends those it may not open. (Directus reads each event with the
-//! client's current accountability, so it too delivers as the latest user.) The connection
-//! keeps its place in the per-user count of the user it was opened as.
+//! client's current accountability, so it too delivers as the latest user.) The connection's
+//! place in the per-user count moves to the user who authenticated last.
 //!
 //! Budgets: WEBSOCKETS_MAX_SUBSCRIPTIONS per connection (default 100), WEBSOCKETS_REST_CONN_LIMIT
 //! connections per edge process (default 10,000) and WEBSOCKETS_CONN_LIMIT_PER_USER per user and
-//! process (default 100), WEBSOCKETS_QUEUE messages waiting for a slow client (default 1,024; past
-//! it the connection is closed with code 4008), MAX_PAYLOAD_SIZE per message.
+//! process (default 100; the public per client address, and an `auth` takes a place of its
+//! user's, or answers REQUESTS_EXCEEDED), WEBSOCKETS_QUEUE messages and WEBSOCKETS_QUEUE_BYTES
+//! bytes waiting for a slow client (defaults 1,024 and 16 MiB; past them the connection is closed
+//! with code 4008), MAX_PAYLOAD_SIZE per message.
 
 use crate::request::{EdgeState, HttpRequest, url_query};
 use bytes::Bytes;
@@ -66,11 +68,10 @@ pub async fn upgrade(state: Arc<EdgeState>, req: &HttpRequest, handshake: Handsh
         return Err(ApiError::invalid_credentials());
     }
     let user = edge_http::websocket::whoami(&state.auth, &caller).await?;
-    let place = state.websockets.take(user.as_deref())?;
+    let place = state.websockets.take(user.as_deref(), caller.client_ip)?;
     let max = usize::try_from(state.max_payload_size).unwrap_or(usize::MAX);
     Ok(handshake.accept(max, None, move |socket| async move {
-        let _place = place;
-        Connection::new(state, caller, user).run(socket).await;
+        Connection::new(state, caller, user, place).run(socket).await;
     }))
 }
 
@@ -102,6 +103,8 @@ struct Connection {
     /// Who the caller's token names (`None`: the public): when an `auth` names someone else,
     /// every subscription is opened again as them.
     user: Option<String>,
+    /// The connection's place in the limits, held by `user` (the public: the client address).
+    place: edge_http::websocket::Place,
     /// TOKEN_EXPIRED was sent for the current token (once per token, whatever the number of
     /// subscriptions it ends).
     expired: Arc<std::sync::atomic::AtomicBool>,
@@ -121,14 +124,24 @@ struct Subscription {
 }
 
 impl Connection {
-    fn new(state: Arc<EdgeState>, caller: edge_http::caller::Caller, user: Option<String>) -> Self {
-        Self { state, caller, authenticated: user.is_some(), user, expired: Arc::default(), expiry: Arc::default(), subscriptions: HashMap::new(), next_uid: 0 }
+    fn new(state: Arc<EdgeState>, caller: edge_http::caller::Caller, user: Option<String>, place: edge_http::websocket::Place) -> Self {
+        Self {
+            state,
+            caller,
+            authenticated: user.is_some(),
+            user,
+            place,
+            expired: Arc::default(),
+            expiry: Arc::default(),
+            subscriptions: HashMap::new(),
+            next_uid: 0,
+        }
     }
 
     async fn run(mut self, socket: WebSocket) {
         let settings = self.state.websocket_settings.rest.clone();
         let (sink, mut incoming) = socket.split();
-        let (out, writer) = edge_http::websocket::writer(sink, settings.queue);
+        let (out, writer) = edge_http::websocket::writer(sink, settings.queue, settings.queue_bytes);
         let auth_deadline = tokio::time::sleep(settings.auth_timeout);
         tokio::pin!(auth_deadline);
         let needs_auth = settings.auth == AuthMode::Handshake && !self.authenticated;
@@ -197,7 +210,9 @@ impl Connection {
             "pong" => Ok(None),
             "auth" => match self.authenticate(&msg, out).await {
                 Ok(reply) => Ok(Some(reply)),
-                // The Directus SDK reads AUTH_FAILED (a handshake connection it then closes).
+                // The Directus SDK reads AUTH_FAILED (a handshake connection it then closes); a
+                // user with all their connections open gets REQUESTS_EXCEEDED.
+                Err(e) if e.code == ErrorCode::RequestsExceeded => return out.send(error_message("auth", &e, uid.as_ref())),
                 Err(e) => return out.send(coded_error("auth", "AUTH_FAILED", &e.message, uid.as_ref())),
             },
             "subscribe" => self.subscribe(&msg, uid.clone(), out).await.map(|()| None),
@@ -225,7 +240,9 @@ impl Connection {
         self.caller.request(msg)
     }
 
-    /// `auth`: a token, a login or a refresh token. Errors: the auth service's.
+    /// `auth`: a token, a login or a refresh token. Errors: the auth service's;
+    /// REQUESTS_EXCEEDED when the user has WEBSOCKETS_CONN_LIMIT_PER_USER connections already
+    /// (the connection stays as it was).
     async fn authenticate(&mut self, msg: &Value, out: &Outbox) -> Result<Value, ApiError> {
         let field = |k: &str| msg.get(k).and_then(Value::as_str).map(str::to_owned);
         let mut auth = self.state.auth.clone();
@@ -243,6 +260,8 @@ impl Connection {
         let mut caller = self.caller.clone();
         caller.bearer = Some(format!("Bearer {token}"));
         let user = edge_http::websocket::whoami(&self.state.auth, &caller).await?;
+        // The user's own place (WEBSOCKETS_CONN_LIMIT_PER_USER), or nothing changes.
+        self.place.hold_for(user.as_deref())?;
         let switched = user != self.user;
         self.caller = caller;
         self.user = user;

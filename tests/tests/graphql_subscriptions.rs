@@ -33,6 +33,20 @@ fn env() -> &'static TestApp {
     })
 }
 
+/// One replica and one edge, with WEBSOCKETS_CONN_LIMIT_PER_USER 2 at edge-graphql.
+fn limited() -> &'static TestApp {
+    static APP: OnceLock<TestApp> = OnceLock::new();
+    APP.get_or_init(|| {
+        e2e_tests::start(Spec {
+            dataset: Dataset::DemoWrites,
+            name: Some("graphql_subscription_limits".into()),
+            graphql_env: vec![("WEBSOCKETS_CONN_LIMIT_PER_USER".into(), "2".into())],
+            ..Spec::default()
+        })
+        .unwrap_or_else(|e| panic!("environment: {e:#}"))
+    })
+}
+
 type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// A WebSocket to `base`'s `/graphql` offering `protocol` (none when empty).
@@ -303,4 +317,36 @@ async fn the_server_pings_and_closes_a_client_that_stopped_answering() {
     };
     assert_eq!(closed, 1001, "closed for not answering: {seen:?}");
     assert!(seen.iter().all(|m| m["type"] == "ping"), "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_subscription_operation_selects_exactly_one_root_field() {
+    let app = env();
+    let mut ws = acked(app, ADMIN_TOKEN).await;
+    // Each root field would be a stream of its own, all counted as one operation.
+    let query = "subscription { a: tags_mutated { key } b: tags_mutated { key } c: articles_mutated { key } }";
+    send(&mut ws, json!({"id": "many", "type": "subscribe", "payload": {"query": query}})).await;
+    let m = message(&mut ws, "many").await;
+    assert_eq!(m["type"], "error", "{m}");
+    assert_eq!(m["payload"][0]["message"], "Anonymous Subscription must select only one top level field.", "{m}");
+    // Through a fragment too.
+    let query = "subscription Both { ...F } fragment F on Subscription { tags_mutated { key } articles_mutated { key } }";
+    send(&mut ws, json!({"id": "fragment", "type": "subscribe", "payload": {"query": query}})).await;
+    let m = message(&mut ws, "fragment").await;
+    assert_eq!(m["payload"][0]["message"], "Subscription \"Both\" must select only one top level field.", "{m}");
+}
+
+#[tokio::test]
+async fn a_connection_init_takes_one_of_the_users_own_places() {
+    let app = limited();
+    let (token, _, _) = role(app, "PlacedSubscribers", json!([{"collection": "tags", "action": "read", "fields": ["*"]}])).await;
+    // Opened without a token, then initialised with it: the user's two places (2 here).
+    let _first = acked(app, &token).await;
+    let _second = acked(app, &token).await;
+    // A third `connection_init` as the same user is refused: closed, 1013 (try again later).
+    let mut third = connect_to(&app.rest_url, "graphql-transport-ws").await;
+    send(&mut third, json!({"type": "connection_init", "payload": {"access_token": token}})).await;
+    assert_eq!(next(&mut third, 10).await, Some(Err(1013)));
+    // Another user is served.
+    let _admin = acked(app, ADMIN_TOKEN).await;
 }

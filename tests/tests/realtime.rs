@@ -4,7 +4,10 @@
 //! A real WebSocket client (tungstenite) and the Directus SDK's `realtime()` (`tests/js`).
 //! From the attacker's side: a restricted role never receives an item or a field it may not
 //! read, nor events of a collection it may not read; a handshake connection that does not
-//! authenticate is closed; a bad token is refused.
+//! authenticate is closed; a bad token is refused. Budgets, in environments of their own: one
+//! user cannot hold more connections (also by authenticating after the upgrade) or more
+//! subscriptions than allowed, a client that does not read is closed by the bytes waiting for it,
+//! and a subscriber whose events are too large or were lost is told so.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
@@ -39,6 +42,42 @@ fn env() -> &'static TestApp {
     })
 }
 
+/// An environment with small budgets (one replica, one edge): WEBSOCKETS_CONN_LIMIT_PER_USER 2
+/// (the public: per client address) and WEBSOCKETS_QUEUE_BYTES 1 MiB at the edge, and
+/// REALTIME_MAX_SUBSCRIPTIONS_PER_USER 3 at the core.
+fn limited() -> &'static TestApp {
+    static APP: OnceLock<TestApp> = OnceLock::new();
+    APP.get_or_init(|| {
+        e2e_tests::start(Spec {
+            dataset: Dataset::DemoWrites,
+            name: Some("realtime_limits".into()),
+            edge_env: vec![("WEBSOCKETS_CONN_LIMIT_PER_USER".into(), "2".into()), ("WEBSOCKETS_QUEUE_BYTES".into(), "1048576".into())],
+            core_env: vec![("REALTIME_MAX_SUBSCRIPTIONS_PER_USER".into(), "3".into())],
+            ..Spec::default()
+        })
+        .unwrap_or_else(|e| panic!("environment: {e:#}"))
+    })
+}
+
+/// An environment whose core delivers little (one replica, one edge): REALTIME_BACKLOG 2,
+/// REALTIME_READS_AT_ONCE 1, RESPONSE_MAX_BYTES 100,000.
+fn narrow() -> &'static TestApp {
+    static APP: OnceLock<TestApp> = OnceLock::new();
+    APP.get_or_init(|| {
+        e2e_tests::start(Spec {
+            dataset: Dataset::DemoWrites,
+            name: Some("realtime_backlog".into()),
+            core_env: vec![
+                ("REALTIME_BACKLOG".into(), "2".into()),
+                ("REALTIME_READS_AT_ONCE".into(), "1".into()),
+                ("RESPONSE_MAX_BYTES".into(), "100000".into()),
+            ],
+            ..Spec::default()
+        })
+        .unwrap_or_else(|e| panic!("environment: {e:#}"))
+    })
+}
+
 type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// A connection to the first edge's `/websocket` (`query`: `?access_token=...` or empty).
@@ -50,6 +89,17 @@ async fn connect(app: &TestApp, query: &str) -> Socket {
 async fn connect_at(base: &str, query: &str) -> Socket {
     let url = format!("{}/websocket{query}", base.replacen("http://", "ws://", 1));
     tokio_tungstenite::connect_async(url).await.expect("websocket handshake").0
+}
+
+/// The HTTP status refusing a `/websocket` upgrade (`query` as in [`connect`]); panics when
+/// the upgrade is accepted.
+async fn refused(app: &TestApp, query: &str) -> u16 {
+    let url = format!("{}/websocket{query}", app.rest_url.replacen("http://", "ws://", 1));
+    match tokio_tungstenite::connect_async(url).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(res)) => res.status().as_u16(),
+        Err(e) => panic!("not an HTTP refusal: {e}"),
+        Ok(_) => panic!("the upgrade was accepted"),
+    }
 }
 
 async fn send(ws: &mut Socket, v: Value) {
@@ -497,8 +547,14 @@ async fn a_client_too_slow_to_read_is_closed_without_holding_others_back() {
     app.admin(Method::POST, "/items/tags", json!({"name": "slow-test-tag"})).await;
     assert_eq!(event(&mut other, "o").await["data"], json!([{"name": "slow-test-tag"}]));
     // `slow` finds, after what was already on its way, the close for being too slow (4008).
-    let closed = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(m) = slow.next().await {
+    assert_eq!(close_code(&mut slow).await, Some(4008));
+    exec(app, "DELETE FROM articles WHERE title LIKE 'Slow %'").await;
+}
+
+/// The close code `ws` finds after what was already on its way (within 30 s).
+async fn close_code(ws: &mut Socket) -> Option<u16> {
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(m) = ws.next().await {
             match m {
                 Ok(Message::Close(frame)) => return frame.map(|f| u16::from(f.code)),
                 Ok(_) => continue,
@@ -508,9 +564,25 @@ async fn a_client_too_slow_to_read_is_closed_without_holding_others_back() {
         None
     })
     .await
-    .expect("closed in time");
-    assert_eq!(closed, Some(4008));
-    exec(app, "DELETE FROM articles WHERE title LIKE 'Slow %'").await;
+    .expect("closed in time")
+}
+
+#[tokio::test]
+async fn a_client_too_slow_to_read_large_events_is_closed_by_their_bytes() {
+    let app = limited();
+    exec(app, "INSERT INTO articles (title, author, status) SELECT 'Bulky ' || g, 1, 'draft' FROM generate_series(1, 50) g").await;
+    let (token, _, _) = role(app, "BulkyReaders", json!([{"collection": "articles", "action": "read", "fields": ["*"]}])).await;
+    let mut slow = connect(app, &format!("?access_token={token}")).await;
+    send(&mut slow, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["id", "body"], "filter": {"title": {"_starts_with": "Bulky "}}}, "uid": "b"}))
+        .await;
+    assert_eq!(event(&mut slow, "b").await["event"], "init");
+    // Thirty events of about 1 MB: far fewer messages than WEBSOCKETS_QUEUE (1,024 here), far
+    // more bytes than WEBSOCKETS_QUEUE_BYTES (1 MiB here).
+    for i in 0..30 {
+        exec(app, &format!("UPDATE articles SET body = repeat('{}', 20000) WHERE title LIKE 'Bulky %'", i % 10)).await;
+    }
+    assert_eq!(close_code(&mut slow).await, Some(4008));
+    exec(app, "DELETE FROM articles WHERE title LIKE 'Bulky %'").await;
 }
 
 #[tokio::test]
@@ -526,4 +598,102 @@ async fn a_subscriber_on_one_edge_receives_writes_made_through_another() {
     let r = app.admin(Method::POST, "/items/tags", json!({"name": "edge2-tag"})).await;
     assert_eq!(r.status, 200);
     assert_eq!(event(&mut ws, "e").await, json!({"type": "subscription", "event": "create", "data": [{"name": "edge2-tag"}], "uid": "e"}));
+}
+
+#[tokio::test]
+async fn authenticating_after_the_upgrade_takes_one_of_the_users_own_places() {
+    let app = limited();
+    let (token, _, _) = role(app, "PlacedReaders", json!([{"collection": "tags", "action": "read", "fields": ["*"]}])).await;
+    // Opened without a token, then authenticated: the user's two places (2 here).
+    let mut first = authed(app, &token).await;
+    let _second = authed(app, &token).await;
+    // A third connection authenticating as the same user is refused, and stays the public's.
+    let mut third = connect(app, "").await;
+    send(&mut third, json!({"type": "auth", "access_token": token})).await;
+    let answer = next(&mut third, 10).await.expect("an answer");
+    assert_eq!((answer["status"].as_str(), answer["error"]["code"].as_str()), (Some("error"), Some("REQUESTS_EXCEEDED")), "{answer}");
+    // The public has two places per client address: `third` holds one.
+    let _fourth = connect(app, "").await;
+    assert_eq!(refused(app, "").await, 429, "a third public connection from one address");
+    // A token on the upgrade request needs one of the user's places too.
+    assert_eq!(refused(app, &format!("?access_token={token}")).await, 429);
+    // A place given back is free again.
+    first.close(None).await.expect("close");
+    drop(first);
+    let mut again = None;
+    for _ in 0..50 {
+        send(&mut third, json!({"type": "auth", "access_token": token})).await;
+        let answer = next(&mut third, 10).await.expect("an answer");
+        if answer["status"] == "ok" {
+            again = Some(answer);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(again, Some(json!({"type": "auth", "status": "ok"})));
+}
+
+#[tokio::test]
+async fn one_user_cannot_take_every_subscription_of_a_replica() {
+    let app = limited();
+    let subscribe = |uid: &str| json!({"type": "subscribe", "collection": "tags", "query": {"fields": ["name"]}, "uid": uid});
+    let mut ws = connect(app, &format!("?access_token={ADMIN_TOKEN}")).await;
+    for uid in ["a", "b", "c"] {
+        send(&mut ws, subscribe(uid)).await;
+        assert_eq!(event(&mut ws, uid).await["event"], "init");
+    }
+    // A fourth of the same user's, past REALTIME_MAX_SUBSCRIPTIONS_PER_USER (3 here).
+    send(&mut ws, subscribe("d")).await;
+    let refused = event(&mut ws, "d").await;
+    assert_eq!((refused["status"].as_str(), refused["error"]["code"].as_str()), (Some("error"), Some("REQUESTS_EXCEEDED")), "{refused}");
+    // Another user still subscribes on the same replica.
+    let (token, _, _) = role(app, "UnlimitedByOthers", json!([{"collection": "tags", "action": "read", "fields": ["*"]}])).await;
+    let mut other = connect(app, &format!("?access_token={token}")).await;
+    send(&mut other, subscribe("o")).await;
+    assert_eq!(event(&mut other, "o").await["event"], "init");
+    // A subscription ended gives its place back.
+    send(&mut ws, json!({"type": "unsubscribe", "uid": "a"})).await;
+    let mut opened = false;
+    for _ in 0..50 {
+        send(&mut ws, subscribe("e")).await;
+        let m = event(&mut ws, "e").await;
+        if m["event"] == "init" {
+            opened = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(opened, "the place of the ended subscription came back");
+}
+
+#[tokio::test]
+async fn subscribers_are_told_when_their_events_are_too_large_or_were_lost() {
+    let app = narrow();
+    let mut ws = connect(app, &format!("?access_token={ADMIN_TOKEN}")).await;
+    // An event past RESPONSE_MAX_BYTES (100,000 here) ends its subscription, as the same read
+    // over REST is refused.
+    exec(app, "INSERT INTO articles (title, author, status) SELECT 'Big ' || g, 1, 'draft' FROM generate_series(1, 10) g").await;
+    send(&mut ws, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["id", "body"], "filter": {"title": {"_starts_with": "Big "}}}, "uid": "big"}))
+        .await;
+    assert_eq!(event(&mut ws, "big").await["event"], "init");
+    exec(app, "UPDATE articles SET body = repeat('x', 20000) WHERE title LIKE 'Big %'").await;
+    let ended = event(&mut ws, "big").await;
+    assert_eq!((ended["status"].as_str(), ended["error"]["code"].as_str()), (Some("error"), Some("INVALID_QUERY")), "{ended}");
+    assert!(ended["error"]["message"].as_str().is_some_and(|m| m.contains("RESPONSE_MAX_BYTES")), "{ended}");
+    // Two hundred statements in one transaction announce two hundred writes at its commit, far
+    // past REALTIME_BACKLOG (2 here): the subscriber is told that events were lost.
+    send(&mut ws, json!({"type": "subscribe", "collection": "comments", "query": {"fields": ["id"]}, "uid": "c"})).await;
+    assert_eq!(event(&mut ws, "c").await["event"], "init");
+    exec(app, "DO $$ BEGIN FOR i IN 1..200 LOOP INSERT INTO comments (author_name, body) VALUES ('burst', 'b' || i); END LOOP; END $$").await;
+    let mut delivered = 0;
+    let ended = loop {
+        let m = event(&mut ws, "c").await;
+        if m["status"] == "error" {
+            break m;
+        }
+        assert_eq!(m["event"], "create", "{m}");
+        delivered += 1;
+    };
+    assert_eq!(ended["error"]["code"], "SERVICE_UNAVAILABLE", "{ended}");
+    assert!(delivered < 200, "some were lost, and the subscriber knows: {delivered} delivered");
 }

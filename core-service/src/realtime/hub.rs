@@ -4,9 +4,13 @@
 //! ([`Hub::run`]), so a subscriber sees a create before the update that follows it. For a create
 //! or an update the subscriptions of the collection are grouped by what they would read (the
 //! read view, the caller's dynamic variables, the query): each group costs one read of the
-//! changed keys, run concurrently with the other groups' reads. A subscription's queue is
-//! bounded: when it is full the subscription is ended (REQUESTS_EXCEEDED), so one slow reader
-//! never holds the others back.
+//! changed keys, run concurrently with the other groups' reads (REALTIME_READS_AT_ONCE at most).
+//! A subscription's queue is bounded: when it is full the subscription is ended
+//! (REQUESTS_EXCEEDED), so one slow reader never holds the others back.
+//!
+//! Announcements wait in a backlog of REALTIME_BACKLOG. When it is full an announcement is lost, and
+//! its subscribers are told, never left to miss events unknowingly: every subscription of that
+//! collection is ended (SERVICE_UNAVAILABLE) before the next announcement is delivered.
 
 use super::{Announcement, RealtimeSettings};
 use crate::AppState;
@@ -15,6 +19,7 @@ use crate::query::Planner;
 use crate::query::read::ReadShape;
 use cdapi_proto::v1::{Filter, FilterGroup, ItemEvent, ItemEventKind, Query, filter};
 use cdapi_proto::{ApiError, ErrorCode};
+use futures_util::future::BoxFuture;
 use prost::Message as _;
 use sqlx::Row as _;
 use std::collections::HashMap;
@@ -26,9 +31,6 @@ use tokio::sync::{Notify, mpsc};
 /// How long a subscription's resolved caller is trusted before it is resolved again (a user
 /// suspended, a static token removed); a new snapshot (permissions changed) always resolves.
 const CALLER_TTL: Duration = Duration::from_secs(30);
-
-/// Announcements waiting for the dispatcher; more are dropped (logged).
-const BACKLOG: usize = 10_000;
 
 /// One subscription (an `ItemsService.Subscribe` stream).
 pub struct Subscription {
@@ -98,14 +100,20 @@ impl Subscription {
 pub struct Hub {
     settings: RealtimeSettings,
     by_collection: RwLock<HashMap<String, Vec<Arc<Subscription>>>>,
+    /// Open subscriptions by holder ([`holder`]), for REALTIME_MAX_SUBSCRIPTIONS_PER_USER.
+    per_holder: Mutex<HashMap<String, usize>>,
     next_id: AtomicU64,
     announcements: mpsc::Sender<Announcement>,
     pending: Mutex<Option<mpsc::Receiver<Announcement>>>,
+    /// Collections an announcement of which was lost (the backlog was full).
+    lost: Mutex<std::collections::HashSet<String>>,
 }
 
 /// Removes its subscription from the hub when the stream is dropped (the client went away).
 pub struct Registration {
     hub: Arc<Hub>,
+    /// Whom it counts against ([`holder`]).
+    holder: String,
     /// The subscription.
     pub subscription: Arc<Subscription>,
 }
@@ -113,14 +121,41 @@ pub struct Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         self.hub.remove(&self.subscription);
+        if let Ok(mut m) = self.hub.per_holder.lock()
+            && let Some(n) = m.get_mut(&self.holder)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(&self.holder);
+            }
+        }
+    }
+}
+
+/// Whom a caller's subscriptions count against: their user, else (the public, a share) the
+/// client's address as the edge passed it (believed from the edges only:
+/// docs/security.md "Client addresses and what the ports trust").
+fn holder(caller: &Caller) -> String {
+    match (&caller.vars.user, &caller.client.ip) {
+        (Some(user), _) => format!("user:{user}"),
+        (None, Some(ip)) => format!("ip:{ip}"),
+        (None, None) => "public".to_owned(),
     }
 }
 
 impl Hub {
     /// An empty hub; [`Hub::run`] delivers what is announced.
     pub fn new(settings: RealtimeSettings) -> Self {
-        let (announcements, rx) = mpsc::channel(BACKLOG);
-        Self { settings, by_collection: RwLock::new(HashMap::new()), next_id: AtomicU64::new(1), announcements, pending: Mutex::new(Some(rx)) }
+        let (announcements, rx) = mpsc::channel(settings.backlog);
+        Self {
+            settings,
+            by_collection: RwLock::new(HashMap::new()),
+            per_holder: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            announcements,
+            pending: Mutex::new(Some(rx)),
+            lost: Mutex::default(),
+        }
     }
 
     /// The settings.
@@ -138,19 +173,40 @@ impl Hub {
         self.len() == 0
     }
 
-    /// Queues an announcement for delivery (dropped, and logged, when the backlog is full).
+    /// Queues an announcement for delivery. When the backlog is full it is lost, and the
+    /// subscriptions of its collection are ended before the next delivery (logged).
     pub fn announce(&self, a: Announcement) {
         if !self.by_collection.read().is_ok_and(|m| m.contains_key(&a.collection)) {
             return;
         }
-        if self.announcements.try_send(a).is_err() {
-            tracing::warn!("item announcements arrive faster than they are delivered: one was dropped");
+        if let Err(e) = self.announcements.try_send(a) {
+            let a = match e {
+                mpsc::error::TrySendError::Full(a) | mpsc::error::TrySendError::Closed(a) => a,
+            };
+            tracing::warn!(collection = %a.collection, "item announcements arrive faster than they are delivered: one was lost, its subscriptions end");
+            if let Ok(mut lost) = self.lost.lock() {
+                lost.insert(a.collection);
+            }
+        }
+    }
+
+    /// Ends every subscription of a collection an announcement of which was lost.
+    fn end_lost(&self) {
+        let lost: Vec<String> = self.lost.lock().map(|mut l| l.drain().collect()).unwrap_or_default();
+        for collection in lost {
+            let ended = self.by_collection.write().ok().and_then(|mut m| m.remove(&collection)).unwrap_or_default();
+            for s in ended {
+                s.finish(ApiError::new(
+                    ErrorCode::ServiceUnavailable,
+                    "Events of this collection came faster than they could be delivered, and some were lost: subscribe again.",
+                ));
+            }
         }
     }
 
     /// Registers a subscription for `caller` (checked by the caller of this function); its
     /// events arrive on the returned receiver. Errors: REQUESTS_EXCEEDED past
-    /// REALTIME_MAX_SUBSCRIPTIONS.
+    /// REALTIME_MAX_SUBSCRIPTIONS, or past REALTIME_MAX_SUBSCRIPTIONS_PER_USER for the caller.
     pub fn subscribe(
         self: &Arc<Self>,
         caller: Caller,
@@ -161,6 +217,18 @@ impl Hub {
     ) -> Result<(Registration, mpsc::Receiver<ItemEvent>), ApiError> {
         if self.len() >= self.settings.max_subscriptions {
             return Err(ApiError::new(ErrorCode::RequestsExceeded, "This server holds as many subscriptions as it may (REALTIME_MAX_SUBSCRIPTIONS)."));
+        }
+        let holder = holder(&caller);
+        {
+            let mut m = self.per_holder.lock().map_err(ApiError::internal_because)?;
+            let n = m.entry(holder.clone()).or_default();
+            if *n >= self.settings.max_subscriptions_per_user {
+                return Err(ApiError::new(
+                    ErrorCode::RequestsExceeded,
+                    "You hold as many subscriptions on this server as one user may (REALTIME_MAX_SUBSCRIPTIONS_PER_USER).",
+                ));
+            }
+            *n += 1;
         }
         let (tx, rx) = mpsc::channel(self.settings.queue);
         let subscription = Arc::new(Subscription {
@@ -177,7 +245,7 @@ impl Hub {
         if let Ok(mut m) = self.by_collection.write() {
             m.entry(collection.to_owned()).or_default().push(subscription.clone());
         }
-        Ok((Registration { hub: self.clone(), subscription }, rx))
+        Ok((Registration { hub: self.clone(), holder, subscription }, rx))
     }
 
     fn remove(&self, s: &Subscription) {
@@ -195,6 +263,7 @@ impl Hub {
     pub async fn run(self: Arc<Self>, state: Arc<AppState>) {
         let Some(mut rx) = self.pending.lock().ok().and_then(|mut p| p.take()) else { return };
         while let Some(a) = rx.recv().await {
+            self.end_lost();
             let subscriptions = self.by_collection.read().ok().and_then(|m| m.get(&a.collection).cloned()).unwrap_or_default();
             if subscriptions.is_empty() || a.keys.is_empty() {
                 continue;
@@ -206,8 +275,11 @@ impl Hub {
                 _ => continue,
             };
             let wanted: Vec<Arc<Subscription>> = subscriptions.into_iter().filter(|s| s.kind == ItemEventKind::Unspecified || s.kind == kind).collect();
-            let gone =
-                if kind == ItemEventKind::Delete { deliver_deletes(&state, &wanted, &a.keys).await } else { deliver_items(&state, &wanted, kind, &a).await };
+            let gone = if kind == ItemEventKind::Delete {
+                deliver_deletes(&state, &wanted, &a.keys).await
+            } else {
+                deliver_items(&state, &wanted, kind, &a, self.settings.reads_at_once).await
+            };
             for s in gone {
                 self.remove(&s);
             }
@@ -215,11 +287,27 @@ impl Hub {
     }
 }
 
-/// Each subscriber's caller now, or the subscription ended (token no longer valid).
+/// A subscriber's caller resolved again, or why it no longer is one.
+type CallerNow = Result<Arc<Caller>, ApiError>;
+
+/// What one group's read of the changed items gave ([`changed_items`]).
+type EventData = Result<Option<bytes::Bytes>, ApiError>;
+
+/// Callers resolved again at once (see [`CALLER_TTL`]): a token check each, which may read the
+/// database for a static token or the user's status.
+const RESOLVED_AT_ONCE: usize = 16;
+
+/// Each subscriber's caller now, or the subscription ended (token no longer valid); callers to
+/// resolve again are resolved [`RESOLVED_AT_ONCE`] at a time.
 async fn callers(state: &AppState, subscriptions: &[Arc<Subscription>]) -> Vec<(Arc<Subscription>, Arc<Caller>)> {
-    let mut out = Vec::with_capacity(subscriptions.len());
-    for s in subscriptions {
-        match s.current_caller(state).await {
+    use futures_util::StreamExt as _;
+    // Boxed: a stream of borrowing futures is otherwise not provably `Send` for the dispatcher.
+    let checks: Vec<BoxFuture<'_, (&Arc<Subscription>, CallerNow)>> =
+        subscriptions.iter().map(|s| Box::pin(async move { (s, s.current_caller(state).await) }) as _).collect();
+    let resolved: Vec<_> = futures_util::stream::iter(checks).buffer_unordered(RESOLVED_AT_ONCE).collect().await;
+    let mut out = Vec::with_capacity(resolved.len());
+    for (s, caller) in resolved {
+        match caller {
             Ok(c) => out.push((s.clone(), c)),
             Err(e) => s.finish(e),
         }
@@ -240,9 +328,17 @@ async fn deliver_deletes(state: &AppState, subscriptions: &[Arc<Subscription>], 
     gone
 }
 
-/// Creates and updates: one read per group of subscriptions reading alike, the changed keys
-/// added to the query's filter; each group's items to its subscribers (none: nothing sent).
-async fn deliver_items(state: &AppState, subscriptions: &[Arc<Subscription>], kind: ItemEventKind, a: &Announcement) -> Vec<Arc<Subscription>> {
+/// Creates and updates: one read per group of subscriptions reading alike (`reads_at_once` of
+/// them at a time), the changed keys added to the query's filter; each group's items to its
+/// subscribers (none: nothing sent).
+async fn deliver_items(
+    state: &AppState,
+    subscriptions: &[Arc<Subscription>],
+    kind: ItemEventKind,
+    a: &Announcement,
+    reads_at_once: usize,
+) -> Vec<Arc<Subscription>> {
+    use futures_util::StreamExt as _;
     /// Subscriptions that read alike: one caller and query for all of them.
     type Group = (Arc<Caller>, Query, Vec<Arc<Subscription>>);
     let mut groups: HashMap<String, Group> = HashMap::new();
@@ -250,12 +346,18 @@ async fn deliver_items(state: &AppState, subscriptions: &[Arc<Subscription>], ki
         let key = format!("{:p}|{:?}|{:?}|{}", Arc::as_ptr(&caller.read), caller.vars.user, caller.vars.role, access_token::hex(&s.query.encode_to_vec()));
         groups.entry(key).or_insert_with(|| (caller.clone(), s.query.clone(), Vec::new())).2.push(s);
     }
-    let reads = groups.into_values().map(|(caller, query, members)| async move {
-        let out = changed_items(state, &caller, &members[0].collection, &query, &a.keys).await;
-        (out, members)
-    });
+    let reads: Vec<BoxFuture<'_, (EventData, Vec<Arc<Subscription>>)>> = groups
+        .into_values()
+        .map(|(caller, query, members)| {
+            Box::pin(async move {
+                let out = changed_items(state, &caller, &members[0].collection, &query, &a.keys).await;
+                (out, members)
+            }) as _
+        })
+        .collect();
     let mut gone = Vec::new();
-    for (out, members) in futures_util::future::join_all(reads).await {
+    let done: Vec<_> = futures_util::stream::iter(reads).buffer_unordered(reads_at_once).collect().await;
+    for (out, members) in done {
         match out {
             Ok(Some(data)) => {
                 for s in members {
@@ -266,7 +368,8 @@ async fn deliver_items(state: &AppState, subscriptions: &[Arc<Subscription>], ki
             }
             Ok(None) => {}
             Err(e) => {
-                // The collection or the query stopped being readable (permissions, schema).
+                // The collection or the query stopped being readable (permissions, schema), or
+                // the event is larger than RESPONSE_MAX_BYTES.
                 for s in members {
                     s.finish(e.clone());
                     gone.push(s);
@@ -297,5 +400,6 @@ pub async fn changed_items(state: &AppState, caller: &Caller, collection: &str, 
     let st = Planner::new(&caller.read, state.limits, &caller.vars).read(&c, ReadShape::Many, &q)?;
     let row = st.sql.query().fetch_one(&state.pool).await.map_err(crate::db::map_error)?;
     let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
+    state.limits.check_bytes(data.as_ref().map_or(0, String::len))?;
     Ok(data.filter(|d| d != "[]").map(bytes::Bytes::from))
 }

@@ -13,7 +13,15 @@
 //! Budgets (settings of core-service): WEBSOCKETS_ENABLED (default true; false installs no
 //! triggers and refuses subscriptions), REALTIME_QUEUE (events queued per subscription before it
 //! is ended as too slow, default 256), REALTIME_MAX_SUBSCRIPTIONS (per replica, default 20,000;
-//! more: REQUESTS_EXCEEDED).
+//! more: REQUESTS_EXCEEDED), REALTIME_MAX_SUBSCRIPTIONS_PER_USER (per replica and user, the
+//! public counted per client address, default 1,000; more: REQUESTS_EXCEEDED), so that one user
+//! cannot take every subscription of a replica. REALTIME_READS_AT_ONCE (default 4): reads of
+//! changed items the dispatcher runs at once, so realtime never takes more of the database pool
+//! than that. An event larger than RESPONSE_MAX_BYTES ends the subscriptions it was read for
+//! (INVALID_QUERY, as the same read would answer over REST). REALTIME_BACKLOG (default 10,000):
+//! announcements waiting for the dispatcher; when it is full one is lost, and every
+//! subscription of its collection is ended (SERVICE_UNAVAILABLE), so none misses events
+//! unknowingly.
 
 pub mod hub;
 pub mod stream;
@@ -31,6 +39,13 @@ pub struct RealtimeSettings {
     pub queue: usize,
     /// REALTIME_MAX_SUBSCRIPTIONS: subscriptions this replica serves at once.
     pub max_subscriptions: usize,
+    /// REALTIME_MAX_SUBSCRIPTIONS_PER_USER: subscriptions this replica serves at once for one
+    /// user (the public: per client address).
+    pub max_subscriptions_per_user: usize,
+    /// REALTIME_READS_AT_ONCE: reads of changed items running at once.
+    pub reads_at_once: usize,
+    /// REALTIME_BACKLOG: announcements waiting for the dispatcher ([`hub`]'s module docs).
+    pub backlog: usize,
 }
 
 impl RealtimeSettings {
@@ -40,6 +55,9 @@ impl RealtimeSettings {
             enabled: service_runtime::env_or("WEBSOCKETS_ENABLED", true)?,
             queue: service_runtime::env_or("REALTIME_QUEUE", 256usize)?.max(1),
             max_subscriptions: service_runtime::env_or("REALTIME_MAX_SUBSCRIPTIONS", 20_000usize)?,
+            max_subscriptions_per_user: service_runtime::env_or("REALTIME_MAX_SUBSCRIPTIONS_PER_USER", 1_000usize)?,
+            reads_at_once: service_runtime::env_or("REALTIME_READS_AT_ONCE", 4usize)?.max(1),
+            backlog: service_runtime::env_or("REALTIME_BACKLOG", 10_000usize)?.max(1),
         })
     }
 }

@@ -11,6 +11,7 @@ use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::{ApiError, ErrorCode};
 use futures_util::{SinkExt as _, stream::SplitSink};
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
@@ -85,6 +86,9 @@ pub struct Settings {
     /// WEBSOCKETS_QUEUE (default 1,024, at least 8): messages queued for one client before it
     /// is closed as too slow ([`CLOSE_TOO_SLOW`]).
     pub queue: usize,
+    /// WEBSOCKETS_QUEUE_BYTES (default 16 MiB): bytes queued for one client before it is
+    /// closed as too slow; one message larger than this is still sent when nothing else waits.
+    pub queue_bytes: usize,
     /// WEBSOCKETS_HEARTBEAT_ENABLED (default true) and WEBSOCKETS_HEARTBEAT_PERIOD (seconds,
     /// default 30, at least 1): the period of [`Heartbeat`], `None` when off.
     pub heartbeat: Option<std::time::Duration>,
@@ -116,6 +120,7 @@ impl Settings {
             max_connections_per_user: env_or("WEBSOCKETS_CONN_LIMIT_PER_USER", 100usize)?,
             max_subscriptions: env_or("WEBSOCKETS_MAX_SUBSCRIPTIONS", 100usize)?,
             queue: env_or("WEBSOCKETS_QUEUE", 1024usize)?.max(8),
+            queue_bytes: env_or("WEBSOCKETS_QUEUE_BYTES", 16usize << 20)?,
             heartbeat: if env_or("WEBSOCKETS_HEARTBEAT_ENABLED", true)? {
                 Some(std::time::Duration::from_secs(env_or("WEBSOCKETS_HEARTBEAT_PERIOD", 30u64)?.max(1)))
             } else {
@@ -167,19 +172,29 @@ impl Heartbeat {
 /// Closes the connection once, with a close code and reason.
 type Closer = oneshot::Sender<(u16, &'static str)>;
 
-/// Sends to the client through the writer's bounded queue; a full queue closes the connection
-/// (the client does not read fast enough).
+/// Sends to the client through the writer's bounded queue (in messages and in bytes); a full
+/// queue closes the connection (the client does not read fast enough).
 #[derive(Clone)]
 pub struct Outbox {
     tx: mpsc::Sender<Message>,
     close: Arc<Mutex<Option<Closer>>>,
+    /// Bytes queued and not yet written, and their bound.
+    queued: Arc<AtomicUsize>,
+    max_bytes: usize,
 }
 
 impl Outbox {
-    /// Queues `m`; a full queue closes the connection with [`CLOSE_TOO_SLOW`].
+    /// Queues `m`; a full queue (WEBSOCKETS_QUEUE messages or WEBSOCKETS_QUEUE_BYTES bytes)
+    /// closes the connection with [`CLOSE_TOO_SLOW`].
     pub fn send(&self, m: Message) {
-        if let Err(mpsc::error::TrySendError::Full(_)) = self.tx.try_send(m) {
-            self.close(CLOSE_TOO_SLOW, "too slow: messages were not read in time");
+        let len = m.len();
+        let before = self.queued.fetch_add(len, Ordering::SeqCst);
+        let over_bytes = before > 0 && before.saturating_add(len) > self.max_bytes;
+        if over_bytes || self.tx.try_send(m).is_err() {
+            self.queued.fetch_sub(len, Ordering::SeqCst);
+            if over_bytes || !self.tx.is_closed() {
+                self.close(CLOSE_TOO_SLOW, "too slow: messages were not read in time");
+            }
         }
     }
 
@@ -192,19 +207,24 @@ impl Outbox {
 
     /// Closes after what is queued (the reason message of a protocol close goes first).
     pub fn close_after(&self, code: u16, reason: &'static str) {
-        if self.tx.try_send(close_message(code, reason)).is_err() {
+        let m = close_message(code, reason);
+        let len = m.len();
+        self.queued.fetch_add(len, Ordering::SeqCst);
+        if self.tx.try_send(m).is_err() {
+            self.queued.fetch_sub(len, Ordering::SeqCst);
             self.close(code, reason);
         }
     }
 }
 
 /// Starts the writer of a connection: it sends what the [`Outbox`] queues (at most `queue`
-/// messages wait) until a close, an error, or every outbox is dropped (then what is queued is
-/// sent first). Await the handle to let it finish.
-pub fn writer(mut sink: SplitSink<WebSocket, Message>, queue: usize) -> (Outbox, tokio::task::JoinHandle<()>) {
+/// messages and `queue_bytes` bytes wait) until a close, an error, or every outbox is dropped
+/// (then what is queued is sent first). Await the handle to let it finish.
+pub fn writer(mut sink: SplitSink<WebSocket, Message>, queue: usize, queue_bytes: usize) -> (Outbox, tokio::task::JoinHandle<()>) {
     let (tx, mut rx) = mpsc::channel::<Message>(queue.max(1));
     let (close_tx, close_rx) = oneshot::channel::<(u16, &'static str)>();
-    let out = Outbox { tx, close: Arc::new(Mutex::new(Some(close_tx))) };
+    let queued = Arc::new(AtomicUsize::new(0));
+    let out = Outbox { tx, close: Arc::new(Mutex::new(Some(close_tx))), queued: queued.clone(), max_bytes: queue_bytes };
     let task = tokio::spawn(async move {
         let mut close_rx = Some(close_rx);
         loop {
@@ -226,8 +246,10 @@ pub fn writer(mut sink: SplitSink<WebSocket, Message>, queue: usize) -> (Outbox,
                 },
                 m = rx.recv() => match m {
                     Some(m) => {
-                        let last = m.is_close();
-                        if sink.send(m).await.is_err() || last {
+                        let (last, len) = (m.is_close(), m.len());
+                        let sent = sink.send(m).await;
+                        queued.fetch_sub(len, Ordering::SeqCst);
+                        if sent.is_err() || last {
                             break;
                         }
                     }
@@ -250,59 +272,109 @@ pub async fn whoami(auth: &AuthServiceClient<Balanced>, caller: &crate::caller::
     Ok(Some(user.id).filter(|id| !id.is_empty()))
 }
 
-/// Open connections of one process, in all and per user, with their limits.
+/// Open connections of one process, in all and per holder, with their limits. A connection's
+/// holder is the user its token names, or, for the public, the client's address: a connection
+/// opened without a token holds its address's place until it authenticates, and then moves to
+/// its user's ([`Place::hold_for`]), so authenticating after the upgrade (`auth` on
+/// `/websocket`, `connection_init` on GraphQL) is bounded as a token at the upgrade is.
 pub struct Connections {
     total: AtomicUsize,
-    per_user: Mutex<HashMap<String, usize>>,
+    per_holder: Mutex<HashMap<String, usize>>,
     max: usize,
-    max_per_user: usize,
+    max_per_holder: usize,
+}
+
+/// Who holds a connection's place: `user:<id>`, else `ip:<address>`, else `None` (the public
+/// without a known address: counted in all only).
+fn holder(user: Option<&str>, ip: Option<IpAddr>) -> Option<String> {
+    match (user, ip) {
+        (Some(u), _) => Some(format!("user:{u}")),
+        (None, Some(ip)) => Some(format!("ip:{ip}")),
+        (None, None) => None,
+    }
+}
+
+fn too_many() -> ApiError {
+    ApiError::new(ErrorCode::RequestsExceeded, "Too many WebSocket connections (WEBSOCKETS_CONN_LIMIT_PER_USER).")
 }
 
 impl Connections {
-    /// At most `max` connections, `max_per_user` of them per user.
-    pub fn new(max: usize, max_per_user: usize) -> Arc<Self> {
-        Arc::new(Self { total: AtomicUsize::new(0), per_user: Mutex::default(), max, max_per_user })
+    /// At most `max` connections, `max_per_holder` of them per user (the public: per client
+    /// address).
+    pub fn new(max: usize, max_per_holder: usize) -> Arc<Self> {
+        Arc::new(Self { total: AtomicUsize::new(0), per_holder: Mutex::default(), max, max_per_holder })
     }
 
-    /// Takes a place for `user` (`None`: the public, counted in all only). Errors:
+    /// Takes a place for `user` (`None`: the public, held by the client address `ip`). Errors:
     /// REQUESTS_EXCEEDED past a limit.
-    pub fn take(self: &Arc<Self>, user: Option<&str>) -> Result<Place, ApiError> {
-        let full = || ApiError::new(ErrorCode::RequestsExceeded, "Too many WebSocket connections.");
+    pub fn take(self: &Arc<Self>, user: Option<&str>, ip: Option<IpAddr>) -> Result<Place, ApiError> {
         if self.total.fetch_add(1, Ordering::SeqCst) >= self.max {
             self.total.fetch_sub(1, Ordering::SeqCst);
-            return Err(full());
+            return Err(ApiError::new(ErrorCode::RequestsExceeded, "Too many WebSocket connections."));
         }
-        let mut place = Place { of: self.clone(), user: None };
-        if let Some(u) = user {
-            let mut m = self.per_user.lock().map_err(ApiError::internal_because)?;
-            let n = m.entry(u.to_owned()).or_default();
-            if *n >= self.max_per_user {
-                return Err(full());
-            }
-            *n += 1;
-            place.user = Some(u.to_owned());
-        }
+        let mut place = Place { of: self.clone(), ip, holder: None };
+        place.holder = self.count_in(holder(user, ip))?;
         Ok(place)
+    }
+
+    /// Counts one more connection for `holder`. Errors: REQUESTS_EXCEEDED when it has
+    /// `max_per_holder` already.
+    fn count_in(&self, holder: Option<String>) -> Result<Option<String>, ApiError> {
+        let Some(h) = holder else { return Ok(None) };
+        let mut m = self.per_holder.lock().map_err(ApiError::internal_because)?;
+        let n = m.entry(h.clone()).or_default();
+        if *n >= self.max_per_holder {
+            if *n == 0 {
+                m.remove(&h);
+            }
+            return Err(too_many());
+        }
+        *n += 1;
+        Ok(Some(h))
+    }
+
+    /// Counts one connection fewer for `holder`.
+    fn count_out(&self, holder: &str) {
+        if let Ok(mut m) = self.per_holder.lock()
+            && let Some(n) = m.get_mut(holder)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(holder);
+            }
+        }
     }
 }
 
 /// Holds one connection's place in [`Connections`] until dropped.
 pub struct Place {
     of: Arc<Connections>,
-    user: Option<String>,
+    ip: Option<IpAddr>,
+    holder: Option<String>,
+}
+
+impl Place {
+    /// Moves the place to `user` (the connection authenticated; `None`: back to the public at
+    /// its address). Errors: REQUESTS_EXCEEDED when `user` has all their places already; the
+    /// place then stays where it was.
+    pub fn hold_for(&mut self, user: Option<&str>) -> Result<(), ApiError> {
+        let next = holder(user, self.ip);
+        if next == self.holder {
+            return Ok(());
+        }
+        let taken = self.of.count_in(next)?;
+        if let Some(previous) = std::mem::replace(&mut self.holder, taken) {
+            self.of.count_out(&previous);
+        }
+        Ok(())
+    }
 }
 
 impl Drop for Place {
     fn drop(&mut self) {
         self.of.total.fetch_sub(1, Ordering::SeqCst);
-        if let Some(u) = &self.user
-            && let Ok(mut m) = self.of.per_user.lock()
-            && let Some(n) = m.get_mut(u)
-        {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                m.remove(u);
-            }
+        if let Some(h) = &self.holder {
+            self.of.count_out(h);
         }
     }
 }
@@ -314,12 +386,30 @@ mod tests {
     #[test]
     fn places_are_bounded_in_all_and_per_user_and_given_back() {
         let c = Connections::new(3, 2);
-        let a = c.take(Some("u")).expect("first");
-        let _b = c.take(Some("u")).expect("second");
-        assert!(c.take(Some("u")).is_err(), "a third for the same user");
-        let _p = c.take(None).expect("the public");
-        assert!(c.take(Some("v")).is_err(), "past the total");
+        let a = c.take(Some("u"), None).expect("first");
+        let _b = c.take(Some("u"), None).expect("second");
+        assert!(c.take(Some("u"), None).is_err(), "a third for the same user");
+        let _p = c.take(None, None).expect("the public");
+        assert!(c.take(Some("v"), None).is_err(), "past the total");
         drop(a);
-        assert!(c.take(Some("u")).is_ok(), "a place given back is free again");
+        assert!(c.take(Some("u"), None).is_ok(), "a place given back is free again");
+    }
+
+    #[test]
+    fn the_public_is_bounded_per_address_and_authenticating_moves_the_place() {
+        let c = Connections::new(10, 2);
+        let ip: IpAddr = [203, 0, 113, 7].into();
+        let mut a = c.take(None, Some(ip)).expect("first at the address");
+        let mut b = c.take(None, Some(ip)).expect("second at the address");
+        assert!(c.take(None, Some(ip)).is_err(), "a third at the same address");
+        assert!(c.take(None, Some([203, 0, 113, 8].into())).is_ok(), "another address");
+        a.hold_for(Some("u")).expect("authenticated: the user's place");
+        b.hold_for(Some("u")).expect("the user's second place");
+        let mut d = c.take(None, Some(ip)).expect("the address's places were given back");
+        assert!(d.hold_for(Some("u")).is_err(), "a third place for the user, taken by authenticating");
+        let _e = c.take(None, Some(ip)).expect("a refused move frees none of the address's places");
+        assert!(c.take(None, Some(ip)).is_err(), "the address is full again");
+        drop(a);
+        d.hold_for(Some("u")).expect("a place the user gave back");
     }
 }
