@@ -105,7 +105,7 @@ pub async fn asset(
             return Ok((head, None));
         }
         let store = location.store.clone();
-        let load = || async move {
+        let load = move || async move {
             let got = store.get(&path).await.map_err(storage_error)?;
             got.bytes().await.map_err(storage_error)
         };

@@ -90,8 +90,8 @@ impl Transformer {
     /// (encoding).
     pub async fn run<F, Fut>(&self, identity: &str, size: u64, t: &Transform, load: F) -> Result<(Bytes, &'static str), ApiError>
     where
-        F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<Bytes, ApiError>>,
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<Bytes, ApiError>> + Send + 'static,
     {
         let key = format!("{identity}|{}", t.key());
         let illegal = |why: String| ApiError::new(ErrorCode::IllegalAssetTransformation, why);
@@ -108,7 +108,7 @@ impl Transformer {
                 format!("The image transformation took longer than {} ms (ASSETS_TRANSFORM_TIMEOUT).", self.settings.timeout.as_millis()),
             )
         };
-        // A place in line (or a refusal at once), then the turn, then the source.
+        // A place in line (or a refusal at once), then the turn.
         let permit = {
             let ahead = self.waiting.fetch_add(1, Ordering::SeqCst);
             let place = Waiting(&self.waiting);
@@ -119,14 +119,20 @@ impl Transformer {
             drop(place);
             permit.map_err(ApiError::internal_because)?
         };
-        let source = tokio::time::timeout_at(deadline, load()).await.map_err(|_| too_slow())??;
-        let (t2, max, pixels, cache, cache_key) = (t.clone(), self.settings.max_dimension, self.settings.max_output_pixels, self.cache.clone(), key);
-        // The blocking work keeps its turn and fills the cache even when its request gave up.
-        let work = tokio::task::spawn_blocking(move || {
+        // Made by another request while this one waited.
+        if let Some(hit) = self.cache.get(&key) {
+            return Ok(hit);
+        }
+        // The source and the transformation run in a task of their own that keeps the turn to
+        // its end, whether or not its request still waits: a request that gives up frees no
+        // turn early, and the image it asked for is cached for the next one.
+        let (t2, max, pixels, cache) = (t.clone(), self.settings.max_dimension, self.settings.max_output_pixels, self.cache.clone());
+        let work = tokio::spawn(async move {
             let _turn = permit;
-            let made = transform(&source, &t2, max, pixels);
+            let source = load().await?;
+            let made = tokio::task::spawn_blocking(move || transform(&source, &t2, max, pixels)).await.map_err(ApiError::internal_because)?;
             if let Ok((out, format)) = &made {
-                cache.put(cache_key, (out.clone(), mime(*format)));
+                cache.put(key, (out.clone(), mime(*format)));
             }
             made
         });
@@ -157,7 +163,7 @@ mod tests {
             let (engine, loads, t) = (engine.clone(), loads.clone(), t("10"));
             tokio::spawn(async move {
                 engine
-                    .run("a", 10, &t, || async move {
+                    .run("a", 10, &t, move || async move {
                         loads.fetch_add(1, Ordering::SeqCst);
                         let _ = held.await;
                         Err::<Bytes, _>(ApiError::new(ErrorCode::ServiceUnavailable, "storage away"))
@@ -173,7 +179,7 @@ mod tests {
             let (engine, loads, t) = (engine.clone(), loads.clone(), t("11"));
             tokio::spawn(async move {
                 engine
-                    .run("b", 10, &t, || async move {
+                    .run("b", 10, &t, move || async move {
                         loads.fetch_add(1, Ordering::SeqCst);
                         Err::<Bytes, _>(ApiError::new(ErrorCode::ServiceUnavailable, "storage away"))
                     })
