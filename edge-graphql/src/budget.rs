@@ -63,11 +63,14 @@ impl DocumentLimits {
 }
 
 /// The GraphQL specification's "Single root field" rule (graphql-js's
-/// `SingleFieldSubscriptionsRule`, which Directus runs): a subscription operation selects
-/// exactly one root field, not an introspection one. Each root field of a subscription is a
-/// stream of the core's, so without the rule one operation, counted once against
+/// `SingleFieldSubscriptionsRule`, which Directus runs): a subscription operation selects one
+/// root field, not an introspection one. Stricter than graphql-js in two ways, both because
+/// async-graphql starts one stream (one core `Subscribe`) per root field it finds written
+/// directly in the operation: the same field written twice is two fields here (graphql-js
+/// merges them and runs one), and a fragment at the root is refused (async-graphql would run
+/// nothing for it). Without the rule one operation, counted once against
 /// WEBSOCKETS_MAX_SUBSCRIPTIONS, would open up to GRAPHQL_MAX_ROOT_FIELDS streams. Errors:
-/// graphql-js's message.
+/// graphql-js's messages, and one naming the fragment.
 fn single_root_subscriptions(doc: &ExecutableDocument) -> Result<(), String> {
     let operations: Vec<(Option<&str>, _)> = match &doc.operations {
         DocumentOperations::Single(op) => vec![(None, &op.node)],
@@ -76,12 +79,14 @@ fn single_root_subscriptions(doc: &ExecutableDocument) -> Result<(), String> {
     for (name, op) in operations.into_iter().filter(|(_, op)| op.ty == OperationType::Subscription) {
         let named = name.map_or_else(|| "Anonymous Subscription".to_owned(), |n| format!("Subscription \"{n}\""));
         let fields = root_fields(doc, &op.selection_set.node);
-        let keys: HashSet<&str> = fields.iter().map(|f| f.alias.as_ref().unwrap_or(&f.name).node.as_str()).collect();
-        if keys.len() != 1 {
+        if fields.len() != 1 {
             return Err(format!("{named} must select only one top level field."));
         }
         if fields.iter().any(|f| f.name.node.starts_with("__")) {
             return Err(format!("{named} must not select an introspection top level field."));
+        }
+        if op.selection_set.node.items.iter().any(|item| !matches!(item.node, Selection::Field(_))) {
+            return Err(format!("{named} must select its top level field directly, not through a fragment."));
         }
     }
     Ok(())
@@ -193,7 +198,13 @@ mod tests {
             Err("Subscription \"S\" must select only one top level field.".into())
         );
         assert!(check("subscription { __typename }").is_err());
-        assert_eq!(check("subscription { x_mutated { key } x_mutated { event } }"), Ok(()), "one response key, merged");
+        // async-graphql would run each: two streams, unlike graphql-js, which merges them.
+        assert!(check("subscription { x_mutated { key } x_mutated { event } }").is_err());
+        assert_eq!(
+            check("subscription { ...F } fragment F on Subscription { x_mutated { key } }"),
+            Err("Anonymous Subscription must select its top level field directly, not through a fragment.".into())
+        );
+        assert_eq!(check("subscription S { x_mutated { key } }"), Ok(()));
         assert_eq!(check("query { a: x { id } b: x { id } }"), Ok(()), "queries may have many");
     }
 }
