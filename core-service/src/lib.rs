@@ -154,7 +154,10 @@ impl AppState {
         self.replicas.schema_read().await;
         self.schema.store(snapshot.clone());
         if self.realtime.settings().enabled || self.cache.enabled() {
-            self.cache.set_announced(realtime::triggers::install(&self.pool, &snapshot).await);
+            let announced = realtime::triggers::install(&self.pool, &snapshot).await;
+            // The result cache keeps user collections only: a system collection's reads may
+            // depend on system tables whose writes are not announced.
+            self.cache.set_announced(announced.into_iter().filter(|c| snapshot.collections.get(c).is_some_and(|c| !c.system)).collect());
         }
         self.schema_changed.send_replace(version);
         tracing::info!(version, collections = snapshot.collections.len(), "schema snapshot loaded");

@@ -12,7 +12,7 @@
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
 use e2e_tests::api::Api;
-use e2e_tests::fixture::role;
+use e2e_tests::fixture::{app_role, role};
 use e2e_tests::{ADMIN_TOKEN, Dataset, Spec, TestApp, exec, repo_root};
 use futures_util::{SinkExt as _, StreamExt as _};
 use reqwest::Method;
@@ -696,4 +696,21 @@ async fn subscribers_are_told_when_their_events_are_too_large_or_were_lost() {
     };
     assert_eq!(ended["error"]["code"], "SERVICE_UNAVAILABLE", "{ended}");
     assert!(delivered < 200, "some were lost, and the subscriber knows: {delivered} delivered");
+}
+
+#[tokio::test]
+async fn a_user_receives_their_own_notifications_live_and_no_one_elses() {
+    let app = env();
+    let (token, me, _) = app_role(app, "NotifiedLive", json!([])).await;
+    let (_, other, _) = app_role(app, "NotifiedElsewhere", json!([])).await;
+    let mut ws = authed(app, &token).await;
+    send(&mut ws, json!({"type": "subscribe", "collection": "directus_notifications", "query": {"fields": ["subject", "recipient"]}, "uid": "n"})).await;
+    assert_eq!(event(&mut ws, "n").await["event"], "init");
+    // Another user's notification first (outside this user's row rule), then one of theirs:
+    // only theirs arrives.
+    let r = app.admin(Method::POST, "/notifications", json!({"recipient": other, "subject": "Not yours"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = app.admin(Method::POST, "/notifications", json!({"recipient": me, "subject": "Yours"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(event(&mut ws, "n").await, json!({"type": "subscription", "event": "create", "data": [{"subject": "Yours", "recipient": me}], "uid": "n"}));
 }

@@ -1,7 +1,7 @@
 //! The item-event triggers on collection tables (migration 0010's `cdapi.notify_item_events`):
 //! `cdapi_items_create`, `cdapi_items_update`, `cdapi_items_delete`, statement-level, each with
 //! its transition table, installed on every user collection table with a single-field primary
-//! key that lacks them. Installing is DDL, so the snapshot is rebuilt once more afterwards and
+//! key that lacks them, and on the system collections of [`ANNOUNCED_SYSTEM`]. Installing is DDL, so the snapshot is rebuilt once more afterwards and
 //! finds nothing left to do. A table the database user may not add triggers to (not its owner)
 //! is logged and left out: its writes are not announced.
 
@@ -16,6 +16,13 @@ const TRIGGERS: [(&str, &str, &str); 3] = [
     ("cdapi_items_delete", "DELETE", "OLD TABLE AS old_rows"),
 ];
 
+/// The system collections whose writes are announced, as Directus emits events for them: those
+/// people watch (the inbox, comments, the file library, users, content versions, presets). Not
+/// the activity and revisions, written with every item write: their triggers would cost every
+/// write of every collection, watched or not.
+pub const ANNOUNCED_SYSTEM: &[&str] =
+    &["directus_notifications", "directus_comments", "directus_files", "directus_folders", "directus_users", "directus_versions", "directus_presets"];
+
 /// Installs the triggers where they are missing (see the module docs). Returns the collections
 /// whose writes are announced: those that had or now have the three triggers (none when the
 /// database cannot be asked). Errors are logged.
@@ -23,7 +30,7 @@ pub async fn install(pool: &sqlx::PgPool, schema: &Schema) -> HashSet<String> {
     let tables: Vec<(&str, &str, String)> = schema
         .collections
         .values()
-        .filter(|c| !c.system && !c.read_only && c.primary_key.len() == 1)
+        .filter(|c| (!c.system || ANNOUNCED_SYSTEM.contains(&c.name.as_str())) && !c.read_only && c.primary_key.len() == 1)
         .map(|c| (c.name.as_str(), c.table.as_str(), pk_expr(c, "t0")))
         .collect();
     if tables.is_empty() {
