@@ -38,6 +38,17 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// Whom the caller's per-caller budgets count against (STREAMS_PER_CALLER,
+    /// REALTIME_MAX_SUBSCRIPTIONS_PER_USER): their user id, or for the public (and a share
+    /// session) `ip:<address>`, the client's address as the edge reports it (believed from the
+    /// edges only: docs/security.md "Client addresses and what the ports trust").
+    pub fn budget_key(&self) -> String {
+        match &self.vars.user {
+            Some(user) => user.clone(),
+            None => format!("ip:{}", self.client.ip.as_deref().unwrap_or_default()),
+        }
+    }
+
     /// A writer acting for this caller on `conn` (one transaction, owned by the handler).
     pub fn writer<'c>(&'c self, conn: &'c mut sqlx::PgConnection, limits: crate::query::Limits) -> crate::write::Writer<'c> {
         crate::write::Writer {

@@ -242,7 +242,7 @@ impl ItemsService for Items {
                 let collection = readable_in(&caller, &r.collection)?;
                 if matches!(ReadShape::of(&collection, None, &q), ReadShape::Many) {
                     let st = Planner::new(&caller.read, self.state.limits, &caller.vars).read_many_rows(&collection, &q)?;
-                    let pass = self.state.streams.admit(stream_owner(&caller, req.metadata()))?;
+                    let pass = self.state.streams.admit(stream_owner(&caller))?;
                     let route = self.state.replicas.route(&collection.name, caller.consistency).await;
                     return Ok(Streamed::List(st, pass, route.pool));
                 }
@@ -288,7 +288,7 @@ impl ItemsService for Items {
         // Exports stream with flat memory: QUERY_LIMIT_MAX and the response budgets do not apply.
         let limits = crate::query::Limits { max: None, max_rows: None, max_bytes: None, ..self.state.limits };
         let sql = Planner::new(&caller.read, limits, &caller.vars).export_rows(&collection, &q)?;
-        let pass = self.state.streams.admit(stream_owner(&caller, req.metadata()))?;
+        let pass = self.state.streams.admit(stream_owner(&caller))?;
         let route = self.state.replicas.route(&collection.name, caller.consistency).instrument(span.clone()).await;
         let rx = super::chunks::pump(route.pool, sql, NdjsonRows, pass, self.state.streams.settings.stall, span);
         Ok(Response::new(tokio_stream::wrappers::ReceiverStream::new(rx)))
@@ -509,16 +509,9 @@ enum Streamed {
     Whole(ReadResponse),
 }
 
-/// Whom a stream counts against in [`super::stream_budget`]: the user, or for the public the
-/// client's address (as the edge reports it).
-fn stream_owner(caller: &Caller, md: &tonic::metadata::MetadataMap) -> super::stream_budget::StreamOwner {
-    match &caller.vars.user {
-        Some(user) => super::stream_budget::StreamOwner { key: user.clone(), public: false },
-        None => super::stream_budget::StreamOwner {
-            key: format!("ip:{}", access_token::ip::client_ip(md).map(|ip| ip.to_string()).unwrap_or_default()),
-            public: true,
-        },
-    }
+/// Whom a stream counts against in [`super::stream_budget`] ([`Caller::budget_key`]).
+fn stream_owner(caller: &Caller) -> super::stream_budget::StreamOwner {
+    super::stream_budget::StreamOwner { key: caller.budget_key(), public: caller.vars.user.is_none() }
 }
 
 /// ExportItems' rows: each row's `item`, one per line.

@@ -100,7 +100,7 @@ impl Subscription {
 pub struct Hub {
     settings: RealtimeSettings,
     by_collection: RwLock<HashMap<String, Vec<Arc<Subscription>>>>,
-    /// Open subscriptions by holder ([`holder`]), for REALTIME_MAX_SUBSCRIPTIONS_PER_USER.
+    /// Open subscriptions by holder ([`Caller::budget_key`]), for REALTIME_MAX_SUBSCRIPTIONS_PER_USER.
     per_holder: Mutex<HashMap<String, usize>>,
     next_id: AtomicU64,
     announcements: mpsc::Sender<Announcement>,
@@ -112,7 +112,7 @@ pub struct Hub {
 /// Removes its subscription from the hub when the stream is dropped (the client went away).
 pub struct Registration {
     hub: Arc<Hub>,
-    /// Whom it counts against ([`holder`]).
+    /// Whom it counts against ([`Caller::budget_key`]).
     holder: String,
     /// The subscription.
     pub subscription: Arc<Subscription>,
@@ -129,17 +129,6 @@ impl Drop for Registration {
                 m.remove(&self.holder);
             }
         }
-    }
-}
-
-/// Whom a caller's subscriptions count against: their user, else (the public, a share) the
-/// client's address as the edge passed it (believed from the edges only:
-/// docs/security.md "Client addresses and what the ports trust").
-fn holder(caller: &Caller) -> String {
-    match (&caller.vars.user, &caller.client.ip) {
-        (Some(user), _) => format!("user:{user}"),
-        (None, Some(ip)) => format!("ip:{ip}"),
-        (None, None) => "public".to_owned(),
     }
 }
 
@@ -218,7 +207,7 @@ impl Hub {
         if self.len() >= self.settings.max_subscriptions {
             return Err(ApiError::new(ErrorCode::RequestsExceeded, "This server holds as many subscriptions as it may (REALTIME_MAX_SUBSCRIPTIONS)."));
         }
-        let holder = holder(&caller);
+        let holder = caller.budget_key();
         {
             let mut m = self.per_holder.lock().map_err(ApiError::internal_because)?;
             let n = m.entry(holder.clone()).or_default();
