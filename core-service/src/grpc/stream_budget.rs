@@ -14,9 +14,9 @@
 
 use cdapi_proto::{ApiError, ErrorCode};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-use std::collections::HashMap;
+use service_runtime::holders::{Held, PerHolder};
 use std::num::NonZeroU32;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -62,7 +62,7 @@ pub struct StreamBudget {
     /// The settings.
     pub settings: StreamSettings,
     permits: Arc<Semaphore>,
-    callers: Mutex<HashMap<String, usize>>,
+    callers: Arc<PerHolder>,
     pace_users: Option<Pace>,
     pace_public: Option<Pace>,
 }
@@ -94,7 +94,7 @@ impl Pace {
 pub struct StreamPass {
     _permit: OwnedSemaphorePermit,
     budget: Arc<StreamBudget>,
-    caller: String,
+    caller: Held,
     public: bool,
 }
 
@@ -106,20 +106,7 @@ impl StreamPass {
             // A chunk over the burst (one second's bytes) waits for a whole burst.
             let cells = u32::try_from((bytes as u64).div_ceil(CELL)).unwrap_or(u32::MAX);
             let n = NonZeroU32::new(cells).unwrap_or(NonZeroU32::MIN).min(pace.burst);
-            let _ = pace.limiter.until_key_n_ready(&self.caller, n).await;
-        }
-    }
-}
-
-impl Drop for StreamPass {
-    fn drop(&mut self) {
-        if let Ok(mut callers) = self.budget.callers.lock()
-            && let Some(n) = callers.get_mut(&self.caller)
-        {
-            *n -= 1;
-            if *n == 0 {
-                callers.remove(&self.caller);
-            }
+            let _ = pace.limiter.until_key_n_ready(&self.caller.holder().to_owned(), n).await;
         }
     }
 }
@@ -130,7 +117,7 @@ impl StreamBudget {
         Arc::new(Self {
             settings,
             permits: Arc::new(Semaphore::new(settings.max)),
-            callers: Mutex::default(),
+            callers: PerHolder::new(settings.per_caller),
             pace_users: Pace::new(settings.bytes_per_second),
             pace_public: Pace::new(settings.bytes_per_second_public),
         })
@@ -145,26 +132,23 @@ impl StreamBudget {
             e.extensions.insert("retry_after".into(), 1.into());
             e
         };
-        let mut callers = self.callers.lock().map_err(ApiError::internal_because)?;
-        let running = callers.get(&caller).copied().unwrap_or(0);
-        if running >= self.settings.per_caller {
-            return Err(retry(ApiError::new(
+        let held = self.callers.take(&caller).ok_or_else(|| {
+            retry(ApiError::new(
                 ErrorCode::RequestsExceeded,
                 format!("At most {} long lists or exports may run at once for one caller (STREAMS_PER_CALLER).", self.settings.per_caller),
-            )));
-        }
+            ))
+        })?;
         let permit =
             self.permits.clone().try_acquire_owned().map_err(|_| {
                 retry(ApiError::new(ErrorCode::ServiceUnavailable, "Too many long lists or exports are running; try again shortly (STREAMS_MAX)."))
             })?;
-        callers.insert(caller.clone(), running + 1);
         for pace in [&self.pace_users, &self.pace_public].into_iter().flatten() {
             if pace.limiter.len() > 10_000 {
                 // Bound memory under a flood of addresses: forget those whose burst is full.
                 pace.limiter.retain_recent();
             }
         }
-        Ok(StreamPass { _permit: permit, budget: self.clone(), caller, public })
+        Ok(StreamPass { _permit: permit, budget: self.clone(), caller: held, public })
     }
 }
 

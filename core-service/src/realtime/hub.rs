@@ -21,6 +21,7 @@ use cdapi_proto::v1::{Filter, FilterGroup, ItemEvent, ItemEventKind, Query, filt
 use cdapi_proto::{ApiError, ErrorCode};
 use futures_util::future::BoxFuture;
 use prost::Message as _;
+use service_runtime::holders::{Held, PerHolder};
 use sqlx::Row as _;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -101,7 +102,7 @@ pub struct Hub {
     settings: RealtimeSettings,
     by_collection: RwLock<HashMap<String, Vec<Arc<Subscription>>>>,
     /// Open subscriptions by holder ([`Caller::budget_key`]), for REALTIME_MAX_SUBSCRIPTIONS_PER_USER.
-    per_holder: Mutex<HashMap<String, usize>>,
+    per_holder: Arc<PerHolder>,
     next_id: AtomicU64,
     announcements: mpsc::Sender<Announcement>,
     pending: Mutex<Option<mpsc::Receiver<Announcement>>>,
@@ -112,8 +113,8 @@ pub struct Hub {
 /// Removes its subscription from the hub when the stream is dropped (the client went away).
 pub struct Registration {
     hub: Arc<Hub>,
-    /// Whom it counts against ([`Caller::budget_key`]).
-    holder: String,
+    /// Its place among its holder's ([`Caller::budget_key`]), given back with it.
+    _place: Held,
     /// The subscription.
     pub subscription: Arc<Subscription>,
 }
@@ -121,14 +122,6 @@ pub struct Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         self.hub.remove(&self.subscription);
-        if let Ok(mut m) = self.hub.per_holder.lock()
-            && let Some(n) = m.get_mut(&self.holder)
-        {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                m.remove(&self.holder);
-            }
-        }
     }
 }
 
@@ -136,10 +129,11 @@ impl Hub {
     /// An empty hub; [`Hub::run`] delivers what is announced.
     pub fn new(settings: RealtimeSettings) -> Self {
         let (announcements, rx) = mpsc::channel(settings.backlog);
+        let per_holder = PerHolder::new(settings.max_subscriptions_per_user);
         Self {
             settings,
             by_collection: RwLock::new(HashMap::new()),
-            per_holder: Mutex::default(),
+            per_holder,
             next_id: AtomicU64::new(1),
             announcements,
             pending: Mutex::new(Some(rx)),
@@ -207,18 +201,9 @@ impl Hub {
         if self.len() >= self.settings.max_subscriptions {
             return Err(ApiError::new(ErrorCode::RequestsExceeded, "This server holds as many subscriptions as it may (REALTIME_MAX_SUBSCRIPTIONS)."));
         }
-        let holder = caller.budget_key();
-        {
-            let mut m = self.per_holder.lock().map_err(ApiError::internal_because)?;
-            let n = m.entry(holder.clone()).or_default();
-            if *n >= self.settings.max_subscriptions_per_user {
-                return Err(ApiError::new(
-                    ErrorCode::RequestsExceeded,
-                    "You hold as many subscriptions on this server as one user may (REALTIME_MAX_SUBSCRIPTIONS_PER_USER).",
-                ));
-            }
-            *n += 1;
-        }
+        let place = self.per_holder.take(&caller.budget_key()).ok_or_else(|| {
+            ApiError::new(ErrorCode::RequestsExceeded, "You hold as many subscriptions on this server as one user may (REALTIME_MAX_SUBSCRIPTIONS_PER_USER).")
+        })?;
         let (tx, rx) = mpsc::channel(self.settings.queue);
         let subscription = Arc::new(Subscription {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
@@ -234,7 +219,7 @@ impl Hub {
         if let Ok(mut m) = self.by_collection.write() {
             m.entry(collection.to_owned()).or_default().push(subscription.clone());
         }
-        Ok((Registration { hub: self.clone(), holder, subscription }, rx))
+        Ok((Registration { hub: self.clone(), _place: place, subscription }, rx))
     }
 
     fn remove(&self, s: &Subscription) {

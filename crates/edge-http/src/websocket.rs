@@ -10,7 +10,7 @@ use cdapi_proto::v1::GetCurrentUserRequest;
 use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::{ApiError, ErrorCode};
 use futures_util::{SinkExt as _, stream::SplitSink};
-use std::collections::HashMap;
+use service_runtime::holders::{Held, PerHolder};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -279,9 +279,8 @@ pub async fn whoami(auth: &AuthServiceClient<Balanced>, caller: &crate::caller::
 /// `/websocket`, `connection_init` on GraphQL) is bounded as a token at the upgrade is.
 pub struct Connections {
     total: AtomicUsize,
-    per_holder: Mutex<HashMap<String, usize>>,
+    per_holder: Arc<PerHolder>,
     max: usize,
-    max_per_holder: usize,
 }
 
 /// Who holds a connection's place: `user:<id>`, else `ip:<address>`, else `None` (the public
@@ -302,7 +301,7 @@ impl Connections {
     /// At most `max` connections, `max_per_holder` of them per user (the public: per client
     /// address).
     pub fn new(max: usize, max_per_holder: usize) -> Arc<Self> {
-        Arc::new(Self { total: AtomicUsize::new(0), per_holder: Mutex::default(), max, max_per_holder })
+        Arc::new(Self { total: AtomicUsize::new(0), per_holder: PerHolder::new(max_per_holder), max })
     }
 
     /// Takes a place for `user` (`None`: the public, held by the client address `ip`). Errors:
@@ -317,32 +316,9 @@ impl Connections {
         Ok(place)
     }
 
-    /// Counts one more connection for `holder`. Errors: REQUESTS_EXCEEDED when it has
-    /// `max_per_holder` already.
-    fn count_in(&self, holder: Option<String>) -> Result<Option<String>, ApiError> {
-        let Some(h) = holder else { return Ok(None) };
-        let mut m = self.per_holder.lock().map_err(ApiError::internal_because)?;
-        let n = m.entry(h.clone()).or_default();
-        if *n >= self.max_per_holder {
-            if *n == 0 {
-                m.remove(&h);
-            }
-            return Err(too_many());
-        }
-        *n += 1;
-        Ok(Some(h))
-    }
-
-    /// Counts one connection fewer for `holder`.
-    fn count_out(&self, holder: &str) {
-        if let Ok(mut m) = self.per_holder.lock()
-            && let Some(n) = m.get_mut(holder)
-        {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                m.remove(holder);
-            }
-        }
+    /// One more connection for `holder`. Errors: REQUESTS_EXCEEDED when it has all its places.
+    fn count_in(&self, holder: Option<String>) -> Result<Option<Held>, ApiError> {
+        holder.map(|h| self.per_holder.take(&h).ok_or_else(too_many)).transpose()
     }
 }
 
@@ -350,7 +326,8 @@ impl Connections {
 pub struct Place {
     of: Arc<Connections>,
     ip: Option<IpAddr>,
-    holder: Option<String>,
+    /// Its place among its holder's (none for the public without a known address).
+    holder: Option<Held>,
 }
 
 impl Place {
@@ -359,13 +336,11 @@ impl Place {
     /// place then stays where it was.
     pub fn hold_for(&mut self, user: Option<&str>) -> Result<(), ApiError> {
         let next = holder(user, self.ip);
-        if next == self.holder {
+        if next.as_deref() == self.holder.as_ref().map(Held::holder) {
             return Ok(());
         }
-        let taken = self.of.count_in(next)?;
-        if let Some(previous) = std::mem::replace(&mut self.holder, taken) {
-            self.of.count_out(&previous);
-        }
+        // The previous place is given back (dropped) once the next is taken.
+        self.holder = self.of.count_in(next)?;
         Ok(())
     }
 }
@@ -373,9 +348,6 @@ impl Place {
 impl Drop for Place {
     fn drop(&mut self) {
         self.of.total.fetch_sub(1, Ordering::SeqCst);
-        if let Some(h) = &self.holder {
-            self.of.count_out(h);
-        }
     }
 }
 

@@ -7,9 +7,11 @@
 //! [`secret_env`] (a secret from `NAME` or the file `NAME_FILE`);
 //! [`shutdown`] (readiness and the drain delay), [`metrics`] (Prometheus registry and the
 //! `/metrics` listener), [`grpc`] (the servers' span-and-metrics layer), [`trace`] (W3C
-//! `traceparent`), [`otel`] (optional OpenTelemetry export).
+//! `traceparent`), [`otel`] (optional OpenTelemetry export), [`holders`] (places counted per
+//! caller, for the per-caller budgets).
 
 pub mod grpc;
+pub mod holders;
 pub mod metrics;
 pub mod otel;
 pub mod shutdown;
