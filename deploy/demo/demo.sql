@@ -215,18 +215,19 @@ INSERT INTO cdapi.collections (collection, singleton) VALUES ('settings', true)
 ON CONFLICT (collection) DO UPDATE SET singleton = EXCLUDED.singleton;
 
 -- Collection metadata, as a Directus project has it: the Data Studio lists only collections
--- with a metadata row, in `sort` order, with these icons; junctions stay hidden.
+-- with a metadata row, in `sort` order, with these icons; junctions stay hidden. Content
+-- Versioning is on for the content collections (a version can only be made where it is on).
 INSERT INTO cdapi.collections (collection, singleton, hidden, meta) VALUES
-    ('articles', false, false, '{"icon": "article", "display_template": "{{title}}", "sort": 1}'),
-    ('authors', false, false, '{"icon": "person", "display_template": "{{name}}", "sort": 2}'),
-    ('tags', false, false, '{"icon": "label", "display_template": "{{name}}", "sort": 3}'),
-    ('comments', false, false, '{"icon": "chat", "display_template": "{{author_name}}", "sort": 4}'),
-    ('headings', false, false, '{"icon": "title", "display_template": "{{title}}", "sort": 5}'),
-    ('text_blocks', false, false, '{"icon": "notes", "sort": 6}'),
+    ('articles', false, false, '{"icon": "article", "display_template": "{{title}}", "sort": 1, "versioning": true}'),
+    ('authors', false, false, '{"icon": "person", "display_template": "{{name}}", "sort": 2, "versioning": true}'),
+    ('tags', false, false, '{"icon": "label", "display_template": "{{name}}", "sort": 3, "versioning": true}'),
+    ('comments', false, false, '{"icon": "chat", "display_template": "{{author_name}}", "sort": 4, "versioning": true}'),
+    ('headings', false, false, '{"icon": "title", "display_template": "{{title}}", "sort": 5, "versioning": true}'),
+    ('text_blocks', false, false, '{"icon": "notes", "sort": 6, "versioning": true}'),
     ('articles_tags', false, true, '{"icon": "import_export", "sort": 7}'),
     ('articles_blocks', false, true, '{"icon": "import_export", "sort": 8}')
 ON CONFLICT (collection) DO NOTHING;
-UPDATE cdapi.collections SET meta = coalesce(meta, '{}') || '{"icon": "settings", "sort": 9, "singleton": true}' WHERE collection = 'settings';
+UPDATE cdapi.collections SET meta = coalesce(meta, '{}') || '{"icon": "settings", "sort": 9, "singleton": true, "versioning": true}' WHERE collection = 'settings';
 
 COMMIT;
 

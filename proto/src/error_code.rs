@@ -222,6 +222,12 @@ impl ApiError {
         Self::with_reason(ErrorCode::InvalidPayload, "Invalid payload", reason.into())
     }
 
+    /// UNPROCESSABLE_CONTENT with `reason` (message `Can't process content. <reason>.`, as
+    /// Directus words it).
+    pub fn unprocessable(reason: impl Into<String>) -> Self {
+        Self::with_reason(ErrorCode::UnprocessableContent, "Can't process content", reason.into())
+    }
+
     /// FAILED_VALIDATION for `field` with the check `kind` (`eq`, `null`, ...) and a sentence
     /// of detail: Directus's shape, `extensions.field` and `extensions.type`.
     pub fn failed_validation(field: &str, kind: &str, detail: &str) -> Self {

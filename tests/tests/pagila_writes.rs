@@ -79,6 +79,9 @@ async fn grpc_batch_update_and_versions() {
     let data: Value = serde_json::from_slice(&res.data).expect("json");
     assert_eq!(data, json!([{"actor_id": 190, "last_name": "BATCHED"}, {"actor_id": 191, "last_name": "BATCHED"}]));
 
+    // A version is made only where Content Versioning is on.
+    let r = write(app, Method::PATCH, "/collections/actor", json!({"meta": {"versioning": true}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
     let mut versions = VersionsServiceClient::connect(app.grpc_url.clone()).await.expect("connect");
     let v: Value = serde_json::from_slice(
         &versions

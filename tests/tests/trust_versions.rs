@@ -309,6 +309,8 @@ async fn saving_or_previewing_a_version_ends_no_sessions() {
     let login = e2e_tests::post_json(app, "/auth/login", json!({"email": "kept13@example.com", "password": "kept-13-password"}), &[]).await;
     assert_eq!(login.status, 200, "{}", login.body);
     let mut refresh = login.body["data"]["refresh_token"].as_str().expect("refresh token").to_owned();
+    let r = app.admin(Method::PATCH, "/collections/owned_notes", json!({"meta": {"versioning": true}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
     let r = app.admin(Method::POST, "/versions", json!({"key": "suspend13", "collection": "owned_notes", "item": "1"})).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let id = id_of(&r.body["data"]);
@@ -451,4 +453,51 @@ async fn listing_versions_stays_within_the_read_budgets() {
     let r = app.admin(Method::GET, "/versions?limit=-1", Value::Null).await;
     assert_error(&r, 400, "INVALID_QUERY", "three whole versions are over RESPONSE_MAX_BYTES");
     assert!(r.body["errors"][0]["message"].as_str().is_some_and(|m| m.contains("RESPONSE_MAX_BYTES")), "{}", r.body);
+}
+
+/// A version is made only of an item of a collection with Content Versioning on (Directus's
+/// `meta.versioning`; docs/security.md "Content versions"): a role that may read and update its
+/// own user, a junction row or a share could make versions of them, system items included,
+/// which nobody can see through the Data Studio and which only an admin could clean up. A role
+/// without read on the item learns nothing of the collection's setting (403 first).
+#[tokio::test]
+async fn a_version_is_made_only_where_content_versioning_is_on() {
+    let app = app(Dataset::DemoWrites);
+    let me = json!({"id": {"_eq": "$CURRENT_USER"}});
+    let (token, user, _) = role(
+        app,
+        "VersionMakers14",
+        json!([
+            {"collection": "articles", "action": "read", "fields": ["*"]},
+            {"collection": "articles", "action": "update", "fields": ["*"]},
+            {"collection": "articles_tags", "action": "read", "fields": ["*"]},
+            {"collection": "articles_tags", "action": "update", "fields": ["*"]},
+            {"collection": "directus_users", "action": "read", "permissions": me, "fields": ["*"]},
+            {"collection": "directus_users", "action": "update", "permissions": me, "fields": ["first_name"]},
+            {"collection": "directus_versions", "action": "create", "fields": ["*"]},
+            {"collection": "directus_versions", "action": "read", "fields": ["*"]},
+        ]),
+    )
+    .await;
+    let t = Some(token.as_str());
+    let made = || app.sql("SELECT count(*)::text FROM cdapi.versions WHERE key LIKE 'made14%'");
+    let r = app.as_token(t, Method::POST, "/versions", Some(json!({"key": "made14-user", "collection": "directus_users", "item": user}))).await;
+    assert_error(&r, 422, "UNPROCESSABLE_CONTENT", "a version of the caller's own user");
+    let r = app.as_token(t, Method::POST, "/versions", Some(json!({"key": "made14-link", "collection": "articles_tags", "item": "1"}))).await;
+    assert_error(&r, 422, "UNPROCESSABLE_CONTENT", "a version of a junction row");
+    let r = app.as_token(t, Method::POST, "/versions", Some(json!({"key": "made14-block", "collection": "articles_blocks", "item": "1"}))).await;
+    assert_error(&r, 403, "FORBIDDEN", "a version of an item the role cannot read");
+    let r = app.admin(Method::POST, "/versions", json!({"key": "made14-admin", "collection": "directus_users", "item": user})).await;
+    assert_error(&r, 422, "UNPROCESSABLE_CONTENT", "the admin's version of a user");
+    assert_eq!(made().await, json!(0), "no version was made");
+    let r = app.admin(Method::PATCH, "/collections/directus_users", json!({"meta": {"versioning": true}})).await;
+    assert_error(&r, 400, "INVALID_PAYLOAD", "versioning cannot be turned on for a system collection");
+
+    // Where the admin turns it on, the same request makes the version.
+    let r = app.admin(Method::PATCH, "/collections/articles_tags", json!({"meta": {"versioning": true}})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let r = app.as_token(t, Method::POST, "/versions", Some(json!({"key": "made14-link", "collection": "articles_tags", "item": "1"}))).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["data"]["collection"], "articles_tags");
+    assert_eq!(made().await, json!(1));
 }

@@ -69,7 +69,15 @@ async fn version_management_and_errors() {
     assert_eq!(r.status, 200, "{}", r.body);
     let id = r.body["data"]["id"].as_str().expect("id").to_owned();
     let r = write(app, Method::POST, "/versions", json!({"key": "v1", "collection": "articles", "item": "101"})).await;
-    assert_error(&r, 400, "RECORD_NOT_UNIQUE", "same key twice for one item");
+    assert_error(&r, 422, "UNPROCESSABLE_CONTENT", "same key twice for one item (as Directus)");
+    assert!(r.body["errors"][0]["message"].as_str().is_some_and(|m| m.contains("\"v1\" already exists")), "{}", r.body);
+    let r = write(app, Method::POST, "/versions", json!({"key": "v2", "collection": "articles", "item": "101"})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let second = r.body["data"]["id"].as_str().expect("id").to_owned();
+    let r = write(app, Method::PATCH, &format!("/versions/{second}"), json!({"key": "v1"})).await;
+    assert_error(&r, 422, "UNPROCESSABLE_CONTENT", "renamed to a key taken for the item");
+    let r = send(app, Method::DELETE, &format!("/versions/{second}"), Some(ADMIN_TOKEN), &[], None).await;
+    assert_eq!(r.status, 204, "{}", r.body);
     let r = write(app, Method::PATCH, &format!("/versions/{id}"), json!({"name": "Renamed"})).await;
     assert_eq!(r.body["data"]["name"], "Renamed", "{}", r.body);
     let r = app.get("/versions?filter[collection][_eq]=articles&filter[item][_eq]=101").await;

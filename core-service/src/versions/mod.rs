@@ -8,7 +8,8 @@
 //! `delta` cut to the fields they may read ([`crate::query::version_rows`], shared with GraphQL
 //! and `?version=` reads); renaming, saving into and promoting a version need it visible and
 //! within their update rows (renaming: for the fields written), deleting within their delete
-//! rows. Creating a version, and saving into one, need the item readable and updatable by the
+//! rows. Creating a version needs the collection's `meta.versioning` on. Creating a version,
+//! and saving into one, need the item readable and updatable by the
 //! caller, and what a save adds must be a write the caller's rows allow on the item, nested
 //! relational data included (checked by writing it as theirs, then undoing it); promoting is an
 //! update under them too. Promotion applies the delta for real and deletes the version; it
@@ -63,6 +64,17 @@ fn uuid_like(id: &str) -> bool {
     id.len() == 36 && id.chars().enumerate().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { c == '-' } else { c.is_ascii_hexdigit() })
 }
 
+/// A version key already used for the item (the unique key of `cdapi.versions`) as Directus
+/// answers it: UNPROCESSABLE_CONTENT naming the key, item and collection; other errors as they
+/// are. `version` holds the version's `collection` and `item`.
+fn taken(e: ApiError, key: &str, version: &Map<String, Value>) -> ApiError {
+    if e.code != ErrorCode::RecordNotUnique {
+        return e;
+    }
+    let text = |k: &str| version.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+    ApiError::unprocessable(format!("Version \"{key}\" already exists for item \"{}\" in collection \"{}\"", text("item"), text("collection")))
+}
+
 /// INVALID_PAYLOAD unless `key` can name a version: letters, digits, `_` or `-`, not `main`.
 fn check_key(key: &str) -> Result<(), ApiError> {
     if key.is_empty() || key == "main" || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
@@ -102,13 +114,21 @@ impl<'a> Versions<'a> {
 
     /// Creates a version within the caller's create rows on `directus_versions` (field list,
     /// validation and row filter, on the given `key`, `name`, `collection` and `item`); returns
-    /// it as the caller reads it (JSON), or an empty string when they may not read it. Errors: FORBIDDEN (no such item, outside those rows),
-    /// INVALID_PAYLOAD (bad key), RECORD_NOT_UNIQUE (key taken for this item).
+    /// it as the caller reads it (JSON), or an empty string when they may not read it. Errors:
+    /// FORBIDDEN (no such item, outside those rows), INVALID_PAYLOAD (bad key),
+    /// UNPROCESSABLE_CONTENT (the collection's `meta.versioning` is off, as for every system
+    /// collection: Directus docs "Content Versioning"; or the key is taken for this item, as
+    /// Directus answers it).
     pub async fn create(&mut self, key: &str, name: &str, collection: &str, item: &str) -> Result<String, ApiError> {
         check_key(key)?;
         let c = self.collection(collection)?;
         let item = if item.is_empty() && c.singleton { self.singleton_key(c).await? } else { item.to_owned() };
         self.require_live(c, &item, true).await?;
+        // After the access check, as Directus orders them: who may not touch the item learns
+        // nothing of the collection's settings.
+        if !system_tables::metadata::versioning(&mut *self.conn, &c.name).await.map_err(crate::db::map_error)? {
+            return Err(ApiError::unprocessable(format!("Content Versioning is not enabled for collection \"{collection}\"")));
+        }
         let mut given = Map::new();
         given.insert("key".into(), key.into());
         if !name.is_empty() {
@@ -133,7 +153,7 @@ impl<'a> Versions<'a> {
             "INSERT INTO cdapi.versions (key, name, collection, item, hash, user_created) \
              VALUES ({k}, NULLIF({n}, ''), {col}, {it}, {h}, {user}) RETURNING id::text"
         );
-        let id = self.one_json(sql).await?;
+        let id = self.one_json(sql).await.map_err(|e| taken(e, key, &given))?;
         let versions = self.versions()?;
         self.writer().require_created(versions, &id, &given).await?;
         // Read back as the caller sees it (their fields of directus_versions); nothing when they
@@ -232,9 +252,11 @@ impl<'a> Versions<'a> {
         self.writer().require_update(versions, id, change, extra).await
     }
 
-    /// Renames a version the caller can see and update; returns it as they read it.
+    /// Renames a version the caller can see and update; returns it as they read it. Errors:
+    /// FORBIDDEN, INVALID_PAYLOAD (bad key), UNPROCESSABLE_CONTENT (the key is taken for the
+    /// item).
     pub async fn update(&mut self, id: &str, key: Option<&str>, name: Option<&str>) -> Result<String, ApiError> {
-        self.stored(id).await?;
+        let stored = self.stored(id).await?;
         let mut change = Map::new();
         if let Some(k) = key {
             check_key(k)?;
@@ -252,7 +274,8 @@ impl<'a> Versions<'a> {
             sets.push(format!("{} = {v}", crate::sql::ident(field)));
         }
         sql.text = format!("UPDATE cdapi.versions SET {} WHERE id = CAST({p} AS uuid) RETURNING id::text", sets.join(", "));
-        self.one_json(sql).await?;
+        let version = Map::from_iter([("collection".to_owned(), Value::from(stored.collection)), ("item".to_owned(), Value::from(stored.item))]);
+        self.one_json(sql).await.map_err(|e| taken(e, key.unwrap_or_default(), &version))?;
         self.read(id).await
     }
 

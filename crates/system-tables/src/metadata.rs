@@ -71,6 +71,17 @@ pub async fn sort_fields<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<(Strin
     sqlx::query_as("SELECT collection, meta->>'sort_field' FROM cdapi.collections WHERE meta->>'sort_field' <> ''").fetch_all(db).await
 }
 
+/// Whether `collection` has Content Versioning enabled (Directus's `meta.versioning`; off when
+/// the collection has no metadata row, as every system collection). Errors: database errors.
+pub async fn versioning<'e>(db: impl sqlx::PgExecutor<'e>, collection: &str) -> Result<bool, sqlx::Error> {
+    let on: Option<bool> = sqlx::query_scalar("SELECT meta->'versioning' = 'true'::jsonb FROM cdapi.collections WHERE collection = $1")
+        .bind(collection)
+        .fetch_optional(db)
+        .await?
+        .flatten();
+    Ok(on.unwrap_or(false))
+}
+
 /// Every relation setting row, in creation order. Errors: database errors.
 pub async fn relation_settings<'e>(db: impl sqlx::PgExecutor<'e>) -> Result<Vec<RelationSetting>, sqlx::Error> {
     sqlx::query_as(

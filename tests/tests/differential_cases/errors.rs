@@ -29,6 +29,8 @@ pub async fn run(d: &mut Differential) {
     d.check("error: body of the wrong shape", post("/items/tags", "42")).await;
     d.deviates("error: value of the wrong type", "no-500", post("/items/articles", r#"{"rating": "abc"}"#)).await;
     d.check("error: foreign key", post("/items/articles", r#"{"author": 99999}"#)).await;
+    // Content Versioning is off in every collection of this data (Directus's default).
+    d.check("error: a version where versioning is off", post("/versions", r#"{"key": "draft", "collection": "articles", "item": "1"}"#)).await;
     d.check("error: not null", post("/items/kinds", r#"{"label": null}"#)).await;
     d.deviates("error: too long", "value-too-long", post("/items/kinds", r#"{"label": "far too long for twenty characters"}"#)).await;
     d.deviates("error: duplicate key", "unique-value", post("/items/tags", r#"{"id": 1, "name": "dup"}"#)).await;
