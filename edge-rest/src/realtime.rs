@@ -5,7 +5,8 @@
 //! Messages (JSON text frames; `uid` is echoed when given):
 //! - `{type: "auth", access_token}` (or `email` + `password`, or `refresh_token`) →
 //!   `{type: "auth", status: "ok"}` (`refresh_token` too after a login or a refresh); a bad one
-//!   → `{type: "auth", status: "error", error: {code, message}}`.
+//!   → `{type: "auth", status: "error", error: {code, message}}` (with the new `refresh_token`
+//!   when a refresh was refused a place: [`AuthFailure`]).
 //! - `{type: "subscribe", collection, query?, event?, uid?}` → `{type: "subscription", event:
 //!   "init", data: [...], uid}`, then `event: "create" | "update"` with the items as the query
 //!   reads them (`data: [...]`) and `event: "delete"` with the keys (`data: ["1", ...]`).
@@ -88,11 +89,36 @@ fn error_message(kind: &str, e: &ApiError, uid: Option<&Value>) -> Message {
 /// An error message with a code of the WebSocket protocol's own (`AUTH_FAILED`,
 /// `AUTH_TIMEOUT`, as the Directus SDK reads them) or of the API.
 fn coded_error(kind: &str, code: &str, message: &str, uid: Option<&Value>) -> Message {
+    text(&error_json(kind, code, message, uid))
+}
+
+/// [`coded_error`]'s message as JSON.
+fn error_json(kind: &str, code: &str, message: &str, uid: Option<&Value>) -> Value {
     let mut m = json!({"type": kind, "status": "error", "error": {"code": code, "message": message}});
     if let Some(u) = uid {
         m["uid"] = u.clone();
     }
-    text(&m)
+    m
+}
+
+/// Why an `auth` message failed: the error, and for a refresh refused a place, the refresh
+/// token its rotation issued (the one presented no longer refreshes once REFRESH_TOKEN_GRACE has
+/// passed), sent with the error so the client keeps its session.
+struct AuthFailure {
+    error: ApiError,
+    refresh_token: Option<String>,
+}
+
+impl From<ApiError> for AuthFailure {
+    fn from(error: ApiError) -> Self {
+        Self { error, refresh_token: None }
+    }
+}
+
+impl From<tonic::Status> for AuthFailure {
+    fn from(status: tonic::Status) -> Self {
+        ApiError::from(status).into()
+    }
 }
 
 /// One connection's state.
@@ -212,8 +238,14 @@ impl Connection {
                 Ok(reply) => Ok(Some(reply)),
                 // The Directus SDK reads AUTH_FAILED (a handshake connection it then closes); a
                 // user with all their connections open gets REQUESTS_EXCEEDED.
-                Err(e) if e.code == ErrorCode::RequestsExceeded => return out.send(error_message("auth", &e, uid.as_ref())),
-                Err(e) => return out.send(coded_error("auth", "AUTH_FAILED", &e.message, uid.as_ref())),
+                Err(AuthFailure { error: e, refresh_token }) if e.code == ErrorCode::RequestsExceeded => {
+                    let mut m = error_json("auth", e.code.as_str(), &e.message, uid.as_ref());
+                    if let Some(r) = refresh_token {
+                        m["refresh_token"] = json!(r);
+                    }
+                    return out.send(text(&m));
+                }
+                Err(AuthFailure { error: e, .. }) => return out.send(coded_error("auth", "AUTH_FAILED", &e.message, uid.as_ref())),
             },
             "subscribe" => self.subscribe(&msg, uid.clone(), out).await.map(|()| None),
             "unsubscribe" => {
@@ -242,26 +274,36 @@ impl Connection {
 
     /// `auth`: a token, a login or a refresh token. Errors: the auth service's;
     /// REQUESTS_EXCEEDED when the user has WEBSOCKETS_CONN_LIMIT_PER_USER connections already
-    /// (the connection stays as it was).
-    async fn authenticate(&mut self, msg: &Value, out: &Outbox) -> Result<Value, ApiError> {
+    /// (the connection stays as it was; a login's session is ended again, a refresh's new
+    /// token is sent with the error: [`AuthFailure`]).
+    async fn authenticate(&mut self, msg: &Value, out: &Outbox) -> Result<Value, AuthFailure> {
         let field = |k: &str| msg.get(k).and_then(Value::as_str).map(str::to_owned);
         let mut auth = self.state.auth.clone();
-        let (token, refresh) = if let Some(t) = field("access_token") {
-            (t, None)
+        let (token, refresh, login) = if let Some(t) = field("access_token") {
+            (t, None, false)
         } else if let (Some(email), Some(password)) = (field("email"), field("password")) {
             let t = auth.login(self.request(LoginRequest { email, password, otp: field("otp"), mode: SessionMode::Json as i32 })?).await?.into_inner();
-            (t.access_token, Some(t.refresh_token))
+            (t.access_token, Some(t.refresh_token), true)
         } else if let Some(r) = field("refresh_token") {
             let t = auth.refresh(self.request(RefreshRequest { refresh_token: r, mode: SessionMode::Json as i32, ..Default::default() })?).await?.into_inner();
-            (t.access_token, Some(t.refresh_token))
+            (t.access_token, Some(t.refresh_token), false)
         } else {
-            return Err(ApiError::invalid_payload("\"auth\" needs access_token, email and password, or refresh_token"));
+            return Err(ApiError::invalid_payload("\"auth\" needs access_token, email and password, or refresh_token").into());
         };
         let mut caller = self.caller.clone();
         caller.bearer = Some(format!("Bearer {token}"));
         let user = edge_http::websocket::whoami(&self.state.auth, &caller).await?;
-        // The user's own place (WEBSOCKETS_CONN_LIMIT_PER_USER), or nothing changes.
-        self.place.hold_for(user.as_deref())?;
+        // The user's own place (WEBSOCKETS_CONN_LIMIT_PER_USER), or nothing changes: no session
+        // a refused login opened stays open.
+        if let Err(error) = self.place.hold_for(user.as_deref()) {
+            if let (true, Some(r)) = (login, &refresh) {
+                if let Err(e) = auth.logout(self.request(LogoutRequest { refresh_token: r.clone(), ..Default::default() })?).await {
+                    tracing::warn!(error = %e.message(), "could not end the session of a login refused a place");
+                }
+                return Err(error.into());
+            }
+            return Err(AuthFailure { error, refresh_token: refresh });
+        }
         let switched = user != self.user;
         self.caller = caller;
         self.user = user;

@@ -633,6 +633,52 @@ async fn authenticating_after_the_upgrade_takes_one_of_the_users_own_places() {
     assert_eq!(again, Some(json!({"type": "auth", "status": "ok"})));
 }
 
+/// How many sign-ins (refresh session families) of `user` are open, as auth-service keeps
+/// them in Redis (`access_token::sessions`).
+async fn open_sign_ins(app: &TestApp, user: &str) -> i64 {
+    let store = access_token::sessions::Redis::new(&app.redis.0, &app.redis.1).expect("redis url");
+    redis::cmd("SCARD").arg(store.key("user", &format!("{user}:families"))).query_async(&mut store.conn()).await.expect("SCARD")
+}
+
+/// An `auth` by email and password refused a place (the user has all theirs) opened a session
+/// nobody held the refresh token of; one by refresh token rotated the client's token away.
+#[tokio::test]
+async fn an_auth_refused_a_place_leaves_no_session_open_and_keeps_a_refreshed_one() {
+    let app = limited();
+    let user = e2e_tests::create_user(app, "placeless15@example.com", "placeless-15-password").await;
+    let sign_in = json!({"type": "auth", "email": "placeless15@example.com", "password": "placeless-15-password"});
+    // The sockets open as another user (not the public, whose places other tests count).
+    let (lender, _, _) = role(app, "PlaceLenders15", json!([])).await;
+    let mut refresh_tokens = Vec::new();
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut ws = connect(app, &format!("?access_token={lender}")).await;
+        send(&mut ws, sign_in.clone()).await;
+        let answer = next(&mut ws, 10).await.expect("an answer");
+        assert_eq!(answer["status"], "ok", "{answer}");
+        refresh_tokens.push(answer["refresh_token"].as_str().expect("refresh token").to_owned());
+        held.push(ws);
+    }
+    assert_eq!(open_sign_ins(app, &user).await, 2);
+    let mut third = connect(app, &format!("?access_token={lender}")).await;
+    send(&mut third, sign_in).await;
+    let answer = next(&mut third, 10).await.expect("an answer");
+    assert_eq!(answer["error"]["code"], "REQUESTS_EXCEEDED", "{answer}");
+    assert!(answer.get("refresh_token").is_none(), "{answer}");
+    assert_eq!(open_sign_ins(app, &user).await, 2, "the refused sign-in's session was ended");
+
+    // A refresh refused a place hands back the token its rotation issued, which refreshes
+    // (the presented one stops refreshing after REFRESH_TOKEN_GRACE).
+    send(&mut third, json!({"type": "auth", "refresh_token": refresh_tokens[0]})).await;
+    let answer = next(&mut third, 10).await.expect("an answer");
+    assert_eq!(answer["error"]["code"], "REQUESTS_EXCEEDED", "{answer}");
+    let rotated = answer["refresh_token"].as_str().expect("the rotated refresh token").to_owned();
+    assert_ne!(rotated, refresh_tokens[0]);
+    let r = e2e_tests::post_json(app, "/auth/refresh", json!({"refresh_token": rotated, "mode": "json"}), &[]).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(open_sign_ins(app, &user).await, 2);
+}
+
 #[tokio::test]
 async fn one_user_cannot_take_every_subscription_of_a_replica() {
     let app = limited();
