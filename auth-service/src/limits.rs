@@ -58,7 +58,8 @@ impl Attempts {
         Self { redis, limits }
     }
 
-    /// Counts one attempt of `kind` (`login`, `otp`, `reset`) on `account` from `ip`.
+    /// Counts one attempt of `kind` (`login`, `otp`, `reset`) on `account` from `ip` (an IPv6
+    /// client by its /64 network: [`service_runtime::holders::address_holder`]).
     /// Errors: REQUESTS_EXCEEDED with the time until the next attempt is allowed;
     /// SERVICE_UNAVAILABLE when Redis cannot be asked.
     pub async fn check(&self, kind: &str, account: &str, ip: Option<IpAddr>) -> Result<(), ApiError> {
@@ -69,7 +70,7 @@ impl Attempts {
         let mut script = attempt.prepare_invoke();
         script.key(self.redis.key("attempts", &format!("{kind}:a:{account_hash}")));
         let mut points = vec![l.per_account];
-        if let Some(ip) = ip {
+        if let Some(ip) = ip.map(service_runtime::holders::address_holder) {
             script.key(self.redis.key("attempts", &format!("{kind}:i:{ip}")));
             script.key(self.redis.key("attempts", &format!("{kind}:ai:{account_hash}:{ip}")));
             points.extend([l.per_address, l.per_account_address]);

@@ -40,12 +40,19 @@ pub struct Caller {
 impl Caller {
     /// Whom the caller's per-caller budgets count against (STREAMS_PER_CALLER,
     /// REALTIME_MAX_SUBSCRIPTIONS_PER_USER): their user id, or for the public (and a share
-    /// session) `ip:<address>`, the client's address as the edge reports it (believed from the
+    /// session) `ip:<address>`, the client's address as the edge reports it (an IPv6 client's
+    /// /64: `service_runtime::holders::address_holder`; believed from the
     /// edges only: docs/security.md "Client addresses and what the ports trust").
     pub fn budget_key(&self) -> String {
         match &self.vars.user {
             Some(user) => user.clone(),
-            None => format!("ip:{}", self.client.ip.as_deref().unwrap_or_default()),
+            None => {
+                let ip = self.client.ip.as_deref().unwrap_or_default();
+                match ip.parse() {
+                    Ok(ip) => format!("ip:{}", service_runtime::holders::address_holder(ip)),
+                    Err(_) => format!("ip:{ip}"),
+                }
+            }
         }
     }
 

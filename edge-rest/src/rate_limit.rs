@@ -25,12 +25,15 @@ impl PerClient {
         Ok(Self { limiter: RateLimiter::keyed(quota), points })
     }
 
-    /// Counts a request from `ip`. Errors: REQUESTS_EXCEEDED.
+    /// Counts a request from `ip` (an IPv6 client by its /64 network:
+    /// [`service_runtime::holders::address_holder`]). Errors: REQUESTS_EXCEEDED.
     pub fn check(&self, ip: IpAddr) -> Result<(), ApiError> {
         if self.limiter.len() > 100_000 {
             // Bound memory under a flood of addresses: forget those whose budget is full.
             self.limiter.retain_recent();
         }
-        self.limiter.check_key(&ip).map_err(|not_until| ApiError::requests_exceeded(self.points, not_until.wait_time_from(DefaultClock::default().now())))
+        self.limiter
+            .check_key(&service_runtime::holders::address_holder(ip))
+            .map_err(|not_until| ApiError::requests_exceeded(self.points, not_until.wait_time_from(DefaultClock::default().now())))
     }
 }

@@ -117,6 +117,41 @@ async fn attempt_and_request_limits_trip_and_recover() {
     assert_eq!(ping("10.7.0.1").await.status, 200, "recovered");
 }
 
+/// The per-address limits count an IPv6 client by its /64 network (docs/security.md "Client
+/// addresses and what the ports trust"): a client moving through the addresses of its /64 gets
+/// no more sign-in attempts or requests than one address does; another /64 is another client.
+#[tokio::test]
+async fn an_ipv6_network_counts_as_one_client_address() {
+    let app = env(
+        "limits_v6",
+        &[("AUTH_RATE_LIMIT_POINTS", "3"), ("AUTH_RATE_LIMIT_DURATION", "60s")],
+        &[("RATE_LIMITER_ENABLED", "true"), ("RATE_LIMITER_POINTS", "20"), ("RATE_LIMITER_DURATION", "60")],
+        false,
+        false,
+    );
+    let app = &app;
+    let attempt = |password: &'static str, from: String| async move {
+        post_json(app, "/auth/login", json!({"email": ADMIN_EMAIL, "password": password}), &[("x-forwarded-for", from.as_str())]).await
+    };
+    for i in 1..=3 {
+        assert_error(&attempt("wrong", format!("2001:db8:6:6::{i}")).await, 401, "INVALID_CREDENTIALS", "within the limit");
+    }
+    let r = attempt("wrong", "2001:db8:6:6:ffff:1:2:3".into()).await;
+    assert_error(&r, 429, "REQUESTS_EXCEEDED", "a fourth attempt from another address of the same /64");
+    let r = attempt(ADMIN_PASSWORD, "2001:db8:6:7::1".into()).await;
+    assert_eq!(r.status, 200, "another /64: {}", r.body);
+
+    let ping = |from: String| async move { send(app, Method::GET, "/server/ping", None, &[("x-forwarded-for", from.as_str())], None).await.status };
+    let mut limited = 0;
+    for i in 1..=30 {
+        if ping(format!("2001:db8:7:7::{i:x}")).await == 429 {
+            limited += 1;
+        }
+    }
+    assert!(limited >= 5, "RATE_LIMITER_* counted each address of one /64 apart: {limited} of 30 limited");
+    assert_eq!(ping("2001:db8:7:8::1".into()).await, 200, "another /64");
+}
+
 #[tokio::test]
 async fn without_redis_auth_answers_503_and_reads_go_on() {
     let mut app = env("noredis", &[], &[], true, false);

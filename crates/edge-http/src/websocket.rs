@@ -10,7 +10,7 @@ use cdapi_proto::v1::GetCurrentUserRequest;
 use cdapi_proto::v1::auth_service_client::AuthServiceClient;
 use cdapi_proto::{ApiError, ErrorCode};
 use futures_util::{SinkExt as _, stream::SplitSink};
-use service_runtime::holders::{Held, PerHolder};
+use service_runtime::holders::{Held, PerHolder, address_holder};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -283,12 +283,12 @@ pub struct Connections {
     max: usize,
 }
 
-/// Who holds a connection's place: `user:<id>`, else `ip:<address>`, else `None` (the public
-/// without a known address: counted in all only).
+/// Who holds a connection's place: `user:<id>`, else `ip:<address>` (an IPv6 client's /64:
+/// [`address_holder`]), else `None` (the public without a known address: counted in all only).
 fn holder(user: Option<&str>, ip: Option<IpAddr>) -> Option<String> {
     match (user, ip) {
         (Some(u), _) => Some(format!("user:{u}")),
-        (None, Some(ip)) => Some(format!("ip:{ip}")),
+        (None, Some(ip)) => Some(format!("ip:{}", address_holder(ip))),
         (None, None) => None,
     }
 }

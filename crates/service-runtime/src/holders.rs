@@ -3,9 +3,24 @@
 //! and WebSocket connections (WEBSOCKETS_CONN_LIMIT_PER_USER) count with it. A holder is a
 //! string the caller names (a user id, `ip:<address>` for the public); a holder's entry
 //! exists only while it holds a place, so memory follows the places held, not the holders seen.
+//!
+//! The public is counted per client address, and every per-address budget (these, the auth
+//! attempt limits, RATE_LIMITER_*) counts an IPv6 client by its /64 network
+//! ([`address_holder`]): one subscriber usually gets a whole /64 or more, so counting each of
+//! its 2^64 addresses apart would give them no limit at all.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// The address a per-address budget counts `ip` under: an IPv4 address as it is (also written
+/// as IPv4-mapped IPv6), an IPv6 address as its /64 network (`2001:db8:1:2::`).
+pub fn address_holder(ip: IpAddr) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & (u128::MAX << 64))),
+        v4 => v4,
+    }
+}
 
 /// How many places each holder has, each at most `max`.
 #[derive(Debug)]
@@ -87,5 +102,15 @@ mod tests {
         assert!(places.take("a").is_some(), "a place given back is free again");
         drop((a2, b));
         assert!(places.counts().is_empty(), "no entry outlives its places");
+    }
+
+    #[test]
+    fn an_ipv6_client_is_counted_by_its_64_network() {
+        let holder = |s: &str| s.parse::<IpAddr>().map(address_holder).map(|ip| ip.to_string()).unwrap_or_default();
+        assert_eq!(holder("2001:db8:1:2:aaaa:bbbb:cccc:dddd"), "2001:db8:1:2::");
+        assert_eq!(holder("2001:db8:1:2::1"), holder("2001:db8:1:2:ffff::9"));
+        assert_ne!(holder("2001:db8:1:2::1"), holder("2001:db8:1:3::1"));
+        assert_eq!(holder("203.0.113.7"), "203.0.113.7");
+        assert_eq!(holder("::ffff:203.0.113.7"), "203.0.113.7");
     }
 }
