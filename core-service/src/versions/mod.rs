@@ -66,13 +66,12 @@ fn uuid_like(id: &str) -> bool {
 
 /// A version key already used for the item (the unique key of `cdapi.versions`) as Directus
 /// answers it: UNPROCESSABLE_CONTENT naming the key, item and collection; other errors as they
-/// are. `version` holds the version's `collection` and `item`.
-fn taken(e: ApiError, key: &str, version: &Map<String, Value>) -> ApiError {
+/// are.
+fn taken(e: ApiError, key: &str, collection: &str, item: &str) -> ApiError {
     if e.code != ErrorCode::RecordNotUnique {
         return e;
     }
-    let text = |k: &str| version.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
-    ApiError::unprocessable(format!("Version \"{key}\" already exists for item \"{}\" in collection \"{}\"", text("item"), text("collection")))
+    ApiError::unprocessable(format!("Version \"{key}\" already exists for item \"{item}\" in collection \"{collection}\""))
 }
 
 /// INVALID_PAYLOAD unless `key` can name a version: letters, digits, `_` or `-`, not `main`.
@@ -142,7 +141,7 @@ impl<'a> Versions<'a> {
             sql.param(Param::Text(key.into())),
             sql.param(Param::Text(name.into())),
             sql.param(Param::Text(collection.into())),
-            sql.param(Param::Text(item)),
+            sql.param(Param::Text(item.clone())),
             sql.param(Param::Text(hash)),
         );
         let user = match &self.vars.user {
@@ -153,7 +152,7 @@ impl<'a> Versions<'a> {
             "INSERT INTO cdapi.versions (key, name, collection, item, hash, user_created) \
              VALUES ({k}, NULLIF({n}, ''), {col}, {it}, {h}, {user}) RETURNING id::text"
         );
-        let id = self.one_json(sql).await.map_err(|e| taken(e, key, &given))?;
+        let id = self.one_json(sql).await.map_err(|e| taken(e, key, collection, &item))?;
         let versions = self.versions()?;
         self.writer().require_created(versions, &id, &given).await?;
         // Read back as the caller sees it (their fields of directus_versions); nothing when they
@@ -274,8 +273,7 @@ impl<'a> Versions<'a> {
             sets.push(format!("{} = {v}", crate::sql::ident(field)));
         }
         sql.text = format!("UPDATE cdapi.versions SET {} WHERE id = CAST({p} AS uuid) RETURNING id::text", sets.join(", "));
-        let version = Map::from_iter([("collection".to_owned(), Value::from(stored.collection)), ("item".to_owned(), Value::from(stored.item))]);
-        self.one_json(sql).await.map_err(|e| taken(e, key.unwrap_or_default(), &version))?;
+        self.one_json(sql).await.map_err(|e| taken(e, key.unwrap_or_default(), &stored.collection, &stored.item))?;
         self.read(id).await
     }
 
