@@ -236,9 +236,6 @@ pub async fn run(settings: config::Settings, listener: TcpListener, shutdown: im
     tokio::spawn(events::listen(state.clone()));
     tokio::spawn(write::keys::prune(state.pool.clone(), settings.writes.key_ttl_secs));
     tokio::spawn(activity::retention::prune(state.pool.clone(), settings.retention));
-    if settings.realtime.enabled {
-        tokio::spawn(state.realtime.clone().run(state.clone()));
-    }
 
     let (health, health_service) = service_runtime::grpc::Health::new().await;
     health.reporter.set_serving::<ItemsServiceServer<grpc::items::Items>>().await;

@@ -7,7 +7,8 @@
 //! authenticate is closed; a bad token is refused. Budgets, in environments of their own: one
 //! user cannot hold more connections (also by authenticating after the upgrade) or more
 //! subscriptions than allowed, a client that does not read is closed by the bytes waiting for it,
-//! and a subscriber whose events are too large or were lost is told so.
+//! a larger event than RESPONSE_MAX_BYTES comes in parts, and a subscriber whose item is too
+//! large or whose events were lost is told so, while other collections lose nothing.
 
 #![allow(clippy::expect_used)] // a failed expectation is a failed test
 
@@ -713,27 +714,56 @@ async fn one_user_cannot_take_every_subscription_of_a_replica() {
 }
 
 #[tokio::test]
-async fn subscribers_are_told_when_their_events_are_too_large_or_were_lost() {
+async fn events_past_response_max_bytes_come_in_parts_and_an_item_past_it_is_told() {
     let app = narrow();
     let mut ws = connect(app, &format!("?access_token={ADMIN_TOKEN}")).await;
-    // An event past RESPONSE_MAX_BYTES (100,000 here) ends its subscription, as the same read
-    // over REST is refused.
     exec(app, "INSERT INTO articles (title, author, status) SELECT 'Big ' || g, 1, 'draft' FROM generate_series(1, 10) g").await;
     send(&mut ws, json!({"type": "subscribe", "collection": "articles", "query": {"fields": ["id", "body"], "filter": {"title": {"_starts_with": "Big "}}}, "uid": "big"}))
         .await;
-    assert_eq!(event(&mut ws, "big").await["event"], "init");
+    let init = event(&mut ws, "big").await;
+    let ids: std::collections::BTreeSet<i64> = init["data"].as_array().expect("init items").iter().filter_map(|i| i["id"].as_i64()).collect();
+    assert_eq!(ids.len(), 10, "{init}");
+    // One update of ten items of 20,000 bytes each: 200,000 bytes, twice RESPONSE_MAX_BYTES
+    // (100,000 here). Every item arrives, in events of at most RESPONSE_MAX_BYTES each.
     exec(app, "UPDATE articles SET body = repeat('x', 20000) WHERE title LIKE 'Big %'").await;
+    let (mut seen, mut events) = (std::collections::BTreeSet::new(), 0);
+    while seen.len() < ids.len() {
+        let m = event(&mut ws, "big").await;
+        assert_eq!(m["event"], "update", "{m}");
+        assert!(m["data"].to_string().len() <= 100_000, "an event past RESPONSE_MAX_BYTES");
+        for item in m["data"].as_array().expect("items") {
+            assert_eq!(item["body"].as_str().map(str::len), Some(20_000));
+            assert!(seen.insert(item["id"].as_i64().expect("id")), "an item sent twice: {}", item["id"]);
+        }
+        events += 1;
+    }
+    assert_eq!(seen, ids);
+    assert!(events >= 2, "in parts: {events}");
+    // A single item past RESPONSE_MAX_BYTES cannot be sent: its subscription ends, as the same
+    // read over REST is refused.
+    exec(app, &format!("UPDATE articles SET body = repeat('x', 150000) WHERE id = {}", ids.first().expect("an id"))).await;
     let ended = event(&mut ws, "big").await;
     assert_eq!((ended["status"].as_str(), ended["error"]["code"].as_str()), (Some("error"), Some("INVALID_QUERY")), "{ended}");
     assert!(ended["error"]["message"].as_str().is_some_and(|m| m.contains("RESPONSE_MAX_BYTES")), "{ended}");
-    // Two hundred statements in one transaction announce two hundred writes at its commit, far
-    // past REALTIME_BACKLOG (2 here): the subscriber is told that events were lost.
-    send(&mut ws, json!({"type": "subscribe", "collection": "comments", "query": {"fields": ["id"]}, "uid": "c"})).await;
-    assert_eq!(event(&mut ws, "c").await["event"], "init");
-    exec(app, "DO $$ BEGIN FOR i IN 1..200 LOOP INSERT INTO comments (author_name, body) VALUES ('burst', 'b' || i); END LOOP; END $$").await;
+}
+
+#[tokio::test]
+async fn a_collection_whose_events_were_lost_is_told_and_no_other_loses_any() {
+    let app = narrow();
+    let mut flooded = connect(app, &format!("?access_token={ADMIN_TOKEN}")).await;
+    send(&mut flooded, json!({"type": "subscribe", "collection": "comments", "query": {"fields": ["id"]}, "uid": "c"})).await;
+    assert_eq!(event(&mut flooded, "c").await["event"], "init");
+    let (token, _, _) = role(app, "QuietCollectionReader", json!([{"collection": "tags", "action": "read", "fields": ["*"]}])).await;
+    let mut quiet = connect(app, &format!("?access_token={token}")).await;
+    send(&mut quiet, json!({"type": "subscribe", "collection": "tags", "query": {"fields": ["name"]}, "uid": "t"})).await;
+    assert_eq!(event(&mut quiet, "t").await["event"], "init");
+    // Two hundred statements in one transaction announce two hundred writes of comments at its
+    // commit, far past REALTIME_BACKLOG (2 here), then one of tags.
+    exec(app, "DO $$ BEGIN FOR i IN 1..200 LOOP INSERT INTO comments (author_name, body) VALUES ('burst', 'b' || i); END LOOP; INSERT INTO tags (name) VALUES ('after the burst'); END $$").await;
+    // The comments' subscriber is told that events were lost.
     let mut delivered = 0;
     let ended = loop {
-        let m = event(&mut ws, "c").await;
+        let m = event(&mut flooded, "c").await;
         if m["status"] == "error" {
             break m;
         }
@@ -742,6 +772,8 @@ async fn subscribers_are_told_when_their_events_are_too_large_or_were_lost() {
     };
     assert_eq!(ended["error"]["code"], "SERVICE_UNAVAILABLE", "{ended}");
     assert!(delivered < 200, "some were lost, and the subscriber knows: {delivered} delivered");
+    // The tags' subscriber, on the same replica, loses nothing.
+    assert_eq!(event(&mut quiet, "t").await, json!({"type": "subscription", "event": "create", "data": [{"name": "after the burst"}], "uid": "t"}));
 }
 
 #[tokio::test]

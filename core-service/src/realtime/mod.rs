@@ -5,10 +5,11 @@
 //!   triggers per collection table ([`triggers`], installed by this process after each snapshot
 //!   load), sends `{c, e, k}` on the channel `cdapi_items` at commit, whoever wrote.
 //! - Each replica LISTENs ([`crate::events`]) and hands each announcement to its [`hub::Hub`], which
-//!   holds this replica's subscriptions (`ItemsService.Subscribe` streams): creates and updates
-//!   are read once per group of subscriptions with the same read view and query (the changed
-//!   keys added to the query's filter, through the subscriber's permissions), deletes carry
-//!   their keys.
+//!   holds this replica's subscriptions (`ItemsService.Subscribe` streams) by collection; each
+//!   collection's announcements are delivered by a task of its own ([`delivery`]): creates and
+//!   updates are read once per group of subscriptions with the same read view and query (the
+//!   changed keys added to the query's filter, through the subscriber's permissions), deletes
+//!   carry their keys. Events keep their order within a collection, not across collections.
 //!
 //! Budgets (settings of core-service): WEBSOCKETS_ENABLED (default true; false installs no
 //! triggers and refuses subscriptions), REALTIME_QUEUE (events queued per subscription before it
@@ -16,15 +17,19 @@
 //! more: REQUESTS_EXCEEDED), REALTIME_MAX_SUBSCRIPTIONS_PER_USER (per replica and user, the
 //! public counted per client address, default 1,000; more: REQUESTS_EXCEEDED), so that one user
 //! cannot take every subscription of a replica. REALTIME_READS_AT_ONCE (default 4): reads of
-//! changed items the dispatcher runs at once, so realtime never takes more of the database pool
-//! than that. An event larger than RESPONSE_MAX_BYTES ends the subscriptions it was read for
-//! (INVALID_QUERY, as the same read would answer over REST). REALTIME_BACKLOG (default 10,000):
-//! announcements waiting for the dispatcher; when it is full one is lost, and every
-//! subscription of its collection is ended (SERVICE_UNAVAILABLE), so none misses events
-//! unknowingly.
+//! changed items running at once over every collection, so realtime never takes more of the
+//! database pool than that. An event is at most RESPONSE_MAX_BYTES: a larger one is sent in
+//! parts, and a single item larger than that ends the subscriptions it was read for
+//! (INVALID_QUERY, as the same read would answer over REST). REALTIME_BACKLOG (default 1,000):
+//! announcements of one collection waiting for delivery (each under Postgres's 8,000-byte
+//! `NOTIFY` payload, so at most about 8 MB per collection with subscriptions); when it is full
+//! one is lost, and every subscription of that collection is ended (SERVICE_UNAVAILABLE), so none
+//! misses events unknowingly, while other collections' events go on.
 
+pub mod delivery;
 pub mod hub;
 pub mod stream;
+pub mod subscription;
 pub mod triggers;
 
 /// The channel item events are announced on (migration 0010).
@@ -42,9 +47,10 @@ pub struct RealtimeSettings {
     /// REALTIME_MAX_SUBSCRIPTIONS_PER_USER: subscriptions this replica serves at once for one
     /// user (the public: per client address).
     pub max_subscriptions_per_user: usize,
-    /// REALTIME_READS_AT_ONCE: reads of changed items running at once.
+    /// REALTIME_READS_AT_ONCE: reads of changed items running at once, over every collection.
     pub reads_at_once: usize,
-    /// REALTIME_BACKLOG: announcements waiting for the dispatcher ([`hub`]'s module docs).
+    /// REALTIME_BACKLOG: announcements of one collection waiting for delivery ([`hub`]'s module
+    /// docs).
     pub backlog: usize,
 }
 
@@ -57,7 +63,7 @@ impl RealtimeSettings {
             max_subscriptions: service_runtime::env_or("REALTIME_MAX_SUBSCRIPTIONS", 20_000usize)?,
             max_subscriptions_per_user: service_runtime::env_or("REALTIME_MAX_SUBSCRIPTIONS_PER_USER", 1_000usize)?,
             reads_at_once: service_runtime::env_or("REALTIME_READS_AT_ONCE", 4usize)?.max(1),
-            backlog: service_runtime::env_or("REALTIME_BACKLOG", 10_000usize)?.max(1),
+            backlog: service_runtime::env_or("REALTIME_BACKLOG", 1_000usize)?.max(1),
         })
     }
 }

@@ -34,7 +34,7 @@ pub async fn subscribe(state: &Arc<AppState>, metadata: &tonic::metadata::Metada
     // Registered before the first read, so nothing committed after that read is missed.
     let expires_at = caller.expires_at;
     let st = Planner::new(&caller.read, state.limits, &caller.vars).read(&collection, ReadShape::Many, &query)?;
-    let (registration, rx) = hub.subscribe(caller, metadata.clone(), &r.collection, query, kind)?;
+    let (registration, rx) = hub.subscribe(state, caller, metadata.clone(), &r.collection, query, kind)?;
     let row = st.sql.query().fetch_one(&state.pool).await.map_err(crate::db::map_error)?;
     let data: Option<String> = row.try_get("data").map_err(crate::db::map_error)?;
     state.limits.check_bytes(data.as_ref().map_or(0, String::len))?;
