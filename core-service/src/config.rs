@@ -37,7 +37,8 @@ pub struct Settings {
     /// 2000): the argon2 bound, as auth-service's.
     pub password_hasher: access_token::passwords::Hasher,
     /// STATIC_TOKEN_CACHE_TTL (seconds, default 30): how long a user lookup (by static token,
-    /// or by a JWT's user id) is cached.
+    /// or by a JWT's user id) is cached, unless a write of the user is announced sooner
+    /// ([`crate::events`]).
     pub token_cache_ttl_secs: u64,
     /// AUTH_GRPC_URL (default `http://127.0.0.1:50052`; `off` = none): auth-service, whose
     /// public keys verify JWTs. Without it only static tokens work.

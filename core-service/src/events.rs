@@ -6,7 +6,9 @@
 //!   at once, announcements queued meanwhile folded into one rebuild, and every cached result
 //!   dropped;
 //! - `cdapi_items` (with realtime or the cache on; [`crate::realtime`]): each write's
-//!   collection gets a new cache generation, and the event goes to the realtime hub;
+//!   collection gets a new cache generation, and the event goes to the realtime hub; a write of
+//!   users or shares first makes this replica forget what it cached of them (a suspended user
+//!   or a removed static token is refused at once, not after STATIC_TOKEN_CACHE_TTL);
 //! - `cdapi_cache_fence` (with the cache on; [`crate::cache::fence`]): a write of this
 //!   replica may answer, everything announced before it having been handled.
 //!
@@ -117,6 +119,24 @@ async fn retry_resets(state: Arc<AppState>, following: Arc<AtomicBool>) {
     }
 }
 
+/// A write of users or shares: what was cached of their callers is forgotten on this replica
+/// (their next request, and the next event of their subscriptions, resolve them again), before
+/// any later announcement is handed over.
+fn forget_callers(state: &AppState, a: &Announcement) {
+    match a.collection.as_str() {
+        "directus_users" => {
+            state.auth.forget_users(&a.keys);
+            // The public and share sessions too: a share reads through its creator.
+            state.realtime.recheck_callers(|c| c.vars.user.as_ref().is_none_or(|u| a.keys.contains(u)));
+        }
+        crate::write::shares::SHARES => {
+            state.auth.forget_shares(&a.keys);
+            state.realtime.recheck_callers(|c| c.vars.user.is_none());
+        }
+        _ => {}
+    }
+}
+
 /// One batch, in order: schema rebuilt once if announced, generations changed, realtime
 /// events handed over; then the batch's fences released (only when the generations changed).
 async fn handle(state: &AppState, batch: Vec<PgNotification>) {
@@ -132,6 +152,7 @@ async fn handle(state: &AppState, batch: Vec<PgNotification>) {
                     if !written.contains(&a.collection) {
                         written.push(a.collection.clone());
                     }
+                    forget_callers(state, &a);
                     if state.realtime.settings().enabled {
                         state.realtime.announce(a);
                     }

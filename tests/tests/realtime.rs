@@ -4,7 +4,8 @@
 //! A real WebSocket client (tungstenite) and the Directus SDK's `realtime()` (`tests/js`).
 //! From the attacker's side: a restricted role never receives an item or a field it may not
 //! read, nor events of a collection it may not read; a handshake connection that does not
-//! authenticate is closed; a bad token is refused. Budgets, in environments of their own: one
+//! authenticate is closed; a bad token is refused; a suspended user or a removed static token is
+//! refused at once, in open subscriptions too. Budgets, in environments of their own: one
 //! user cannot hold more connections (also by authenticating after the upgrade) or more
 //! subscriptions than allowed, a client that does not read is closed by the bytes waiting for it,
 //! a larger event than RESPONSE_MAX_BYTES comes in parts, and a subscriber whose item is too
@@ -678,6 +679,61 @@ async fn an_auth_refused_a_place_leaves_no_session_open_and_keeps_a_refreshed_on
     let r = e2e_tests::post_json(app, "/auth/refresh", json!({"refresh_token": rotated, "mode": "json"}), &[]).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(open_sign_ins(app, &user).await, 2);
+}
+
+/// Until `uid`'s subscription ends: its error. Panics when an item named `name` arrives first
+/// (other tests' events are skipped).
+async fn refused_before(ws: &mut Socket, uid: &str, name: &str) -> Value {
+    loop {
+        let m = event(ws, uid).await;
+        if m["status"] == "error" {
+            return m;
+        }
+        assert!(!m["data"].as_array().is_some_and(|items| items.iter().any(|i| i["name"] == name)), "delivered after the revocation: {m}");
+    }
+}
+
+#[tokio::test]
+async fn a_suspended_user_or_a_removed_static_token_is_refused_at_once() {
+    let app = env();
+    let grant = json!([{"collection": "tags", "action": "read", "fields": ["*"]}]);
+    let (suspended, suspended_id, _) = role(app, "SuspendedAtOnce", grant.clone()).await;
+    let (untokened, untokened_id, _) = role(app, "TokenRemovedAtOnce", grant).await;
+    let mut sockets = Vec::new();
+    for token in [&suspended, &untokened] {
+        let mut ws = authed(app, token).await;
+        send(&mut ws, json!({"type": "subscribe", "collection": "tags", "query": {"fields": ["name"]}, "uid": "r"})).await;
+        assert_eq!(event(&mut ws, "r").await["event"], "init");
+        // Looked up, so cached (STATIC_TOKEN_CACHE_TTL, 30 s), on both core replicas.
+        for _ in 0..4 {
+            assert_eq!(app.as_token(Some(token), Method::GET, "/items/tags?limit=1", None).await.status, 200);
+        }
+        sockets.push(ws);
+    }
+    app.ok(Method::PATCH, &format!("/users/{suspended_id}"), json!({"status": "suspended"})).await;
+    app.ok(Method::PATCH, &format!("/users/{untokened_id}"), json!({"token": null})).await;
+    let name = "written after the revocation";
+    app.ok(Method::POST, "/items/tags", json!({"name": name})).await;
+    for (ws, token) in sockets.iter_mut().zip([&suspended, &untokened]) {
+        // The subscription's next event is its end, never the item written after the change.
+        let ended = refused_before(ws, "r", name).await;
+        assert_eq!(ended["error"]["code"], "INVALID_CREDENTIALS", "{ended}");
+        // Refused over REST on every replica as soon as its listener saw the commit, not after
+        // the cache time: four refusals in a row within five seconds.
+        let mut in_a_row = 0;
+        for _ in 0..50 {
+            if app.as_token(Some(token), Method::GET, "/items/tags?limit=1", None).await.status == 401 {
+                in_a_row += 1;
+                if in_a_row == 4 {
+                    break;
+                }
+            } else {
+                in_a_row = 0;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        assert_eq!(in_a_row, 4, "still let in after the revocation");
+    }
 }
 
 #[tokio::test]

@@ -133,6 +133,18 @@ impl Hub {
         Ok((Registration { hub: self.clone(), _place: place, subscription }, rx))
     }
 
+    /// Makes the subscriptions whose caller `changed` picks resolve their caller again before
+    /// their next event (a user suspended, their role or static token changed, a share closed),
+    /// so no event announced after that change reaches them with what they had before.
+    pub fn recheck_callers(&self, changed: impl Fn(&Caller) -> bool) {
+        let Ok(topics) = self.topics.read() else { return };
+        for topic in topics.values() {
+            for s in topic.subscriptions() {
+                s.recheck_if(&changed);
+            }
+        }
+    }
+
     /// Removes a subscription; the collection's last one ends its topic and task.
     pub(super) fn remove(&self, s: &Subscription) {
         if let Ok(mut m) = self.topics.write()

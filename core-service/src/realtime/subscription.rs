@@ -6,6 +6,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use cdapi_proto::v1::{ItemEvent, ItemEventKind, Query};
 use cdapi_proto::{ApiError, ErrorCode};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{Notify, mpsc};
@@ -27,6 +28,9 @@ pub struct Subscription {
     metadata: tonic::metadata::MetadataMap,
     /// The caller as last resolved, and when.
     caller: Mutex<(Arc<Caller>, Instant)>,
+    /// Whether the caller must be resolved again before the next event (their user record or
+    /// share changed: [`Subscription::recheck_if`]).
+    recheck: AtomicBool,
     /// Events for the stream.
     tx: mpsc::Sender<ItemEvent>,
     /// Why the subscription ended early, once it has; `ended` wakes the stream.
@@ -53,9 +57,18 @@ impl Subscription {
             kind,
             metadata,
             caller: Mutex::new((Arc::new(caller), Instant::now())),
+            recheck: AtomicBool::new(false),
             tx,
             end: Mutex::new(None),
             ended: Notify::new(),
+        }
+    }
+
+    /// Makes the caller be resolved again before the next event when `changed` picks them (a
+    /// user suspended, their role or static token changed, a share closed).
+    pub(super) fn recheck_if(&self, changed: impl Fn(&Caller) -> bool) {
+        if self.caller.lock().is_ok_and(|c| changed(&c.0)) {
+            self.recheck.store(true, Ordering::Release);
         }
     }
 
@@ -75,11 +88,12 @@ impl Subscription {
     }
 
     /// The caller as the subscription sees them now: resolved again from the call's metadata
-    /// after a new snapshot or [`CALLER_TTL`].
+    /// after a new snapshot, a change of their user record or share, or [`CALLER_TTL`].
     /// Errors: the token no longer valid.
     pub(super) async fn current_caller(&self, state: &AppState) -> Result<Arc<Caller>, ApiError> {
         let (cached, at) = self.caller.lock().map(|c| (c.0.clone(), c.1)).map_err(ApiError::internal_because)?;
-        if Arc::ptr_eq(&cached.schema, &state.schema.load_full()) && at.elapsed() < CALLER_TTL {
+        let recheck = self.recheck.swap(false, Ordering::AcqRel);
+        if !recheck && Arc::ptr_eq(&cached.schema, &state.schema.load_full()) && at.elapsed() < CALLER_TTL {
             return Ok(cached);
         }
         let fresh = Arc::new(state.caller(&self.metadata).await?);

@@ -17,11 +17,20 @@ const TRIGGERS: [(&str, &str, &str); 3] = [
 ];
 
 /// The system collections whose writes are announced, as Directus emits events for them: those
-/// people watch (the inbox, comments, the file library, users, content versions, presets). Not
-/// the activity and revisions, written with every item write: their triggers would cost every
-/// write of every collection, watched or not.
-pub const ANNOUNCED_SYSTEM: &[&str] =
-    &["directus_notifications", "directus_comments", "directus_files", "directus_folders", "directus_users", "directus_versions", "directus_presets"];
+/// people watch (the inbox, comments, the file library, users, content versions, presets), and
+/// shares, whose changes end their sessions at once ([`crate::events`]). Not the activity and
+/// revisions, written with every item write: their triggers would cost every write of every
+/// collection, watched or not.
+pub const ANNOUNCED_SYSTEM: &[&str] = &[
+    "directus_notifications",
+    "directus_comments",
+    "directus_files",
+    "directus_folders",
+    "directus_users",
+    "directus_versions",
+    "directus_presets",
+    "directus_shares",
+];
 
 /// Installs the triggers where they are missing (see the module docs). Returns the collections
 /// whose writes are announced: those that had or now have the three triggers (none when the

@@ -7,8 +7,10 @@
 //!   INVALID_TOKEN.
 //! - Anything else is a static token, looked up by its SHA-256 hash.
 //! - Either way the user is read from the system tables (cached for a short time), so a
-//!   suspended user or a changed role takes effect within that time, and the user's and role's
-//!   policies' IP allow-lists are checked against `x-client-ip` (INVALID_IP).
+//!   suspended user or a changed role takes effect within that time, or at once where the
+//!   service follows the database's announcements of user writes
+//!   ([`Authenticator::forget_users`]), and the user's and role's policies' IP allow-lists are
+//!   checked against `x-client-ip` (INVALID_IP).
 //! - No token: the public role. Unknown token or inactive user: INVALID_CREDENTIALS.
 //! - A share session's JWT (its `share` claim; docs/shares.md) names no user: the share is read
 //!   (cached like users), and it must still exist and be open, and its creator be active, else
@@ -20,6 +22,7 @@ use crate::sessions::Redis;
 use cdapi_proto::{ApiError, ErrorCode};
 use sqlx::PgPool;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use system_tables::shares::{self, Share};
@@ -94,11 +97,15 @@ pub struct Authenticator {
     shares: TtlCache<Share>,
 }
 
-/// A small map of lookups that expire after a fixed time; emptied when it reaches
+/// A small map of lookups that expire after a fixed time, or are forgotten sooner when what
+/// they read changed ([`Authenticator::forget_users`]); emptied when it reaches
 /// [`CACHE_CAPACITY`].
 struct TtlCache<T = Identity> {
     ttl: Duration,
     map: Mutex<HashMap<String, (Instant, Option<T>)>>,
+    /// How many times lookups were forgotten: a lookup read before a forget is not stored
+    /// after it (it may hold what was just changed).
+    forgets: AtomicU64,
 }
 
 /// Upper bound on cached lookups per cache.
@@ -106,7 +113,20 @@ const CACHE_CAPACITY: usize = 10_000;
 
 impl<T: Clone> TtlCache<T> {
     fn new(ttl: Duration) -> Self {
-        Self { ttl, map: Mutex::new(HashMap::new()) }
+        Self { ttl, map: Mutex::new(HashMap::new()), forgets: AtomicU64::new(0) }
+    }
+
+    /// Taken before a lookup reads the database, and given to [`TtlCache::put`].
+    fn since(&self) -> u64 {
+        self.forgets.load(Ordering::Acquire)
+    }
+
+    /// Forgets the lookups `gone` picks (by key and value).
+    fn forget(&self, gone: impl Fn(&str, Option<&T>) -> bool) {
+        if let Ok(mut map) = self.map.lock() {
+            self.forgets.fetch_add(1, Ordering::AcqRel);
+            map.retain(|key, (_, value)| !gone(key, value.as_ref()));
+        }
     }
 
     fn get(&self, key: &str) -> Option<Option<T>> {
@@ -115,11 +135,15 @@ impl<T: Clone> TtlCache<T> {
         (at.elapsed() < self.ttl).then(|| value.clone())
     }
 
-    fn put(&self, key: String, value: Option<T>) {
+    /// Stores a lookup read since `since` ([`TtlCache::since`]), unless lookups were forgotten
+    /// meanwhile.
+    fn put(&self, key: String, value: Option<T>, since: u64) {
         if self.ttl.is_zero() {
             return;
         }
-        if let Ok(mut map) = self.map.lock() {
+        if let Ok(mut map) = self.map.lock()
+            && self.forgets.load(Ordering::Acquire) == since
+        {
             if map.len() >= CACHE_CAPACITY {
                 map.clear();
             }
@@ -206,13 +230,28 @@ impl Authenticator {
         Ok((self.user(&claims.id).await?.map(Holder::User), claims.family, Some(claims.exp)))
     }
 
+    /// Forgets what is cached of the users `ids` (their record changed: status, role, static
+    /// token), by id and by static token, so their next request reads them again. Called by
+    /// core-service for each announced write of `directus_users` (docs/security.md).
+    pub fn forget_users(&self, ids: &[String]) {
+        self.by_user.forget(|id, _| ids.iter().any(|i| i == id));
+        self.by_token.forget(|_, user| user.is_some_and(|u| ids.contains(&u.id)));
+    }
+
+    /// Forgets what is cached of the shares `ids` (changed or deleted), as
+    /// [`Authenticator::forget_users`] does for users.
+    pub fn forget_shares(&self, ids: &[String]) {
+        self.shares.forget(|id, _| ids.iter().any(|i| i == id));
+    }
+
     /// The user with id `id` (cached).
     async fn user(&self, id: &str) -> Result<Option<Identity>, ApiError> {
         if let Some(hit) = self.by_user.get(id) {
             return Ok(hit);
         }
+        let since = self.by_user.since();
         let found = users::by_id(&self.pool, id).await.map_err(db_error)?;
-        self.by_user.put(id.to_owned(), found.clone());
+        self.by_user.put(id.to_owned(), found.clone(), since);
         Ok(found)
     }
 
@@ -222,8 +261,9 @@ impl Authenticator {
         let share = match self.shares.get(id) {
             Some(hit) => hit,
             None => {
+                let since = self.shares.since();
                 let found = shares::by_id(&self.pool, id).await.map_err(db_error)?;
-                self.shares.put(id.to_owned(), found.clone());
+                self.shares.put(id.to_owned(), found.clone(), since);
                 found
             }
         };
@@ -238,8 +278,9 @@ impl Authenticator {
         if let Some(hit) = self.by_token.get(&hash) {
             return Ok(hit);
         }
+        let since = self.by_token.since();
         let found = users::by_token_hash(&self.pool, &hash).await.map_err(db_error)?;
-        self.by_token.put(hash, found.clone());
+        self.by_token.put(hash, found.clone(), since);
         Ok(found)
     }
 }
