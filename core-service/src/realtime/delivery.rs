@@ -5,7 +5,7 @@
 //! view, the caller's dynamic variables, the query): each group costs one read of the changed
 //! keys, and reads run at most REALTIME_READS_AT_ONCE at a time over every collection of the
 //! replica. An event is at most RESPONSE_MAX_BYTES: the changed items of a larger one are read
-//! and sent in parts (halving the keys), and only a single item larger than that ends the
+//! and sent in parts (the keys split by the size they read to), and only a single item larger than that ends the
 //! subscriptions it was read for (INVALID_QUERY, as the same read would answer over REST).
 
 use super::Announcement;
@@ -136,7 +136,8 @@ async fn deliver_items(state: &AppState, subscriptions: &[Arc<Subscription>], ki
 
 /// The items `keys` of `collection` as `caller` reads them with `query`: JSON arrays of at most
 /// RESPONSE_MAX_BYTES each, in key order of the announcement, none when no item is left (a
-/// read larger than that is read again as two halves of its keys). Errors: the collection no
+/// read larger than that is read again in parts of its keys, as many as its size asks for and
+/// one more). Errors: the collection no
 /// longer readable (FORBIDDEN), one item larger than RESPONSE_MAX_BYTES (INVALID_QUERY), the
 /// read's own.
 pub async fn changed_items(state: &AppState, caller: &Caller, collection: &str, query: &Query, keys: &[String]) -> Result<Vec<bytes::Bytes>, ApiError> {
@@ -158,9 +159,12 @@ pub async fn changed_items(state: &AppState, caller: &Caller, collection: &str, 
             if part.len() < 2 {
                 return Err(too_large);
             }
-            let (first, second) = part.split_at(part.len() / 2);
-            pending.push_front(second);
-            pending.push_front(first);
+            // Read again in as many parts as the size asks for, and one more (items differ in
+            // size), so that a large event costs about two reads, not one per halving.
+            let pieces = state.limits.max_bytes.map_or(2, |max| data.len().div_ceil(max.max(1)) + 1).clamp(2, part.len());
+            for chunk in part.chunks(part.len().div_ceil(pieces)).rev() {
+                pending.push_front(chunk);
+            }
             continue;
         }
         parts.push(bytes::Bytes::from(data));
