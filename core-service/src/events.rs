@@ -124,7 +124,7 @@ async fn retry_resets(state: Arc<AppState>, following: Arc<AtomicBool>) {
 /// any later announcement is handed over.
 fn forget_callers(state: &AppState, a: &Announcement) {
     match a.collection.as_str() {
-        "directus_users" => {
+        crate::write::users::USERS => {
             state.auth.forget_users(&a.keys);
             // The public and share sessions too: a share reads through its creator.
             state.realtime.recheck_callers(|c| c.vars.user.as_ref().is_none_or(|u| a.keys.contains(u)));

@@ -54,8 +54,8 @@ type CallerNow = Result<Arc<Caller>, ApiError>;
 /// What one group's read of the changed items gave ([`changed_items`]): the events' data.
 type EventData = Result<Vec<bytes::Bytes>, ApiError>;
 
-/// Callers resolved again at once (see [`CALLER_TTL`]): a token check each, which may read the
-/// database for a static token or the user's status.
+/// Callers resolved again at once (see [`Subscription`]'s `current_caller`): a token check
+/// each, which may read the database for a static token or the user's status.
 const RESOLVED_AT_ONCE: usize = 16;
 
 /// Each subscriber's caller now, or the subscription ended (token no longer valid); callers to
