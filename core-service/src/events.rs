@@ -12,9 +12,11 @@
 //! - `cdapi_cache_fence` (with the cache on; [`crate::cache::fence`]): a write of this
 //!   replica may answer, everything announced before it having been handled.
 //!
-//! A cache suspended by a Redis failure is reset once a second while the listener follows.
+//! A cache suspended by a Redis failure is reset once a second while the listener follows;
+//! while it is live, the edges hear a heartbeat ([`crate::cache::edges`]).
 //! When the connection drops, the cache is suspended; it reconnects with backoff, then
-//! rebuilds the snapshot and drops every cached result, as announcements may have been missed
+//! forgets every cached caller, rebuilds the snapshot and drops every cached result (here and
+//! in the edges, [`crate::cache::edges`]), as announcements may have been missed
 //! meanwhile (realtime subscribers are told nothing of those writes, as with any missed message
 //! of a realtime API).
 
@@ -44,6 +46,9 @@ pub async fn listen(state: Arc<AppState>) {
     let following = Arc::new(AtomicBool::new(false));
     if state.cache.enabled() {
         tokio::spawn(retry_resets(state.clone(), following.clone()));
+        tokio::spawn(heartbeats(state.clone(), following.clone()));
+        let cache = state.cache.clone();
+        tokio::spawn(async move { cache.follow_edge_acks().await });
     }
     let mut backoff = Duration::from_millis(500);
     loop {
@@ -66,9 +71,12 @@ pub async fn listen(state: Arc<AppState>) {
     }
 }
 
-/// Once listening again: what was announced meanwhile is unknown, so the snapshot is rebuilt
-/// and the cache reset (every generation changed, fences released).
+/// Once listening again: what was announced meanwhile is unknown, so every cached caller is
+/// forgotten (and subscriptions resolve theirs again), the snapshot is rebuilt and the cache
+/// reset (every generation changed, fences released, the edges told to drop everything).
 async fn caught_up(state: &AppState) {
+    state.auth.forget_everyone();
+    state.realtime.recheck_callers(|_| true);
     if let Err(e) = state.reload_schema().await {
         tracing::warn!(error = %e, "schema reload failed");
     }
@@ -115,6 +123,21 @@ async fn retry_resets(state: Arc<AppState>, following: Arc<AtomicBool>) {
         every.tick().await;
         if following.load(Ordering::Acquire) && !state.cache.is_live() {
             reset_cache(&state).await;
+        }
+    }
+}
+
+/// While the listener follows and the cache is live, tells the edges so every
+/// [`crate::cache::edges::HEARTBEAT`] (they answer from memory only while they hear it).
+async fn heartbeats(state: Arc<AppState>, following: Arc<AtomicBool>) {
+    let mut every = tokio::time::interval(crate::cache::edges::HEARTBEAT);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if following.load(Ordering::Acquire)
+            && let Err(e) = state.cache.heartbeat().await
+        {
+            state.cache.failed("cache_heartbeat", &e);
         }
     }
 }

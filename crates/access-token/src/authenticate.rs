@@ -60,12 +60,15 @@ pub struct Accountability {
     pub expires_at: Option<u64>,
     /// A share session (no user, no role): the share and its creator.
     pub share: Option<ShareSession>,
+    /// A session token (its `session` claim): valid only while its session lives in Redis, so
+    /// a logout ends it without any database write.
+    pub session: bool,
 }
 
 impl Accountability {
     /// The public role (no token).
     pub fn public() -> Self {
-        Self { user: None, role: None, admin: false, family: None, expires_at: None, share: None }
+        Self { user: None, role: None, admin: false, family: None, expires_at: None, share: None, session: false }
     }
 }
 
@@ -85,7 +88,9 @@ enum Holder {
 }
 
 /// A caller with a token: who, their login family, their token's expiry.
-type Identified = (Holder, Option<String>, Option<u64>);
+/// Who a token names, its session family, its expiry (Unix seconds) and whether it is a
+/// session token.
+type Identified = (Holder, Option<String>, Option<u64>, bool);
 
 /// Checks tokens. Identity lookups are cached for a short time (hits and misses alike).
 pub struct Authenticator {
@@ -166,10 +171,12 @@ impl Authenticator {
     /// unknown signing key) or Redis (for a session token) cannot be asked.
     pub async fn authenticate(&self, md: &MetadataMap) -> Result<Accountability, ApiError> {
         Ok(match self.identify_with_family(md).await? {
-            Some((Holder::User(identity), family, expires_at)) => {
-                Accountability { user: Some(identity.id), role: identity.role, admin: identity.admin_access, family, expires_at, share: None }
+            Some((Holder::User(identity), family, expires_at, session)) => {
+                Accountability { user: Some(identity.id), role: identity.role, admin: identity.admin_access, family, expires_at, share: None, session }
             }
-            Some((Holder::Share(session), family, expires_at)) => Accountability { family, expires_at, share: Some(session), ..Accountability::public() },
+            Some((Holder::Share(session), family, expires_at, is_session)) => {
+                Accountability { family, expires_at, share: Some(session), session: is_session, ..Accountability::public() }
+            }
             None => Accountability::public(),
         })
     }
@@ -178,7 +185,7 @@ impl Authenticator {
     /// session (which has no user). Errors as [`Self::authenticate`].
     pub async fn identify(&self, md: &MetadataMap) -> Result<Option<Identity>, ApiError> {
         Ok(match self.identify_with_family(md).await? {
-            Some((Holder::User(identity), _, _)) => Some(identity),
+            Some((Holder::User(identity), _, _, _)) => Some(identity),
             _ => None,
         })
     }
@@ -193,8 +200,8 @@ impl Authenticator {
             return Ok(None);
         }
         let token = Some(token.trim()).filter(|t| !t.is_empty()).ok_or_else(ApiError::invalid_credentials)?;
-        let (holder, family, expires_at) =
-            if looks_like_jwt(token) { self.jwt_identity(token).await? } else { (self.static_identity(token).await?.map(Holder::User), None, None) };
+        let (holder, family, expires_at, is_session) =
+            if looks_like_jwt(token) { self.jwt_identity(token).await? } else { (self.static_identity(token).await?.map(Holder::User), None, None, false) };
         let holder = match holder {
             Some(Holder::User(identity)) if identity.is_active() => {
                 if crate::ip::client_ip(md).is_some_and(|ip| !crate::ip::admits(&identity, ip)) {
@@ -205,11 +212,11 @@ impl Authenticator {
             Some(Holder::Share(session)) => Holder::Share(session),
             _ => return Err(ApiError::invalid_credentials()),
         };
-        Ok(Some((holder, family, expires_at)))
+        Ok(Some((holder, family, expires_at, is_session)))
     }
 
     /// The user (or share session) of a JWT, and its session family.
-    async fn jwt_identity(&self, token: &str) -> Result<(Option<Holder>, Option<String>, Option<u64>), ApiError> {
+    async fn jwt_identity(&self, token: &str) -> Result<(Option<Holder>, Option<String>, Option<u64>, bool), ApiError> {
         let claims = match &self.keys {
             KeySource::Remote(keys) => keys.verify_access(token).await?,
             KeySource::Local(keys) => keys.verify(token, ACCESS_ISSUER).map_err(VerifyError::to_api_error)?,
@@ -225,9 +232,9 @@ impl Authenticator {
             }
         }
         if let Some(share) = &claims.share {
-            return Ok((self.share_session(share).await?.map(Holder::Share), claims.family, Some(claims.exp)));
+            return Ok((self.share_session(share).await?.map(Holder::Share), claims.family, Some(claims.exp), claims.session.is_some()));
         }
-        Ok((self.user(&claims.id).await?.map(Holder::User), claims.family, Some(claims.exp)))
+        Ok((self.user(&claims.id).await?.map(Holder::User), claims.family, Some(claims.exp), claims.session.is_some()))
     }
 
     /// Forgets what is cached of the users `ids` (their record changed: status, role, static
@@ -242,6 +249,14 @@ impl Authenticator {
     /// [`Authenticator::forget_users`] does for users.
     pub fn forget_shares(&self, ids: &[String]) {
         self.shares.forget(|id, _| ids.iter().any(|i| i == id));
+    }
+
+    /// Forgets every user and share cached (the service's listener reconnected: writes
+    /// announced meanwhile are unknown).
+    pub fn forget_everyone(&self) {
+        self.by_user.forget(|_, _| true);
+        self.by_token.forget(|_, _| true);
+        self.shares.forget(|_, _| true);
     }
 
     /// The user with id `id` (cached).
