@@ -35,6 +35,10 @@ pub struct Caller {
     /// Whether reads skip the result cache (`Cache-Control: no-store` with CACHE_SKIP_ALLOWED;
     /// see [`crate::cache`]).
     pub skip_cache: bool,
+    /// Whether an edge may keep this caller's read answers for the same token
+    /// ([`cdapi_proto::edge_feed::REUSE_METADATA`]): not for a session token (a logout ends it
+    /// without a database write) nor a share session (it ends when its share does, by time).
+    pub edge_reuse: bool,
 }
 
 impl Caller {

@@ -123,7 +123,8 @@ impl AppState {
         // Read only where it routes reads: without replicas a token means nothing.
         let consistency = if self.replicas.enabled() { replicas::token::from_metadata(md)? } else { None };
         let skip_cache = self.cache.settings().skip_allowed && cache::asks_to_skip(md);
-        Ok(auth::Caller { schema, read, access, vars, accounts, expires_at: who.expires_at, client, consistency, skip_cache })
+        let edge_reuse = !who.session && who.share.is_none();
+        Ok(auth::Caller { schema, read, access, vars, accounts, expires_at: who.expires_at, client, consistency, skip_cache, edge_reuse })
     }
 
     /// A snapshot introspected now, not swapped in (schema changes validate against it, so a

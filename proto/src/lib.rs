@@ -3,11 +3,13 @@
 //!
 //! Layout:
 //! - [`v1`]: code generated from `proto/cdapi/v1/*.proto` (messages, clients, servers).
+//! - [`edge_feed`]: how core-service keeps the edges' caches of item reads fresh.
 //! - [`error_code`]: Directus's error codes, their gRPC and HTTP mapping, and how they travel
 //!   in a `tonic::Status`.
 //! - [`field_path`]: Directus's names of the field functions; a field path as REST spells it.
 //! - [`field_type`]: Directus's names of the field types.
 
+pub mod edge_feed;
 pub mod error_code;
 pub mod field_path;
 pub mod field_type;

@@ -6,6 +6,7 @@
 //! notifications in commit order, so by then the listener has handled every announcement of
 //! the write and changed the generations in Redis. A fence that does not come back within
 //! CACHE_FENCE_TIMEOUT_MS, or while the cache is suspended, changes every generation instead.
+//! Either way the write then waits for the edges' caches ([`super::edges`]).
 
 use super::ResultCache;
 use std::collections::HashMap;
@@ -70,13 +71,17 @@ impl Fences {
 
 impl ResultCache {
     /// Waits until the generations reflect every write committed on `pool` before the call
-    /// (see the module docs). Never fails: when the fence cannot be sent or does not come
-    /// back in time, every generation is changed (and, should Redis fail too, the cache is
-    /// suspended until the listener resets it).
+    /// (see the module docs), then for the edges' caches. Never fails: when the fence cannot be
+    /// sent or does not come back in time, every generation is changed (and, should Redis fail
+    /// too, the cache is suspended until the listener resets it).
     pub async fn fence(&self, pool: &sqlx::PgPool) {
-        if !self.enabled() {
-            return;
-        }
+        let Some(conn) = &self.redis else { return };
+        self.fence_generations(pool).await;
+        self.edges.wait(conn, &self.feed_prefix).await;
+    }
+
+    /// The generations' half of [`Self::fence`].
+    async fn fence_generations(&self, pool: &sqlx::PgPool) {
         if self.is_live() {
             let (n, rx) = self.fences.register();
             let payload = format!("{}:{n}", self.fences.replica);

@@ -26,15 +26,23 @@
 //!   reads go to the database and nothing is stored until every generation has been changed
 //!   once more ([`ResultCache::reset`]).
 //!
+//! - **The edges' caches**: every change of generations is also published to the edges that
+//!   keep answers in memory, and a write's fence waits for them too ([`edges`]).
+//!
 //! Settings: CACHE_ENABLED (default false), CACHE_TTL (default `5m`), CACHE_MAX_ENTRY_BYTES
 //! (default 1 MiB; larger results are not stored), CACHE_FENCE_TIMEOUT_MS (default 1000),
-//! CACHE_SKIP_ALLOWED (default false: `Cache-Control: no-store` then reads the database). The
+//! CACHE_SKIP_ALLOWED (default false: `Cache-Control: no-store` then reads the database),
+//! EDGE_CACHE_LEASE_MS (default 1000, as the edges': how long a write waits for edges when
+//! Redis cannot say which there are). The
 //! cache's total size is Redis's `maxmemory` (entries carry a TTL, generations do not, so
 //! `volatile-lru` evicts only entries). Metrics: `cdapi_cache_lookups_total{result}` (`hit`,
 //! `miss`, `bypass`) and `cdapi_cache_invalidations_total{reason}` (`write`, `schema`, `reset`).
 
+pub mod edges;
 pub mod fence;
+pub mod reuse;
 
+use cdapi_proto::edge_feed::Message;
 use redis::aio::ConnectionManager;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -57,6 +65,8 @@ pub struct CacheSettings {
     /// CACHE_SKIP_ALLOWED: whether a request may skip the cache with `Cache-Control:
     /// no-store` (Directus's setting of the same name).
     pub skip_allowed: bool,
+    /// EDGE_CACHE_LEASE_MS: the edges' lease time ([`edges`]).
+    pub edge_lease: Duration,
 }
 
 impl CacheSettings {
@@ -69,6 +79,7 @@ impl CacheSettings {
             max_entry_bytes: service_runtime::env_or("CACHE_MAX_ENTRY_BYTES", 1_048_576usize)?,
             fence_timeout: Duration::from_millis(service_runtime::env_or("CACHE_FENCE_TIMEOUT_MS", 1_000u64)?.clamp(1, 60_000)),
             skip_allowed: service_runtime::env_or("CACHE_SKIP_ALLOWED", false)?,
+            edge_lease: Duration::from_millis(service_runtime::env_or("EDGE_CACHE_LEASE_MS", 1_000u64)?.clamp(100, 60_000)),
         })
     }
 }
@@ -104,7 +115,11 @@ pub enum Slot {
 pub struct ResultCache {
     settings: CacheSettings,
     redis: Option<ConnectionManager>,
+    /// A client for the acknowledgement channel's connection ([`edges`]).
+    client: Option<redis::Client>,
     prefix: String,
+    /// The deployment's Redis key prefix (the edge feed's names, [`cdapi_proto::edge_feed`]).
+    feed_prefix: String,
     /// Collections whose writes are announced: the only ones whose reads are cached.
     announced: arc_swap::ArcSwap<HashSet<String>>,
     /// Whether the generations follow every announcement: the listener is connected and
@@ -113,6 +128,8 @@ pub struct ResultCache {
     script: redis::Script,
     /// The fences of this replica's writes.
     pub fences: fence::Fences,
+    /// The fences of this replica's writes at the edges.
+    pub edges: edges::EdgeFences,
 }
 
 impl ResultCache {
@@ -123,14 +140,18 @@ impl ResultCache {
             anyhow::bail!("CACHE_ENABLED needs a Redis (REDIS_URL)");
         }
         let redis = redis.filter(|_| settings.enabled);
+        let feed_prefix = redis.map(|r| r.prefix().to_owned()).unwrap_or_default();
         Ok(Self {
             settings,
-            prefix: format!("{}cache:", redis.map(|r| r.prefix()).unwrap_or_default()),
+            prefix: format!("{feed_prefix}cache:"),
+            feed_prefix,
             redis: redis.map(|r| r.conn()),
+            client: redis.map(|r| r.client().clone()),
             announced: arc_swap::ArcSwap::default(),
             live: AtomicBool::new(false),
             script: redis::Script::new(LOOKUP),
             fences: fence::Fences::default(),
+            edges: edges::EdgeFences::new(fresh_generation(), settings.edge_lease),
         })
     }
 
@@ -221,6 +242,7 @@ impl ResultCache {
         for c in collections {
             pipe.cmd("SET").arg(self.generation_key(c)).arg(fresh_generation()).ignore();
         }
+        pipe.cmd("PUBLISH").arg(self.feed_channel()).arg(Message::Written(collections.to_vec()).encode()).ignore();
         pipe.query_async::<()>(&mut conn.clone()).await?;
         count_invalidation("write", collections.len());
         Ok(())
@@ -230,7 +252,10 @@ impl ResultCache {
     /// permission change, or generations that may have missed announcements). Errors: Redis's.
     pub async fn invalidate_all(&self, reason: &'static str) -> Result<(), redis::RedisError> {
         let Some(conn) = &self.redis else { return Ok(()) };
-        redis::cmd("SET").arg(self.schema_key()).arg(fresh_generation()).query_async::<()>(&mut conn.clone()).await?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("SET").arg(self.schema_key()).arg(fresh_generation()).ignore();
+        pipe.cmd("PUBLISH").arg(self.feed_channel()).arg(Message::Reset.encode()).ignore();
+        pipe.query_async::<()>(&mut conn.clone()).await?;
         count_invalidation(reason, 1);
         Ok(())
     }
@@ -252,6 +277,28 @@ impl ResultCache {
         service_runtime::metrics::global().redis_error(op);
         tracing::warn!(error = %e, op, "the result cache's Redis failed");
         self.suspend();
+    }
+
+    /// Tells the edges that the generations follow every announcement ([`edges::HEARTBEAT`]),
+    /// while the cache is live. Errors: Redis's (the caller suspends the cache).
+    pub async fn heartbeat(&self) -> Result<(), redis::RedisError> {
+        let Some(conn) = &self.redis else { return Ok(()) };
+        if !self.is_live() {
+            return Ok(());
+        }
+        redis::cmd("PUBLISH").arg(self.feed_channel()).arg(Message::Heartbeat.encode()).query_async::<()>(&mut conn.clone()).await
+    }
+
+    /// Reads this replica's fence acknowledgements from the edges, for as long as the process
+    /// runs ([`edges::EdgeFences::follow_acks`]); returns at once when the cache is off.
+    pub async fn follow_edge_acks(&self) {
+        if let Some(client) = &self.client {
+            self.edges.follow_acks(client.clone(), self.feed_prefix.clone()).await;
+        }
+    }
+
+    fn feed_channel(&self) -> String {
+        cdapi_proto::edge_feed::channel(&self.feed_prefix)
     }
 
     fn schema_key(&self) -> String {

@@ -6,6 +6,7 @@ use super::request_span;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::cache;
+use crate::cache::reuse::Reuse;
 use crate::query::Planner;
 use crate::query::read::{ReadShape, ReadStatement};
 use crate::schema::Collection;
@@ -45,14 +46,15 @@ impl Items {
     /// such item: FORBIDDEN (docs/security.md "Threat model").
     ///
     /// With the result cache on, the answer may come from it, and an answer read on the
-    /// primary is stored in it ([`crate::cache`]).
-    async fn run(&self, caller: &Caller, collection: &str, st: ReadStatement, by_key: bool) -> Result<(Option<String>, Bytes), ApiError> {
+    /// primary is stored in it ([`crate::cache`]); either may then be kept by an edge
+    /// ([`Reuse`]).
+    async fn run(&self, caller: &Caller, collection: &str, st: ReadStatement, by_key: bool) -> Result<(Option<String>, Bytes, Option<Reuse>), ApiError> {
         let slot = self.state.cache.lookup(&st.sql, caller.skip_cache).await;
         if let cache::Slot::Hit(value) = &slot
             && let Some((data, meta)) = cache::decode(value)
         {
             self.state.limits.check_bytes(data.as_ref().map_or(0, String::len))?;
-            return Ok((data, meta));
+            return Ok((data, meta, reuse_of(caller, &st.sql)));
         }
         let route = self.state.replicas.route(collection, caller.consistency).await;
         let mut on_primary = route.replica.is_none();
@@ -70,13 +72,15 @@ impl Items {
         let meta = meta_of(&row, st.total_count, st.filter_count)?;
         // A replica may be behind the generations the entry is stored under: only the
         // primary's answers are kept.
+        let mut reuse = None;
         if let cache::Slot::Miss(key) = slot
             && on_primary
         {
+            reuse = reuse_of(caller, &st.sql);
             let (cache, value) = (self.state.cache.clone(), cache::encode(data.as_deref(), &meta));
             tokio::spawn(async move { cache.store(key, value).await });
         }
-        Ok((data, meta))
+        Ok((data, meta, reuse))
     }
 
     /// Runs a write in one transaction, committed when `op` succeeds (rolled back otherwise):
@@ -140,14 +144,14 @@ impl Items {
     /// a version or a list, as one reply. `/users/me` that the caller may not read answers
     /// `{"id": <the caller>}`, and for a share session `{"share": <its id>}`, as Directus's
     /// users controller does. Errors: FORBIDDEN, INVALID_QUERY, the database's.
-    async fn read_reply(&self, caller: &Caller, r: &ReadRequest) -> Result<ReadResponse, ApiError> {
+    async fn read_reply(&self, caller: &Caller, r: &ReadRequest) -> Result<(ReadResponse, Option<Reuse>), ApiError> {
         let me = r.collection == crate::write::users::USERS && r.key.as_deref() == Some("me");
         if let (true, crate::permissions::Access::Subject(crate::permissions::Subject { share: Some(scope), .. })) = (me, &caller.access) {
-            return Ok(ReadResponse { data: Bytes::from(serde_json::json!({ "share": scope.id }).to_string()), meta: Bytes::new() });
+            return Ok((ReadResponse { data: Bytes::from(serde_json::json!({ "share": scope.id }).to_string()), meta: Bytes::new() }, None));
         }
         match self.read_any(caller, r).await {
             Err(e) if me && e.code == cdapi_proto::ErrorCode::Forbidden => match &caller.vars.user {
-                Some(id) => Ok(ReadResponse { data: Bytes::from(serde_json::json!({ "id": id }).to_string()), meta: Bytes::new() }),
+                Some(id) => Ok((ReadResponse { data: Bytes::from(serde_json::json!({ "id": id }).to_string()), meta: Bytes::new() }, None)),
                 None => Err(e),
             },
             other => other,
@@ -155,7 +159,7 @@ impl Items {
     }
 
     /// [`Self::read_reply`] but for `/users/me`'s answer when forbidden.
-    async fn read_any(&self, caller: &Caller, r: &ReadRequest) -> Result<ReadResponse, ApiError> {
+    async fn read_any(&self, caller: &Caller, r: &ReadRequest) -> Result<(ReadResponse, Option<Reuse>), ApiError> {
         // `me` without a signed-in user is INVALID_CREDENTIALS before any permission check.
         let key = r.key.as_deref().map(|k| crate::write::users::resolve_me(&r.collection, k, caller.vars.user.as_deref())).transpose()?;
         let collection = readable_in(caller, &r.collection)?;
@@ -163,19 +167,22 @@ impl Items {
         let q = r.query.as_ref().unwrap_or(&default);
         let shape = ReadShape::of(&collection, key.as_deref(), q);
         let planner = Planner::new(&caller.read, self.state.limits, &caller.vars);
-        let (data, meta) = match shape {
-            ReadShape::Version { key, version } => (self.read_in_version(caller, &collection, key, version, q).await?, Bytes::new()),
-            ReadShape::Singleton => (self.singleton(caller, planner.read(&collection, shape, q)?, &collection, q).await?, Bytes::new()),
+        let (data, meta, reuse) = match shape {
+            ReadShape::Version { key, version } => (self.read_in_version(caller, &collection, key, version, q).await?, Bytes::new(), None),
+            ReadShape::Singleton => {
+                let (data, reuse) = self.singleton(caller, planner.read(&collection, shape, q)?, &collection, q).await?;
+                (data, Bytes::new(), reuse)
+            }
             ReadShape::One(_) => {
-                let (data, _) = self.run(caller, &collection.name, planner.read(&collection, shape, q)?, true).await?;
-                (Bytes::from(data.ok_or_else(ApiError::forbidden)?), Bytes::new())
+                let (data, _, reuse) = self.run(caller, &collection.name, planner.read(&collection, shape, q)?, true).await?;
+                (Bytes::from(data.ok_or_else(ApiError::forbidden)?), Bytes::new(), reuse)
             }
             ReadShape::Many | ReadShape::Aggregate => {
-                let (data, meta) = self.run(caller, &collection.name, planner.read(&collection, shape, q)?, false).await?;
-                (Bytes::from(data.unwrap_or_else(|| "[]".into())), meta)
+                let (data, meta, reuse) = self.run(caller, &collection.name, planner.read(&collection, shape, q)?, false).await?;
+                (Bytes::from(data.unwrap_or_else(|| "[]".into())), meta, reuse)
             }
         };
-        Ok(ReadResponse { data, meta })
+        Ok((ReadResponse { data, meta }, reuse))
     }
 
     /// After items of `collection` were deleted: the blobs of deleted files go (see
@@ -187,13 +194,13 @@ impl Items {
     }
 
     /// Runs a planned singleton read; with no row yet, the fields' defaults, as Directus answers.
-    async fn singleton(&self, caller: &Caller, st: ReadStatement, collection: &Collection, q: &Query) -> Result<Bytes, ApiError> {
-        let (data, _) = self.run(caller, &collection.name, st, false).await?;
+    async fn singleton(&self, caller: &Caller, st: ReadStatement, collection: &Collection, q: &Query) -> Result<(Bytes, Option<Reuse>), ApiError> {
+        let (data, _, reuse) = self.run(caller, &collection.name, st, false).await?;
         match data {
-            Some(data) => Ok(Bytes::from(data)),
+            Some(data) => Ok((Bytes::from(data), reuse)),
             None => {
                 let defaults = crate::schema::defaults::singleton_defaults(&self.state.pool, collection, &q.fields).await.map_err(crate::db::map_error)?;
-                Ok(Bytes::from(serde_json::Value::Object(defaults).to_string()))
+                Ok((Bytes::from(serde_json::Value::Object(defaults).to_string()), reuse))
             }
         }
     }
@@ -223,8 +230,12 @@ pub(crate) fn first(array_json: &str) -> Result<Bytes, ApiError> {
 impl ItemsService for Items {
     async fn read(&self, req: Request<ReadRequest>) -> Result<Response<ReadResponse>, Status> {
         let span = request_span("Read", &req);
-        let reply = async { self.read_reply(&self.state.caller(req.metadata()).await?, req.get_ref()).await }.instrument(span).await?;
-        Ok(Response::new(reply))
+        let (reply, reuse) = async { self.read_reply(&self.state.caller(req.metadata()).await?, req.get_ref()).await }.instrument(span).await?;
+        let mut response = Response::new(reply);
+        if let Some(reuse) = reuse {
+            reuse.stamp(response.metadata_mut());
+        }
+        Ok(response)
     }
 
     type ReadStreamStream = tokio_stream::wrappers::ReceiverStream<Result<ReadChunk, Status>>;
@@ -247,7 +258,7 @@ impl ItemsService for Items {
                     return Ok(Streamed::List(st, pass, route.pool));
                 }
             }
-            Ok::<_, ApiError>(Streamed::Whole(self.read_reply(&caller, r).await?))
+            Ok::<_, ApiError>(Streamed::Whole(self.read_reply(&caller, r).await?.0))
         }
         .instrument(span.clone())
         .await?;
@@ -483,6 +494,12 @@ async fn next_chunk(chunks: &mut tonic::Streaming<ImportChunk>) -> Result<Import
         Ok(Ok(None)) => Err(ApiError::invalid_payload("The import ended before its last chunk; nothing was imported")),
         Ok(Ok(Some(chunk))) => Ok(chunk),
     }
+}
+
+/// The marks with which an edge may keep `caller`'s answer of `sql` ([`Reuse`]); `None` for a
+/// caller whose answers are never kept ([`Caller::edge_reuse`]).
+fn reuse_of(caller: &Caller, sql: &crate::sql::Sql) -> Option<Reuse> {
+    caller.edge_reuse.then(|| Reuse::new(&sql.reads, caller.vars.user.is_some(), caller.expires_at))
 }
 
 /// `name` in what `caller` may read.

@@ -24,6 +24,7 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct Redis {
     conn: ConnectionManager,
+    client: redis::Client,
     prefix: String,
 }
 
@@ -64,13 +65,19 @@ impl Redis {
             .set_response_timeout(Some(Duration::from_secs(2)))
             .set_number_of_retries(1)
             .set_max_delay(Duration::from_millis(500));
-        let conn = redis::Client::open(url)?.get_connection_manager_lazy(config)?;
-        Ok(Self { conn, prefix: prefix.to_owned() })
+        let client = redis::Client::open(url)?;
+        let conn = client.get_connection_manager_lazy(config)?;
+        Ok(Self { conn, client, prefix: prefix.to_owned() })
     }
 
     /// A handle to the shared multiplexed connection (cheap to clone).
     pub fn conn(&self) -> ConnectionManager {
         self.conn.clone()
+    }
+
+    /// The client, for connections of their own (pub/sub).
+    pub fn client(&self) -> &redis::Client {
+        &self.client
     }
 
     /// The key prefix (ends with `:` by convention).
