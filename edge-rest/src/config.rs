@@ -35,6 +35,9 @@ pub struct Settings {
     /// PUBLIC_URL (default none): the API's public URL; its path prefixes the Studio's base
     /// (`<path>/admin/`).
     pub public_url: Option<String>,
+    /// EDGE_CACHE_ENABLED and the rest of [`edge_http::edge_cache`]'s settings: item-read
+    /// answers kept in this edge's memory (default off).
+    pub edge_cache: Option<edge_http::edge_cache::EdgeCacheSettings>,
 }
 
 impl Settings {
@@ -57,6 +60,7 @@ impl Settings {
             websockets: WebsocketSettings::from_env()?,
             studio_dir: env_opt("STUDIO_DIR").map(std::path::PathBuf::from),
             public_url: env_opt("PUBLIC_URL"),
+            edge_cache: edge_http::edge_cache::EdgeCacheSettings::from_env()?,
         })
     }
 }

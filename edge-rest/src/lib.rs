@@ -12,6 +12,7 @@
 //! [`run`] serves on a given listener until a shutdown future resolves.
 
 pub mod auth;
+pub mod cached_read;
 pub mod config;
 pub mod export;
 pub mod export_file;

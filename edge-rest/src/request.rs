@@ -68,13 +68,25 @@ pub struct EdgeState {
     pub websockets: std::sync::Arc<edge_http::websocket::Connections>,
     /// The Data Studio at `/admin`, when STUDIO_DIR is set.
     pub studio: Option<crate::studio::Studio>,
+    /// Item-read answers kept in memory, when EDGE_CACHE_ENABLED ([`crate::cached_read`]).
+    pub edge_cache: Option<std::sync::Arc<edge_http::edge_cache::EdgeCache>>,
 }
 
 impl EdgeState {
     /// State over (lazily connecting) channels to the core (`core_files` for FilesService) and
-    /// to auth-service.
+    /// to auth-service; with the edge cache on, its feed starts following (within a Tokio
+    /// runtime). Errors: a settings value that cannot be used.
     pub fn new(core: Channel, core_files: Channel, auth: Channel, settings: &crate::config::Settings) -> anyhow::Result<Self> {
+        let edge_cache = match &settings.edge_cache {
+            Some(s) => {
+                let cache = std::sync::Arc::new(edge_http::edge_cache::EdgeCache::new(s.clone())?);
+                edge_http::edge_cache::feed::start(cache.clone())?;
+                Some(cache)
+            }
+            None => None,
+        };
         Ok(Self {
+            edge_cache,
             items: ItemsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
             versions: VersionsServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),
             schema: SchemaServiceClient::new(core.clone()).max_decoding_message_size(usize::MAX),

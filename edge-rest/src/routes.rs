@@ -243,9 +243,7 @@ async fn item_route(state: &EdgeState, req: &HttpRequest, body: Body, request_id
     let mut items = state.items.clone();
     match req.method {
         Method::GET => {
-            let call = req.grpc(request_id, token, ReadRequest { collection, key: Some(key), query: Some(query) })?;
-            let res = items.read(call).await?;
-            Ok(reply::data(&res.get_ref().data, &res.get_ref().meta))
+            crate::cached_read::read(state, req, req.caller(request_id, token)?, ReadRequest { collection, key: Some(key), query: Some(query) }).await
         }
         Method::PATCH => {
             let data = json_body(req, body, state.max_payload_size).await?;
@@ -274,11 +272,14 @@ async fn read_items(
         return export(state, req, request_id, collection, query, token).await;
     }
     let streamed = edge_http::list_chunks::wanted(&query, state.stream_limit);
-    let call = req.grpc(request_id, token, ReadRequest { collection, key: None, query: Some(query) })?;
+    let read = ReadRequest { collection, key: None, query: Some(query) };
     if streamed {
-        return crate::list_stream::read(state, call).await;
+        return crate::list_stream::read(state, req.grpc(request_id, token, read)?).await;
     }
-    let res = state.items.clone().read(call).await?;
+    if req.method == Method::GET {
+        return crate::cached_read::read(state, req, req.caller(request_id, token)?, read).await;
+    }
+    let res = state.items.clone().read(req.grpc(request_id, token, read)?).await?;
     Ok(reply::data(&res.get_ref().data, &res.get_ref().meta))
 }
 

@@ -27,6 +27,7 @@ pub mod caller;
 pub mod client_ip;
 pub mod consistency;
 pub mod cookies;
+pub mod edge_cache;
 pub mod list_chunks;
 pub mod observe;
 pub mod random;

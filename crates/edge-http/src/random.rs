@@ -1,4 +1,5 @@
-//! Random identifiers that must not be guessed or collide: write keys ([`crate::balance`]) and
+//! Random identifiers that must not be guessed or collide: write keys ([`crate::balance`]), edge
+//! names on the cache feed ([`crate::edge_cache`]) and
 //! the placeholders of streamed GraphQL lists.
 
 /// 128 bits from the operating system's generator, as 32 lowercase hex digits. Errors: the
