@@ -34,8 +34,13 @@ pub fn http_client() -> reqwest::ClientBuilder {
 
 /// Any request; `token` goes into `Authorization: Bearer`.
 pub async fn send(app: &TestApp, method: reqwest::Method, path: &str, token: Option<&str>, headers: &[(&str, &str)], body: Option<(&str, String)>) -> Reply {
+    send_at(&app.rest_url, method, path, token, headers, body).await
+}
+
+/// [`send`] to the edge at `base` (one of [`TestApp::rest_urls`]).
+pub async fn send_at(base: &str, method: reqwest::Method, path: &str, token: Option<&str>, headers: &[(&str, &str)], body: Option<(&str, String)>) -> Reply {
     let client = http_client().build().unwrap_or_else(|e| panic!("http client: {e}"));
-    let mut req = client.request(method, format!("{}{}", app.rest_url, path));
+    let mut req = client.request(method, format!("{base}{path}"));
     if let Some(t) = token {
         req = req.bearer_auth(t);
     }

@@ -250,8 +250,8 @@ pub fn free_port() -> Result<u16> {
     bail!("no fresh TCP port after 100 tries")
 }
 
-/// The Redis server tests use.
-fn redis_url() -> String {
+/// The Redis server tests use (REDIS_URL, default `redis://127.0.0.1:6379`).
+pub fn redis_url() -> String {
     std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
 }
 
@@ -463,6 +463,9 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         ("CORE_GRPC_URL".into(), core_list),
         ("AUTH_GRPC_URL".into(), auth_list),
         ("GRAPHQL_URL".into(), graphql_url.clone()),
+        // Used with EDGE_CACHE_ENABLED only.
+        ("REDIS_URL".into(), redis.0.clone()),
+        ("REDIS_KEY_PREFIX".into(), redis.1.clone()),
     ];
     edge_env.extend(spec.edge_env.iter().cloned());
     metrics_env("edge", &mut edge_env)?;
@@ -480,8 +483,9 @@ pub fn start(spec: Spec) -> Result<TestApp> {
         let log = logs.join(format!("edge-rest.{i}.log"));
         let mut env = edge_env.clone();
         env.push(("REST_PORT".into(), port.to_string()));
-        if let Some((_, metrics)) = env.iter_mut().find(|(k, _)| k == "METRICS_ADDR") {
-            *metrics = format!("127.0.0.1:{}", free_port()?);
+        if let Some((_, addr)) = env.iter_mut().find(|(k, _)| k == "METRICS_ADDR") {
+            *addr = format!("127.0.0.1:{}", free_port()?);
+            metrics.push(("edge", format!("http://{addr}/metrics")));
         }
         let mut edge = spawn(&bins.join("edge-rest"), &env, &log)?;
         ready = wait_healthy(&url, &mut edge, &log);
