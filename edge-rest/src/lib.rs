@@ -47,7 +47,7 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
     // core's FILES_IMPORT_TIMEOUT_MS): their calls have no CORE_TIMEOUT_MS deadline.
     let core_files = settings.edge.channel(&settings.edge.core_url, false)?;
     let state = Arc::new(request::EdgeState::new(core, core_files, settings.edge.channel(&settings.edge.auth_url, true)?, &settings)?);
-    let readiness = state.readiness.clone();
+    let (readiness, edge_cache) = (state.readiness.clone(), state.edge_cache.clone());
     tracing::info!(addr = %listener.local_addr()?, core = %settings.edge.core_url, auth = %settings.edge.auth_url, "edge-rest listening (HTTP)");
     edge_http::serve::run(listener, shutdown, readiness, move |i: edge_http::serve::Incoming| {
         let state = state.clone();
@@ -66,6 +66,9 @@ pub async fn run(settings: config::Settings, listener: tokio::net::TcpListener, 
         }
     })
     .await?;
+    if let Some(cache) = edge_cache {
+        edge_http::edge_cache::feed::leave(&cache).await;
+    }
     tracing::info!("edge-rest stopped");
     Ok(())
 }

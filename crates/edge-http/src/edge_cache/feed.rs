@@ -36,6 +36,22 @@ pub fn start(cache: Arc<EdgeCache>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Takes this edge out of the registry once it no longer serves (after the server stopped), so
+/// writes stop waiting for it at once instead of until its registration ends. Best effort,
+/// within a second.
+pub async fn leave(cache: &EdgeCache) {
+    let member = edge_feed::member(&cache.id, u64::try_from(cache.settings.lease.as_millis()).unwrap_or(u64::MAX));
+    let registry = edge_feed::registry(&cache.settings.prefix);
+    let left = tokio::time::timeout(Duration::from_secs(1), async {
+        let mut conn = redis::Client::open(cache.settings.redis_url.as_str())?.get_multiplexed_async_connection().await?;
+        redis::cmd("ZREM").arg(registry).arg(member).query_async::<i64>(&mut conn).await
+    })
+    .await;
+    if !matches!(left, Ok(Ok(_))) {
+        tracing::warn!("the edge could not leave the cache registry: writes wait for it until its registration ends");
+    }
+}
+
 /// The feed's connection, reconnected half a second after it closes.
 pub async fn run(cache: Arc<EdgeCache>, client: redis::Client, conn: ConnectionManager) {
     let channel = edge_feed::channel(&cache.settings.prefix);
