@@ -6,6 +6,7 @@ pub mod differential;
 pub mod directus_peer;
 pub mod fixture;
 pub mod load;
+pub mod random_steps;
 
 pub use test_harness::{ADMIN_TOKEN, Dataset, S3_BUCKET, Spec, TestApp, app, free_port, repo_root, start};
 

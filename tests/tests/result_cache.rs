@@ -52,79 +52,12 @@ async fn lookups(app: &TestApp, result: &str) -> f64 {
     e2e_tests::metric_total(app, "core", "cdapi_cache_lookups_total", &format!("result=\"{result}\"")).await
 }
 
-/// A small deterministic generator (xorshift64*), so a failure can be replayed.
-struct Steps(u64);
-
-impl Steps {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
-    }
-}
-
-/// The reads compared: lists, one item, nested to-one, to-many and many-to-many, counts and
-/// aggregates, over the first 30 articles (the ones written). `{A}` is one of the first five.
-const READS: [&str; 9] = [
-    "/items/articles?fields=id,title,status,rating,author.name&filter[id][_lte]=30&sort=id",
-    "/items/articles?filter[status][_eq]=published&filter[id][_lte]=30&fields=id,title&sort=-id&meta=total_count,filter_count",
-    "/items/articles/{A}?fields=id,title,status,author.name,tags.tags_id.name",
-    "/items/articles/{A}?fields=*,comments.body",
-    "/items/authors?fields=id,name,articles.id,articles.status&filter[id][_lte]=5&sort=id",
-    "/items/articles?aggregate[count]=*&aggregate[sum]=rating&groupBy[]=status&filter[id][_lte]=30&sort=status",
-    "/items/tags?fields=id,name,articles.articles_id.title&filter[id][_lte]=5&sort=id",
-    "/items/comments?fields=id,body,article.title&filter[article][_lte]=30&sort=id",
-    "/items/articles_tags?fields=id,articles_id,tags_id&filter[articles_id][_lte]=30&sort=id",
-];
-
-/// One random write as the admin; created comments and links are remembered for deletes.
-async fn write(app: &TestApp, rng: &mut Steps, step: usize, comments: &mut Vec<i64>, links: &mut Vec<i64>) {
-    let article = 1 + rng.below(30);
-    let (method, path, body) = match rng.below(9) {
-        0 => (Method::PATCH, format!("/items/articles/{article}"), json!({"status": if rng.below(2) == 0 { "draft" } else { "published" }})),
-        1 => (Method::PATCH, format!("/items/articles/{article}"), json!({"title": format!("title {step}")})),
-        2 => (Method::PATCH, format!("/items/articles/{article}"), json!({"author": 1 + rng.below(8)})),
-        3 => (Method::PATCH, format!("/items/authors/{}", 1 + rng.below(5)), json!({"name": format!("author {step}")})),
-        4 => (Method::POST, "/items/comments".to_owned(), json!({"article": article, "body": format!("comment {step}")})),
-        5 if !comments.is_empty() => (Method::DELETE, format!("/items/comments/{}", comments.remove(rng.below(comments.len() as u64) as usize)), Value::Null),
-        6 => (Method::POST, "/items/articles_tags".to_owned(), json!({"articles_id": article, "tags_id": 1 + rng.below(5)})),
-        7 if !links.is_empty() => (Method::DELETE, format!("/items/articles_tags/{}", links.remove(rng.below(links.len() as u64) as usize)), Value::Null),
-        8 => (Method::PATCH, format!("/items/tags/{}", 1 + rng.below(5)), json!({"name": format!("tag {step}")})),
-        _ => (Method::PATCH, "/items/articles".to_owned(), json!({"keys": [article, 1 + rng.below(30)], "data": {"rating": rng.below(6)}})),
-    };
-    let body = (!body.is_null()).then(|| ("application/json", body.to_string()));
-    let r = send(app, method.clone(), &path, Some(ADMIN_TOKEN), &[], body).await;
-    assert!(r.status == 200 || r.status == 204, "step {step}: {method} {path}: {} {}", r.status, r.body);
-    let id = r.body["data"]["id"].as_i64();
-    match (path.as_str(), method, id) {
-        ("/items/comments", Method::POST, Some(id)) => comments.push(id),
-        ("/items/articles_tags", Method::POST, Some(id)) => links.push(id),
-        _ => {}
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_answers_equal_fresh_reads_over_random_writes() {
     let app = tokio::task::spawn_blocking(shared).await.expect("join");
     let fx = fixture::demo(app).await;
-    let tokens = [Some(ADMIN_TOKEN), Some(fx.reviewer.as_str()), None];
-    let mut rng = Steps(0x5EED_CAFE_F00D_0001);
-    let (mut comments, mut links) = (Vec::new(), Vec::new());
     let hits_before = lookups(app, "hit").await;
-    let mut compared = 0;
-    for step in 0..2_000 {
-        if rng.below(20) < 3 {
-            write(app, &mut rng, step, &mut comments, &mut links).await;
-            continue;
-        }
-        let path = READS[rng.below(READS.len() as u64) as usize].replace("{A}", &(1 + rng.below(5)).to_string());
-        let token = tokens[rng.below(tokens.len() as u64) as usize];
-        let cached = send(app, Method::GET, &path, token, &[], None).await;
-        let fresh = send(app, Method::GET, &path, token, &[("cache-control", "no-store")], None).await;
-        assert_eq!((cached.status, &cached.body), (fresh.status, &fresh.body), "step {step}: GET {path} as {token:?}: cached answer differs from a fresh read");
-        compared += 1;
-    }
+    let compared = e2e_tests::random_steps::compare(app, 0x5EED_CAFE_F00D_0001, 2_000, &fx.reviewer, |_| 0, |_| 0).await;
     let hits = lookups(app, "hit").await - hits_before;
     assert!(hits >= f64::from(compared) / 5.0, "the cache answered {hits} of {compared} reads");
 }
