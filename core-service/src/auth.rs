@@ -35,9 +35,10 @@ pub struct Caller {
     /// Whether reads skip the result cache (`Cache-Control: no-store` with CACHE_SKIP_ALLOWED;
     /// see [`crate::cache`]).
     pub skip_cache: bool,
-    /// Whether an edge may keep this caller's read answers for the same token
-    /// ([`cdapi_proto::edge_feed::REUSE_METADATA`]): not for a session token (a logout ends it
-    /// without a database write) nor a share session (it ends when its share does, by time).
+    /// Whether an edge asked to keep this caller's read answers for the same token and may
+    /// ([`cdapi_proto::edge_feed::REUSE_METADATA`]): only when the call came from an edge
+    /// ([`cdapi_proto::edge_feed::ASK_METADATA`]), and not for a session token (a logout ends
+    /// it without a database write) nor a share session (it ends when its share does, by time).
     pub edge_reuse: bool,
 }
 

@@ -123,7 +123,7 @@ impl AppState {
         // Read only where it routes reads: without replicas a token means nothing.
         let consistency = if self.replicas.enabled() { replicas::token::from_metadata(md)? } else { None };
         let skip_cache = self.cache.settings().skip_allowed && cache::asks_to_skip(md);
-        let edge_reuse = !who.session && who.share.is_none();
+        let edge_reuse = md.contains_key(cdapi_proto::edge_feed::ASK_METADATA) && !who.session && who.share.is_none();
         Ok(auth::Caller { schema, read, access, vars, accounts, expires_at: who.expires_at, client, consistency, skip_cache, edge_reuse })
     }
 

@@ -6,6 +6,7 @@
 use crate::reply;
 use crate::request::{EdgeState, HttpRequest};
 use cdapi_proto::ApiError;
+use cdapi_proto::edge_feed::ASK_METADATA;
 use cdapi_proto::v1::ReadRequest;
 use edge_http::caller::Caller;
 use edge_http::edge_cache::EdgeCache;
@@ -23,7 +24,9 @@ pub(crate) async fn read(state: &EdgeState, req: &HttpRequest, caller: Caller, m
     }
     // Taken before the request leaves: a write announced meanwhile keeps the answer out.
     let ticket = cache.ticket();
-    let res = state.items.clone().read(caller.request(msg)?).await?;
+    let mut call = caller.request(msg)?;
+    call.metadata_mut().insert(ASK_METADATA, tonic::metadata::MetadataValue::from_static("1"));
+    let res = state.items.clone().read(call).await?;
     let response = reply::data(&res.get_ref().data, &res.get_ref().meta);
     if let Some(ticket) = ticket {
         cache.store(key, ticket, res.metadata(), res.get_ref().data.clone(), res.get_ref().meta.clone());

@@ -9,9 +9,14 @@
 //! - channel [`ack_channel`] of a core replica: `<edge>\n<fence>`, an edge having handled
 //!   everything published before that replica's fence.
 //!
-//! A read's answer that an edge may keep carries the gRPC metadata [`REUSE_METADATA`] (the
+//! A read asked for by an edge ([`ASK_METADATA`]) whose answer it may keep carries the gRPC metadata [`REUSE_METADATA`] (the
 //! collections it depends on, a JSON array) and, for a token that expires,
 //! [`REUSE_UNTIL_METADATA`] (Unix seconds).
+
+/// Request metadata with which an edge asks for [`REUSE_METADATA`] (any value). Services keep it
+/// only from callers presenting the internal credential (the edges); from anyone else it is
+/// removed, so no other client learns which collections a read depended on.
+pub const ASK_METADATA: &str = "x-cdapi-edge-cache";
 
 /// Response metadata of a read an edge may keep: a JSON array of the collections whose writes
 /// make the answer stale.

@@ -108,6 +108,15 @@ async fn a_kept_answer_skips_the_core_and_writes_are_seen_at_once() {
         assert_eq!(r.body["data"]["title"], json!(title), "round {round}: the kept answer was dropped before the write answered");
     }
 
+    // A direct gRPC client (no internal credential) asking for the marks gets none: which
+    // collections a read depended on is for the edges only.
+    let mut core = cdapi_proto::v1::items_service_client::ItemsServiceClient::connect(app.grpc_url.clone()).await.expect("core");
+    let mut read = tonic::Request::new(cdapi_proto::v1::ReadRequest { collection: "headings".into(), key: Some("1".into()), query: None });
+    read.metadata_mut().insert("authorization", format!("Bearer {ADMIN_TOKEN}").parse().expect("header"));
+    read.metadata_mut().insert(cdapi_proto::edge_feed::ASK_METADATA, tonic::metadata::MetadataValue::from_static("1"));
+    let answer = core.read(read).await.expect("read");
+    assert!(answer.metadata().get(cdapi_proto::edge_feed::REUSE_METADATA).is_none(), "marks given to a gRPC client");
+
     // A plain SQL write is seen once the database announced it.
     kept(app, 1, path, Some(ADMIN_TOKEN), &[]).await;
     exec(app, "UPDATE headings SET title = 'written by plain SQL' WHERE id = 1").await;

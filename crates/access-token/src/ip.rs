@@ -58,11 +58,15 @@ impl EdgeTrust {
     }
 
     /// The interceptor: an edge's [`CLIENT_IP_KEY`] is kept; anyone else's is replaced by the
-    /// TCP peer's address (or removed when there is none). The credential itself is removed,
-    /// so no handler or log sees it. Never fails.
+    /// TCP peer's address (or removed when there is none), and anyone else's ask for the edge
+    /// cache's marks ([`cdapi_proto::edge_feed::ASK_METADATA`]) is removed. The credential
+    /// itself is removed, so no handler or log sees it. Never fails.
     pub fn apply(&self, mut req: tonic::Request<()>) -> tonic::Request<()> {
         let edge = self.is_edge(req.metadata());
         req.metadata_mut().remove(INTERNAL_TOKEN_KEY);
+        if !edge {
+            req.metadata_mut().remove(cdapi_proto::edge_feed::ASK_METADATA);
+        }
         if !edge || req.metadata().get(CLIENT_IP_KEY).is_none() {
             req.metadata_mut().remove(CLIENT_IP_KEY);
             if let Some(peer) = req.remote_addr()
@@ -175,6 +179,17 @@ mod tests {
         let nobody = EdgeTrust::new(None);
         assert_eq!(ip_of(&nobody.apply(call(&[(CLIENT_IP_KEY, "10.1.2.3"), (INTERNAL_TOKEN_KEY, "")]))), None);
         assert!(!format!("{trust:?}").contains("secret"));
+    }
+
+    #[test]
+    fn only_edges_may_ask_for_the_edge_caches_marks() {
+        use cdapi_proto::edge_feed::ASK_METADATA;
+        let trust = EdgeTrust::new(Some("a-long-internal-secret"));
+        let edge = trust.apply(call(&[(ASK_METADATA, "1"), (INTERNAL_TOKEN_KEY, "a-long-internal-secret")]));
+        assert!(edge.metadata().get(ASK_METADATA).is_some());
+        for md in [vec![(ASK_METADATA, "1")], vec![(ASK_METADATA, "1"), (INTERNAL_TOKEN_KEY, "a-long-internal-secreT")]] {
+            assert!(trust.apply(call(&md)).metadata().get(ASK_METADATA).is_none(), "{md:?}");
+        }
     }
 
     fn list(items: &[&str]) -> Vec<String> {
